@@ -1,0 +1,617 @@
+"""A scripted model server that speaks the Anthropic Messages API on loopback.
+
+It lets the real Claude Code CLI (and anything else that honours ``ANTHROPIC_BASE_URL``) run end to end with no
+model behind it: every "main loop" request is answered with the next turn of a script, every request body is
+recorded (payload capture), and side requests the harness makes on its own (title generation, quota checks) get a
+short canned answer without consuming the script.
+
+This module is deliberately a single file that imports only the standard library, so it can be copied into a
+read-only support directory and run inside a minimal container::
+
+    python3 mockmodel.py --script turns.json [--port 0] [--capture requests.jsonl]
+    python3 -m dokimi.mockmodel --script turns.json
+
+Script format (JSON; YAML too when PyYAML is importable): a list of turns, each a mapping with one of
+
+    {"text": "..."}                                   a text answer that ends the turn (stop_reason end_turn)
+    {"final": "..."}                                  the same; marks the intended last answer
+    {"tool_use": {"name": "Bash", "input": {...}}}    one tool call (stop_reason tool_use)
+    {"tool_uses": [{"name": ..., "input": ...}, ...]} several tool calls in one response
+    {"echo_tokens": true}                             answer with every RC token in this request's body
+    {"error": {"status": 529, "type": "overloaded_error", "message": "..."}}   an HTTP error answer
+
+``text`` may also accompany ``tool_use``/``tool_uses``/``echo_tokens`` as a preamble block. Once the script is
+exhausted every main-loop request is answered with the final text ``done``. See docs/mock-model.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "DONE_TEXT",
+    "SIDE_TEXT",
+    "TOKEN_RE",
+    "CapturedRequest",
+    "MockModelServer",
+    "ScriptError",
+    "Turn",
+    "find_tokens",
+    "is_main_loop_request",
+    "load_script",
+    "main",
+    "parse_script",
+]
+
+TOKEN_RE = re.compile(rb"RC[0-9a-f]{6}")
+"""A reach-probe token (contract §7): RC plus six lowercase hex digits."""
+
+DONE_TEXT = "done"
+"""The answer to every main-loop request once the script is exhausted."""
+
+SIDE_TEXT = "ok"
+"""The canned answer to side requests, which never consume the script."""
+
+CAPTURED_HEADERS = (
+    "anthropic-beta",
+    "anthropic-version",
+    "content-type",
+    "user-agent",
+    "x-app",
+    "x-stainless-lang",
+    "x-stainless-package-version",
+    "x-stainless-retry-count",
+)
+"""Request headers kept in the capture. Credentials (x-api-key, authorization) are never recorded."""
+
+TURN_KINDS = ("text", "final", "tool_use", "tool_uses", "echo_tokens", "error")
+
+
+class ScriptError(ValueError):
+    """A script file that cannot be played: names the file, the turn index and what is wrong."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One scripted model response."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    echo_tokens: bool = False
+    error: Mapping[str, Any] | None = None
+
+    @property
+    def stop_reason(self) -> str:
+        return "tool_use" if self.tool_calls else "end_turn"
+
+
+@dataclass
+class CapturedRequest:
+    """One request as the server received it."""
+
+    index: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any
+    """The parsed JSON body, or the body as text when it is not JSON, or None when empty."""
+    main_loop: bool = False
+    turn: int | None = None
+    """Index of the script turn that answered it; None for side requests, unknown paths and exhausted scripts."""
+    known: bool = True
+    """False for a path the server does not implement (answered 404)."""
+
+    def tokens(self) -> list[str]:
+        """Every reach-probe token in the raw request bytes, in order of first appearance."""
+        return find_tokens(self.raw)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+            "main_loop": self.main_loop,
+            "turn": self.turn,
+            "known": self.known,
+        }
+
+
+def find_tokens(data: bytes | str) -> list[str]:
+    """Reach-probe tokens found anywhere in data, deduplicated, in order of first appearance."""
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    return list(dict.fromkeys(m.decode("ascii") for m in TOKEN_RE.findall(raw)))
+
+
+# --- the script ---------------------------------------------------------------------------------------------
+
+
+def _tool_call(value: Any, where: str) -> ToolCall:
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str) or not value["name"]:
+        raise ScriptError(f"{where}: a tool call needs a non-empty string 'name'")
+    tool_input = value.get("input", {})
+    if not isinstance(tool_input, Mapping):
+        raise ScriptError(f"{where}: 'input' of tool call {value['name']!r} must be a mapping")
+    unknown = sorted(set(value) - {"name", "input"})
+    if unknown:
+        raise ScriptError(f"{where}: unknown key(s) {unknown} in tool call; allowed: name, input")
+    return ToolCall(name=value["name"], input=dict(tool_input))
+
+
+def _parse_turn(raw: Any, where: str) -> Turn:
+    if not isinstance(raw, Mapping):
+        raise ScriptError(f"{where}: a turn must be a mapping with one of {', '.join(TURN_KINDS)}")
+    unknown = sorted(set(raw) - set(TURN_KINDS))
+    if unknown:
+        raise ScriptError(f"{where}: unknown key(s) {unknown}; a turn has one of {', '.join(TURN_KINDS)}")
+    if "text" in raw and "final" in raw:
+        raise ScriptError(f"{where}: 'text' and 'final' are the same kind of answer; use one")
+    actions = [k for k in ("final", "tool_use", "tool_uses", "echo_tokens", "error") if k in raw]
+    if len(actions) > 1:
+        raise ScriptError(f"{where}: a turn has one of final, tool_use, tool_uses, echo_tokens, error; got {actions}")
+    text = raw.get("final", raw.get("text"))
+    if text is not None and not isinstance(text, str):
+        raise ScriptError(f"{where}: text must be a string")
+    if "error" in raw:
+        err = raw["error"]
+        if not isinstance(err, Mapping) or not isinstance(err.get("status", 500), int):
+            raise ScriptError(f"{where}: 'error' must be a mapping with an integer 'status'")
+        return Turn(text=text, error=dict(err))
+    calls: tuple[ToolCall, ...] = ()
+    if "tool_use" in raw:
+        calls = (_tool_call(raw["tool_use"], f"{where}.tool_use"),)
+    elif "tool_uses" in raw:
+        if not isinstance(raw["tool_uses"], Sequence) or not raw["tool_uses"]:
+            raise ScriptError(f"{where}: 'tool_uses' must be a non-empty list")
+        calls = tuple(_tool_call(c, f"{where}.tool_uses[{i}]") for i, c in enumerate(raw["tool_uses"]))
+    echo = raw.get("echo_tokens", False)
+    if not isinstance(echo, bool):
+        raise ScriptError(f"{where}: 'echo_tokens' must be true or false")
+    if text is None and not calls and not echo:
+        raise ScriptError(f"{where}: an empty turn; give text, final, tool_use, tool_uses or echo_tokens")
+    return Turn(text=text, tool_calls=calls, echo_tokens=echo)
+
+
+def parse_script(data: Any, *, source: str = "<script>") -> list[Turn]:
+    """Turn the decoded script document (a list of turns, or {"turns": [...]}) into Turns."""
+    if isinstance(data, Mapping) and "turns" in data:
+        data = data["turns"]
+    if not isinstance(data, list):
+        raise ScriptError(f"{source}: a script is a list of turns (or a mapping with a 'turns' list)")
+    return [_parse_turn(t, f"{source}: turns[{i}]") for i, t in enumerate(data)]
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    """YAML through whichever safe loader is importable; the standalone server needs only the stdlib."""
+    try:
+        import yaml
+    except ImportError:
+        pass
+    else:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ScriptError(f"{path}: not valid YAML: {e}") from e
+    try:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+    except ImportError as e:
+        raise ScriptError(f"{path}: YAML scripts need PyYAML or ruamel.yaml; write the script as JSON") from e
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError as e:
+        raise ScriptError(f"{path}: not valid YAML: {e}") from e
+
+
+def load_script(path: str | Path) -> list[Turn]:
+    """Read a JSON script (or YAML, when the file ends in .yaml/.yml and a YAML library is importable)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScriptError(f"{p}: cannot read script: {e.strerror}") from e
+    if p.suffix in (".yaml", ".yml"):
+        data = _load_yaml(text, p)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ScriptError(f"{p}:{e.lineno}: not valid JSON: {e.msg}") from e
+    return parse_script(data, source=str(p))
+
+
+# --- which requests play the script -------------------------------------------------------------------------
+
+
+def _system_text(body: Mapping[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(b.get("text", "") for b in system if isinstance(b, Mapping))
+    return ""
+
+
+MAIN_LOOP_MARKERS = ("You are Claude Code", "Claude Agent SDK")
+"""Phrases of Claude Code's agent-loop system prompt. 2.1.328 in -p mode sends "You are a Claude agent, built on
+Anthropic's Claude Agent SDK."; its interactive prompt starts "You are Claude Code". Side requests carry neither."""
+
+
+def is_main_loop_request(body: Any, *, main_model: str | None = None) -> bool:
+    """Whether a /v1/messages request is a turn of the agent's main loop (and so plays the next script turn).
+
+    The rule, first match wins:
+      1. a request asking for at most 1 output token (a quota or reachability check) is a side request;
+      2. with ``main_model`` configured, a request for any other model is a side request;
+      3. a request that offers tools is a main-loop turn;
+      4. a request without tools is a main-loop turn when its system prompt carries an agent-loop marker
+         (Claude Code with ``--tools ""`` sends no tools), or when it has no system prompt at all (a plain
+         client: curl, an SDK script); anything else (title or topic generation) is a side request.
+    Side requests are answered with SIDE_TEXT and leave the script where it was.
+    """
+    if not isinstance(body, Mapping):
+        return False
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and max_tokens <= 1:
+        return False
+    if main_model is not None and body.get("model") != main_model:
+        return False
+    if body.get("tools"):
+        return True
+    system = _system_text(body)
+    return not system or any(marker in system for marker in MAIN_LOOP_MARKERS)
+
+
+# --- the Messages API wire format ---------------------------------------------------------------------------
+
+
+def _usage(raw: bytes, output_text: str) -> dict[str, int]:
+    return {
+        "input_tokens": max(1, len(raw) // 4),
+        "output_tokens": max(1, len(output_text) // 4),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+@dataclass
+class _Reply:
+    """A resolved answer: content blocks plus stop reason, ready for either wire format."""
+
+    blocks: list[dict[str, Any]]
+    stop_reason: str
+    usage: dict[str, int]
+
+    def message(self, msg_id: str, model: str) -> dict[str, Any]:
+        return {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": self.blocks,
+            "stop_reason": self.stop_reason,
+            "stop_sequence": None,
+            "usage": self.usage,
+        }
+
+    def sse_events(self, msg_id: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        start = self.message(msg_id, model)
+        start.update(content=[], stop_reason=None, usage={**self.usage, "output_tokens": 1})
+        yield "message_start", {"type": "message_start", "message": start}
+        yield "ping", {"type": "ping"}
+        for i, block in enumerate(self.blocks):
+            if block["type"] == "text":
+                yield "content_block_start", {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "text", "text": ""},
+                }
+                yield "content_block_delta", {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "text_delta", "text": block["text"]},
+                }
+            else:
+                yield "content_block_start", {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                }
+                yield "content_block_delta", {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                }
+            yield "content_block_stop", {"type": "content_block_stop", "index": i}
+        yield "message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": self.usage["output_tokens"]},
+        }
+        yield "message_stop", {"type": "message_stop"}
+
+
+def _text_reply(text: str, raw: bytes) -> _Reply:
+    return _Reply([{"type": "text", "text": text}], "end_turn", _usage(raw, text))
+
+
+# --- the server ---------------------------------------------------------------------------------------------
+
+
+class MockModelServer:
+    """A scripted Anthropic Messages API server on 127.0.0.1.
+
+    Use as a context manager (or start()/stop()); ``url`` is the base URL for ANTHROPIC_BASE_URL, ``requests``
+    every request received so far (a copy), ``capture_path`` a JSONL file that gets one line per request.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Turn] | Sequence[Mapping[str, Any]] | str | Path = (),
+        *,
+        capture_path: str | Path | None = None,
+        main_model: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if isinstance(script, (str, Path)):
+            self._turns = load_script(script)
+        else:
+            self._turns = [t if isinstance(t, Turn) else _parse_turn(t, f"turns[{i}]") for i, t in enumerate(script)]
+        self.capture_path = Path(capture_path) if capture_path is not None else None
+        self.main_model = main_model
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._next_turn = 0
+        self._requests: list[CapturedRequest] = []
+        self._ids = itertools.count(1)
+        self._capture_file: IO[str] | None = None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> MockModelServer:
+        if self._httpd is not None:
+            return self
+        if self.capture_path is not None:
+            self.capture_path.parent.mkdir(parents=True, exist_ok=True)
+            self._capture_file = self.capture_path.open("a", encoding="utf-8")
+        httpd = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, name="mockmodel", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        with self._lock:
+            if self._capture_file is not None:
+                self._capture_file.close()
+                self._capture_file = None
+
+    def __enter__(self) -> MockModelServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # state
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the mock model server is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def requests(self) -> list[CapturedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def turns_played(self) -> int:
+        with self._lock:
+            return self._next_turn
+
+    @property
+    def turns_left(self) -> int:
+        with self._lock:
+            return len(self._turns) - self._next_turn
+
+    # request handling (called from handler threads)
+
+    def _record(self, req: CapturedRequest) -> None:
+        """Append to memory and the capture file; caller holds the lock."""
+        self._requests.append(req)
+        if self._capture_file is not None:
+            self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
+            self._capture_file.flush()
+
+    def _handle(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, Any, bool]:
+        """Answer one request: (status, payload, stream). payload is a _Reply for messages, else a JSON value."""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = raw.decode("utf-8", "replace")
+        route = urlsplit(path).path.rstrip("/")
+        kept = {k: v for k, v in ((h, headers.get(h)) for h in CAPTURED_HEADERS) if v is not None}
+        with self._lock:
+            req = CapturedRequest(len(self._requests), method, path, kept, raw, body)
+            status, payload, stream = self._route(req, route, body, raw)
+            self._record(req)
+        return status, payload, stream
+
+    def _route(self, req: CapturedRequest, route: str, body: Any, raw: bytes) -> tuple[int, Any, bool]:
+        if route == "/api/hello" and req.method in ("GET", "HEAD"):
+            return 200, {"message": "hello"}, False
+        if route == "/v1/messages/count_tokens" and req.method == "POST":
+            return 200, {"input_tokens": max(1, len(raw) // 4)}, False
+        if route == "/v1/messages" and req.method == "POST":
+            if not isinstance(body, Mapping):
+                return 400, _error_body("invalid_request_error", "request body must be a JSON object"), False
+            stream = bool(body.get("stream"))
+            if not is_main_loop_request(body, main_model=self.main_model):
+                return 200, _text_reply(SIDE_TEXT, raw), stream
+            req.main_loop = True
+            if self._next_turn >= len(self._turns):
+                return 200, _text_reply(DONE_TEXT, raw), stream
+            req.turn = self._next_turn
+            turn = self._turns[self._next_turn]
+            self._next_turn += 1
+            return self._play(turn, raw, stream)
+        req.known = False
+        return 404, _error_body("not_found_error", f"the mock model server does not serve {req.method} {route}"), False
+
+    def _play(self, turn: Turn, raw: bytes, stream: bool) -> tuple[int, Any, bool]:
+        if turn.error is not None:
+            status = int(turn.error.get("status", 500))
+            kind = str(turn.error.get("type", "api_error"))
+            return status, _error_body(kind, str(turn.error.get("message", "scripted error"))), False
+        blocks: list[dict[str, Any]] = []
+        out_text = ""
+        if turn.echo_tokens:
+            echoed = " ".join(find_tokens(raw))
+            text = f"{turn.text}\n{echoed}" if turn.text else echoed
+            blocks.append({"type": "text", "text": text or "(no tokens)"})
+            out_text = text
+        elif turn.text is not None:
+            blocks.append({"type": "text", "text": turn.text})
+            out_text = turn.text
+        for call in turn.tool_calls:
+            tool_id = f"toolu_mock{next(self._ids):08d}"
+            blocks.append({"type": "tool_use", "id": tool_id, "name": call.name, "input": dict(call.input)})
+            out_text += json.dumps(dict(call.input))
+        return 200, _Reply(blocks, turn.stop_reason, _usage(raw, out_text)), stream
+
+    def _next_message_id(self) -> str:
+        return f"msg_mock{next(self._ids):08d}"
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _make_handler(server: MockModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "dokimi-mockmodel"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            pass  # requests are recorded in the capture, not on stderr
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length > 0 else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, payload, stream = server._handle(self.command, self.path, headers, raw)
+            if isinstance(payload, _Reply):
+                model = "mock-model"
+                try:
+                    model = str(json.loads(raw).get("model") or model)
+                except (ValueError, AttributeError):
+                    pass
+                msg_id = server._next_message_id()
+                if stream:
+                    self._send_sse(payload.sse_events(msg_id, model))
+                    return
+                payload = payload.message(msg_id, model)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("request-id", f"req_mock{status}")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def _send_sse(self, events: Iterator[tuple[str, dict[str, Any]]]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            for name, data in events:
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+
+    return Handler
+
+
+# --- standalone entry point ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a script until SIGINT/SIGTERM. Prints the base URL as the first line of stdout."""
+    parser = argparse.ArgumentParser(prog="python -m dokimi.mockmodel", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--script", required=True, help="JSON (or YAML) list of turns")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--capture", help="append one JSON line per request to this file")
+    parser.add_argument("--main-model", help="only requests for this model play the script (default: any)")
+    args = parser.parse_args(argv)
+    try:
+        server = MockModelServer(
+            args.script, capture_path=args.capture, main_model=args.main_model, host=args.host, port=args.port
+        )
+        server.start()
+    except (ScriptError, OSError) as e:
+        print(f"mockmodel: {e}", file=sys.stderr)
+        return 2
+
+    stop_requested = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    print(server.url, flush=True)
+    try:
+        while not stop_requested.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        server.stop()
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
