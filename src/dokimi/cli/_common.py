@@ -1,0 +1,82 @@
+"""Options and output helpers shared by the commands. The only place a shared option is spelled."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def source_argument(func: F) -> F:
+    return click.argument("source", metavar="SOURCE")(func)
+
+
+def manifest_options(func: F) -> F:
+    """``--manifest PATH`` (inside the source) or ``--manifest-file PATH`` (on the host), not both."""
+    func = click.option(
+        "--manifest-file",
+        "manifest_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Read the manifest from this local file instead of the source tree.",
+    )(func)
+    func = click.option(
+        "--manifest",
+        "manifest",
+        metavar="PATH",
+        help="Path of repo-eval.yaml inside the source, relative to the repository root.",
+    )(func)
+    return func
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(func)
+
+
+def out_option(default: str | None = None) -> Callable[[F], F]:
+    def deco(func: F) -> F:
+        return click.option(
+            "--out",
+            "out",
+            type=click.Path(path_type=Path),
+            default=default,
+            show_default=default is not None,
+            help="Where to write the output.",
+        )(func)
+
+    return deco
+
+
+def check_manifest_choice(manifest: str | None, manifest_file: Path | None) -> None:
+    if manifest and manifest_file:
+        raise click.UsageError("give --manifest or --manifest-file, not both")
+
+
+def emit_json(document: Any) -> None:
+    """Print a document as sorted, indented JSON (deterministic output)."""
+    if hasattr(document, "model_dump"):
+        document = document.model_dump(mode="json", by_alias=True, exclude_none=False)
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def stderr_console() -> Any:
+    """A rich console on stderr (progress, tables for humans). Imported lazily: rich is not free to import."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def stdout_console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """One line for the human on stderr."""
+    click.echo(message, err=True)

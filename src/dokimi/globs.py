@@ -1,0 +1,58 @@
+"""The one glob dialect of dokimi (mergeability §2), used by validate, scan, arms, scope and review rules.
+
+- ``**`` crosses ``/`` (``a/**`` is everything under ``a``; ``**/x`` matches ``x`` at any depth, the root too);
+- ``*`` and ``?`` never cross ``/``;
+- ``[...]`` character classes; no extglob (``!(a|b)``), no brace expansion, no negation;
+- dot files are matched like any other file;
+- paths are relative to the repository root, POSIX separators.
+
+Python's fnmatch does not follow these rules (its ``*`` crosses ``/``); never use it for repository paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from wcmatch import glob as _wc
+
+FLAGS = _wc.GLOBSTAR | _wc.DOTGLOB | _wc.FORCEUNIX
+# Not set, on purpose: BRACE, EXTGLOB, NEGATE, SPLIT, MINUSNEGATE, GLOBTILDE.
+
+MAGIC = frozenset("*?[")
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` has a wildcard of this dialect."""
+    return any(ch in pattern for ch in MAGIC)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> object:
+    return _wc.compile(pattern, flags=FLAGS)
+
+
+def match_glob(pattern: str, path: str) -> bool:
+    """Whether ``path`` (a repository-relative file path) matches ``pattern``."""
+    return bool(_compiled(pattern).match(path))  # type: ignore[attr-defined]
+
+
+def filter_paths(pattern: str, paths: Iterable[str]) -> list[str]:
+    """The paths ``pattern`` matches, in their given order."""
+    compiled = _compiled(pattern)
+    return [p for p in paths if compiled.match(p)]  # type: ignore[attr-defined]
+
+
+def match_any(patterns: Iterable[str], path: str) -> bool:
+    return any(match_glob(p, path) for p in patterns)
+
+
+def literal_prefix(pattern: str) -> str:
+    """The directory part of ``pattern`` before its first wildcard (``src/a/*.py`` -> ``src/a``)."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for part in parts[:-1]:
+        if is_glob(part):
+            break
+        literal.append(part)
+    return "/".join(literal)

@@ -1,0 +1,258 @@
+"""Every subprocess dokimi starts goes through here.
+
+argv lists (never a shell), a required timeout, each child in its own process group (POSIX) that is killed as a
+whole on timeout, on SIGTERM/SIGHUP to dokimi (once :func:`install_signal_handlers` ran), and when the child exits
+leaving members behind. A non-zero exit is data (:class:`Completed`); ``check=True`` turns it into a
+:class:`~dokimi.errors.ProcessError`. A missing executable is a :class:`~dokimi.errors.PrerequisiteError`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from dokimi.errors import PrerequisiteError, ProcessError
+
+#: How to get the tools dokimi runs; shown when one is missing.
+INSTALL_HINTS: dict[str, str] = {
+    "git": "install git (Debian: apt-get install -y git)",
+    "docker": "install docker and start the daemon: scripts/setup.sh does both",
+    "npm": "install Node.js and npm (Debian: apt-get install -y npm)",
+    "claude": "install Claude Code: scripts/install-harness.sh, then pass --bin PATH",
+}
+
+DEFAULT_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The result of one subprocess: a non-zero exit is a value, not an exception."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    """None when the process was killed at its timeout."""
+    stdout: str
+    stderr: str
+    duration: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+# Process groups alive right now; killed when dokimi gets SIGTERM or SIGHUP.
+_live_groups: set[int] = set()
+_groups_lock = threading.Lock()
+
+
+def _register(pgid: int) -> None:
+    with _groups_lock:
+        _live_groups.add(pgid)
+
+
+def _unregister(pgid: int) -> None:
+    with _groups_lock:
+        _live_groups.discard(pgid)
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to a whole process group; a group that is already gone is fine."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_all_groups(sig: int = signal.SIGKILL) -> None:
+    with _groups_lock:
+        groups = list(_live_groups)
+    for pgid in groups:
+        kill_group(pgid, sig)
+
+
+def _on_fatal_signal(signum: int, frame: FrameType | None) -> None:
+    kill_all_groups(signal.SIGTERM)
+    time.sleep(0.2)
+    kill_all_groups(signal.SIGKILL)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def install_signal_handlers() -> None:
+    """Kill every child group when dokimi gets SIGTERM or SIGHUP, then end with that signal (contract §7).
+
+    The CLI calls this once. A library caller that does not call it keeps its children's groups alive when it is
+    terminated.
+    """
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_fatal_signal)
+
+
+def _missing(argv0: str) -> PrerequisiteError:
+    name = Path(argv0).name
+    return PrerequisiteError(
+        f"`{argv0}` is not installed or not executable",
+        hint=INSTALL_HINTS.get(name, f"install {name} or put it on PATH"),
+    )
+
+
+def _drain(stream: IO[bytes], name: str, into: dict[str, bytes]) -> None:
+    into[name] = stream.read()
+    stream.close()
+
+
+def _feed(stdin: IO[bytes], data: bytes) -> None:
+    try:
+        stdin.write(data)
+        stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    input: str | bytes | None = None,
+    check: bool = False,
+    stdout_file: Path | None = None,
+    grace: float = DEFAULT_GRACE_S,
+    text: bool = True,
+) -> Completed:
+    """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
+
+    On timeout the group gets SIGTERM, ``grace`` seconds, then SIGKILL; what the child printed up to the kill is
+    kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that file as it
+    is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout`` holds its content.
+    Members of the group still alive after the child exits are killed too.
+    """
+    argv = [str(a) for a in argv]
+    start = time.monotonic()
+    out_handle: IO[bytes] | None = None
+    if stdout_file is not None:
+        stdout_file.parent.mkdir(parents=True, exist_ok=True)
+        out_handle = open(stdout_file, "wb")  # noqa: SIM115 - closed below
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=out_handle if out_handle is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        if out_handle:
+            out_handle.close()
+        raise _missing(argv[0]) from exc
+    except PermissionError as exc:
+        if out_handle:
+            out_handle.close()
+        raise _missing(argv[0]) from exc
+    pgid = proc.pid
+    _register(pgid)
+    data = input.encode() if isinstance(input, str) else input
+    timed_out = False
+    chunks: dict[str, bytes] = {}
+    readers = [
+        threading.Thread(target=_drain, args=(stream, name, chunks), daemon=True)
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+        if stream is not None
+    ]
+    try:
+        for reader in readers:
+            reader.start()
+        if proc.stdin is not None:
+            _feed(proc.stdin, data or b"")
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(pgid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        # The child is gone (or ignored TERM): kill what is left of its group, which may hold the pipes open.
+        kill_group(pgid, signal.SIGKILL)
+        proc.wait()
+        for reader in readers:
+            reader.join()
+    except BaseException:
+        kill_group(pgid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        _unregister(pgid)
+        if out_handle is not None:
+            out_handle.close()
+    raw_out, raw_err = chunks.get("out", b""), chunks.get("err", b"")
+    if stdout_file is not None:
+        raw_out = stdout_file.read_bytes()
+    stdout = (raw_out or b"").decode("utf-8", "replace") if text else (raw_out or b"").decode("latin-1")
+    stderr = (raw_err or b"").decode("utf-8", "replace")
+    result = Completed(
+        argv=tuple(argv),
+        returncode=None if timed_out else proc.returncode,
+        stdout=stdout,
+        stderr=stderr,
+        duration=time.monotonic() - start,
+        timed_out=timed_out,
+    )
+    if check and not result.ok:
+        raise ProcessError(argv, result.returncode, result.stdout, result.stderr)
+    return result
+
+
+def run_bytes(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+) -> tuple[int, bytes, bytes]:
+    """Like :func:`run` for binary output (git -z listings, blobs). Returns (returncode, stdout, stderr)."""
+    argv = [str(a) for a in argv]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        raise _missing(argv[0]) from exc
+    _register(proc.pid)
+    try:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise ProcessError(argv, None, "", err.decode("utf-8", "replace")) from None
+    except BaseException:
+        kill_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        _unregister(proc.pid)
+    if check and proc.returncode != 0:
+        raise ProcessError(argv, proc.returncode, "", err.decode("utf-8", "replace"))
+    return proc.returncode, out, err

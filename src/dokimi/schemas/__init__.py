@@ -1,0 +1,35 @@
+"""One pydantic model per document of the four spec files. This table is the registry `dokimi schema` reads.
+
+Each module in this package holds one document's model; import the module only when it is needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from pydantic import BaseModel
+
+#: document name -> "module:Model"
+SCHEMAS: dict[str, str] = {
+    "repo_manifest.v1": "dokimi.schemas.manifest:RepoManifest",
+    "task.json": "dokimi.schemas.task:Task",
+    "meta.json": "dokimi.schemas.meta:Meta",
+    "events.jsonl": "dokimi.schemas.events:Event",
+    "repo_grade.v1": "dokimi.schemas.grade:RepoGrade",
+    "result.json": "dokimi.schemas.result:Result",
+    "repo_static.v1": "dokimi.schemas.static:RepoStatic",
+    "repo_readiness.v1": "dokimi.schemas.readiness:RepoReadiness",
+    "guidance_reach.v1": "dokimi.schemas.reach:GuidanceReach",
+    "harness_profile.v1": "dokimi.schemas.profile:HarnessProfile",
+    "repo_rubric.v1": "dokimi.schemas.rubric:RepoRubric",
+    "repo_perf.v1": "dokimi.schemas.perf:RepoPerf",
+    "repo_review_rules.v1": "dokimi.schemas.review_rules:RepoReviewRules",
+}
+
+
+def model_for(name: str) -> type[BaseModel]:
+    """The model class of a document name; KeyError for an unknown name."""
+    module_name, attr = SCHEMAS[name].split(":")
+    model = getattr(importlib.import_module(module_name), attr)
+    assert isinstance(model, type) and issubclass(model, BaseModel)
+    return model

@@ -1,0 +1,264 @@
+"""One reader and one writer for every document dokimi reads or writes.
+
+``read_document`` keeps line marks (YAML and JSON), rejects duplicate keys, and turns a pydantic ValidationError
+into a :class:`~dokimi.errors.DocumentError` that names ``file:line: key``. ``write_document`` sorts keys and
+writes atomically. Documents from outside (a grader's grade.json, a --static file) go through the same reader; the
+caller decides whether a failure is an error or a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from dokimi.errors import DocumentError
+
+Loc = tuple[str | int, ...]
+
+
+class Document(BaseModel):
+    """Base of every dokimi document: unknown keys are refused, field docstrings go into the JSON Schema."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+
+
+class OpenDocument(BaseModel):
+    """Base of a document whose other keys belong to someone else (task.json, repo_static.v1): kept, unread."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, populate_by_name=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Marked:
+    """Parsed data plus the line (1-based) of every mapping key and sequence item, by location tuple."""
+
+    data: Any
+    path: str
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line(self, loc: Sequence[str | int]) -> int | None:
+        """The line of ``loc`` or of its nearest ancestor that has one."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get((), None)
+
+
+def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
+    """Convert a ruamel round-trip tree to plain Python, recording the line of every key and item."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for key in node:
+            child = (*loc, key if isinstance(key, (str, int)) else str(key))
+            try:
+                lines[child] = node.lc.key(key)[0] + 1
+            except (KeyError, TypeError, AttributeError):
+                pass
+            out[key] = _yaml_marks(node[key], child, lines)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, item in enumerate(node):
+            child = (*loc, i)
+            try:
+                lines[child] = node.lc.item(i)[0] + 1
+            except (KeyError, TypeError, AttributeError):
+                pass
+            items.append(_yaml_marks(item, child, lines))
+        return items
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return node
+
+
+def parse_yaml(text: str, path: str) -> Marked:
+    """YAML (safe constructs only) with line marks; duplicate keys and syntax errors name file:line."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.allow_duplicate_keys = False
+    try:
+        node = yaml.load(text)
+    except DuplicateKeyError as exc:
+        mark = exc.problem_mark
+        raise DocumentError(
+            f"duplicate key: {exc.problem.strip() if exc.problem else 'a key appears twice'}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+            hint="remove one of the two entries; YAML would silently keep only the last",
+        ) from None
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise DocumentError(
+            f"not valid YAML: {exc.problem or exc.context}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+        ) from None
+    except YAMLError as exc:
+        raise DocumentError(f"not valid YAML: {exc}", path=path) from None
+    lines: dict[Loc, int] = {(): 1}
+    return Marked(_yaml_marks(node, (), lines), path, lines)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateJSONKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateJSONKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def parse_json(text: str, path: str) -> Marked:
+    """JSON with duplicate keys refused; line marks come from re-reading it as YAML (JSON is YAML 1.2)."""
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateJSONKey as exc:
+        line = _first_line_of_key(text, exc.key, second=True)
+        raise DocumentError(
+            f"duplicate key {exc.key!r}", path=path, line=line, hint="remove one of the two entries"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise DocumentError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    lines: dict[Loc, int] = {(): 1}
+    try:
+        lines = parse_yaml(text, path).lines
+    except DocumentError:
+        pass
+    return Marked(data, path, lines)
+
+
+def _first_line_of_key(text: str, key: str, *, second: bool = False) -> int | None:
+    needle = json.dumps(key)
+    seen = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            seen += 1
+            if not second or seen == 2:
+                return number
+    return None
+
+
+def decode_text(data: bytes, path: str) -> str:
+    if b"\x00" in data[:8192]:
+        raise DocumentError("binary data, not a text document", path=path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+
+
+def parse_text(text: str, path: str) -> Marked:
+    """JSON for ``*.json`` and ``*.jsonl`` lines, YAML otherwise."""
+    if path.endswith(".json"):
+        return parse_json(text, path)
+    return parse_yaml(text, path)
+
+
+def format_loc(loc: Iterable[str | int]) -> str:
+    """``('tasks', 2, 'base')`` -> ``tasks[2].base``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validation_errors(exc: ValidationError, marked: Marked) -> list[DocumentError]:
+    """One DocumentError per pydantic error, with file:line and the dotted key."""
+    errors = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
+        # pydantic adds the tag of tagged unions / function validators to loc; keep only real keys for lines
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        errors.append(
+            DocumentError(message, path=marked.path, line=marked.line(loc), key=format_loc(loc) or None)
+        )
+    return errors
+
+
+def validate_marked(marked: Marked, model: type[M]) -> M:
+    """Validate parsed data against ``model``; the first problem is raised with its file:line: key."""
+    try:
+        return model.model_validate(marked.data)
+    except ValidationError as exc:
+        errors = validation_errors(exc, marked)
+        first = errors[0]
+        if len(errors) > 1:
+            more = "; ".join(f"{e.key or '(top)'}: {e.message}" for e in errors[1:4])
+            first.message += f" (and {len(errors) - 1} more: {more})"
+        raise first from None
+
+
+def read_document(path: str | Path, model: type[M], *, text: str | None = None) -> M:
+    """Read and validate one document. ``text`` overrides reading ``path`` (a blob from a snapshot)."""
+    name = str(path)
+    if text is None:
+        try:
+            raw = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise DocumentError("no such file", path=name) from None
+        except OSError as exc:
+            raise DocumentError(f"cannot read: {exc.strerror}", path=name) from None
+        text = decode_text(raw, name)
+    return validate_marked(parse_text(text, name), model)
+
+
+def dump_document(document: BaseModel | dict[str, Any]) -> str:
+    """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
+    data = document.model_dump(mode="json", by_alias=True) if isinstance(document, BaseModel) else document
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_document(path: str | Path, document: BaseModel) -> None:
+    """Validate (the model already is) and write atomically with sorted keys."""
+    write_text_atomic(Path(path), dump_document(document))

@@ -1,0 +1,342 @@
+"""Git as a set of small named functions: one question each, -z output, a scrubbed environment.
+
+Every call runs with ``core.hooksPath=/dev/null`` and ``core.fsmonitor=false``, GIT_TERMINAL_PROMPT=0, stdin closed
+and no terminal (its own session), so git and ssh never prompt; an askpass program the environment names still
+runs (contract §9). Failures go through :func:`diagnose` into a SourceError that names the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+from dokimi import process
+from dokimi.errors import ProcessError, SourceError
+
+GIT_TIMEOUT_S = 600.0
+
+#: GIT_* variables kept from the caller's environment: how a CI system or editor hands git a token or an ssh
+#: command, and how tests isolate git from the host's configuration. Everything else GIT_* is dropped.
+KEPT_GIT_VARS = frozenset(
+    {
+        "GIT_ASKPASS",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_TEMPLATE_DIR",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+    }
+)
+
+SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false")
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+HEX = re.compile(r"^[0-9a-f]{4,40}$")
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment without GIT_* (except KEPT_GIT_VARS), non-interactive, C locale."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEPT_GIT_VARS}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    env["LANGUAGE"] = "C"
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git_argv(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None = None) -> list[str]:
+    argv = ["git", *SAFE_CONFIG]
+    if git_dir is not None:
+        argv += ["--git-dir", str(git_dir)]
+    return [*argv, *args]
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    git_dir: Path | None = None,
+    cwd: Path | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    input: bytes | None = None,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+) -> bytes:
+    """Run one git command and return its stdout bytes. A failure raises a diagnosed SourceError."""
+    argv = git_argv(args, git_dir=git_dir)
+    try:
+        rc, out, err = process.run_bytes(
+            argv, timeout=timeout, env=git_env(env), cwd=cwd, input=input, check=False
+        )
+    except ProcessError as exc:  # timeout
+        raise SourceError(
+            f"git {' '.join(args[:2])} timed out after {timeout:.0f} s",
+            hint="check the network and the URL, or raise the timeout",
+        ) from exc
+    if check and rc != 0:
+        raise diagnose(err.decode("utf-8", "replace"), what=what or f"git {args[0]}")
+    return out
+
+
+def run_git_text(args: Sequence[str], **kwargs: object) -> str:
+    return run_git(args, **kwargs).decode("utf-8", "replace")  # type: ignore[arg-type]
+
+
+# --- diagnosis of a failed git call (contract §9) ---------------------------------------------------------
+
+#: What git or ssh prints when it would have prompted, and the fix for it.
+PROMPT_DIAGNOSES: tuple[tuple[str, str], ...] = (
+    (
+        "Host key verification failed.",
+        "add the host to ~/.ssh/known_hosts before the run (ssh-keyscan HOST >> ~/.ssh/known_hosts)",
+    ),
+    (
+        "Permission denied (publickey",
+        "load a key with access into ssh-agent (ssh-add KEY) before the run",
+    ),
+    (
+        "terminal prompts disabled",
+        "set up a credential helper holding a token for this https URL before the run "
+        "(for GitHub: gh auth setup-git); dokimi never prompts",
+    ),
+    (
+        "Authentication failed",
+        "the credentials git was given were refused: refresh the token in your credential helper",
+    ),
+    (
+        "could not read Password",
+        "set up a credential helper holding a token for this https URL before the run; dokimi never prompts",
+    ),
+    (
+        "could not read Username",
+        "set up a credential helper holding a token for this https URL before the run; dokimi never prompts",
+    ),
+    (
+        "passphrase",
+        "load the key into ssh-agent (ssh-add KEY) before the run; dokimi never prompts for a passphrase",
+    ),
+)
+
+
+def diagnose(stderr: str, *, what: str) -> SourceError:
+    """Turn git's stderr into a SourceError: a prompt it would have shown names that line and the fix; any
+    other failure shows its last ``fatal:`` line, else its last ``error:`` line, else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for needle, fix in PROMPT_DIAGNOSES:
+        for line in lines:
+            if needle in line:
+                return SourceError(f"{what} failed: {line}", hint=fix)
+    for prefix in ("fatal:", "error:"):
+        found = [line for line in lines if line.startswith(prefix)]
+        if found:
+            return SourceError(f"{what} failed: {found[-1]}")
+    return SourceError(f"{what} failed: {lines[-1] if lines else '(git printed nothing)'}")
+
+
+# --- named questions -------------------------------------------------------------------------------------
+
+
+def git_dir_of(path: Path) -> Path | None:
+    """The git directory of a work tree or bare repository at ``path``; None when it is not a repository."""
+    try:
+        out = run_git_text(["rev-parse", "--absolute-git-dir"], cwd=path, what="git rev-parse").strip()
+    except SourceError:
+        return None
+    return Path(out) if out else None
+
+
+def toplevel(path: Path) -> Path | None:
+    try:
+        out = run_git_text(["rev-parse", "--show-toplevel"], cwd=path, what="git rev-parse").strip()
+    except SourceError:
+        return None
+    return Path(out) if out else None
+
+
+def rev_parse_commit(git_dir: Path, rev: str) -> str | None:
+    """The full SHA of the commit ``rev`` names, or None when it does not resolve to a commit."""
+    out = run_git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+        git_dir=git_dir,
+        check=False,
+    )
+    sha = out.decode().strip()
+    return sha if FULL_SHA.match(sha) else None
+
+
+def rev_parse_many(git_dir: Path, revs: Sequence[str]) -> dict[str, str | None]:
+    """Resolve many revisions in one batch (``cat-file --batch-check``), commits only; None when unresolved."""
+    if not revs:
+        return {}
+    unique = list(dict.fromkeys(revs))
+    request = "".join(f"{rev}^{{commit}}\n" for rev in unique).encode()
+    out = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], git_dir=git_dir, input=request)
+    answers = out.decode().splitlines()
+    result: dict[str, str | None] = {}
+    for rev, answer in zip(unique, answers, strict=False):
+        parts = answer.split()
+        result[rev] = parts[0] if len(parts) == 2 and parts[1] == "commit" and FULL_SHA.match(parts[0]) else None
+    return result
+
+
+def commit_dates(git_dir: Path, shas: Sequence[str]) -> dict[str, str]:
+    """Committer date (strict ISO 8601) of each commit, in one ``git log --no-walk`` call."""
+    if not shas:
+        return {}
+    out = run_git_text(
+        ["log", "--no-walk=unsorted", "--format=%H %cI", *dict.fromkeys(shas)], git_dir=git_dir
+    )
+    dates = {}
+    for line in out.splitlines():
+        sha, _, date = line.partition(" ")
+        dates[sha] = date
+    return dates
+
+
+EntryKind = Literal["blob", "tree", "commit"]
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of a tree listing: a file (mode 100644/100755), a symlink (120000) or a submodule (160000)."""
+
+    path: str
+    mode: str
+    kind: EntryKind
+    oid: str | None
+    """None for a working-tree file (read from disk)."""
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.mode == "120000"
+
+    @property
+    def is_submodule(self) -> bool:
+        return self.kind == "commit"
+
+
+def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
+    """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call."""
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", rev], git_dir=git_dir, what=f"git ls-tree {rev}")
+    entries: dict[str, TreeEntry] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        entries[path] = TreeEntry(path, mode, kind, oid)  # type: ignore[arg-type]
+    return entries
+
+
+def ls_files_worktree(work_tree: Path) -> list[str]:
+    """Tracked and untracked-but-not-ignored files of a working tree (one call)."""
+    out = run_git(
+        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"], cwd=work_tree
+    )
+    return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+
+
+def submodule_paths_worktree(work_tree: Path) -> set[str]:
+    out = run_git(["ls-files", "-z", "--stage"], cwd=work_tree)
+    subs = set()
+    for record in out.split(b"\0"):
+        if record.startswith(b"160000 "):
+            subs.add(record.partition(b"\t")[2].decode("utf-8", "surrogateescape"))
+    return subs
+
+
+class CatFile:
+    """One ``git cat-file --batch`` process for a snapshot: blobs are read by oid, many per round trip."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._proc: process.subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> process.subprocess.Popen[bytes]:
+        if self._proc is None:
+            self._proc = process.subprocess.Popen(
+                git_argv(["cat-file", "--batch"], git_dir=self.git_dir),
+                stdin=process.subprocess.PIPE,
+                stdout=process.subprocess.PIPE,
+                stderr=process.subprocess.DEVNULL,
+                env=git_env(),
+                start_new_session=True,
+            )
+        return self._proc
+
+    def read_many(self, oids: Iterable[str]) -> dict[str, bytes | None]:
+        """Contents of each oid (None when missing), in one pipelined exchange."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        with self._lock:
+            proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            request = "".join(f"{oid}\n" for oid in wanted).encode()
+            writer = threading.Thread(target=_write_all, args=(proc.stdin, request), daemon=True)
+            writer.start()
+            result: dict[str, bytes | None] = {}
+            for oid in wanted:
+                header = proc.stdout.readline()
+                if not header:
+                    raise SourceError(f"git cat-file stopped while reading {oid}")
+                parts = header.split()
+                if len(parts) == 2 and parts[1] == b"missing":
+                    result[oid] = None
+                    continue
+                size = int(parts[2])
+                data = proc.stdout.read(size)
+                proc.stdout.read(1)  # the newline after each object
+                result[oid] = data
+            writer.join()
+            return result
+
+    def read(self, oid: str) -> bytes | None:
+        return self.read_many([oid])[oid]
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.stdin:
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=5)
+            except process.subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout:
+                self._proc.stdout.close()
+            self._proc = None
+
+    def __enter__(self) -> CatFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _write_all(stream: IO[bytes], data: bytes) -> None:
+    try:
+        stream.write(data)
+        stream.flush()
+    except BrokenPipeError:
+        pass

@@ -1,0 +1,273 @@
+"""A Snapshot is the tree listing and the blobs of one commit, or of a working tree.
+
+Listing is one ``git ls-tree -r`` per commit; blobs come through one ``git cat-file --batch`` process per
+repository, many per round trip. In a blob-less clone, the blobs a caller asks for are fetched in one request
+first (see :mod:`dokimi.source.fetch`), never one request per file.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from dokimi.errors import SourceError
+from dokimi.source import git
+from dokimi.source.git import CatFile, TreeEntry
+
+MAX_LINK_HOPS = 40
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Where a path leads after following symlinks inside the tree."""
+
+    path: str | None
+    """The final in-tree path, or None when the link cannot be followed."""
+    reason: str | None = None
+    """Why it cannot: ``dangles``, ``escapes the tree``, ``loops``."""
+
+
+@dataclass
+class Snapshot:
+    """Files of one tree. Paths are POSIX, relative to the repository root, without a leading ``./``."""
+
+    label: str
+    entries: dict[str, TreeEntry]
+    rev: str | None = None
+    """Full SHA of the commit; None for a working tree."""
+    git_dir: Path | None = None
+    work_tree: Path | None = None
+    _catfile: CatFile | None = field(default=None, repr=False)
+    promisor: bool = False
+
+    # --- listing -----------------------------------------------------------------------------------------
+
+    @cached_property
+    def dirs(self) -> frozenset[str]:
+        """Every directory that holds a tracked entry ('' is the root)."""
+        out = {""}
+        for path in self.entries:
+            parent = posixpath.dirname(path)
+            while parent not in out:
+                out.add(parent)
+                parent = posixpath.dirname(parent)
+        return frozenset(out)
+
+    @cached_property
+    def by_basename(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for path in self.entries:
+            index.setdefault(posixpath.basename(path), []).append(path)
+        for directory in self.dirs:
+            if directory:
+                index.setdefault(posixpath.basename(directory), []).append(directory)
+        return index
+
+    def paths(self) -> list[str]:
+        return sorted(self.entries)
+
+    def exists(self, path: str) -> bool:
+        path = normalize(path)
+        return path in self.entries or path in self.dirs
+
+    def is_file(self, path: str) -> bool:
+        return normalize(path) in self.entries
+
+    def is_dir(self, path: str) -> bool:
+        return normalize(path) in self.dirs
+
+    def entry(self, path: str) -> TreeEntry | None:
+        return self.entries.get(normalize(path))
+
+    def submodule_of(self, path: str) -> str | None:
+        """The submodule path that contains ``path`` (or is it), if any."""
+        path = normalize(path)
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            entry = self.entries.get(prefix)
+            if entry is not None and entry.is_submodule:
+                return prefix
+        return None
+
+    # --- symlinks ----------------------------------------------------------------------------------------
+
+    def link_target(self, path: str) -> str:
+        """The raw target text of a symlink entry."""
+        return self.read(path, follow=False).decode("utf-8", "surrogateescape")
+
+    def resolve(self, path: str) -> Resolved:
+        """Follow symlinks (of the path and of its directories) inside the tree, as a checkout would."""
+        path = normalize(path)
+        seen: set[str] = set()
+        for _ in range(MAX_LINK_HOPS):
+            parts = path.split("/") if path else []
+            rebuilt: list[str] = []
+            changed = False
+            for i, part in enumerate(parts):
+                rebuilt.append(part)
+                prefix = "/".join(rebuilt)
+                entry = self.entries.get(prefix)
+                if entry is not None and entry.is_symlink:
+                    if prefix in seen and i == len(parts) - 1:
+                        return Resolved(None, "loops")
+                    seen.add(prefix)
+                    target = self.link_target(prefix)
+                    if target.startswith("/"):
+                        return Resolved(None, "escapes the tree")
+                    joined = posixpath.normpath(posixpath.join(posixpath.dirname(prefix), target))
+                    if joined == ".." or joined.startswith("../"):
+                        return Resolved(None, "escapes the tree")
+                    rest = parts[i + 1 :]
+                    path = normalize("/".join([joined, *rest]) if joined != "." else "/".join(rest))
+                    changed = True
+                    break
+            if not changed:
+                if path in self.entries or path in self.dirs:
+                    return Resolved(path)
+                return Resolved(None, "dangles")
+        return Resolved(None, "loops")
+
+    # --- blobs -------------------------------------------------------------------------------------------
+
+    def read(self, path: str, *, follow: bool = True) -> bytes:
+        """Contents of one file. Prefer :meth:`read_many` for several."""
+        return self.read_many([path], follow=follow)[normalize(path)]
+
+    def read_many(self, paths: Iterable[str], *, follow: bool = True) -> dict[str, bytes]:
+        """Contents of many files in one batch (symlinks followed unless ``follow=False``).
+
+        Raises SourceError for a path that is not a readable file of this tree.
+        """
+        wanted = [normalize(p) for p in paths]
+        real: dict[str, str] = {}
+        for path in wanted:
+            target = path
+            entry = self.entries.get(path)
+            if follow and (entry is None or entry.is_symlink or self._under_link(path)):
+                resolved = self.resolve(path)
+                if resolved.path is None:
+                    raise SourceError(f"{path}: link {resolved.reason}", path=path)
+                target = resolved.path
+            if target not in self.entries or self.entries[target].kind != "blob":
+                raise SourceError(f"{self.label}: {path}: not a file in this tree", path=path)
+            real[path] = target
+        if self.rev is None:
+            return {path: self._read_disk(target) for path, target in real.items()}
+        oids = {path: self.entries[target].oid for path, target in real.items()}
+        blobs = self.read_oids([oid for oid in oids.values() if oid])
+        out: dict[str, bytes] = {}
+        for path, oid in oids.items():
+            data = blobs.get(oid) if oid else None
+            if data is None:
+                raise SourceError(f"{self.label}: {path}: blob {oid} is missing from the repository")
+            out[path] = data
+        return out
+
+    def read_oids(self, oids: list[str]) -> dict[str, bytes | None]:
+        if self.git_dir is None:
+            raise SourceError(f"{self.label}: no git repository to read blobs from")
+        if self.promisor:
+            from dokimi.source.fetch import prefetch_blobs
+
+            prefetch_blobs(self.git_dir, oids)
+        if self._catfile is None:
+            self._catfile = CatFile(self.git_dir)
+        return self._catfile.read_many(oids)
+
+    def _under_link(self, path: str) -> bool:
+        parent = posixpath.dirname(path)
+        while parent:
+            entry = self.entries.get(parent)
+            if entry is not None and entry.is_symlink:
+                return True
+            parent = posixpath.dirname(parent)
+        return False
+
+    def _read_disk(self, path: str) -> bytes:
+        assert self.work_tree is not None
+        try:
+            entry = self.entries.get(path)
+            if entry is not None and entry.is_symlink:
+                return os.readlink(self.work_tree / path).encode("utf-8", "surrogateescape")
+            return (self.work_tree / path).read_bytes()
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read: {exc.strerror}", path=path) from None
+
+    def close(self) -> None:
+        if self._catfile is not None:
+            self._catfile.close()
+            self._catfile = None
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def normalize(path: str) -> str:
+    """``./a//b/`` -> ``a/b``; the root is ''."""
+    while path.startswith("./"):
+        path = path[2:]
+    norm = posixpath.normpath(path) if path else ""
+    return "" if norm == "." else norm.lstrip("/")
+
+
+def snapshot_of_commit(
+    git_dir: Path, sha: str, *, label: str, catfile: CatFile | None = None, promisor: bool = False
+) -> Snapshot:
+    return Snapshot(
+        label=label,
+        entries=git.ls_tree(git_dir, sha),
+        rev=sha,
+        git_dir=git_dir,
+        _catfile=catfile,
+        promisor=promisor,
+    )
+
+
+def snapshot_of_worktree(root: Path, *, label: str) -> Snapshot:
+    """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain dir."""
+    git_dir = git.git_dir_of(root)
+    top = git.toplevel(root) if git_dir else None
+    entries: dict[str, TreeEntry] = {}
+    if git_dir is not None and top is not None and top.resolve() == root.resolve():
+        submodules = git.submodule_paths_worktree(root)
+        for path in git.ls_files_worktree(root):
+            if path in submodules:
+                entries[path] = TreeEntry(path, "160000", "commit", None)
+                continue
+            entry = _disk_entry(root, path)
+            if entry is not None:
+                entries[path] = entry
+    else:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git")
+            rel_dir = os.path.relpath(dirpath, root)
+            for name in [*filenames, *[d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]]:
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
+                entry = _disk_entry(root, rel)
+                if entry is not None:
+                    entries[rel] = entry
+    return Snapshot(label=label, entries=entries, rev=None, git_dir=git_dir, work_tree=root)
+
+
+def _disk_entry(root: Path, path: str) -> TreeEntry | None:
+    full = root / path
+    try:
+        st = full.lstat()
+    except OSError:
+        return None  # tracked but deleted in the working tree
+    import stat
+
+    if stat.S_ISLNK(st.st_mode):
+        return TreeEntry(path, "120000", "blob", None)
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    mode = "100755" if st.st_mode & 0o111 else "100644"
+    return TreeEntry(path, mode, "blob", None)

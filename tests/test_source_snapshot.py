@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dokimi.errors import SourceError
+from dokimi.source import open_source, parse_source
+from tests.helpers.git import Symlink, commit, git_repo
+
+
+def test_a_dir_with_rev_reads_blobs_of_that_commit_not_of_the_worktree(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "r", {"a.txt": "one\n", "d/b.txt": "bee\n"})
+    first = commit(repo, "second", files={"a.txt": "two\n"})
+    (repo / "a.txt").write_text("dirty\n")
+    with open_source(f"{repo}@{first}") as source:
+        snap = source.eval_snapshot()
+        assert snap.read_many(["a.txt", "d/b.txt"]) == {"a.txt": b"two\n", "d/b.txt": b"bee\n"}
+        assert snap.is_dir("d") and not snap.is_file("d")
+    with open_source(str(repo)) as source:
+        assert source.eval_snapshot().read("a.txt") == b"dirty\n"
+
+
+def test_symlinks_are_followed_the_same_from_a_tree_and_from_a_commit(tmp_path: Path) -> None:
+    repo = git_repo(
+        tmp_path / "r",
+        {
+            "AGENTS.md": "guide\n",
+            "CLAUDE.md": Symlink("AGENTS.md"),
+            "linkdir": Symlink("src/pkg"),
+            "src/pkg/core.py": "x = 1\n",
+            "bad.md": Symlink("../outside.md"),
+            "gone.md": Symlink("nothing.md"),
+        },
+    )
+    sha = commit(repo, "same")
+    for spec in (str(repo), f"{repo}@{sha}"):
+        with open_source(spec) as source:
+            snap = source.eval_snapshot()
+            assert snap.read("CLAUDE.md") == b"guide\n"
+            assert snap.read("CLAUDE.md", follow=False) == b"AGENTS.md"
+            assert snap.resolve("linkdir/core.py").path == "src/pkg/core.py"
+            assert snap.resolve("bad.md").reason == "escapes the tree"
+            assert snap.resolve("gone.md").reason == "dangles"
+
+
+def test_a_source_that_does_not_exist_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="no such directory"):
+        parse_source(str(tmp_path / "missing"))
+    with pytest.raises(SourceError, match="needs a revision"):
+        parse_source("https://example.invalid/repo.git")
+    spec = parse_source("git@example.invalid:org/repo@abc123")
+    assert (spec.kind, spec.url, spec.rev) == ("url_rev", "git@example.invalid:org/repo", "abc123")
+
+
+def test_an_unresolvable_revision_names_the_source(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "r", {"a": "1"})
+    with pytest.raises(SourceError, match="does not resolve"):
+        open_source(f"{repo}@deadbeef")
