@@ -1,0 +1,390 @@
+"""Convert a harness trace (what the harness printed) into events.jsonl and answer.txt (contract §4.1).
+
+A harness profile names its converter with ``trace:``; :data:`TRACE_CONVERTERS` maps that name to a function
+from the trace's lines to a :class:`Conversion`. Graders read events.jsonl and never a harness-specific trace.
+
+Rules every converter keeps (each is one named function below, with a test):
+
+* ``truncate_output``: output over 8 KB keeps its first and last 4 KB around a ``[... N bytes omitted ...]``
+  line, and the event says ``output_truncated: true``.
+* ``event_time``: ``t`` is seconds since the first timestamp in the trace. A trace without timestamps gives each
+  event the index of the trace line it came from instead (order is kept, durations are not).
+* A line that is not a JSON object is counted in ``garbage_lines`` and skipped; conversion never fails on it.
+* A trace cut short (a run killed at its timeout) converts: commands whose result never came back have
+  ``rc: null``, and ``complete`` is false.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from dokimi.constants import ANSWER_TXT, EVENTS_JSONL
+
+__all__ = [
+    "OUTPUT_KEEP_BYTES",
+    "OUTPUT_LIMIT_BYTES",
+    "TRACE_CONVERTERS",
+    "Conversion",
+    "Converter",
+    "command_rc",
+    "convert_claude_stream_json",
+    "convert_file",
+    "convert_text",
+    "event_kind",
+    "event_time",
+    "is_refusal",
+    "truncate_output",
+    "write_conversion",
+]
+
+OUTPUT_LIMIT_BYTES = 8 * 1024
+"""Output longer than this (in UTF-8 bytes) is truncated (contract §4.1)."""
+OUTPUT_KEEP_BYTES = 4 * 1024
+"""Bytes kept at each end of a truncated output."""
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Conversion:
+    """What a converter makes of one trace."""
+
+    events: list[Event] = field(default_factory=list)
+    """events.jsonl records in the order the harness called the tools."""
+    answer: str = ""
+    """The agent's final message (answer.txt)."""
+    cost_usd: float | None = None
+    turns: int | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+    """True when the harness reported an error, or the trace has no final result (killed, garbage only)."""
+    complete: bool = False
+    """True when the trace carries the harness's final result record (it was not cut short)."""
+    garbage_lines: int = 0
+    """Lines that were not JSON objects; skipped."""
+    result_subtype: str | None = None
+    """The harness's own word for how the run ended (Claude Code: success, error_max_turns, ...)."""
+
+
+class Converter(Protocol):
+    """Turns the lines of a harness trace into a Conversion. Must not raise on malformed input."""
+
+    def __call__(self, lines: Iterable[str], /) -> Conversion: ...
+
+
+# --- rules shared by converters ------------------------------------------------------------------------------
+
+
+def truncate_output(output: str) -> tuple[str, bool]:
+    """Contract §4.1: over 8 KB, keep the first and last 4 KB around one omission line. Returns (text, truncated).
+
+    Sizes are UTF-8 bytes; a multi-byte character cut at either boundary is dropped rather than mangled.
+    """
+    if len(output) * 4 <= OUTPUT_LIMIT_BYTES:  # cannot exceed the limit even if every char took 4 bytes
+        return output, False
+    data = output.encode("utf-8", "surrogatepass")
+    if len(data) <= OUTPUT_LIMIT_BYTES:
+        return output, False
+    omitted = len(data) - 2 * OUTPUT_KEEP_BYTES
+    head = data[:OUTPUT_KEEP_BYTES].decode("utf-8", "ignore")
+    tail = data[-OUTPUT_KEEP_BYTES:].decode("utf-8", "ignore")
+    return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}", True
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO 8601 timestamp (``2026-11-30T12:38:38.527Z``), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def event_time(timestamp: float | None, first_timestamp: float | None, line_index: int) -> float:
+    """``t`` of an event: seconds since the trace's first timestamp, else (no timestamps) the line index."""
+    if first_timestamp is None:
+        return float(line_index)
+    if timestamp is None:
+        return 0.0
+    return round(max(0.0, timestamp - first_timestamp), 3)
+
+
+# --- Claude Code stream-json ----------------------------------------------------------------------------------
+
+COMMAND_TOOLS = frozenset({"Bash"})
+READ_TOOLS = frozenset({"Read"})
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+PATH_KEYS = ("file_path", "notebook_path", "path")
+
+# What Claude Code (2.1.x) says when it refuses a tool call rather than running it. Checked on error results.
+_REFUSAL_RE = re.compile(
+    r"haven't granted|needs approval|requested permissions? to|no such tool available|is disabled for this session"
+    r"|permission to use|hook (?:error|denied|blocked)|denied this tool|blocked by (?:a )?hook|was blocked",
+    re.IGNORECASE,
+)
+# For tools other than commands, an error that only says "permission denied" is a refusal too. A command's own
+# output saying so (cat: x: Permission denied) is not: the command ran.
+_TOOL_DENIED_RE = re.compile(r"permission denied|not permitted|not allowed", re.IGNORECASE)
+
+
+def event_kind(tool_name: str) -> str:
+    """Which events.jsonl kind a Claude Code tool call becomes."""
+    if tool_name in COMMAND_TOOLS:
+        return "command"
+    if tool_name in READ_TOOLS:
+        return "read"
+    if tool_name in EDIT_TOOLS:
+        return "edit"
+    return "tool"
+
+
+def command_rc(result: Mapping[str, Any] | None) -> int | None:
+    """rc of a command from its tool_result: Claude Code reports only failure (1) or success (0); None if none."""
+    if result is None:
+        return None
+    return 1 if result.get("is_error") else 0
+
+
+def is_refusal(kind: str, result: Mapping[str, Any], text: str) -> bool:
+    """Whether a tool_result says the harness refused the call (permission, disabled tool, a blocking hook)."""
+    if not result.get("is_error"):
+        return False
+    if _REFUSAL_RE.search(text):
+        return True
+    return kind != "command" and _TOOL_DENIED_RE.search(text) is not None
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return "" if content is None else json.dumps(content)
+
+
+def _relative_path(raw: Any, cwd: PurePosixPath | None) -> str | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    p = PurePosixPath(raw)
+    if cwd is not None and p.is_absolute():
+        try:
+            return p.relative_to(cwd).as_posix()
+        except ValueError:
+            return raw
+    return raw
+
+
+class _ClaudeStreamJson:
+    """State of one stream-json conversion; one instance per trace."""
+
+    def __init__(self) -> None:
+        self.out = Conversion()
+        self.cwd: PurePosixPath | None = None
+        self.pending: dict[str, Event] = {}
+        self.denied_ids: set[str] = set()
+        self.first_ts: float | None = None
+        self.first_ts_raw: str | None = None
+        self.last_ts_raw: str | None = None
+        self.line_index_events: list[tuple[Event, int]] = []
+        self.message_id: str | None = None
+        self.message_text: list[str] = []
+        self.last_text = ""
+        self.result: Mapping[str, Any] | None = None
+
+    def feed(self, index: int, obj: Mapping[str, Any]) -> None:
+        ts = obj.get("timestamp")
+        if isinstance(ts, str):
+            self.last_ts_raw = ts
+            if self.first_ts_raw is None:
+                self.first_ts = parse_timestamp(ts)
+                self.first_ts_raw = ts if self.first_ts is not None else None
+        kind = obj.get("type")
+        if kind == "assistant":
+            self._assistant(index, obj)
+        elif kind == "user":
+            self._user(obj)
+        elif kind == "result":
+            self.result = obj
+        elif kind == "system":
+            self._system(obj)
+
+    def _system(self, obj: Mapping[str, Any]) -> None:
+        subtype = obj.get("subtype")
+        if subtype == "init" and isinstance(obj.get("cwd"), str):
+            self.cwd = PurePosixPath(obj["cwd"])
+        elif subtype == "permission_denied" and isinstance(obj.get("tool_use_id"), str):
+            self.denied_ids.add(obj["tool_use_id"])
+
+    def _assistant(self, index: int, obj: Mapping[str, Any]) -> None:
+        message = obj.get("message")
+        if not isinstance(message, Mapping):
+            return
+        msg_id = message.get("id")
+        if msg_id != self.message_id:  # Claude Code prints each content block of a message as its own line
+            self.message_id = msg_id if isinstance(msg_id, str) else None
+            self.message_text = []
+        content = message.get("content")
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            btype = block.get("type")
+            if btype == "text" and isinstance(block.get("text"), str):
+                self.message_text.append(block["text"])
+                self.last_text = "".join(self.message_text)
+            elif btype == "tool_use":
+                self._tool_use(index, block)
+
+    def _tool_use(self, index: int, block: Mapping[str, Any]) -> None:
+        name = block.get("name") if isinstance(block.get("name"), str) else "?"
+        assert isinstance(name, str)
+        tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
+        assert isinstance(tool_input, Mapping)
+        kind = event_kind(name)
+        event: Event = {"t": 0.0, "kind": kind}
+        if kind == "command":
+            command = tool_input.get("command")
+            event["text"] = command if isinstance(command, str) else ""
+            event["rc"] = None
+        elif kind in ("read", "edit"):
+            path = next((tool_input[k] for k in PATH_KEYS if isinstance(tool_input.get(k), str)), None)
+            event["path"] = _relative_path(path, self.cwd) or ""
+        else:
+            event["name"] = name
+            event["denied"] = False
+        self.line_index_events.append((event, index))
+        event["t"] = parse_timestamp(self.last_ts_raw) if self.last_ts_raw is not None else None
+        self.out.events.append(event)
+        tool_id = block.get("id")
+        if isinstance(tool_id, str):
+            self.pending[tool_id] = event
+
+    def _user(self, obj: Mapping[str, Any]) -> None:
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            event = self.pending.pop(tool_id, None) if isinstance(tool_id, str) else None
+            if event is None:
+                continue
+            text = _result_text(block.get("content"))
+            denied = tool_id in self.denied_ids or is_refusal(event["kind"], block, text)
+            if event["kind"] == "command":
+                event["rc"] = None if denied else command_rc(block)
+                event["output"], event["output_truncated"] = truncate_output(text)
+            if event["kind"] == "tool":
+                event["denied"] = denied
+            elif denied:
+                event["denied"] = True
+
+    def finish(self) -> Conversion:
+        out = self.out
+        for event, index in self.line_index_events:
+            event["t"] = event_time(event["t"], self.first_ts, index)
+        for tool_id in self.denied_ids & set(self.pending):  # denied, and the result line never came
+            self.pending[tool_id]["denied"] = True
+        result = self.result
+        out.answer = self.last_text
+        if result is None:
+            out.is_error = True
+            return out
+        out.complete = True
+        if isinstance(result.get("result"), str):
+            out.answer = result["result"]
+        cost = result.get("total_cost_usd")
+        out.cost_usd = float(cost) if isinstance(cost, (int, float)) else None
+        turns = result.get("num_turns")
+        out.turns = turns if isinstance(turns, int) else None
+        usage = result.get("usage")
+        out.usage = dict(usage) if isinstance(usage, Mapping) else {}
+        subtype = result.get("subtype")
+        out.result_subtype = subtype if isinstance(subtype, str) else None
+        out.is_error = bool(result.get("is_error")) or (out.result_subtype not in (None, "success"))
+        return out
+
+
+def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
+    """Claude Code ``--output-format stream-json --verbose`` → Conversion.
+
+    Bash → command (rc 0/1 from the tool_result's is_error, null when no result came back or the call was
+    refused); Read → read; Edit, Write, MultiEdit, NotebookEdit → edit; anything else → tool with ``denied``.
+    Paths under the session's cwd (from the init record) are made relative to it.
+    """
+    state = _ClaudeStreamJson()
+    garbage = 0
+    loads = json.loads
+    for index, line in enumerate(lines):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = loads(line)
+        except ValueError:
+            garbage += 1
+            continue
+        if type(obj) is not dict:
+            garbage += 1
+            continue
+        state.feed(index, obj)
+    out = state.finish()
+    out.garbage_lines = garbage
+    return out
+
+
+def convert_text(lines: Iterable[str]) -> Conversion:
+    """For harnesses without a structured trace: the whole stdout is the answer, and there are no events.
+
+    An empty answer is an error (the run produced nothing usable); there is no cost, turn count or usage.
+    """
+    answer = "".join(lines).strip()
+    return Conversion(answer=answer, is_error=not answer, complete=True)
+
+
+TRACE_CONVERTERS: dict[str, Converter] = {
+    "claude-stream-json": convert_claude_stream_json,
+    "text": convert_text,
+}
+"""Converters by the profile's ``trace:`` name."""
+
+
+# --- files ------------------------------------------------------------------------------------------------------
+
+
+def convert_file(path: str | Path, trace: str) -> Conversion:
+    """Convert a stored trace (a harness's raw stdout) with the converter the profile names."""
+    try:
+        converter = TRACE_CONVERTERS[trace]
+    except KeyError:
+        from dokimi.errors import UsageError
+
+        known = ", ".join(sorted(TRACE_CONVERTERS))
+        raise UsageError(f"unknown trace converter {trace!r}", key="trace", hint=f"use one of: {known}") from None
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        return converter(f)
+
+
+def write_conversion(conversion: Conversion, run_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``events.jsonl`` (one sorted-key JSON object per line) and ``answer.txt`` into run_dir."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    events_path = run_dir / EVENTS_JSONL
+    answer_path = run_dir / ANSWER_TXT
+    dumps: Callable[..., str] = json.dumps
+    with open(events_path, "w", encoding="utf-8", newline="\n") as f:
+        for event in conversion.events:
+            f.write(dumps(event, sort_keys=True, ensure_ascii=False) + "\n")
+    answer_path.write_text(conversion.answer, encoding="utf-8", newline="\n")
+    return events_path, answer_path
