@@ -11,7 +11,7 @@ read-only support directory and run inside a minimal container::
     python3 mockmodel.py --script turns.json [--port 0] [--capture requests.jsonl]
     python3 -m dokimi.mockmodel --script turns.json
 
-Script format (JSON; YAML too when PyYAML is importable): a list of turns, each a mapping with one of
+Script format (JSON; YAML too when ruamel.yaml is importable): a list of turns, each a mapping with one of
 
     {"text": "..."}                                   a text answer that ends the turn (stop_reason end_turn)
     {"final": "..."}                                  the same; marks the intended last answer
@@ -34,11 +34,11 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -169,7 +169,9 @@ def _parse_turn(raw: Any, where: str) -> Turn:
         raise ScriptError(f"{where}: 'text' and 'final' are the same kind of answer; use one")
     actions = [k for k in ("final", "tool_use", "tool_uses", "echo_tokens", "error") if k in raw]
     if len(actions) > 1:
-        raise ScriptError(f"{where}: a turn has one of final, tool_use, tool_uses, echo_tokens, error; got {actions}")
+        raise ScriptError(
+            f"{where}: a turn has one of final, tool_use, tool_uses, echo_tokens, error; got {actions}"
+        )
     text = raw.get("final", raw.get("text"))
     if text is not None and not isinstance(text, str):
         raise ScriptError(f"{where}: text must be a string")
@@ -203,21 +205,12 @@ def parse_script(data: Any, *, source: str = "<script>") -> list[Turn]:
 
 
 def _load_yaml(text: str, path: Path) -> Any:
-    """YAML through whichever safe loader is importable; the standalone server needs only the stdlib."""
-    try:
-        import yaml
-    except ImportError:
-        pass
-    else:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ScriptError(f"{path}: not valid YAML: {e}") from e
+    """YAML through ruamel.yaml (dokimi's YAML library); the standalone server needs JSON scripts only."""
     try:
         from ruamel.yaml import YAML
         from ruamel.yaml.error import YAMLError
     except ImportError as e:
-        raise ScriptError(f"{path}: YAML scripts need PyYAML or ruamel.yaml; write the script as JSON") from e
+        raise ScriptError(f"{path}: YAML scripts need ruamel.yaml; write the script as JSON") from e
     try:
         return YAML(typ="safe", pure=True).load(text)
     except YAMLError as e:
@@ -322,33 +315,53 @@ class _Reply:
         yield "ping", {"type": "ping"}
         for i, block in enumerate(self.blocks):
             if block["type"] == "text":
-                yield "content_block_start", {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {"type": "text", "text": ""},
-                }
-                yield "content_block_delta", {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "text_delta", "text": block["text"]},
-                }
+                yield (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]},
+                    },
+                )
             else:
-                yield "content_block_start", {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
-                }
-                yield "content_block_delta", {
-                    "type": "content_block_delta",
-                    "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
-                }
+                yield (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        },
+                    },
+                )
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                    },
+                )
             yield "content_block_stop", {"type": "content_block_stop", "index": i}
-        yield "message_delta", {
-            "type": "message_delta",
-            "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": self.usage["output_tokens"]},
-        }
+        yield (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": self.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": self.usage["output_tokens"]},
+            },
+        )
         yield "message_stop", {"type": "message_stop"}
 
 
@@ -378,7 +391,9 @@ class MockModelServer:
         if isinstance(script, (str, Path)):
             self._turns = load_script(script)
         else:
-            self._turns = [t if isinstance(t, Turn) else _parse_turn(t, f"turns[{i}]") for i, t in enumerate(script)]
+            self._turns = [
+                t if isinstance(t, Turn) else _parse_turn(t, f"turns[{i}]") for i, t in enumerate(script)
+            ]
         self.capture_path = Path(capture_path) if capture_path is not None else None
         self.main_model = main_model
         self._host = host
@@ -393,7 +408,7 @@ class MockModelServer:
 
     # lifecycle
 
-    def start(self) -> MockModelServer:
+    def start(self) -> Self:
         if self._httpd is not None:
             return self
         if self.capture_path is not None:
@@ -419,7 +434,7 @@ class MockModelServer:
                 self._capture_file.close()
                 self._capture_file = None
 
-    def __enter__(self) -> MockModelServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -463,7 +478,9 @@ class MockModelServer:
             self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
             self._capture_file.flush()
 
-    def _handle(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, Any, bool]:
+    def _handle(
+        self, method: str, path: str, headers: Mapping[str, str], raw: bytes
+    ) -> tuple[int, Any, bool]:
         """Answer one request: (status, payload, stream). payload is a _Reply for messages, else a JSON value."""
         try:
             body: Any = json.loads(raw) if raw else None
@@ -496,7 +513,11 @@ class MockModelServer:
             self._next_turn += 1
             return self._play(turn, raw, stream)
         req.known = False
-        return 404, _error_body("not_found_error", f"the mock model server does not serve {req.method} {route}"), False
+        return (
+            404,
+            _error_body("not_found_error", f"the mock model server does not serve {req.method} {route}"),
+            False,
+        )
 
     def _play(self, turn: Turn, raw: bytes, stream: bool) -> tuple[int, Any, bool]:
         if turn.error is not None:
@@ -532,7 +553,7 @@ def _make_handler(server: MockModelServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "dokimi-mockmodel"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # requests are recorded in the capture, not on stderr
 
         def _serve(self) -> None:
@@ -612,6 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.stop()
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

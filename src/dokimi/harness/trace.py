@@ -371,7 +371,9 @@ def convert_file(path: str | Path, trace: str) -> Conversion:
         from dokimi.errors import UsageError
 
         known = ", ".join(sorted(TRACE_CONVERTERS))
-        raise UsageError(f"unknown trace converter {trace!r}", key="trace", hint=f"use one of: {known}") from None
+        raise UsageError(
+            f"unknown trace converter {trace!r}", key="trace", hint=f"use one of: {known}"
+        ) from None
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         return converter(f)
 
@@ -384,7 +386,6 @@ def write_conversion(conversion: Conversion, run_dir: str | Path) -> tuple[Path,
     answer_path = run_dir / ANSWER_TXT
     dumps: Callable[..., str] = json.dumps
     with open(events_path, "w", encoding="utf-8", newline="\n") as f:
-        for event in conversion.events:
-            f.write(dumps(event, sort_keys=True, ensure_ascii=False) + "\n")
+        f.writelines(dumps(event, sort_keys=True, ensure_ascii=False) + "\n" for event in conversion.events)
     answer_path.write_text(conversion.answer, encoding="utf-8", newline="\n")
     return events_path, answer_path

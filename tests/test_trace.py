@@ -1,0 +1,316 @@
+"""Trace conversion (contract §4.1): Claude Code stream-json and plain text to events.jsonl and answer.txt.
+
+The samples under tests/resources/traces/ were printed by the real Claude Code 2.1.328 against the scripted model
+server (tests/e2e/test_claude_mockmodel.py makes such traces live); the literal lines below are cut from them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dokimi.harness.trace import (
+    OUTPUT_KEEP_BYTES,
+    OUTPUT_LIMIT_BYTES,
+    TRACE_CONVERTERS,
+    command_rc,
+    convert_claude_stream_json,
+    convert_file,
+    convert_text,
+    event_kind,
+    event_time,
+    truncate_output,
+    write_conversion,
+)
+
+TRACES = Path(__file__).parent / "resources" / "traces"
+
+INIT = '{"type":"system","subtype":"init","cwd":"/w/repo","session_id":"s","tools":["Bash","Read"],"model":"claude-haiku-4-5"}'
+
+
+def tool_use(tool_id: str, name: str, tool_input: dict[str, object], ts: str | None = None) -> str:
+    line: dict[str, object] = {
+        "type": "assistant",
+        "message": {
+            "id": f"msg_{tool_id}",
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+        },
+    }
+    if ts:
+        line["timestamp"] = ts
+    return json.dumps(line)
+
+
+def tool_result(tool_id: str, content: object, *, is_error: bool | None = None, ts: str | None = None) -> str:
+    block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_id, "content": content}
+    if is_error is not None:
+        block["is_error"] = is_error
+    line: dict[str, object] = {"type": "user", "message": {"role": "user", "content": [block]}}
+    if ts:
+        line["timestamp"] = ts
+    return json.dumps(line)
+
+
+def text_line(msg_id: str, text: str) -> str:
+    return json.dumps(
+        {"type": "assistant", "message": {"id": msg_id, "content": [{"type": "text", "text": text}]}}
+    )
+
+
+RESULT = json.dumps(
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "num_turns": 2,
+        "result": "all done",
+        "total_cost_usd": 0.043774,
+        "usage": {"input_tokens": 43674, "output_tokens": 20},
+    }
+)
+
+
+# --- the real traces -----------------------------------------------------------------------------------------
+
+
+def test_a_real_bash_run_becomes_one_command_with_rc_0_and_its_output() -> None:
+    conv = convert_file(TRACES / "claude-2.1.328-bash-edit.jsonl", "claude-stream-json")
+    assert conv.events == [
+        {
+            "t": 0.0,
+            "kind": "command",
+            "text": "echo hello > f.txt && cat f.txt",
+            "rc": 0,
+            "output": "hello",
+            "output_truncated": False,
+        }
+    ]
+    assert conv.answer == "all done"
+    assert conv.cost_usd == pytest.approx(0.043774)
+    assert conv.turns == 2
+    assert conv.usage["input_tokens"] == 43674
+    assert (conv.is_error, conv.complete, conv.garbage_lines) == (False, True, 0)
+
+
+def test_a_real_mixed_run_maps_each_tool_to_its_kind_with_paths_relative_to_cwd() -> None:
+    conv = convert_file(TRACES / "claude-2.1.328-mixed-tools.jsonl", "claude-stream-json")
+    summary = [
+        (e["kind"], e.get("path") or e.get("text") or e.get("name"), e.get("rc"), e.get("denied"))
+        for e in conv.events
+    ]
+    assert summary == [
+        ("read", "CLAUDE.md", None, None),
+        ("edit", "CLAUDE.md", None, None),
+        ("command", "ls nonexistent-dir", 1, None),
+        ("tool", "WebFetch", None, True),  # disallowed: "No such tool available"
+        ("edit", "new.txt", None, None),  # Write is an edit
+        ("command", "seq 1 3000", 0, None),
+        ("tool", "Glob", None, True),
+    ]
+    times = [e["t"] for e in conv.events]
+    assert times == sorted(times) and times[-1] > 0
+    seq = conv.events[5]
+    assert seq["output_truncated"] is True
+    assert seq["output"].startswith("1\n2\n3\n") and seq["output"].endswith("2999\n3000")
+    assert conv.answer == "Finished: edited CLAUDE.md."
+
+
+def test_a_refused_command_is_denied_with_rc_null_not_a_failure() -> None:
+    conv = convert_file(TRACES / "claude-2.1.328-permission-denied.jsonl", "claude-stream-json")
+    command, edit = conv.events
+    assert command["kind"] == "command" and command["denied"] is True and command["rc"] is None
+    assert edit == {"t": edit["t"], "kind": "edit", "path": "denied2.txt", "denied": True}
+
+
+def test_a_trace_cut_at_the_timeout_converts_with_rc_null_and_is_incomplete() -> None:
+    conv = convert_file(TRACES / "claude-2.1.328-killed-mid-command.jsonl", "claude-stream-json")
+    assert conv.events == [{"t": 0.0, "kind": "command", "text": "echo start; sleep 30", "rc": None}]
+    assert conv.complete is False and conv.is_error is True
+    assert conv.cost_usd is None and conv.turns is None
+
+
+# --- rules, one test each ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Bash", "command"),
+        ("Read", "read"),
+        ("Edit", "edit"),
+        ("Write", "edit"),
+        ("MultiEdit", "edit"),
+        ("NotebookEdit", "edit"),
+        ("WebFetch", "tool"),
+        ("Task", "tool"),
+        ("Grep", "tool"),
+    ],
+)
+def test_each_claude_tool_maps_to_its_event_kind(name: str, kind: str) -> None:
+    assert event_kind(name) == kind
+
+
+def test_rc_is_1_for_an_error_result_0_otherwise_and_null_without_a_result() -> None:
+    assert command_rc({"is_error": True}) == 1
+    assert command_rc({"is_error": False}) == 0
+    assert command_rc({}) == 0
+    assert command_rc(None) is None
+
+
+def test_output_of_exactly_8_kb_is_kept_whole() -> None:
+    text = "x" * OUTPUT_LIMIT_BYTES
+    assert truncate_output(text) == (text, False)
+
+
+def test_output_over_8_kb_keeps_first_and_last_4_kb_around_the_omission_line() -> None:
+    text = "H" * OUTPUT_KEEP_BYTES + "m" * 1000 + "T" * OUTPUT_KEEP_BYTES
+    out, truncated = truncate_output(text)
+    assert truncated is True
+    assert out == "H" * OUTPUT_KEEP_BYTES + "\n[... 1000 bytes omitted ...]\n" + "T" * OUTPUT_KEEP_BYTES
+
+
+def test_truncation_counts_utf8_bytes_and_never_splits_a_character() -> None:
+    text = "é" * 5000  # 10000 bytes, 5000 characters
+    out, truncated = truncate_output(text)
+    assert truncated is True
+    head, omitted, tail = out.split("\n")
+    assert omitted == f"[... {10000 - 2 * OUTPUT_KEEP_BYTES} bytes omitted ...]"
+    assert set(head) == {"é"} and set(tail) == {"é"}
+    assert len(head.encode()) == OUTPUT_KEEP_BYTES  # 4096 is even: no character cut
+
+
+def test_t_is_seconds_since_the_first_timestamp() -> None:
+    conv = convert_claude_stream_json(
+        [
+            INIT,
+            text_line("m0", "thinking")[:-1] + ', "timestamp": "2026-01-01T00:00:00.000Z"}',
+            tool_use("a", "Bash", {"command": "make"}, ts="2026-01-01T00:00:02.500Z"),
+            tool_result("a", "ok", ts="2026-01-01T00:00:09.000Z"),
+            tool_use("b", "Read", {"file_path": "/w/repo/src/x.c"}, ts="2026-01-01T00:00:12.250Z"),
+        ]
+    )
+    assert [e["t"] for e in conv.events] == [2.5, 12.25]
+
+
+def test_without_timestamps_t_is_the_line_index() -> None:
+    conv = convert_claude_stream_json(
+        [
+            INIT,
+            tool_use("a", "Bash", {"command": "make"}),
+            tool_result("a", "ok"),
+            tool_use("b", "Read", {"file_path": "x"}),
+        ]
+    )
+    assert [e["t"] for e in conv.events] == [1.0, 3.0]
+    assert event_time(None, None, 7) == 7.0
+
+
+def test_garbage_lines_are_counted_and_skipped() -> None:
+    conv = convert_claude_stream_json(
+        [
+            "Warning: something printed on stdout\n",
+            INIT,
+            "{not json",
+            "[1, 2]",
+            "\n",
+            tool_use("a", "Bash", {"command": "ls"}),
+            tool_result("a", "a.txt"),
+            RESULT,
+        ]
+    )
+    assert conv.garbage_lines == 3
+    assert [(e["kind"], e["rc"]) for e in conv.events] == [("command", 0)]
+    assert conv.is_error is False and conv.answer == "all done"
+
+
+def test_a_harness_that_prints_only_garbage_converts_to_an_error_with_no_events() -> None:
+    conv = convert_claude_stream_json(["Segmentation fault\n", "\x00\x01binary\n", "<html>502</html>\n"])
+    assert conv.events == [] and conv.answer == "" and conv.garbage_lines == 3
+    assert conv.is_error is True and conv.complete is False
+
+
+def test_a_command_whose_own_output_says_permission_denied_ran_and_failed() -> None:
+    conv = convert_claude_stream_json(
+        [
+            INIT,
+            tool_use("a", "Bash", {"command": "cat /etc/shadow"}),
+            tool_result("a", "Exit code 1\ncat: /etc/shadow: Permission denied", is_error=True),
+        ]
+    )
+    assert conv.events[0]["rc"] == 1 and "denied" not in conv.events[0]
+
+
+def test_another_tool_refused_with_permission_denied_is_denied() -> None:
+    conv = convert_claude_stream_json(
+        [
+            INIT,
+            tool_use("a", "WebSearch", {"query": "x"}),
+            tool_result("a", "Permission denied for WebSearch", is_error=True),
+            tool_use("b", "Grep", {"pattern": "x"}),
+            tool_result("b", "x.py:1:x"),
+        ]
+    )
+    assert [(e["name"], e["denied"]) for e in conv.events] == [("WebSearch", True), ("Grep", False)]
+
+
+def test_a_tool_result_as_a_list_of_blocks_is_joined_into_the_output() -> None:
+    conv = convert_claude_stream_json(
+        [
+            INIT,
+            tool_use("a", "Bash", {"command": "echo"}),
+            tool_result(
+                "a", [{"type": "text", "text": "one "}, {"type": "image"}, {"type": "text", "text": "two"}]
+            ),
+        ]
+    )
+    assert conv.events[0]["output"] == "one two"
+
+
+def test_the_answer_of_an_unfinished_run_is_its_last_assistant_message() -> None:
+    conv = convert_claude_stream_json(
+        [INIT, text_line("m1", "first"), text_line("m2", "Working on "), text_line("m2", "it")]
+    )
+    assert conv.answer == "Working on it"
+    assert conv.complete is False
+
+
+def test_an_error_result_marks_the_conversion_as_an_error() -> None:
+    result = json.dumps({"type": "result", "subtype": "error_max_turns", "is_error": False, "num_turns": 5})
+    conv = convert_claude_stream_json([INIT, result])
+    assert conv.is_error is True and conv.result_subtype == "error_max_turns" and conv.turns == 5
+
+
+def test_the_text_converter_takes_all_of_stdout_as_the_answer() -> None:
+    conv = TRACE_CONVERTERS["text"](["RCabc123 RCdef456\n", "and some prose\n"])
+    assert conv.answer == "RCabc123 RCdef456\nand some prose"
+    assert conv.events == [] and conv.is_error is False
+    assert convert_text([" \n"]).is_error is True
+
+
+def test_an_unknown_converter_name_lists_the_known_ones(tmp_path: Path) -> None:
+    from dokimi.errors import UsageError
+
+    trace = tmp_path / "t.txt"
+    trace.write_text("x")
+    with pytest.raises(UsageError, match="claude-stream-json, text"):
+        convert_file(trace, "codex-json")
+
+
+def test_write_conversion_writes_sorted_events_jsonl_and_answer_txt(tmp_path: Path) -> None:
+    conv = convert_file(TRACES / "claude-2.1.328-mixed-tools.jsonl", "claude-stream-json")
+    events_path, answer_path = write_conversion(conv, tmp_path / "run")
+    lines = events_path.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == conv.events
+    assert all(list(json.loads(line)) == sorted(json.loads(line)) for line in lines)
+    assert answer_path.read_text() == "Finished: edited CLAUDE.md."
+
+
+def test_invalid_utf8_in_a_trace_file_does_not_crash(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    trace.write_bytes(b"\xff\xfe garbage\n" + INIT.encode() + b"\n" + RESULT.encode() + b"\n")
+    conv = convert_file(trace, "claude-stream-json")
+    assert conv.garbage_lines == 1 and conv.answer == "all done"
