@@ -1,0 +1,307 @@
+"""Reading a batch directory: its pin, its plan and its cells. Pure file reading, no git, no docker.
+
+Layout (the runner writes it, report and compare read it)::
+
+    <out>/<batch>/_eval/batch.json      the pin (repo_batch.v1): tree, eval_dir digest, image, ...
+    <out>/<batch>/_eval/plan.json       the planned cells: [{task, arm, model, effort, rep}, ...]
+    <out>/<batch>/<task>/<arm>/<model>/<effort>/rep<N>/      one cell = one run_dir
+
+Every path component of a cell is :func:`slug` of the real value (``effort`` is ``default`` when no effort is
+set); the real values live in the cell's result.json and meta.json. result.json is written last: its presence
+is the only proof that a cell is done. A cell is
+
+- ``finished``: result.json validates against :class:`dokimi.schemas.result.Result` and names this cell;
+- ``invalid``: result.json exists but does not validate (or names another cell): reported, never counted;
+- ``missing``: planned (plan.json) or started (its directory exists) but without result.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from dokimi.constants import META_JSON, RESULT_JSON
+from dokimi.errors import DocumentError
+
+if TYPE_CHECKING:
+    from dokimi.schemas.meta import Meta
+    from dokimi.schemas.result import Result
+
+#: The batch's own directory (pin, plan, exported eval content); never a task.
+EVAL_DIR_NAME = "_eval"
+BATCH_JSON = "batch.json"
+PLAN_JSON = "plan.json"
+#: effort_slug when a cell has no effort.
+DEFAULT_EFFORT_SLUG = "default"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_REP = re.compile(r"^rep(\d+)$")
+
+CellStatus = Literal["finished", "invalid", "missing"]
+
+
+def slug(value: str) -> str:
+    """A path component for ``value``: every char outside ``[A-Za-z0-9._-]`` becomes ``_``.
+
+    ``guidance:none`` -> ``guidance_none``. The empty string and a value of dots only (``.``, ``..``), which
+    would name no directory or the parent, become underscores of the same length (at least one).
+    """
+    out = _UNSAFE.sub("_", value)
+    if not out.strip("."):
+        out = "_" * max(1, len(out))
+    return out
+
+
+def effort_slug(effort: str | None) -> str:
+    """The effort component of a cell path: ``default`` when no effort is set."""
+    return DEFAULT_EFFORT_SLUG if effort is None else slug(effort)
+
+
+def cell_dir(batch_root: Path, task: str, arm: str, model: str, effort: str | None, rep: int) -> Path:
+    """The run_dir of one cell: ``<batch>/<task>/<arm>/<model>/<effort>/rep<N>``."""
+    return batch_root / slug(task) / slug(arm) / slug(model) / effort_slug(effort) / f"rep{rep}"
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """The identity of a cell: the five dimensions the runner iterates over."""
+
+    task: str
+    arm: str
+    model: str
+    effort: str | None
+    rep: int
+
+    def path(self, batch_root: Path) -> Path:
+        return cell_dir(batch_root, self.task, self.arm, self.model, self.effort, self.rep)
+
+    def sort_key(self) -> tuple[str, str, str, bool, str, int]:
+        """Sorts cells deterministically; no effort sorts before any effort."""
+        return (self.task, self.arm, self.model, self.effort is not None, self.effort or "", self.rep)
+
+
+@dataclass(frozen=True)
+class BatchPin:
+    """_eval/batch.json (repo_batch.v1): what the batch is pinned to. Read leniently; ``raw`` keeps every key."""
+
+    manifest_id: str | None
+    source: str | None
+    tree: str | None
+    eval_dir_digest: str | None
+    image: str | None
+    image_pin: str | None
+    image_context_digest: str | None
+    created_by: str | None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchPin:
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+
+        return cls(
+            manifest_id=text("manifest_id"),
+            source=text("source"),
+            tree=text("tree"),
+            eval_dir_digest=text("eval_dir_digest"),
+            image=text("image"),
+            image_pin=text("image_pin"),
+            image_context_digest=text("image_context_digest"),
+            created_by=text("created_by"),
+            raw=dict(data),
+        )
+
+
+@dataclass
+class Cell:
+    """One run_dir of a batch and what its result.json says."""
+
+    dir: Path
+    rel: str
+    """The cell's path relative to the batch root (``task/arm/model/effort/repN``)."""
+    status: CellStatus
+    result: Result | None = None
+    """The validated result.json of a finished cell."""
+    error: str | None = None
+    """Why an invalid cell is invalid."""
+    key: CellKey | None = None
+    """From result.json when finished, else from plan.json when planned; None for an unplanned cell."""
+    _meta: Meta | None = field(default=None, repr=False)
+    _meta_read: bool = field(default=False, repr=False)
+
+    def meta(self) -> Meta | None:
+        """meta.json of the cell, or None when it is absent or does not validate (read once, on demand)."""
+        if not self._meta_read:
+            self._meta_read = True
+            from dokimi.schemas.meta import Meta
+
+            try:
+                self._meta = _read_model(self.dir / META_JSON, Meta)
+            except DocumentError:
+                self._meta = None
+        return self._meta
+
+
+@dataclass
+class Batch:
+    """A batch directory read from disk: pin, plan and every cell (finished, invalid, missing)."""
+
+    root: Path
+    pin: BatchPin | None
+    pin_error: str | None
+    plan: list[CellKey] | None
+    """The planned cells from _eval/plan.json, or None when the batch has no plan file."""
+    plan_error: str | None
+    cells: list[Cell]
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    def finished(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == "finished"]
+
+    def invalid(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == "invalid"]
+
+    def missing(self) -> list[Cell]:
+        return [c for c in self.cells if c.status == "missing"]
+
+    def results(self) -> Iterator[Result]:
+        for cell in self.cells:
+            if cell.result is not None:
+                yield cell.result
+
+
+def _read_model(path: Path, model: Any) -> Any:
+    from dokimi.schemas._base import read_document
+
+    return read_document(path, model)
+
+
+def _read_json(path: Path) -> Any:
+    from dokimi.schemas._base import decode_text, parse_json
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    return parse_json(decode_text(raw, str(path)), str(path)).data
+
+
+def read_pin(root: Path) -> tuple[BatchPin | None, str | None]:
+    """The batch pin and, when it is absent or unreadable, why."""
+    path = root / EVAL_DIR_NAME / BATCH_JSON
+    if not path.is_file():
+        return None, f"{path}: no batch pin"
+    try:
+        data = _read_json(path)
+    except DocumentError as exc:
+        return None, str(exc)
+    if not isinstance(data, dict):
+        return None, f"{path}: not a JSON object"
+    return BatchPin.from_dict(data), None
+
+
+def read_plan(root: Path) -> tuple[list[CellKey] | None, str | None]:
+    """_eval/plan.json: a list of ``{task, arm, model, effort, rep}``, bare or under ``"cells"``."""
+    path = root / EVAL_DIR_NAME / PLAN_JSON
+    if not path.is_file():
+        return None, None
+    try:
+        data = _read_json(path)
+    except DocumentError as exc:
+        return None, str(exc)
+    items = data.get("cells") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        return None, f"{path}: expected a list of cells"
+    plan: list[CellKey] = []
+    for index, item in enumerate(items):
+        try:
+            effort = item.get("effort")
+            rep = item["rep"]
+            if isinstance(rep, bool) or not isinstance(rep, int):
+                raise TypeError
+            plan.append(
+                CellKey(
+                    task=str(item["task"]),
+                    arm=str(item["arm"]),
+                    model=str(item["model"]),
+                    effort=None if effort is None else str(effort),
+                    rep=rep,
+                )
+            )
+        except (AttributeError, KeyError, TypeError):
+            return None, f"{path}: cells[{index}]: expected {{task, arm, model, effort, rep}}"
+    return sorted(set(plan), key=CellKey.sort_key), None
+
+
+def _cell_dirs(root: Path) -> Iterator[Path]:
+    """Every ``<task>/<arm>/<model>/<effort>/rep<N>`` directory under the batch root, sorted."""
+    for task in sorted(p for p in root.iterdir() if p.is_dir() and p.name != EVAL_DIR_NAME):
+        if task.name.startswith("."):
+            continue
+        for arm in sorted(p for p in task.iterdir() if p.is_dir()):
+            for model in sorted(p for p in arm.iterdir() if p.is_dir()):
+                for effort in sorted(p for p in model.iterdir() if p.is_dir()):
+                    for rep in sorted(p for p in effort.iterdir() if p.is_dir()):
+                        if _REP.match(rep.name):
+                            yield rep
+
+
+def read_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
+    """One cell: finished when its result.json validates and names this cell, invalid when it does not."""
+    from dokimi.schemas.result import Result
+
+    rel = path.relative_to(root).as_posix()
+    result_path = path / RESULT_JSON
+    if not result_path.exists():
+        return Cell(dir=path, rel=rel, status="missing", key=planned)
+    try:
+        result: Result = _read_model(result_path, Result)
+    except DocumentError as exc:
+        return Cell(dir=path, rel=rel, status="invalid", error=str(exc), key=planned)
+    key = CellKey(result.task, result.arm, result.model, result.effort, result.rep)
+    if key.path(root) != path:
+        return Cell(
+            dir=path,
+            rel=rel,
+            status="invalid",
+            error=f"{result_path}: names the cell {key.path(root).relative_to(root).as_posix()}, not {rel}",
+            key=planned,
+        )
+    return Cell(dir=path, rel=rel, status="finished", result=result, key=key)
+
+
+def load_batch(root: str | Path) -> Batch:
+    """Read a batch directory. Raises DocumentError only when ``root`` is not a directory."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
+    pin, pin_error = read_pin(root)
+    plan, plan_error = read_plan(root)
+    planned = {key.path(root): key for key in plan or []}
+    cells = [read_cell(root, path, planned.get(path)) for path in _cell_dirs(root)]
+    seen = {cell.dir for cell in cells}
+    for path, key in sorted(planned.items()):
+        if path not in seen:
+            cells.append(Cell(dir=path, rel=path.relative_to(root).as_posix(), status="missing", key=key))
+    cells.sort(key=lambda c: c.rel)
+    return Batch(root=root, pin=pin, pin_error=pin_error, plan=plan, plan_error=plan_error, cells=cells)
+
+
+def write_plan(root: Path, cells: list[CellKey]) -> None:
+    """Write _eval/plan.json (for the runner): ``{"schema": "repo_plan.v1", "cells": [...]}``, sorted."""
+    from dokimi.schemas._base import write_text_atomic
+
+    items = [
+        {"task": k.task, "arm": k.arm, "model": k.model, "effort": k.effort, "rep": k.rep}
+        for k in sorted(set(cells), key=CellKey.sort_key)
+    ]
+    text = json.dumps({"schema": "repo_plan.v1", "cells": items}, indent=2, sort_keys=True) + "\n"
+    write_text_atomic(root / EVAL_DIR_NAME / PLAN_JSON, text)
