@@ -171,10 +171,10 @@ class Snapshot:
     def read_oids(self, oids: list[str]) -> dict[str, bytes | None]:
         if self.git_dir is None:
             raise SourceError(f"{self.label}: no git repository to read blobs from")
-        if self.promisor:
+        if self.promisor and self.rev is not None:
             from dokimi.source.fetch import prefetch_blobs
 
-            prefetch_blobs(self.git_dir, oids)
+            prefetch_blobs(self.git_dir, oids, commit=self.rev)
         if self._catfile is None:
             self._catfile = CatFile(self.git_dir)
         return self._catfile.read_many(oids)
