@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run dokimi's whole test suite on this machine, installing what the tests need first:
+# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code CLI
+# (scripts/install-harness.sh), Chromium for the HTML report test, and dokimi itself with its test extras.
+# Then: dokimi's own docs must pass its L0 scan, and pytest runs everything.
+#
+#   bash scripts/test.sh [PYTEST ARGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'test: %s\n' "$*" >&2; }
+
+bash scripts/setup.sh
+DOKIMI_CLAUDE_BIN="$(bash scripts/install-harness.sh)"
+export DOKIMI_CLAUDE_BIN
+if ! command -v chromium >/dev/null 2>&1; then
+    log "installing chromium (headless HTML report test)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >&2 \
+        || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >&2; }
+fi
+
+log "installing dokimi with its test extras"
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]' >&2
+
+log "L0 scan of dokimi's own docs (they must not lie either)"
+python3 cli.py repo scan . --manifest-file .dokimi-selfscan.yaml --fail-on-fail
+
+log "pytest"
+exec python3 -m pytest -q -p no:cacheprovider "$@"
