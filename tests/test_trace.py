@@ -133,6 +133,23 @@ def test_a_trace_cut_at_the_timeout_converts_with_rc_null_and_is_incomplete() ->
     assert conv.cost_usd is None and conv.turns is None
 
 
+def test_a_command_the_harness_stopped_on_sigterm_has_rc_null_not_its_exit_137() -> None:
+    # The runner sends SIGTERM at the timeout; Claude Code then kills the running command itself and reports
+    # "Exit code 137" with is_error, after a task_notification with status "stopped".
+    conv = convert_file(TRACES / "claude-2.1.328-sigterm-mid-command.jsonl", "claude-stream-json")
+    (event,) = conv.events
+    assert event["text"].endswith("&& sleep 30") and event["rc"] is None
+    assert event["output"].startswith("Exit code 137")
+    assert conv.complete is False
+
+
+def test_an_interrupted_tool_use_result_gives_rc_null() -> None:
+    line = json.loads(tool_result("a", "partial output", is_error=True))
+    line["tool_use_result"] = {"stdout": "partial output", "stderr": "", "interrupted": True}
+    conv = convert_claude_stream_json([INIT, tool_use("a", "Bash", {"command": "make"}), json.dumps(line)])
+    assert conv.events[0]["rc"] is None
+
+
 # --- rules, one test each ------------------------------------------------------------------------------------
 
 
@@ -255,6 +272,17 @@ def test_another_tool_refused_with_permission_denied_is_denied() -> None:
         ]
     )
     assert [(e["name"], e["denied"]) for e in conv.events] == [("WebSearch", True), ("Grep", False)]
+
+
+def test_a_command_claude_code_blocks_itself_is_denied_with_rc_null() -> None:
+    blocked = (
+        "<tool_use_error>Blocked: standalone sleep 30. To wait for a condition, use Monitor with an until-loop "
+        "(e.g. `until <check>; do sleep 2; done`).</tool_use_error>"
+    )  # what 2.1.328 answered to a scripted `sleep 30`
+    conv = convert_claude_stream_json(
+        [INIT, tool_use("a", "Bash", {"command": "sleep 30"}), tool_result("a", blocked, is_error=True)]
+    )
+    assert (conv.events[0]["rc"], conv.events[0]["denied"]) == (None, True)
 
 
 def test_a_tool_result_as_a_list_of_blocks_is_joined_into_the_output() -> None:

@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -122,10 +123,13 @@ def run_claude(
     timeout: float = 60.0,
     max_turns: int = 5,
     extra_args: Sequence[str] = (),
+    hard_kill: bool = False,
 ) -> ClaudeRun:
     """One ``claude -p`` run against base_url with a fresh HOME and CLAUDE_CONFIG_DIR under ``home``.
 
-    stdout goes to trace_path as it is printed, so a run killed at its timeout keeps what it printed.
+    stdout goes to trace_path as it is printed, so a run killed at its timeout keeps what it printed. At the
+    timeout the group gets SIGTERM then SIGKILL (dokimi.process, the runner's way); with hard_kill it gets
+    SIGKILL at once, so the harness has no chance to report anything.
     """
     config_dir = home / ".claude"
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -157,8 +161,29 @@ def run_claude(
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
-    done = process.run(argv, timeout=timeout, env=env, cwd=cwd, stdout_file=trace_path, grace=1.0)
+    if hard_kill:
+        return _run_hard_kill(argv, env=env, cwd=cwd, trace_path=trace_path, timeout=timeout)
+    done = process.run(argv, timeout=timeout, env=env, cwd=cwd, stdout_file=trace_path, grace=2.0)
     return ClaudeRun(done.stdout, done.stderr, done.returncode, done.timed_out, trace_path)
+
+
+def _run_hard_kill(
+    argv: Sequence[str], *, env: dict[str, str], cwd: Path, trace_path: Path, timeout: float
+) -> ClaudeRun:
+    with open(trace_path, "wb") as out:
+        proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.PIPE, start_new_session=True
+        )
+        try:
+            _, err = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, err = proc.communicate()
+            timed_out = True
+    stdout = trace_path.read_text(encoding="utf-8", errors="replace")
+    rc = None if timed_out else proc.returncode
+    return ClaudeRun(stdout, err.decode("utf-8", "replace"), rc, timed_out, trace_path)
 
 
 def kill_strays(marker: str) -> list[int]:

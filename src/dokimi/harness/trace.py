@@ -121,12 +121,15 @@ def event_time(timestamp: float | None, first_timestamp: float | None, line_inde
 COMMAND_TOOLS = frozenset({"Bash"})
 READ_TOOLS = frozenset({"Read"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+STOPPED_TASK_STATUSES = frozenset({"stopped", "killed"})
+"""task_notification statuses that mean the harness stopped a command before it finished (no rc of its own)."""
 PATH_KEYS = ("file_path", "notebook_path", "path")
 
 # What Claude Code (2.1.x) says when it refuses a tool call rather than running it. Checked on error results.
 _REFUSAL_RE = re.compile(
     r"haven't granted|needs approval|requested permissions? to|no such tool available|is disabled for this session"
-    r"|permission to use|hook (?:error|denied|blocked)|denied this tool|blocked by (?:a )?hook|was blocked",
+    r"|permission to use|hook (?:error|denied|blocked)|denied this tool|blocked by (?:a )?hook|was blocked"
+    r"|<tool_use_error>Blocked:",
     re.IGNORECASE,
 )
 # For tools other than commands, an error that only says "permission denied" is a refusal too. A command's own
@@ -161,6 +164,10 @@ def is_refusal(kind: str, result: Mapping[str, Any], text: str) -> bool:
     return kind != "command" and _TOOL_DENIED_RE.search(text) is not None
 
 
+def _interrupted(tool_use_result: Any) -> bool:
+    return isinstance(tool_use_result, Mapping) and tool_use_result.get("interrupted") is True
+
+
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -191,6 +198,7 @@ class _ClaudeStreamJson:
         self.cwd: PurePosixPath | None = None
         self.pending: dict[str, Event] = {}
         self.denied_ids: set[str] = set()
+        self.stopped_ids: set[str] = set()
         self.first_ts: float | None = None
         self.first_ts_raw: str | None = None
         self.last_ts_raw: str | None = None
@@ -223,6 +231,11 @@ class _ClaudeStreamJson:
             self.cwd = PurePosixPath(obj["cwd"])
         elif subtype == "permission_denied" and isinstance(obj.get("tool_use_id"), str):
             self.denied_ids.add(obj["tool_use_id"])
+        elif subtype == "task_notification" and obj.get("status") in STOPPED_TASK_STATUSES:
+            if isinstance(
+                obj.get("tool_use_id"), str
+            ):  # the harness stopped the command (on SIGTERM, Ctrl-C)
+                self.stopped_ids.add(obj["tool_use_id"])
 
     def _assistant(self, index: int, obj: Mapping[str, Any]) -> None:
         message = obj.get("message")
@@ -284,7 +297,8 @@ class _ClaudeStreamJson:
             text = _result_text(block.get("content"))
             denied = tool_id in self.denied_ids or is_refusal(event["kind"], block, text)
             if event["kind"] == "command":
-                event["rc"] = None if denied else command_rc(block)
+                stopped = tool_id in self.stopped_ids or _interrupted(obj.get("tool_use_result"))
+                event["rc"] = None if denied or stopped else command_rc(block)
                 event["output"], event["output_truncated"] = truncate_output(text)
             if event["kind"] == "tool":
                 event["denied"] = denied
@@ -320,8 +334,9 @@ class _ClaudeStreamJson:
 def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
     """Claude Code ``--output-format stream-json --verbose`` → Conversion.
 
-    Bash → command (rc 0/1 from the tool_result's is_error, null when no result came back or the call was
-    refused); Read → read; Edit, Write, MultiEdit, NotebookEdit → edit; anything else → tool with ``denied``.
+    Bash → command (rc 0/1 from the tool_result's is_error; null when no result came back, when the call was
+    refused, or when the harness itself stopped the command, as Claude Code does on SIGTERM at a timeout);
+    Read → read; Edit, Write, MultiEdit, NotebookEdit → edit; anything else → tool with ``denied``.
     Paths under the session's cwd (from the init record) are made relative to it.
     """
     state = _ClaudeStreamJson()
