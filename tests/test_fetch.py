@@ -124,7 +124,7 @@ def test_fetch_through_git_daemon_on_loopback(served: tuple[Path, str, str], tmp
 
 
 class _Unauthorized(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Basic realm="dokimi-test"')
         self.send_header("Content-Length", "0")

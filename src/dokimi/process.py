@@ -216,6 +216,49 @@ def run(
     return result
 
 
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a long-lived child (a ``git cat-file --batch`` server) with pipes on stdin and stdout, in its own
+    process group, registered so SIGTERM/SIGHUP to dokimi kills it. Stop it with :func:`stop`."""
+    argv = [str(a) for a in argv]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        raise _missing(argv[0]) from exc
+    _register(proc.pid)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes], *, timeout: float = 5.0) -> None:
+    """Close a spawned child's stdin, wait for it, then kill its group."""
+    if proc.stdin:
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    kill_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+    _unregister(proc.pid)
+
+
 def run_bytes(
     argv: Sequence[str],
     *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -269,19 +270,12 @@ class CatFile:
 
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
-        self._proc: process.subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
-    def _start(self) -> process.subprocess.Popen[bytes]:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
-            self._proc = process.subprocess.Popen(
-                git_argv(["cat-file", "--batch"], git_dir=self.git_dir),
-                stdin=process.subprocess.PIPE,
-                stdout=process.subprocess.PIPE,
-                stderr=process.subprocess.DEVNULL,
-                env=git_env(),
-                start_new_session=True,
-            )
+            self._proc = process.spawn(git_argv(["cat-file", "--batch"], git_dir=self.git_dir), env=git_env())
         return self._proc
 
     def read_many(self, oids: Iterable[str]) -> dict[str, bytes | None]:
@@ -316,15 +310,7 @@ class CatFile:
 
     def close(self) -> None:
         if self._proc is not None:
-            if self._proc.stdin:
-                self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=5)
-            except process.subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            if self._proc.stdout:
-                self._proc.stdout.close()
+            process.stop(self._proc)
             self._proc = None
 
     def __enter__(self) -> CatFile:
