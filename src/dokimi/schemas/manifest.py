@@ -1,0 +1,122 @@
+"""repo_manifest.v1: the repository's ``repo-eval.yaml`` (contract §2, mergeability §3 ``tests``).
+
+The model fixes the *shape* (keys and their types; unknown keys are refused). The rules that relate keys to each
+other or to the tree (eval_dir/tasks/entry_points together, placeholders, paths that must exist) are named checks
+in :mod:`dokimi.validate`, so that each one reports its own finding with its file:line and fix.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
+from dokimi.schemas._base import Document
+
+SCHEMA_NAME = "repo_manifest.v1"
+
+
+class Source(Document):
+    """Where the repository lives upstream; every task names its own commit in ``base``."""
+
+    url: str | None = None
+    """Clone URL of the repository. Needed when an entry point uses ``{source_dir}`` (a full-history clone of
+    this URL, mounted read-only for graders only)."""
+
+
+class Guidance(Document):
+    """The guidance files the ``guidance:*`` arms add, remove or replace, and files L0 only checks."""
+
+    globs: list[str] = Field(default_factory=lambda: list(DEFAULT_GUIDANCE_GLOBS))
+    """Globs (mergeability §2 dialect: ``**`` crosses ``/``, ``*`` and ``?`` do not) of the guidance files,
+    relative to the repository root. Evaluated at every task base. Default: the four default globs."""
+    also_scan: list[str] = Field(default_factory=list)
+    """Files (or globs) the L0 scan checks too, never changed by an arm (for example ``CONTRIBUTING.md``)."""
+
+
+class Cache(Document):
+    """A named volume shared across runs, mounted read-write (for example Bazel's disk cache)."""
+
+    name: str
+    """Volume name (letters, digits, ``_``, ``.``, ``-``; starts with a letter or digit)."""
+    path: str
+    """Absolute mount path inside every container, for example ``/cache/bazel-disk``."""
+
+
+class Image(Document):
+    """The build image of this repository: built once per eval revision, used by agents and entry points."""
+
+    dockerfile: str
+    """Path of the Dockerfile, relative to the repository root. The build context is the eval tree at the eval
+    revision with the tasks directory removed."""
+    caches: list[Cache] = Field(default_factory=list)
+    """Volumes mounted read-write in every run. A run may depend on them for speed, never for correctness."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment of every container. A value under ``{run_dir}/`` names a plain entry of the run directory
+    (``ob``, ``ob/sub``), never one the framework owns (``workspace``, ``agent-git``, ...)."""
+    network: Literal["none", "public"] = "none"
+    """``none``: entry points and the agent's commands have no network (a task opens hosts with ``egress``);
+    ``public``: full network."""
+
+
+class EntryPoints(Document):
+    """Commands run inside the image with cwd ``{run_dir}/workspace``; the repository's own commands."""
+
+    grade: str
+    """Writes ``{run_dir}/grade.json`` (repo_grade.v1) for the finished run."""
+    oracle: str
+    """Applies the reference solution to the workspace (used by ``tasks check``)."""
+    static: str | None = None
+    """Optional: writes repo_static.v1 to ``{out}``; merged into ``repo scan`` by ``--static``."""
+    perf: str | None = None
+    """Optional: performance check (agent-modes §3), for example ``bench --variant {variant} --out {out}``."""
+
+
+class TestsBlock(Document):
+    """Test files and how to list test cases, for the test-integrity check (mergeability §3)."""
+
+    globs: list[str] = Field(default_factory=list)
+    """Globs of test files: none may be deleted by the agent."""
+    config_globs: list[str] = Field(default_factory=list)
+    """Globs of test configuration files (conftest.py, pytest.ini, BUILD): none deleted; edits go to the judge."""
+    list_: str | None = Field(default=None, alias="list")
+    """Command that prints one test id per line in the workspace; the base list is compared with the agent's."""
+
+
+class RepoManifest(Document):
+    """repo_manifest.v1: what a repository provides to be evaluated (contract §2).
+
+    Without ``eval_dir``, ``tasks`` and ``entry_points`` the manifest is guidance-only: scan and reach run on it,
+    validate checks its globs, and ``tasks check`` and ``run`` refuse it.
+    """
+
+    schema_: Literal["repo_manifest.v1"] = Field(alias="schema")
+    """Document type and version: ``repo_manifest.v1``."""
+    id: str
+    """Short name of the repository's evaluation (used in batch pins and reports)."""
+    source: Source | None = None
+    """Upstream of the repository; the commit of each task comes from its ``base``."""
+    eval_dir: str | None = None
+    """The evaluation directory (tasks, graders, Dockerfile), relative to the root. A proper subdirectory; it
+    is deleted from every agent workspace and mounted read-only for graders as ``{eval_dir}``."""
+    guidance: Guidance = Field(default_factory=Guidance)
+    """Guidance files the arms act on; default: the four default globs."""
+    image: Image | None = None
+    """The build image; needs ``eval_dir``."""
+    entry_points: EntryPoints | None = None
+    """grade, oracle and the optional static and perf commands; placeholders ``{eval_dir}``, ``{source_dir}``
+    (grade and oracle only), ``{run_dir}``, ``{out}`` and ``{task}``."""
+    tasks: str | None = None
+    """Directory holding ``<task-id>/task.json``, inside ``eval_dir``."""
+    explore_tasks: str | None = None
+    """Optional ExploreBench YAML directory, inside ``eval_dir``."""
+    build_systems: list[str] = Field(default_factory=list)
+    """Build systems whose L0 claim-check adapters apply (for example ``bazel``, ``make``)."""
+    tests: TestsBlock | None = None
+    """Test files, test configuration files and the test-listing command (mergeability §3)."""
+
+    @property
+    def has_tasks(self) -> bool:
+        """Whether this manifest carries tasks (not guidance-only)."""
+        return self.eval_dir is not None and self.tasks is not None and self.entry_points is not None

@@ -1,0 +1,193 @@
+"""task.json: one task of a repository (contract §3; mode and effort from agent-modes §1-§2; prompt_style from
+mergeability §8).
+
+The framework reads the core and workspace keys typed here. Every other key belongs to the repository's grader
+and is kept unread (``Task.model_extra``), so a task written back to ``{run_dir}/task.json`` is the repository's
+own. ``setup_patch`` (one string) is accepted as a synonym of a one-element ``setup_patches``.
+
+The pure predicates :func:`base_form` and :func:`egress_host_problem` are shared with :mod:`dokimi.validate`, which
+turns them into findings with file:line and fix; the model uses them to refuse what no runner may accept.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from dokimi.schemas._base import Document, OpenDocument
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
+REQUIRED_KEYS = ("id", "family", "base", "prompt", "grader")
+
+BaseForm = Literal["full", "short", "invalid"]
+Mode = Literal["interactive", "autonomous", "review"]
+PromptStyle = Literal["spec", "issue"]
+
+PositiveFinite = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
+def split_base(base: str) -> tuple[str, bool]:
+    """``"abc^"`` -> ``("abc", True)``: the SHA and whether the task is at its parent."""
+    if base.endswith("^"):
+        return base[:-1], True
+    return base, False
+
+
+def base_form(base: str) -> BaseForm:
+    """``full``: 40 lowercase hex digits, optionally followed by ``^``; ``short``: 4 to 39 hex digits (accepted
+    with a warning); ``invalid``: anything else (a branch, a tag, HEAD, ``~1``, uppercase)."""
+    sha, _ = split_base(base)
+    if FULL_SHA.match(sha):
+        return "full"
+    if SHORT_SHA.match(sha):
+        return "short"
+    return "invalid"
+
+
+_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def egress_host_problem(host: str) -> str | None:
+    """Why ``host`` is not an egress entry (contract §3), or None when it is one.
+
+    A DNS name with an optional ``:port``; ``*`` stands for one whole label; the last two labels are literal, so
+    ``*.pythonhosted.org`` passes and ``*``, ``*.org`` or ``pypi.*`` do not.
+    """
+    if not isinstance(host, str) or not host:
+        return "empty host"
+    if host != host.strip() or any(c.isspace() for c in host):
+        return "contains whitespace"
+    if "://" in host or "/" in host:
+        return "a host, not a URL or path (drop the scheme and the path)"
+    name, sep, port = host.partition(":")
+    if sep:
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            return f"port {port!r} is not a number from 1 to 65535"
+    if len(name) > 253:
+        return "longer than 253 characters"
+    labels = name.lower().split(".")
+    if len(labels) < 2:
+        return "needs at least two labels, and the last two must be literal (for example pypi.org)"
+    for label in labels:
+        if label == "*":
+            continue
+        if "*" in label:
+            return f"label {label!r}: '*' must be one whole label"
+        if not _LABEL.match(label):
+            return f"label {label!r} is not a DNS label (letters, digits, '-')"
+    if "*" in labels[-2:]:
+        return "the last two labels must be literal ('*.org' and '*' would open a whole domain)"
+    if labels[-1].isdigit():
+        return "an IP address is not a DNS name"
+    return None
+
+
+class GateMin(Document):
+    """A numeric gate entry: the metric must be at least ``min``."""
+
+    metric: str = Field(min_length=1)
+    """Name of a numeric metric of grade.json (or a framework metric such as ``merge_score``)."""
+    min: FiniteNumber
+    """Smallest value that passes."""
+
+
+class Score(Document):
+    """The result of a score-only task (``pass: null``), and the value the oracle must reach (§4.3)."""
+
+    metric: str = Field(min_length=1)
+    """Name of the numeric metric that is the result."""
+    max: FiniteNumber
+    """The value the oracle must reach on ``metric`` in ``tasks check``."""
+
+
+GateEntry = Annotated[str, Field(min_length=1)] | GateMin
+
+
+class Task(OpenDocument):
+    """task.json (contract §3). Keys not listed here belong to the repository's grader and are kept unread."""
+
+    id: str
+    """Task id; equals the name of the task's directory."""
+    family: str
+    """Free string for reporting; common values: build, fix, feature, test, review."""
+    base: str
+    """Commit to snapshot: a hex SHA, optionally followed by ``^`` (its parent). Use the full 40-character SHA;
+    a shorter one is accepted with a warning. Branches, tags and HEAD are refused."""
+    prompt: str
+    """What the agent is told."""
+    grader: str
+    """Grader name, interpreted by the repository's ``grade`` entry point."""
+    setup_patches: list[str] = Field(default_factory=list)
+    """Patches (paths relative to the task directory) applied after the snapshot, before the arm, for example an
+    injected bug. ``setup_patch`` (one string) is a synonym of a one-element list."""
+    review_patch: str | None = None
+    """Patch (relative to the task directory) applied with ``git am`` as the HEAD commit under review."""
+    gate: list[GateEntry] = Field(default_factory=lambda: ["pass"])
+    """What counts as success; default ``["pass"]``. A string is a boolean metric that must be true;
+    ``{"metric": name, "min": number}`` a numeric metric that must reach ``min``."""
+    score: Score | None = None
+    """For score-only tasks: the metric that is the result when ``pass`` is null, and the oracle's target."""
+    timeout_s: PositiveFinite | None = None
+    """Per-task wall-clock cap of the agent, in seconds (overrides ``--timeout``); finite and > 0."""
+    max_turns: Annotated[int, Field(strict=True, gt=0)] | None = None
+    """Per-task turn cap (overrides ``--max-turns``); a whole number > 0."""
+    budget_usd: PositiveFinite | None = None
+    """Per-task cost cap in US dollars (overrides ``--budget``); finite and > 0."""
+    egress: list[str] = Field(default_factory=list)
+    """Extra hosts this task's agent and entry points reach through the proxy: DNS names with an optional
+    ``:port``; ``*`` is one whole label and the last two labels are literal."""
+    mode: Mode | None = None
+    """Which way of using an agent the task models (agent-modes §2): interactive, autonomous or review."""
+    prompt_style: PromptStyle | None = None
+    """How the prompt reads (mergeability §8): ``spec`` (names files and constraints) or ``issue`` (as filed)."""
+    effort: str | None = None
+    """Reasoning effort of the harness for this task, passed to the harness profile (agent-modes §1)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _setup_patch_synonym(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "setup_patch" in data:
+            if "setup_patches" in data:
+                raise ValueError("give setup_patch or setup_patches, not both")
+            data = dict(data)
+            single = data.pop("setup_patch")
+            data["setup_patches"] = [single] if isinstance(single, str) else single
+        return data
+
+    @field_validator("base")
+    @classmethod
+    def _base_is_hex(cls, value: str) -> str:
+        if base_form(value) == "invalid":
+            raise ValueError(
+                "not a hex SHA (optionally followed by ^); branches, tags and HEAD are refused "
+                "because repetitions of one task must get one snapshot"
+            )
+        return value
+
+    @field_validator("egress")
+    @classmethod
+    def _egress_hosts(cls, value: list[str]) -> list[str]:
+        for host in value:
+            problem = egress_host_problem(host)
+            if problem:
+                raise ValueError(f"{host!r}: {problem}")
+        return value
+
+    @property
+    def score_only(self) -> bool:
+        """Whether the task has ``score`` (its result is ``score.metric`` when ``pass`` is null)."""
+        return self.score is not None
+
+    @property
+    def base_sha(self) -> str:
+        """The SHA part of ``base`` (without a trailing ``^``)."""
+        return split_base(self.base)[0]
+
+    @property
+    def at_parent(self) -> bool:
+        """Whether ``base`` names the parent (``sha^``) of the SHA."""
+        return split_base(self.base)[1]
