@@ -231,11 +231,12 @@ class _ClaudeStreamJson:
             self.cwd = PurePosixPath(obj["cwd"])
         elif subtype == "permission_denied" and isinstance(obj.get("tool_use_id"), str):
             self.denied_ids.add(obj["tool_use_id"])
-        elif subtype == "task_notification" and obj.get("status") in STOPPED_TASK_STATUSES:
-            if isinstance(
-                obj.get("tool_use_id"), str
-            ):  # the harness stopped the command (on SIGTERM, Ctrl-C)
-                self.stopped_ids.add(obj["tool_use_id"])
+        elif (
+            subtype == "task_notification"
+            and obj.get("status") in STOPPED_TASK_STATUSES
+            and isinstance(obj.get("tool_use_id"), str)
+        ):  # the harness stopped the command itself (on SIGTERM, Ctrl-C)
+            self.stopped_ids.add(obj["tool_use_id"])
 
     def _assistant(self, index: int, obj: Mapping[str, Any]) -> None:
         message = obj.get("message")
