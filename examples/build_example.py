@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Build the bundled example repository (examples/calc) as a real git repository.
 
-The example is stored in dokimi as plain files, but its tasks need bases that are commits. This script makes
-those commits, deterministically: fixed author, committer and dates, no host git configuration, no templates, no
-signing, so the SHAs are the same on every machine and the task bases in examples/calc/.agent-eval/tasks/ can be
-substituted from the placeholder @BASE@.
+The example is stored in dokimi as plain files, but its tasks need bases that are commits. This script
+makes those commits, deterministically: fixed author, committer and dates, no host git configuration, no
+templates, no signing, so the SHAs are the same on every machine and the task bases in
+examples/calc/.agent-eval/tasks/ can be substituted from the placeholder @BASE@.
 
     commit 1  "initial"          examples/calc without .agent-eval/, with calc-history/commit2.patch reversed
     commit 2  the follow-up      calc-history/commit2.patch applied (adds min and max)
@@ -34,12 +34,21 @@ GIT_TIMEOUT_S = 60
 
 AUTHOR = ("Calc Example", "calc@example.invalid")
 COMMITS = (
-    ("initial", "initial\n\nA small arithmetic expression calculator with its tests and agent guidance.\n",
-     "2024-01-15T10:00:00+00:00"),
-    ("followup", "evaluator: add min and max\n\nBoth take any number of arguments, as Python's do.\n",
-     "2024-02-01T10:00:00+00:00"),
-    ("eval", "add the evaluation directory .agent-eval\n\nManifest, Dockerfile, grader and four tasks.\n",
-     "2024-03-01T10:00:00+00:00"),
+    (
+        "initial",
+        "initial\n\nA small arithmetic expression calculator with its tests and agent guidance.\n",
+        "2024-01-15T10:00:00+00:00",
+    ),
+    (
+        "followup",
+        "evaluator: add min and max\n\nBoth take any number of arguments, as Python's do.\n",
+        "2024-02-01T10:00:00+00:00",
+    ),
+    (
+        "eval",
+        "add the evaluation directory .agent-eval\n\nManifest, Dockerfile, grader and four tasks.\n",
+        "2024-03-01T10:00:00+00:00",
+    ),
 )
 
 
@@ -62,12 +71,31 @@ def _git_env() -> dict[str, str]:
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
     argv = [
-        "git", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=true",
-        "-c", "core.fileMode=true", "-c", "core.hooksPath=" + os.devnull, "-c", "init.defaultBranch=main",
+        "git",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.symlinks=true",
+        "-c",
+        "core.fileMode=true",
+        "-c",
+        "core.hooksPath=" + os.devnull,
+        "-c",
+        "init.defaultBranch=main",
         *args,
     ]
-    proc = subprocess.run(argv, cwd=repo, env=env or _git_env(), capture_output=True, text=True,
-                          timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    proc = subprocess.run(
+        argv,
+        cwd=repo,
+        env=env or _git_env(),
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip()}")
     return proc.stdout

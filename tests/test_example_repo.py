@@ -27,8 +27,12 @@ EVAL_DIR = ".agent-eval"
 TASK_IDS = sorted(p.name for p in (ROOT / "examples" / "calc" / EVAL_DIR / "tasks").iterdir() if p.is_dir())
 IMAGE = "dokimi-example-calc:test"
 DOCKER_TIMEOUT_S = 120
-NEUTRAL = {"GIT_AUTHOR_NAME": "dokimi", "GIT_AUTHOR_EMAIL": "dokimi@invalid",
-           "GIT_COMMITTER_NAME": "dokimi", "GIT_COMMITTER_EMAIL": "dokimi@invalid"}
+NEUTRAL = {
+    "GIT_AUTHOR_NAME": "dokimi",
+    "GIT_AUTHOR_EMAIL": "dokimi@invalid",
+    "GIT_COMMITTER_NAME": "dokimi",
+    "GIT_COMMITTER_EMAIL": "dokimi@invalid",
+}
 
 BuildExample = Callable[[Path], dict[str, str]]
 
@@ -54,7 +58,7 @@ def _tasks(repo: Path) -> dict[str, dict[str, Any]]:
     return tasks
 
 
-# --- build ------------------------------------------------------------------------------------------------------
+# --- build
 
 
 def test_building_the_example_twice_gives_the_same_shas(tmp_path: Path) -> None:
@@ -109,19 +113,24 @@ def test_the_public_tests_of_the_example_pass(example: tuple[Path, dict[str, str
     repo, _ = example
     shutil.copytree(repo, tmp_path / "ws", ignore=shutil.ignore_patterns(".git"), symlinks=True)
     proc = subprocess.run(
-        ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tmp_path / "ws",
-        capture_output=True, text=True, timeout=120, check=False,
+        ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=tmp_path / "ws",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-# --- soundness with docker --------------------------------------------------------------------------------------
+# --- soundness with docker
 
 
 def _extract(repo: Path, rev: str, dest: Path, *paths: str) -> None:
-    data = subprocess.run(["git", "archive", "--format=tar", rev, *paths], cwd=repo, capture_output=True,
-                          check=True, timeout=60).stdout
+    data = subprocess.run(
+        ["git", "archive", "--format=tar", rev, *paths], cwd=repo, capture_output=True, check=True, timeout=60
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="tar")
 
@@ -142,11 +151,22 @@ def _prepare(repo: Path, eval_content: Path, task: dict[str, Any], run_dir: Path
     git(workspace, "commit", "-q", "--amend", "--no-gpg-sign", "-m", "base")
     if "review_patch" in task:
         env = {**os.environ, **NEUTRAL}
-        subprocess.run(["git", "am", "-q", "--no-gpg-sign", str(task_dir / task["review_patch"])],
-                       cwd=workspace, env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            ["git", "am", "-q", "--no-gpg-sign", str(task_dir / task["review_patch"])],
+            cwd=workspace,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     base_sha = git(repo, "rev-parse", f"{task['base']}^{{commit}}").strip()
-    meta = {"arm": "guidance:raw", "base_rev": task["base"], "base_sha": base_sha,
-            "start_sha": git(workspace, "rev-parse", "HEAD").strip(), "rep": 0}
+    meta = {
+        "arm": "guidance:raw",
+        "base_rev": task["base"],
+        "base_sha": base_sha,
+        "start_sha": git(workspace, "rev-parse", "HEAD").strip(),
+        "rep": 0,
+    }
     (run_dir / "task.json").write_text(json.dumps(task))
     (run_dir / "meta.json").write_text(json.dumps(meta))
     (run_dir / "answer.txt").write_text("")
@@ -163,12 +183,38 @@ def _entry_point(name: str, run_dir: Path, eval_content: Path) -> None:
         "oracle": "python3 /eval/content/grade.py oracle --contract /eval/run",
     }[name]
     proc = subprocess.run(
-        ["docker", "run", "--rm", "--init", "--network", "none", "--cap-drop", "ALL",
-         "--security-opt", "no-new-privileges", "--user", f"{os.getuid()}:{os.getgid()}",
-         "-v", f"{run_dir}:/eval/run", "-v", f"{eval_content}:/eval/content:ro",
-         "-w", "/eval/run/workspace", "-e", "HOME=/eval/run/grade-home", "-e", "PYTHONNOUSERSITE=1",
-         "--entrypoint", "", IMAGE, *command.split()],
-        capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S, check=False,
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--init",
+            "--network",
+            "none",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "--user",
+            f"{os.getuid()}:{os.getgid()}",
+            "-v",
+            f"{run_dir}:/eval/run",
+            "-v",
+            f"{eval_content}:/eval/content:ro",
+            "-w",
+            "/eval/run/workspace",
+            "-e",
+            "HOME=/eval/run/grade-home",
+            "-e",
+            "PYTHONNOUSERSITE=1",
+            "--entrypoint",
+            "",
+            IMAGE,
+            *command.split(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DOCKER_TIMEOUT_S,
+        check=False,
     )
     assert proc.returncode == 0, f"{name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
 
@@ -198,9 +244,20 @@ def eval_setup(
     shutil.rmtree(root / "context" / EVAL_DIR / "tasks")
     _extract(repo, "HEAD", root / "export", EVAL_DIR)
     build = subprocess.run(
-        ["docker", "build", "-q", "-t", IMAGE, "-f", str(root / "context" / EVAL_DIR / "Dockerfile"),
-         str(root / "context")],
-        capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S, check=False,
+        [
+            "docker",
+            "build",
+            "-q",
+            "-t",
+            IMAGE,
+            "-f",
+            str(root / "context" / EVAL_DIR / "Dockerfile"),
+            str(root / "context"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DOCKER_TIMEOUT_S,
+        check=False,
     )
     assert build.returncode == 0, build.stderr
     return root / "export" / EVAL_DIR
@@ -226,4 +283,3 @@ def test_a_task_fails_on_the_null_workspace_and_passes_after_the_oracle(
     _entry_point("grade", oracle, eval_setup)
     oracle_grade = json.loads((oracle / "grade.json").read_text())
     assert _gate_passes(task, oracle_grade), oracle_grade
-

@@ -130,8 +130,16 @@ class Run:
 
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> Run:
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout or b""
         return Run(None, out.decode("utf-8", "replace")[-OUTPUT_TAIL:] + f"\n[timed out after {TIMEOUT_S}s]")
@@ -167,8 +175,11 @@ def changed_files(contract: Contract) -> list[str] | None:
     start = contract.meta.get("start_sha")
     if not isinstance(start, str) or not re.fullmatch(r"[0-9a-f]{40}", start):
         return None
-    diff = run([*GIT, "diff", "--no-ext-diff", "--no-textconv", "--name-only", start, "--"],
-               contract.workspace, clean_env())
+    diff = run(
+        [*GIT, "diff", "--no-ext-diff", "--no-textconv", "--name-only", start, "--"],
+        contract.workspace,
+        clean_env(),
+    )
     others = run([*GIT, "ls-files", "--others", "--exclude-standard"], contract.workspace, clean_env())
     if not (diff.ok and others.ok):
         return None
@@ -189,8 +200,11 @@ def grade_hidden_tests(contract: Contract) -> Outcome:
         "hidden_passed": counts.get("passed", 0),
         "hidden_failed": counts.get("failed", 0) + counts.get("error", 0),
     }
-    details = {"hidden_output": hidden.output, "public_output": public.output,
-               "changed_files": changed_files(contract)}
+    details = {
+        "hidden_output": hidden.output,
+        "public_output": public.output,
+        "changed_files": changed_files(contract),
+    }
     return Outcome(hidden.ok and public.ok, metrics, details)
 
 
@@ -213,9 +227,11 @@ def grade_mutant_kill(contract: Contract) -> Outcome:
         "mutant_killed": killed if applied.ok else None,
         "tests_passed": pytest_counts(on_good.output).get("passed", 0),
     }
-    details = {"tests_output": on_good.output,
-               "mutant_output": on_mutant.output if on_mutant else applied.output,
-               "changed_files": changed_files(contract)}
+    details = {
+        "tests_output": on_good.output,
+        "mutant_output": on_mutant.output if on_mutant else applied.output,
+        "changed_files": changed_files(contract),
+    }
     return Outcome(on_good.ok and killed, metrics, details)
 
 
@@ -285,7 +301,9 @@ def grade(run_dir: Path, eval_dir: Path) -> int:
         task_id, grader = contract.task_id, str(contract.task.get("grader", ""))
         function = GRADERS.get(grader)
         if function is None:
-            raise GraderError(f"task {task_id}: unknown grader {grader!r}; known: {', '.join(sorted(GRADERS))}")
+            raise GraderError(
+                f"task {task_id}: unknown grader {grader!r}; known: {', '.join(sorted(GRADERS))}"
+            )
         outcome = function(contract)
     except GraderError as exc:
         write_grade(run_dir, task_id, grader, None, [str(exc)])
@@ -303,7 +321,9 @@ def oracle(run_dir: Path, eval_dir: Path) -> int:
             return 0
         applied = git_apply(contract.task_dir / "oracle.patch", contract.workspace)
         if not applied.ok:
-            raise GraderError(f"task {contract.task_id}: oracle.patch does not apply: {applied.output.strip()}")
+            raise GraderError(
+                f"task {contract.task_id}: oracle.patch does not apply: {applied.output.strip()}"
+            )
     except (GraderError, OSError) as exc:
         print(f"oracle: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,8 @@
 """A small arithmetic expression calculator.
 
-    >>> from calc import evaluate
-    >>> evaluate("2 * (3 + 4)")
-    14
+>>> from calc import evaluate
+>>> evaluate("2 * (3 + 4)")
+14
 """
 
 from calc.errors import CalcError, EvalError, ParseError
