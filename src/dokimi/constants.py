@@ -73,3 +73,8 @@ BASE_IMAGE: Final = "dokimi-base:bookworm"
 
 # Largest guidance file the scan reads (contract §8).
 MAX_GUIDANCE_BYTES: Final = 2 * 1024 * 1024
+
+# Build systems the manifest may name in build_systems (contract §2); each selects an L0 claim-check adapter.
+BUILD_SYSTEMS: Final = frozenset(
+    {"bazel", "make", "cmake", "meson", "ninja", "python", "npm", "cargo", "go", "maven", "gradle"}
+)
