@@ -24,6 +24,9 @@ SCHEMAS: dict[str, str] = {
     "repo_rubric.v1": "dokimi.schemas.rubric:RepoRubric",
     "repo_perf.v1": "dokimi.schemas.perf:RepoPerf",
     "repo_review_rules.v1": "dokimi.schemas.review_rules:RepoReviewRules",
+    "repo_batch.v1": "dokimi.schemas.batch:BatchPin",
+    "repo_rating.v1": "dokimi.schemas.rating:RaterScore",
+    "repo_adjudication.v1": "dokimi.schemas.rating:AdjudicatedRow",
 }
 
 

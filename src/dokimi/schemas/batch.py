@@ -1,0 +1,48 @@
+"""_eval/batch.json (repo_batch.v1): the pin of a batch, so that it stays on the eval tree it started with.
+
+Written once by ``repo run`` when a batch starts; later runs of the batch refuse another eval tree, and
+``repo compare`` warns when two arms ran from different pins (contract §9).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+
+
+class ImagePin(StrEnum):
+    """How the batch's image is identified."""
+
+    TREE = "tree"
+    """Built from the eval tree and tagged ``dokimi/<id>:<sha>``: it follows the tree."""
+    IMAGE = "image"
+    """Named by ``--image`` (a tag)."""
+    DIGEST = "digest"
+    """Built from a working tree, identified by the digest of its build context."""
+
+
+class BatchPin(Document):
+    """batch.json under <out>/<batch>/_eval/."""
+
+    schema_: Literal["repo_batch.v1"] = Field("repo_batch.v1", alias="schema")
+    """Document type and version."""
+    manifest_id: str = Field(min_length=1)
+    """The manifest's ``id``."""
+    source: str = Field(min_length=1)
+    """The source as given (<dir>, <dir>@<rev> or <url>@<rev>)."""
+    tree: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
+    """Commit of the eval tree; null for a working tree, which is pinned by its digests instead."""
+    eval_dir_digest: str = Field(min_length=1)
+    """Digest of the exported eval_dir content."""
+    image: str = Field(min_length=1)
+    """Image tag or id the cells run in."""
+    image_pin: ImagePin
+    """How ``image`` is pinned: tree, image or digest."""
+    image_context_digest: str | None = None
+    """Digest of the image build context; null when ``--image`` named an image."""
+    created_by: str = Field(min_length=1)
+    """The dokimi version that started the batch."""

@@ -1,0 +1,82 @@
+"""meta.json: what the framework prepared for one run (contract §3 and §4), written to {run_dir} before grade.
+
+Graders read the upstream base (``base_sha``) and the commit the agent started from (``start_sha``) here and never
+derive either from the workspace, whose history starts at ``start_sha``'s parent chain of one commit (contract §3).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from dokimi.schemas._base import Document
+
+SHA40 = r"^[0-9a-f]{40}$"
+"""A full, lower-case git object name."""
+
+
+class Mode(StrEnum):
+    """The way of using an agent a task models (agent-modes §2); arms are compared within one mode."""
+
+    INTERACTIVE = "interactive"
+    AUTONOMOUS = "autonomous"
+    REVIEW = "review"
+
+
+class AppliedPatch(Document):
+    """One patch applied to the workspace before the agent started."""
+
+    path: str = Field(min_length=1)
+    """Path of the patch file, as task.json names it (relative to the task directory)."""
+    sha: str = Field(min_length=1)
+    """Digest of the patch file's bytes, so a regrade can tell that the same patch was applied."""
+    kind: Literal["setup", "review"] = "setup"
+    """``setup`` for a setup_patches entry (step 4 of contract §3), ``review`` for review_patch (step 7)."""
+
+
+class Meta(Document):
+    """meta.json in every run directory: the run's coordinates and the commits it started from."""
+
+    schema_: Literal["repo_meta.v1"] = Field("repo_meta.v1", alias="schema")
+    """Document type and version. Dokimi writes it; graders written against contract §4 may ignore it."""
+    task: str = Field(min_length=1)
+    """Task id (the task directory's name)."""
+    batch: str | None = None
+    """Batch name under the output directory; null for a run outside a batch (tasks check)."""
+    arm: str = Field(min_length=1)
+    """The arm the workspace was prepared with, for example ``guidance:none`` or ``guidance:raw``."""
+    harness: str = Field(min_length=1)
+    """Harness profile name, for example ``claude-code``."""
+    harness_version: str | None = None
+    """What the harness reported as its version inside the image; null for a run with no agent (null/oracle)."""
+    model: str = Field(min_length=1)
+    """Model id exactly as passed to the harness (an opaque string)."""
+    effort: str | None = None
+    """Reasoning effort of the harness (agent-modes §1); null when the harness default was used."""
+    mode: Mode | None = None
+    """The task's agent mode (agent-modes §2); null when the task declares none."""
+    rep: int = Field(ge=0)
+    """Repetition index of this cell."""
+    base_rev: str = Field(min_length=1)
+    """The task's ``base`` as written in task.json (a SHA, optionally with a trailing ``^``)."""
+    base_sha: str = Field(pattern=SHA40)
+    """``base_rev`` resolved to the full 40-character commit SHA in the upstream repository."""
+    base_date: str | None = None
+    """Committer date of ``base_sha``, ISO 8601; reports split results by it against a model's cutoff."""
+    patches: list[AppliedPatch] = Field(default_factory=list)
+    """Every patch applied, in the order applied. A ``{path: sha}`` object is accepted on input."""
+    start_sha: str = Field(pattern=SHA40)
+    """Workspace HEAD after preparation (contract §3 step 7): the commit the agent starts from and graders diff
+    from. It is not an upstream commit."""
+    agent_network: str | None = None
+    """The docker network given to the agent's container by ``--agent-network``; null when it had none."""
+
+    @field_validator("patches", mode="before")
+    @classmethod
+    def _patches_from_mapping(cls, value: Any) -> Any:
+        """Accept ``{"path": "sha", ...}`` (setup patches, in order) as well as the list form."""
+        if isinstance(value, dict):
+            return [{"path": path, "sha": sha} for path, sha in value.items()]
+        return value
