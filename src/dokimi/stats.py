@@ -1,0 +1,170 @@
+"""The statistics of report and compare: small, pure functions over plain numbers.
+
+numpy and scipy are imported inside the functions that need them, so importing this module is free. Every
+function is tested against an independent implementation (statsmodels, brute-force enumeration); see
+docs/statistics.md for what each number means and why the task, not the cell, is the unit of a comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+#: Above this many non-zero deltas the sign-flip p is estimated by Monte Carlo instead of enumerated.
+EXACT_SIGN_FLIP_MAX = 16
+#: Random sign vectors drawn when the sign-flip p is not exact.
+SIGN_FLIP_DRAWS = 100_000
+#: Resamples of a bootstrap interval.
+BOOTSTRAP_RESAMPLES = 10_000
+#: The fixed seed of every random procedure here: the same inputs give the same numbers on every run.
+SEED = 20240917
+
+Interval = tuple[float, float]
+
+
+def _z(conf: float) -> float:
+    from scipy.stats import norm  # type: ignore[import-untyped]
+
+    return float(norm.ppf(1.0 - (1.0 - conf) / 2.0))
+
+
+def wilson_interval(k: int, n: int, conf: float = 0.95) -> Interval | None:
+    """Wilson score interval for ``k`` successes in ``n`` trials; None when ``n`` is 0.
+
+    Unlike the normal ("Wald") interval it stays inside [0, 1] and is not empty at 0/n or n/n.
+    """
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return None
+    z = _z(conf)
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def bootstrap_mean_ci(
+    deltas: Sequence[float],
+    conf: float = 0.95,
+    n_boot: int = BOOTSTRAP_RESAMPLES,
+    seed: int = SEED,
+) -> Interval | None:
+    """Percentile bootstrap interval of the mean of ``deltas`` (resampling the values, i.e. the tasks).
+
+    None for fewer than two values: one task gives no interval.
+    """
+    n = len(deltas)
+    if n < 2:
+        return None
+    import numpy as np
+
+    values = np.asarray(deltas, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // n)  # bound memory: chunk x n indices at a time
+    for start in range(0, n_boot, chunk):
+        stop = min(n_boot, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = values[idx].mean(axis=1)
+    alpha = 1.0 - conf
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return (float(lo), float(hi))
+
+
+def t_interval(deltas: Sequence[float], conf: float = 0.95) -> Interval | None:
+    """Student t interval of the mean of ``deltas``; None for fewer than two values."""
+    n = len(deltas)
+    if n < 2:
+        return None
+    from scipy.stats import t  # type: ignore[import-untyped]
+
+    mean = math.fsum(deltas) / n
+    var = math.fsum((d - mean) ** 2 for d in deltas) / (n - 1)
+    half = float(t.ppf(1.0 - (1.0 - conf) / 2.0, n - 1)) * math.sqrt(var / n)
+    return (mean - half, mean + half)
+
+
+def sign_flip_p(deltas: Sequence[float], *, draws: int = SIGN_FLIP_DRAWS, seed: int = SEED) -> float:
+    """Two-sided paired sign-flip permutation p of the mean of ``deltas``.
+
+    Under the null hypothesis (the arm makes no difference) each task's delta is as likely to have either
+    sign. The statistic is ``|sum of deltas|``; the p is the share of the 2^m sign assignments of the m
+    non-zero deltas whose statistic is at least the observed one. Zero deltas are ties: flipping them changes
+    nothing, so they are left out. Exact enumeration up to :data:`EXACT_SIGN_FLIP_MAX` non-zero deltas; above,
+    ``draws`` random sign vectors with a fixed seed, with the observed assignment counted once
+    ((hits + 1) / (draws + 1)). At one cell per task and arm with pass/fail outcomes this equals McNemar's
+    exact test (:func:`mcnemar_exact`).
+    """
+    nonzero = [float(d) for d in deltas if d != 0]
+    m = len(nonzero)
+    if m == 0:
+        return 1.0
+    import numpy as np
+
+    values = np.asarray(nonzero)
+    observed = abs(values.sum())
+    tolerance = 1e-9 * max(1.0, float(np.abs(values).sum()))
+    if m <= EXACT_SIGN_FLIP_MAX:
+        codes = np.arange(2**m, dtype=np.int64)[:, None]
+        bits = (codes >> np.arange(m, dtype=np.int64)) & 1
+        signs = 1 - 2 * bits
+        stats = np.abs(signs @ values)
+        return float(np.count_nonzero(stats >= observed - tolerance) / 2**m)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    chunk = max(1, 2_000_000 // m)
+    for start in range(0, draws, chunk):
+        size = min(chunk, draws - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, m))
+        hits += int(np.count_nonzero(np.abs(signs @ values) >= observed - tolerance))
+    return (hits + 1) / (draws + 1)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given (step-down, monotone, capped at 1)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """McNemar's exact test of the discordant pairs ``b`` (only baseline passed) and ``c`` (only treatment).
+
+    Two-sided binomial test of min(b, c) against Binomial(b + c, 1/2); 1.0 without discordant pairs.
+    """
+    n = b + c
+    if n == 0:
+        return 1.0
+    from scipy.stats import binom  # type: ignore[import-untyped]
+
+    return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa of two raters' labels for the same items; None when it is undefined.
+
+    Undefined for no items and when chance agreement is 1 (both raters gave every item the same label).
+    """
+    if len(a) != len(b):
+        raise ValueError(f"the raters labelled {len(a)} and {len(b)} items")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    labels = set(a) | set(b)
+    expected = sum((list(a).count(lab) / n) * (list(b).count(lab) / n) for lab in labels)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1.0 - expected)
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean, None for no values."""
+    return math.fsum(values) / len(values) if values else None
