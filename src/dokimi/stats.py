@@ -23,7 +23,7 @@ Interval = tuple[float, float]
 
 
 def _z(conf: float) -> float:
-    from scipy.stats import norm  # type: ignore[import-untyped]
+    from scipy.stats import norm
 
     return float(norm.ppf(1.0 - (1.0 - conf) / 2.0))
 
@@ -78,7 +78,7 @@ def t_interval(deltas: Sequence[float], conf: float = 0.95) -> Interval | None:
     n = len(deltas)
     if n < 2:
         return None
-    from scipy.stats import t  # type: ignore[import-untyped]
+    from scipy.stats import t
 
     mean = math.fsum(deltas) / n
     var = math.fsum((d - mean) ** 2 for d in deltas) / (n - 1)
@@ -142,7 +142,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    from scipy.stats import binom  # type: ignore[import-untyped]
+    from scipy.stats import binom
 
     return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
 
