@@ -1,0 +1,112 @@
+"""harness_profile.v1: how dokimi starts one harness CLI (contract §6, agent-modes §1 for ``effort``).
+
+The model holds the shape only. The rules that tie fields together (``{tools}`` exactly once, the known
+placeholders per field, ...) are named functions in :mod:`dokimi.harness.profile`, each reported with the
+file:line of the offending key.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+
+ToolsLevel = Literal["none", "read", "all"]
+
+
+class Tools(Document):
+    """What the ``"{tools}"`` element of ``invoke`` expands to, per tool level. Literal argv: no placeholders."""
+
+    none: list[str]
+    """No tools at all (the reach probe's cwd scenarios, a judge)."""
+    read: list[str]
+    """Reading files only (the reach probe's read scenarios)."""
+    all: list[str]
+    """Everything an agent run needs; web access stays off (the model must not fetch the upstream fix)."""
+
+
+class Guidance(Document):
+    """How the harness finds guidance files. DECLARED from the vendor's documentation; the reach probe verifies
+    it and is the only thing to trust."""
+
+    names: list[str]
+    """File names the harness loads by itself (CLAUDE.md, AGENTS.md, GEMINI.md); the reach probe seeds every
+    file so named, besides the manifest's guidance globs."""
+    resolution: str
+    """Free text: where the harness looks (``ancestors-of-cwd + lazy-on-subtree-access``)."""
+    imports: str | None = None
+    """The import syntax inside a guidance file (``@path``), or null when there is none."""
+
+
+class Bridge(Document):
+    """The guidance:bridge arm (contract §3): a file written next to every matched ``for`` file."""
+
+    for_: str = Field(alias="for")
+    """Name of the file the bridge points at (AGENTS.md)."""
+    write: str
+    """Name of the file written beside it (CLAUDE.md)."""
+    content: str
+    """Its content (``@AGENTS.md``)."""
+
+
+class Effort(Document):
+    """How the reasoning effort reaches the harness (agent-modes §1: the profile carries the effort).
+
+    With an effort set, ``argv`` is inserted right after the expansion of ``"{tools}"`` and ``env`` is added to
+    the child's environment, both with ``{effort}`` replaced by the value. Without one, neither is used and the
+    harness runs at its own default (the cell's effort is then ``null``/``default``).
+    """
+
+    argv: list[str] = Field(default_factory=list)
+    """Arguments that pass the effort, e.g. ``["--effort", "{effort}"]``; each element stays one argument."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables that pass the effort, e.g. ``{MAX_THINKING_TOKENS: "{effort}"}``."""
+    values: list[str] | None = None
+    """The values the harness accepts; any other is refused before the run. Null accepts any string."""
+
+
+class HarnessProfile(Document):
+    """One harness CLI: how to start it, what it may see, where its trace goes, and which guidance it loads."""
+
+    schema_: Literal["harness_profile.v1"] = Field(alias="schema")
+    """Always ``harness_profile.v1``."""
+    name: str = Field(min_length=1)
+    """The profile's name (``--harness NAME``); recorded with every run."""
+    bin: str = Field(min_length=1)
+    """The executable, looked up on PATH unless it holds a ``/``; ``--bin`` overrides it."""
+    version_cmd: list[str] = Field(min_length=1)
+    """argv that prints the harness version; only ``{bin}`` is substituted."""
+    invoke: list[str] = Field(min_length=1)
+    """argv of one run. Placeholders {bin}, {prompt}, {model}, {max_turns}, {budget}; the element
+    ``"{tools}"`` exactly once. Each element becomes exactly one argument; nothing passes through a shell."""
+    tools: Tools
+    """What ``"{tools}"`` expands to, per tool level."""
+    config_dir_env: str | None = None
+    """Variable that points the harness at a fresh config directory per run (CLAUDE_CONFIG_DIR)."""
+    env_allow: list[str] = Field(default_factory=list)
+    """Names passed through from the caller's environment; nothing else is. In a container PATH and HOME are
+    dropped even when listed: the image's PATH and the per-run HOME apply."""
+    env_set: dict[str, str] = Field(default_factory=dict)
+    """Variables set for every run, after env_allow."""
+    egress: list[str] = Field(default_factory=list)
+    """The only hosts the agent container reaches through the egress proxy (contract §2)."""
+    endpoint_env: str | None = None
+    """Variable holding the model endpoint's base URL; the reach probe's dry run points it at the scripted
+    model server, which captures the request bytes."""
+    dry_run_env: dict[str, str] = Field(default_factory=dict)
+    """Variables set only for a dry run against the scripted server (a dummy API key), after env_set."""
+    trace: str = "text"
+    """Converter of the harness's stdout to events.jsonl (dokimi.harness.trace.TRACE_CONVERTERS)."""
+    guidance: Guidance
+    """How the harness finds guidance (declared, verified by the reach probe)."""
+    bridge: Bridge | None = None
+    """The guidance:bridge arm exists only for a profile with a bridge."""
+    prompt_suffix: str | None = None
+    """Appended to every task prompt."""
+    config_files: dict[str, str] = Field(default_factory=dict)
+    """Files written into the per-run config directory (relative name -> content), with {config_dir} and
+    {support_dir} replaced by those directories as the agent sees them."""
+    effort: Effort | None = None
+    """How the reasoning effort is passed; null when the harness has no effort setting."""
