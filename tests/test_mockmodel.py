@@ -1,4 +1,4 @@
-"""The scripted model server over real HTTP on loopback: wire format, script playing, side requests, capture."""
+"""The scripted model server over real HTTP on loopback: wire format, scripts, side requests, capture."""
 
 from __future__ import annotations
 
@@ -187,7 +187,8 @@ def test_echo_tokens_answers_with_every_rc_token_in_the_request_in_order_once(
     server: MockModelServer,
 ) -> None:
     body = messages_body(
-        "Contents of CLAUDE.md: RCabc123 ... RC00ff00 ... RCabc123 again; RCABCDEF is not a token, RCabc12 neither",
+        "Contents of CLAUDE.md: RCabc123 ... RC00ff00 ... RCabc123 again; "
+        "RCABCDEF is not a token, RCabc12 neither",
         stream=False,
     )
     _, _, payload = request(server.url, "POST", "/v1/messages", body)

@@ -1,7 +1,8 @@
 """Trace conversion (contract §4.1): Claude Code stream-json and plain text to events.jsonl and answer.txt.
 
-The samples under tests/resources/traces/ were printed by the real Claude Code 2.1.328 against the scripted model
-server (tests/e2e/test_claude_mockmodel.py makes such traces live); the literal lines below are cut from them.
+The samples under tests/resources/traces/ were printed by the real Claude Code 2.1.328 against the scripted
+model server (tests/e2e/test_claude_mockmodel.py makes such traces live); the literal lines below are cut from
+them.
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ from dokimi.harness.trace import (
     convert_text,
     event_kind,
     event_time,
+    relative_path,
     truncate_output,
     write_conversion,
 )
 
 TRACES = Path(__file__).parent / "resources" / "traces"
 
-INIT = '{"type":"system","subtype":"init","cwd":"/w/repo","session_id":"s","tools":["Bash","Read"],"model":"claude-haiku-4-5"}'
+INIT = (
+    '{"type":"system","subtype":"init","cwd":"/w/repo","session_id":"s","tools":["Bash","Read"],'
+    '"model":"claude-haiku-4-5"}'
+)
 
 
 def tool_use(tool_id: str, name: str, tool_input: dict[str, object], ts: str | None = None) -> str:
@@ -74,7 +79,7 @@ RESULT = json.dumps(
 )
 
 
-# --- the real traces -----------------------------------------------------------------------------------------
+# --- the real traces ----------------------------------------------------------------------------------------
 
 
 def test_a_real_bash_run_becomes_one_command_with_rc_0_and_its_output() -> None:
@@ -150,7 +155,7 @@ def test_an_interrupted_tool_use_result_gives_rc_null() -> None:
     assert conv.events[0]["rc"] is None
 
 
-# --- rules, one test each ------------------------------------------------------------------------------------
+# --- rules, one test each -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -169,6 +174,16 @@ def test_an_interrupted_tool_use_result_gives_rc_null() -> None:
 )
 def test_each_claude_tool_maps_to_its_event_kind(name: str, kind: str) -> None:
     assert event_kind(name) == kind
+
+
+def test_paths_under_the_session_cwd_become_relative_and_others_stay_as_they_are() -> None:
+    assert relative_path("/w/repo/src/a.c", "/w/repo/") == "src/a.c"
+    assert relative_path("/w/repo/./src//a.c", "/w/repo/") == "src/a.c"
+    assert relative_path("/w/repository/a.c", "/w/repo/") == "/w/repository/a.c"
+    assert relative_path("/etc/passwd", "/w/repo/") == "/etc/passwd"
+    assert relative_path("src/a.c", "/w/repo/") == "src/a.c"
+    assert relative_path("/w/repo/a.c", None) == "/w/repo/a.c"
+    assert relative_path(None, "/w/repo/") is None
 
 
 def test_rc_is_1_for_an_error_result_0_otherwise_and_null_without_a_result() -> None:
@@ -276,8 +291,8 @@ def test_another_tool_refused_with_permission_denied_is_denied() -> None:
 
 def test_a_command_claude_code_blocks_itself_is_denied_with_rc_null() -> None:
     blocked = (
-        "<tool_use_error>Blocked: standalone sleep 30. To wait for a condition, use Monitor with an until-loop "
-        "(e.g. `until <check>; do sleep 2; done`).</tool_use_error>"
+        "<tool_use_error>Blocked: standalone sleep 30. To wait for a condition, use Monitor with an "
+        "until-loop (e.g. `until <check>; do sleep 2; done`).</tool_use_error>"
     )  # what 2.1.328 answered to a scripted `sleep 30`
     conv = convert_claude_stream_json(
         [INIT, tool_use("a", "Bash", {"command": "sleep 30"}), tool_result("a", blocked, is_error=True)]

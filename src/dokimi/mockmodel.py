@@ -1,9 +1,9 @@
 """A scripted model server that speaks the Anthropic Messages API on loopback.
 
-It lets the real Claude Code CLI (and anything else that honours ``ANTHROPIC_BASE_URL``) run end to end with no
-model behind it: every "main loop" request is answered with the next turn of a script, every request body is
-recorded (payload capture), and side requests the harness makes on its own (title generation, quota checks) get a
-short canned answer without consuming the script.
+It lets the real Claude Code CLI (and anything else that honours ``ANTHROPIC_BASE_URL``) run end to end
+with no model behind it: every "main loop" request is answered with the next turn of a script, every request
+body is recorded (payload capture), and side requests the harness makes on its own (title generation, quota
+checks) get a short canned answer without consuming the script.
 
 This module is deliberately a single file that imports only the standard library, so it can be copied into a
 read-only support directory and run inside a minimal container::
@@ -117,7 +117,7 @@ class CapturedRequest:
     """The parsed JSON body, or the body as text when it is not JSON, or None when empty."""
     main_loop: bool = False
     turn: int | None = None
-    """Index of the script turn that answered it; None for side requests, unknown paths and exhausted scripts."""
+    """Index of the script turn that answered it; None for side requests, unknown paths, exhausted scripts."""
     known: bool = True
     """False for a path the server does not implement (answered 404)."""
 
@@ -247,8 +247,9 @@ def _system_text(body: Mapping[str, Any]) -> str:
 
 
 MAIN_LOOP_MARKERS = ("You are Claude Code", "Claude Agent SDK")
-"""Phrases of Claude Code's agent-loop system prompt. 2.1.328 in -p mode sends "You are a Claude agent, built on
-Anthropic's Claude Agent SDK."; its interactive prompt starts "You are Claude Code". Side requests carry neither."""
+"""Phrases of Claude Code's agent-loop system prompt. 2.1.328 in -p mode sends "You are a Claude agent, built
+on Anthropic's Claude Agent SDK."; its interactive prompt starts "You are Claude Code". Side requests carry
+neither."""
 
 
 def is_main_loop_request(body: Any, *, main_model: str | None = None) -> bool:
@@ -481,7 +482,7 @@ class MockModelServer:
     def _handle(
         self, method: str, path: str, headers: Mapping[str, str], raw: bytes
     ) -> tuple[int, Any, bool]:
-        """Answer one request: (status, payload, stream). payload is a _Reply for messages, else a JSON value."""
+        """Answer one request: (status, payload, stream); payload is a _Reply for messages, else JSON."""
         try:
             body: Any = json.loads(raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):

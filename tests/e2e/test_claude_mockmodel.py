@@ -1,7 +1,7 @@
-"""The real Claude Code CLI (2.1.328) against the scripted model server: tool calls really run, traces convert.
+"""The real Claude Code CLI (2.1.328) against the scripted model server: tool calls run, traces convert.
 
-Run as root (CI, the machines here), the CLI runs as uid 1000 through tests/helpers/harness.py, because Claude Code
-refuses bypassPermissions as root.
+Run as root (CI, the machines here), the CLI runs as uid 1000 through tests/helpers/harness.py, because Claude
+Code refuses bypassPermissions as root.
 """
 
 from __future__ import annotations

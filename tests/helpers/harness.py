@@ -1,11 +1,11 @@
-"""Run the real Claude Code CLI against the scripted model server, as a non-root user when the tests run as root.
+"""Run the real Claude Code CLI against the scripted model server, as a non-root user when tests run as root.
 
 Claude Code refuses ``--permission-mode bypassPermissions`` as root. When the tests run as root (CI, the dev
-machines here) the CLI is started through ``setpriv --reuid=1000 --regid=1000 --clear-groups`` with an explicit
-env (``env -i`` semantics: nothing of ours leaks in), and every directory it touches (HOME, CLAUDE_CONFIG_DIR, the
-workspace) lives under /tmp in a directory owned by that uid: pytest's own tmp_path is mode 0700 root-only. The
-binary installed under /root/.cache is not reachable by uid 1000 either (/root is 0700), so it is hard-linked (or
-copied, across filesystems) into a world-readable directory once per machine.
+machines here) the CLI is started through ``setpriv --reuid=1000 --regid=1000 --clear-groups`` with an
+explicit env (``env -i`` semantics: nothing of ours leaks in), and every directory it touches (HOME,
+CLAUDE_CONFIG_DIR, the workspace) lives under /tmp in a directory owned by that uid: pytest's own tmp_path is
+mode 0700, root only. The binary installed under /root/.cache is not reachable by uid 1000 either (/root is
+0700), so it is hard-linked (or copied, across filesystems) into a world-readable directory once per machine.
 
 Claude Code's Bash tool starts every command in a new session (setsid), so killing the CLI's process group
 leaves a running command behind: :func:`kill_strays` finds such leftovers by a marker in their command line.
@@ -187,7 +187,8 @@ def _run_hard_kill(
 
 
 def kill_strays(marker: str) -> list[int]:
-    """Kill (SIGKILL, with their process group) processes whose command line contains marker; return their pids."""
+    """Kill (SIGKILL, with their process group) processes whose command line contains marker; return their
+    pids."""
     killed: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():

@@ -7,8 +7,8 @@ Rules every converter keeps (each is one named function below, with a test):
 
 * ``truncate_output``: output over 8 KB keeps its first and last 4 KB around a ``[... N bytes omitted ...]``
   line, and the event says ``output_truncated: true``.
-* ``event_time``: ``t`` is seconds since the first timestamp in the trace. A trace without timestamps gives each
-  event the index of the trace line it came from instead (order is kept, durations are not).
+* ``event_time``: ``t`` is seconds since the first timestamp in the trace. A trace without timestamps gives
+  each event the index of the trace line it came from instead (order is kept, durations are not).
 * A line that is not a JSON object is counted in ``garbage_lines`` and skipped; conversion never fails on it.
 * A trace cut short (a run killed at its timeout) converts: commands whose result never came back have
   ``rc: null``, and ``complete`` is false.
@@ -17,11 +17,12 @@ Rules every converter keeps (each is one named function below, with a test):
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Protocol
 
 from dokimi.constants import ANSWER_TXT, EVENTS_JSONL
@@ -39,6 +40,7 @@ __all__ = [
     "event_kind",
     "event_time",
     "is_refusal",
+    "relative_path",
     "truncate_output",
     "write_conversion",
 ]
@@ -78,11 +80,13 @@ class Converter(Protocol):
     def __call__(self, lines: Iterable[str], /) -> Conversion: ...
 
 
-# --- rules shared by converters ------------------------------------------------------------------------------
+# --- rules shared by converters -----------------------------------------------------------------------------
 
 
 def truncate_output(output: str) -> tuple[str, bool]:
-    """Contract §4.1: over 8 KB, keep the first and last 4 KB around one omission line. Returns (text, truncated).
+    """Contract §4.1: over 8 KB, keep the first and last 4 KB around one omission line.
+
+    Returns (text, truncated).
 
     Sizes are UTF-8 bytes; a multi-byte character cut at either boundary is dropped rather than mangled.
     """
@@ -116,22 +120,24 @@ def event_time(timestamp: float | None, first_timestamp: float | None, line_inde
     return round(max(0.0, timestamp - first_timestamp), 3)
 
 
-# --- Claude Code stream-json ----------------------------------------------------------------------------------
+# --- Claude Code stream-json --------------------------------------------------------------------------------
 
 COMMAND_TOOLS = frozenset({"Bash"})
 READ_TOOLS = frozenset({"Read"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 STOPPED_TASK_STATUSES = frozenset({"stopped", "killed"})
-"""task_notification statuses that mean the harness stopped a command before it finished (no rc of its own)."""
+"""task_notification statuses: the harness stopped a command before it finished (it has no rc of its own)."""
 PATH_KEYS = ("file_path", "notebook_path", "path")
 
 # What Claude Code (2.1.x) says when it refuses a tool call rather than running it. Checked on error results.
 _REFUSAL_RE = re.compile(
-    r"haven't granted|needs approval|requested permissions? to|no such tool available|is disabled for this session"
+    r"haven't granted|needs approval|requested permissions? to|no such tool available"
+    r"|is disabled for this session"
     r"|permission to use|hook (?:error|denied|blocked)|denied this tool|blocked by (?:a )?hook|was blocked"
     r"|<tool_use_error>Blocked:",
     re.IGNORECASE,
 )
+REFUSAL_SCAN_CHARS = 1000
 # For tools other than commands, an error that only says "permission denied" is a refusal too. A command's own
 # output saying so (cat: x: Permission denied) is not: the command ran.
 _TOOL_DENIED_RE = re.compile(r"permission denied|not permitted|not allowed", re.IGNORECASE)
@@ -149,19 +155,23 @@ def event_kind(tool_name: str) -> str:
 
 
 def command_rc(result: Mapping[str, Any] | None) -> int | None:
-    """rc of a command from its tool_result: Claude Code reports only failure (1) or success (0); None if none."""
+    """rc of a command from its tool_result: Claude Code reports failure (1) or success (0); None if none."""
     if result is None:
         return None
     return 1 if result.get("is_error") else 0
 
 
 def is_refusal(kind: str, result: Mapping[str, Any], text: str) -> bool:
-    """Whether a tool_result says the harness refused the call (permission, disabled tool, a blocking hook)."""
+    """Whether a tool_result says the harness refused the call (permission, disabled tool, a blocking hook).
+
+    A refusal is a short message, so only the head of the text is searched (not a failing build's 60 KB log).
+    """
     if not result.get("is_error"):
         return False
-    if _REFUSAL_RE.search(text):
+    head = text[:REFUSAL_SCAN_CHARS]
+    if _REFUSAL_RE.search(head):
         return True
-    return kind != "command" and _TOOL_DENIED_RE.search(text) is not None
+    return kind != "command" and _TOOL_DENIED_RE.search(head) is not None
 
 
 def _interrupted(tool_use_result: Any) -> bool:
@@ -178,15 +188,12 @@ def _result_text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def _relative_path(raw: Any, cwd: PurePosixPath | None) -> str | None:
+def relative_path(raw: Any, cwd_prefix: str | None) -> str | None:
+    """A tool's path relative to the session cwd if under it (``cwd_prefix`` ends in ``/``), else as is."""
     if not isinstance(raw, str) or not raw:
         return None
-    p = PurePosixPath(raw)
-    if cwd is not None and p.is_absolute():
-        try:
-            return p.relative_to(cwd).as_posix()
-        except ValueError:
-            return raw
+    if cwd_prefix is not None and raw.startswith(cwd_prefix):
+        return posixpath.normpath(raw[len(cwd_prefix) :])
     return raw
 
 
@@ -195,7 +202,7 @@ class _ClaudeStreamJson:
 
     def __init__(self) -> None:
         self.out = Conversion()
-        self.cwd: PurePosixPath | None = None
+        self.cwd_prefix: str | None = None
         self.pending: dict[str, Event] = {}
         self.denied_ids: set[str] = set()
         self.stopped_ids: set[str] = set()
@@ -228,7 +235,7 @@ class _ClaudeStreamJson:
     def _system(self, obj: Mapping[str, Any]) -> None:
         subtype = obj.get("subtype")
         if subtype == "init" and isinstance(obj.get("cwd"), str):
-            self.cwd = PurePosixPath(obj["cwd"])
+            self.cwd_prefix = posixpath.normpath(obj["cwd"]).rstrip("/") + "/"
         elif subtype == "permission_denied" and isinstance(obj.get("tool_use_id"), str):
             self.denied_ids.add(obj["tool_use_id"])
         elif (
@@ -272,7 +279,7 @@ class _ClaudeStreamJson:
             event["rc"] = None
         elif kind in ("read", "edit"):
             path = next((tool_input[k] for k in PATH_KEYS if isinstance(tool_input.get(k), str)), None)
-            event["path"] = _relative_path(path, self.cwd) or ""
+            event["path"] = relative_path(path, self.cwd_prefix) or ""
         else:
             event["name"] = name
             event["denied"] = False
@@ -376,7 +383,7 @@ TRACE_CONVERTERS: dict[str, Converter] = {
 """Converters by the profile's ``trace:`` name."""
 
 
-# --- files ------------------------------------------------------------------------------------------------------
+# --- files --------------------------------------------------------------------------------------------------
 
 
 def convert_file(path: str | Path, trace: str) -> Conversion:
