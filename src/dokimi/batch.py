@@ -17,7 +17,6 @@ is the only proof that a cell is done. A cell is
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from dokimi.constants import META_JSON, RESULT_JSON
 from dokimi.errors import DocumentError
 
 if TYPE_CHECKING:
+    from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.meta import Meta
     from dokimi.schemas.result import Result
 
@@ -82,39 +82,6 @@ class CellKey:
     def sort_key(self) -> tuple[str, str, str, bool, str, int]:
         """Sorts cells deterministically; no effort sorts before any effort."""
         return (self.task, self.arm, self.model, self.effort is not None, self.effort or "", self.rep)
-
-
-@dataclass(frozen=True)
-class BatchPin:
-    """_eval/batch.json (repo_batch.v1): what the batch is pinned to. Read leniently; ``raw`` keeps every key."""
-
-    manifest_id: str | None
-    source: str | None
-    tree: str | None
-    eval_dir_digest: str | None
-    image: str | None
-    image_pin: str | None
-    image_context_digest: str | None
-    created_by: str | None
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BatchPin:
-        def text(key: str) -> str | None:
-            value = data.get(key)
-            return None if value is None else str(value)
-
-        return cls(
-            manifest_id=text("manifest_id"),
-            source=text("source"),
-            tree=text("tree"),
-            eval_dir_digest=text("eval_dir_digest"),
-            image=text("image"),
-            image_pin=text("image_pin"),
-            image_context_digest=text("image_context_digest"),
-            created_by=text("created_by"),
-            raw=dict(data),
-        )
 
 
 @dataclass
@@ -191,54 +158,40 @@ def _read_json(path: Path) -> Any:
         raw = path.read_bytes()
     except OSError as exc:
         raise DocumentError(f"cannot read: {exc.strerror}", path=str(path)) from None
-    return parse_json(decode_text(raw, str(path)), str(path)).data
+    return parse_json(decode_text(raw, str(path)), str(path))
 
 
 def read_pin(root: Path) -> tuple[BatchPin | None, str | None]:
-    """The batch pin and, when it is absent or unreadable, why."""
+    """The batch pin (_eval/batch.json) and, when it is absent or does not validate, why."""
+    from dokimi.schemas.batch import BatchPin
+
     path = root / EVAL_DIR_NAME / BATCH_JSON
     if not path.is_file():
         return None, f"{path}: no batch pin"
     try:
-        data = _read_json(path)
+        pin: BatchPin = _read_model(path, BatchPin)
     except DocumentError as exc:
         return None, str(exc)
-    if not isinstance(data, dict):
-        return None, f"{path}: not a JSON object"
-    return BatchPin.from_dict(data), None
+    return pin, None
 
 
 def read_plan(root: Path) -> tuple[list[CellKey] | None, str | None]:
-    """_eval/plan.json: a list of ``{task, arm, model, effort, rep}``, bare or under ``"cells"``."""
+    """_eval/plan.json (repo_plan.v1); a bare list of cells is accepted too. (None, None) without a plan."""
+    from dokimi.schemas._base import validate_marked
+    from dokimi.schemas.plan import Plan
+
     path = root / EVAL_DIR_NAME / PLAN_JSON
     if not path.is_file():
         return None, None
     try:
-        data = _read_json(path)
+        marked = _read_json(path)
+        if isinstance(marked.data, list):
+            marked.data = {"schema": "repo_plan.v1", "cells": marked.data}
+        plan: Plan = validate_marked(marked, Plan)
     except DocumentError as exc:
         return None, str(exc)
-    items = data.get("cells") if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        return None, f"{path}: expected a list of cells"
-    plan: list[CellKey] = []
-    for index, item in enumerate(items):
-        try:
-            effort = item.get("effort")
-            rep = item["rep"]
-            if isinstance(rep, bool) or not isinstance(rep, int):
-                raise TypeError
-            plan.append(
-                CellKey(
-                    task=str(item["task"]),
-                    arm=str(item["arm"]),
-                    model=str(item["model"]),
-                    effort=None if effort is None else str(effort),
-                    rep=rep,
-                )
-            )
-        except (AttributeError, KeyError, TypeError):
-            return None, f"{path}: cells[{index}]: expected {{task, arm, model, effort, rep}}"
-    return sorted(set(plan), key=CellKey.sort_key), None
+    keys = {CellKey(c.task, c.arm, c.model, c.effort, c.rep) for c in plan.cells}
+    return sorted(keys, key=CellKey.sort_key), None
 
 
 def _cell_dirs(root: Path) -> Iterator[Path]:
@@ -296,12 +249,12 @@ def load_batch(root: str | Path) -> Batch:
 
 
 def write_plan(root: Path, cells: list[CellKey]) -> None:
-    """Write _eval/plan.json (for the runner): ``{"schema": "repo_plan.v1", "cells": [...]}``, sorted."""
-    from dokimi.schemas._base import write_text_atomic
+    """Write _eval/plan.json (repo_plan.v1) for the runner: every planned cell, sorted, once."""
+    from dokimi.schemas._base import write_document
+    from dokimi.schemas.plan import Plan, PlannedCell
 
     items = [
-        {"task": k.task, "arm": k.arm, "model": k.model, "effort": k.effort, "rep": k.rep}
+        PlannedCell(task=k.task, arm=k.arm, model=k.model, effort=k.effort, rep=k.rep)
         for k in sorted(set(cells), key=CellKey.sort_key)
     ]
-    text = json.dumps({"schema": "repo_plan.v1", "cells": items}, indent=2, sort_keys=True) + "\n"
-    write_text_atomic(root / EVAL_DIR_NAME / PLAN_JSON, text)
+    write_document(root / EVAL_DIR_NAME / PLAN_JSON, Plan(schema="repo_plan.v1", cells=items))

@@ -27,6 +27,7 @@ SCHEMAS: dict[str, str] = {
     "repo_batch.v1": "dokimi.schemas.batch:BatchPin",
     "repo_rating.v1": "dokimi.schemas.rating:RaterScore",
     "repo_adjudication.v1": "dokimi.schemas.rating:AdjudicatedRow",
+    "repo_plan.v1": "dokimi.schemas.plan:Plan",
 }
 
 
