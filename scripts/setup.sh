@@ -70,40 +70,49 @@ ensure_docker() {
 
 # --- Debian mirror from the machine's apt sources ---------------------------
 
-# Print the first URI of an enabled deb source for SUITE whose path is a plain
-# Debian archive (not debian-security, not a third-party repository).
+# Print the URI of an enabled deb source for SUITE, preferring a plain Debian archive (a path ending in
+# /debian) over any other source that carries the suite. Exact suite match: bookworm-security does not count.
 debian_mirror() {
     if [[ -n "${DOKIMI_MIRROR:-}" ]]; then
         printf '%s\n' "${DOKIMI_MIRROR}"
         return
     fi
-    local f
-    # deb822 files: a stanza with Types: deb, Suites containing SUITE, URIs.
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f "$f" ]] || continue
-        awk -v suite="${SUITE}" '
-            function flush() {
-                if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") && uris != "") {
-                    n = split(uris, u, " ")
-                    for (i = 1; i <= n; i++) if (u[i] ~ /\/debian\/?$/) { print u[i]; found = 1; exit }
-                }
-                types = ""; suites = ""; uris = ""
+    local files=() f found
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+        [[ -f "$f" ]] && files+=("$f")
+    done
+    (( ${#files[@]} )) || die "no apt sources in /etc/apt; set DOKIMI_MIRROR=<debian mirror url>"
+    # One awk over every file, no pipeline: nothing here can die of SIGPIPE under pipefail.
+    found="$(awk -v suite="${SUITE}" '
+        function offer(uri) {
+            if (uri ~ /\/debian\/?$/ && preferred == "") preferred = uri
+            if (any == "") any = uri
+        }
+        function flush(   n, i, u) {
+            if (types ~ /(^|[ \t])deb([ \t]|$)/ && (" " suites " ") ~ ("[ \t]" suite "[ \t]")) {
+                n = split(uris, u, /[ \t]+/)
+                for (i = 1; i <= n; i++) if (u[i] != "") offer(u[i])
             }
-            /^[ \t]*#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            /^Types:/  { sub(/^Types:[ \t]*/, ""); types = $0 }
-            /^Suites:/ { sub(/^Suites:[ \t]*/, ""); suites = $0 }
-            /^URIs:/   { sub(/^URIs:[ \t]*/, ""); uris = $0 }
-            END { if (!found) flush() }
-        ' "$f"
-    done | head -n 1 | grep . && return
-    # one-line format: deb [options] URI SUITE COMPONENTS...
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [[ -f "$f" ]] || continue
-        sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" \
-            | awk -v suite="${SUITE}" '$1 == "deb" && $3 == suite && $2 ~ /\/debian\/?$/ { print $2 }'
-    done | head -n 1 | grep . && return
-    die "no Debian mirror for ${SUITE} in /etc/apt/sources.list*; set DOKIMI_MIRROR=<url>"
+            types = ""; suites = ""; uris = ""
+        }
+        FNR == 1 { flush() }
+        /^[ \t]*#/ { next }       # a comment line (inside a deb822 stanza, it does not end the stanza)
+        { sub(/#.*/, "") }
+        FILENAME ~ /\.sources$/ {
+            if ($0 ~ /^[ \t]*$/) { flush(); next }
+            if (sub(/^Types:[ \t]*/, ""))  types = $0
+            if (sub(/^Suites:[ \t]*/, "")) suites = $0
+            if (sub(/^URIs:[ \t]*/, ""))   uris = $0
+            next
+        }
+        {
+            gsub(/\[[^]]*\]/, "")
+            if ($1 == "deb" && $3 == suite) offer($2)
+        }
+        END { flush(); print (preferred != "" ? preferred : any) }
+    ' "${files[@]}")" || found=""
+    [[ -n "${found}" ]] || die "no deb source for ${SUITE} in /etc/apt/sources.list*; set DOKIMI_MIRROR=<url>"
+    printf '%s\n' "${found}"
 }
 
 # --- base image --------------------------------------------------------------
