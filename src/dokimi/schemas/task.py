@@ -107,6 +107,10 @@ class Score(Document):
 GateEntry = Annotated[str, Field(min_length=1)] | GateMin
 
 
+def _default_gate() -> list[GateEntry]:
+    return ["pass"]
+
+
 class Task(OpenDocument):
     """task.json (contract §3). Keys not listed here belong to the repository's grader and are kept unread."""
 
@@ -126,7 +130,7 @@ class Task(OpenDocument):
     injected bug. ``setup_patch`` (one string) is a synonym of a one-element list."""
     review_patch: str | None = None
     """Patch (relative to the task directory) applied with ``git am`` as the HEAD commit under review."""
-    gate: list[GateEntry] = Field(default_factory=lambda: ["pass"])
+    gate: list[GateEntry] = Field(default_factory=_default_gate)
     """What counts as success; default ``["pass"]``. A string is a boolean metric that must be true;
     ``{"metric": name, "min": number}`` a numeric metric that must reach ``min``."""
     score: Score | None = None
