@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, RootModel, ValidationError
+from pydantic import Field, RootModel, StrictBool, StrictInt, ValidationError
 
 from dokimi.errors import DocumentError
 from dokimi.schemas._base import Document, format_loc, parse_json
 
-Seconds = Annotated[float, Field(allow_inf_nan=False)]
+Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
 class CommandEvent(Document):
@@ -33,14 +33,14 @@ class CommandEvent(Document):
     """Event kind."""
     text: str
     """The command line as the agent wrote it."""
-    rc: int | None = None
+    rc: StrictInt | None = None
     """Exit status as the harness reports it: 0 or 1 where it reports only success or failure (Claude Code);
     null when no result came back. Null is not a failure."""
     output: str | None = None
     """The command's output as the harness returned it (stdout and stderr may be merged); optional."""
-    output_truncated: bool = False
+    output_truncated: StrictBool = False
     """True when ``output`` kept only its first and last 4 KB."""
-    denied: bool = False
+    denied: StrictBool = False
     """True when the harness refused to run the command (permissions, a blocking hook)."""
 
 
@@ -53,7 +53,7 @@ class ReadEvent(Document):
     """Event kind."""
     path: str
     """Path relative to the workspace root when it lies inside it, else as the agent wrote it."""
-    denied: bool = False
+    denied: StrictBool = False
     """True when the harness refused the read."""
 
 
@@ -66,7 +66,7 @@ class EditEvent(Document):
     """Event kind."""
     path: str
     """Path relative to the workspace root when it lies inside it, else as the agent wrote it."""
-    denied: bool = False
+    denied: StrictBool = False
     """True when the harness refused the edit."""
 
 
@@ -79,7 +79,7 @@ class ToolEvent(Document):
     """Event kind."""
     name: str
     """The harness's name of the tool, for example ``WebFetch``."""
-    denied: bool = False
+    denied: StrictBool = False
     """True when the harness refused the call."""
 
 

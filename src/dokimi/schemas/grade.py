@@ -29,7 +29,7 @@ class RepoGrade(Document):
     """Id of the task graded; must equal the run's task."""
     grader: str = Field(min_length=1)
     """Name of the grader that ran (task.json's ``grader``)."""
-    pass_: bool | None = Field(alias="pass")
+    pass_: StrictBool | None = Field(alias="pass")
     """The verdict. Null means score-only (accepted only for a task with ``score``), or, with non-empty
     ``errors``, that the grader failed."""
     metrics: dict[str, MetricValue] = Field(default_factory=dict)

@@ -13,7 +13,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from dokimi.schemas._base import Document
 
-Value = Annotated[float, Field(allow_inf_nan=False)]
+Value = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
 class RepoPerf(Document):
