@@ -161,9 +161,10 @@ def build_example(dest: Path) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: build_example.py DEST", file=sys.stderr)
-        return 2
+        print(__doc__, file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
     dest = Path(argv[0]).resolve()
     try:
         shas = build_example(dest)
