@@ -16,7 +16,7 @@ import pytest
 from dokimi.harness.trace import convert_file, write_conversion
 from dokimi.mockmodel import MockModelServer
 from tests.helpers.git import git_repo
-from tests.helpers.harness import harness_dir, kill_strays, run_claude
+from tests.helpers.harness import harness_dir, kill_strays, run_claude, stray_pids
 
 pytestmark = pytest.mark.harness
 
@@ -93,10 +93,13 @@ def test_a_run_killed_at_its_timeout_mid_command_converts_with_rc_null(
                 hard_kill=hard_kill,
             )
             played = server.turns_played
+        left_running = stray_pids(marker)
     finally:
         # Claude Code's Bash tool runs each command in its own session, so a SIGKILL to the CLI's group leaves
-        # the command running (on SIGTERM the CLI stops it itself): see tests/helpers/harness.py.
+        # the command running; on SIGTERM the CLI stops it itself. See tests/helpers/harness.py.
         kill_strays(marker)
+    if not hard_kill:
+        assert left_running == []  # the runner's way (TERM, grace, KILL) leaves no orphan behind
     assert run.timed_out and run.returncode is None
     assert played == 1
     conversion = convert_file(run.trace_path, "claude-stream-json")
