@@ -352,6 +352,15 @@ def test_write_conversion_writes_sorted_events_jsonl_and_answer_txt(tmp_path: Pa
     assert answer_path.read_text() == "Finished: edited CLAUDE.md."
 
 
+@pytest.mark.parametrize("sample", sorted(p.name for p in TRACES.glob("*.jsonl")))
+def test_every_converted_real_trace_reads_back_through_the_events_schema(sample: str, tmp_path: Path) -> None:
+    from dokimi.schemas.events import read_events
+
+    conv = convert_file(TRACES / sample, "claude-stream-json")
+    events_path, _ = write_conversion(conv, tmp_path)
+    assert len(read_events(events_path)) == len(conv.events)
+
+
 def test_invalid_utf8_in_a_trace_file_does_not_crash(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     trace.write_bytes(b"\xff\xfe garbage\n" + INIT.encode() + b"\n" + RESULT.encode() + b"\n")
