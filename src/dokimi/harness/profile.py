@@ -4,10 +4,10 @@ Built-in profiles are package data (``dokimi/harness/profiles/<name>.yaml``); ``
 path. Every rule of §6 is one ``check_*`` function returning :class:`ProfileProblem` values, so a profile file
 is refused with the file:line of the key that breaks it.
 
-Substitution, in one place (:func:`substitute`): a ``{name}`` in a template element is replaced by its value in
-one pass over the template, so a value is never substituted again (a prompt holding ``{model}`` stays literal),
-and each template element yields exactly one argument. The element ``"{tools}"`` is the one exception: it is
-replaced by the list of the chosen tool level (and the effort arguments follow it).
+Substitution, in one place (:func:`substitute`): a ``{name}`` in a template element is replaced by its
+value in one pass over the template, so a value is never substituted again (a prompt holding ``{model}`` stays
+literal), and each template element yields exactly one argument. The element ``"{tools}"`` is the one
+exception: it is replaced by the list of the chosen tool level (and the effort arguments follow it).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ CONTAINER_DROPPED_ENV = ("PATH", "HOME")
 PROFILES_PACKAGE = "dokimi.harness.profiles"
 
 
-# --- rules -----------------------------------------------------------------------------------------------------
+# --- rules --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -121,16 +121,16 @@ def check_tools_placeholder_exactly_once(profile: HarnessProfile) -> list[Profil
     return problems
 
 
-def _unknown(
-    values: Iterable[tuple[Loc, str]], allowed: frozenset[str], where: str
-) -> list[ProfileProblem]:
+def _unknown(values: Iterable[tuple[Loc, str]], allowed: frozenset[str], where: str) -> list[ProfileProblem]:
     problems = []
     known = ", ".join("{" + n + "}" for n in sorted(allowed)) or "none"
     for loc, text in values:
         for name in placeholders_in(text):
             if name not in allowed:
                 problems.append(
-                    ProfileProblem(loc, f"unknown placeholder {{{name}}} in {where}", hint=f"{where} takes {known}")
+                    ProfileProblem(
+                        loc, f"unknown placeholder {{{name}}} in {where}", hint=f"{where} takes {known}"
+                    )
                 )
     return problems
 
@@ -143,7 +143,9 @@ def check_known_placeholders(profile: HarnessProfile) -> list[ProfileProblem]:
     problems = _unknown(invoke, INVOKE_PLACEHOLDERS | {"tools"}, "invoke")
     problems = [p for p in problems if "{tools}" not in p.message]  # reported by the tools rule
     problems += _unknown(
-        [(("version_cmd", i), e) for i, e in enumerate(profile.version_cmd)], VERSION_PLACEHOLDERS, "version_cmd"
+        [(("version_cmd", i), e) for i, e in enumerate(profile.version_cmd)],
+        VERSION_PLACEHOLDERS,
+        "version_cmd",
     )
     if profile.effort is not None:
         problems += _unknown(
@@ -170,7 +172,9 @@ def check_prompt_in_invoke(profile: HarnessProfile) -> list[ProfileProblem]:
 def check_bin_is_argv0(profile: HarnessProfile) -> list[ProfileProblem]:
     """invoke and version_cmd start with ``{bin}``, so that ``--bin`` pins the executable for both."""
     return [
-        ProfileProblem((key, 0), f"{key} must start with {{bin}}", hint="--bin overrides {bin}; start with it")
+        ProfileProblem(
+            (key, 0), f"{key} must start with {{bin}}", hint="--bin overrides {bin}; start with it"
+        )
         for key, argv in (("invoke", profile.invoke), ("version_cmd", profile.version_cmd))
         if argv[0] != "{bin}"
     ]
@@ -183,7 +187,9 @@ def check_tools_lists_are_literal(profile: HarnessProfile) -> list[ProfileProble
         for i, element in enumerate(getattr(profile.tools, level)):
             if placeholders_in(element):
                 problems.append(
-                    ProfileProblem(("tools", level, i), f"tools.{level} is literal; {element!r} has a placeholder")
+                    ProfileProblem(
+                        ("tools", level, i), f"tools.{level} is literal; {element!r} has a placeholder"
+                    )
                 )
     return problems
 
@@ -225,7 +231,9 @@ def check_config_file_names(profile: HarnessProfile) -> list[ProfileProblem]:
         parts = PurePosixPath(name).parts
         if not name or name.startswith("/") or "\\" in name or any(p in ("..", ".") for p in parts):
             problems.append(
-                ProfileProblem(("config_files", name), f"{name!r} must be a relative path inside the config dir")
+                ProfileProblem(
+                    ("config_files", name), f"{name!r} must be a relative path inside the config dir"
+                )
             )
     return problems
 
@@ -237,7 +245,9 @@ def check_trace_converter_known(profile: HarnessProfile) -> list[ProfileProblem]
     if profile.trace in TRACE_CONVERTERS:
         return []
     known = ", ".join(sorted(TRACE_CONVERTERS))
-    return [ProfileProblem(("trace",), f"unknown trace converter {profile.trace!r}", hint=f"use one of: {known}")]
+    return [
+        ProfileProblem(("trace",), f"unknown trace converter {profile.trace!r}", hint=f"use one of: {known}")
+    ]
 
 
 def check_guidance_names(profile: HarnessProfile) -> list[ProfileProblem]:
@@ -281,7 +291,7 @@ def profile_problems(profile: HarnessProfile) -> list[ProfileProblem]:
     return [problem for rule in PROFILE_RULES for problem in rule(profile)]
 
 
-# --- loading ---------------------------------------------------------------------------------------------------
+# --- loading ------------------------------------------------------------------------------------------------
 
 
 def builtin_profiles() -> list[str]:
@@ -303,13 +313,17 @@ def parse_profile(text: str, path: str) -> HarnessProfile:
         if len(problems) > 1:
             message += f" (and {len(problems) - 1} more: " + "; ".join(p.message for p in problems[1:4]) + ")"
         raise DocumentError(
-            message, path=path, line=marked.line(first.loc), key=format_loc(first.loc) or None, hint=first.hint
+            message,
+            path=path,
+            line=marked.line(first.loc),
+            key=format_loc(first.loc) or None,
+            hint=first.hint,
         )
     return profile
 
 
 def load_profile(name_or_path: str | Path) -> HarnessProfile:
-    """A built-in profile by name, or a profile file by path (anything with a ``/`` or ending in .yaml/.yml)."""
+    """A built-in profile by name, or a profile file by path (with a ``/``, or ending in .yaml/.yml)."""
     text_name = str(name_or_path)
     is_path = isinstance(name_or_path, Path) or "/" in text_name or text_name.endswith((".yaml", ".yml"))
     if not is_path:
@@ -332,7 +346,7 @@ def load_profile(name_or_path: str | Path) -> HarnessProfile:
     return parse_profile(decode_text(raw, str(path)), str(path))
 
 
-# --- substitution ----------------------------------------------------------------------------------------------
+# --- substitution -------------------------------------------------------------------------------------------
 
 
 def substitute(template: str, values: Mapping[str, str]) -> str:

@@ -1,10 +1,10 @@
 """Running a harness on the host as a non-root user when dokimi runs as root.
 
 Claude Code refuses ``--permission-mode bypassPermissions`` as root, and no harness needs root. So when dokimi
-runs as root, a harness started on the host (the reach probe) runs as uid/gid ``DOKIMI_HARNESS_UID`` (default
-1000) through ``setpriv --reuid --regid --clear-groups``, which execs the harness in place: the pid, and so the
-process group dokimi kills, stay the same. Everything the harness touches (its cwd, HOME and config dir) is
-handed to that user, and an executable that user cannot reach (one under /root, mode 0700) is hard-linked, or
+runs as root, a harness started on the host (the reach probe) runs as uid/gid ``DOKIMI_HARNESS_UID``
+(default 1000) through ``setpriv --reuid --regid --clear-groups``, which execs the harness in place: the pid,
+and so the process group dokimi kills, stay the same. Everything the harness touches (its cwd, HOME and
+config dir) is handed to that user, and an executable that user cannot reach (one under /root, mode 0700) is hard-linked, or
 copied, into a world-readable directory under the system temp dir, once per binary.
 """
 
@@ -38,7 +38,9 @@ def harness_identity() -> RunAs | None:
     try:
         uid = int(raw)
     except ValueError:
-        raise UsageError(f"{UID_ENV}={raw!r} is not a number", hint="set it to a non-root uid, e.g. 1000") from None
+        raise UsageError(
+            f"{UID_ENV}={raw!r} is not a number", hint="set it to a non-root uid, e.g. 1000"
+        ) from None
     if uid == 0:
         raise UsageError(
             f"{UID_ENV}=0: the harness must not run as root (Claude Code refuses bypassPermissions as root)",
@@ -55,7 +57,7 @@ def wrap_argv(argv: Sequence[str], who: RunAs | None) -> list[str]:
     if setpriv is None:
         raise PrerequisiteError(
             "setpriv is needed to run the harness as a non-root user (dokimi runs as root)",
-            hint="install util-linux (Debian: apt-get install -y util-linux), or run dokimi as a non-root user",
+            hint="install util-linux (Debian: apt-get install -y util-linux), or run dokimi as non-root",
         )
     return [setpriv, f"--reuid={who.uid}", f"--regid={who.gid}", "--clear-groups", "--", *argv]
 

@@ -17,7 +17,7 @@ ToolsLevel = Literal["none", "read", "all"]
 
 
 class Tools(Document):
-    """What the ``"{tools}"`` element of ``invoke`` expands to, per tool level. Literal argv: no placeholders."""
+    """What the ``"{tools}"`` element of ``invoke`` expands to, per tool level (literal, no placeholders)."""
 
     none: list[str]
     """No tools at all (the reach probe's cwd scenarios, a judge)."""
@@ -28,8 +28,8 @@ class Tools(Document):
 
 
 class Guidance(Document):
-    """How the harness finds guidance files. DECLARED from the vendor's documentation; the reach probe verifies
-    it and is the only thing to trust."""
+    """How the harness finds guidance files. DECLARED from the vendor's documentation; the reach probe
+    verifies it and is the only thing to trust."""
 
     names: list[str]
     """File names the harness loads by itself (CLAUDE.md, AGENTS.md, GEMINI.md); the reach probe seeds every
@@ -54,9 +54,9 @@ class Bridge(Document):
 class Effort(Document):
     """How the reasoning effort reaches the harness (agent-modes §1: the profile carries the effort).
 
-    With an effort set, ``argv`` is inserted right after the expansion of ``"{tools}"`` and ``env`` is added to
-    the child's environment, both with ``{effort}`` replaced by the value. Without one, neither is used and the
-    harness runs at its own default (the cell's effort is then ``null``/``default``).
+    With an effort set, ``argv`` is inserted right after the expansion of ``"{tools}"`` and ``env`` is added
+    to the child's environment, both with ``{effort}`` replaced by the value. Without one, neither is used and
+    the harness runs at its own default (the cell's effort is then ``null``/``default``).
     """
 
     argv: list[str] = Field(default_factory=list)
@@ -68,7 +68,7 @@ class Effort(Document):
 
 
 class HarnessProfile(Document):
-    """One harness CLI: how to start it, what it may see, where its trace goes, and which guidance it loads."""
+    """One harness CLI: how to start it, what it may see, where its trace goes, which guidance it loads."""
 
     schema_: Literal["harness_profile.v1"] = Field(alias="schema")
     """Always ``harness_profile.v1``."""

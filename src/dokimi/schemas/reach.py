@@ -110,7 +110,7 @@ class Record(Document):
 class GuidanceReach(Document):
     """The reach probe's result for one (harness, version, model)."""
 
-    schema_: Literal["guidance_reach.v1"] = Field(alias="schema")
+    schema_: Literal["guidance_reach.v1"] = Field(default="guidance_reach.v1", alias="schema")
     source: str
     """The source as given on the command line."""
     tree: str | None

@@ -4,7 +4,7 @@
 A backgrounded command outlives the agent's turn, and the harness's process group too (the runner cannot wait
 for it, kill it, or see its output), so it is refused and the model is told to run it in the foreground.
 
-Reads the hook JSON on stdin ({"tool_name": "Bash", "tool_input": {"command": ..., "run_in_background": ...}}).
+Reads the hook JSON on stdin: {"tool_name": "Bash", "tool_input": {"command": ..., "run_in_background": ..}}.
 Exit 0 allows the call; exit 2 with a reason on stderr blocks it (Claude Code shows the reason to the model).
 Refused: ``run_in_background: true``; a ``&`` control operator anywhere (``sleep 9 &``, ``a & b``), but not
 ``&&``, ``2>&1``, ``&>`` or ``|&``; the words nohup, setsid, disown (also inside ``sh -c '...'``).
@@ -62,7 +62,9 @@ def background_reason(command: str, depth: int = 0) -> str | None:
                 return inner
         previous = token
         # env VAR=1 nohup x, sudo nohup x, time nohup x: the wrapper's argument is a command too
-        at_command_start = base in {"env", "sudo", "time", "exec", "command", "nice", "timeout"} or "=" in token
+        at_command_start = (
+            base in {"env", "sudo", "time", "exec", "command", "nice", "timeout"} or "=" in token
+        )
     return None
 
 
@@ -73,6 +75,7 @@ def decide(payload: object) -> str | None:
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
         return None
+    reason: str | None
     if tool_input.get("run_in_background") is True:
         reason = "it asks for run_in_background"
     else:

@@ -1,0 +1,145 @@
+"""``dokimi repo reach``: probe which guidance files a harness really loads (contract §7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dokimi.cli._common import (
+    check_manifest_choice,
+    emit_json,
+    json_option,
+    manifest_options,
+    note,
+    out_option,
+    source_argument,
+)
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+
+@click.command("reach")
+@source_argument
+@manifest_options
+@click.option("--model", required=True, help="Model id, passed to the harness as an opaque string.")
+@click.option(
+    "--harness",
+    default="claude-code",
+    show_default=True,
+    metavar="NAME|PATH",
+    help="A built-in harness profile, or the path of a harness_profile.v1 file.",
+)
+@click.option(
+    "--bin", "bin_", metavar="PATH", help="The harness executable (default: the profile's bin on PATH)."
+)
+@click.option(
+    "--scenarios",
+    default="root,cwd,read",
+    show_default=True,
+    help="Scenario kinds: root (cwd=.), cwd (cwd=<dir>), read (read=<dir>).",
+)
+@click.option("--only", metavar="SCENARIO", help="Run only this scenario, e.g. cwd=sub or read=sub.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Point the harness at the scripted model server (zero cost); payload capture settles every cell.",
+)
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds per scenario.")
+@out_option("reach")
+@click.option("--salt", help="Token salt (default: random, recorded in reach.json; reuse it to reproduce).")
+@json_option
+def reach(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    model: str,
+    harness: str,
+    bin_: str | None,
+    scenarios: str,
+    only: str | None,
+    dry_run: bool,
+    timeout: float,
+    out: Path,
+    salt: str | None,
+    as_json: bool,
+) -> int:
+    """Probe which guidance files HARNESS puts in front of the model, scenario by scenario.
+
+    Writes OUT/reach.json (guidance_reach.v1) and OUT/traces/<scenario>/. Exits 1 when a scenario gave no
+    usable answer (class error), 0 otherwise.
+    """
+    from dokimi.harness.profile import load_profile
+    from dokimi.manifest import load_manifest
+    from dokimi.reach import ReachOptions, run_reach
+    from dokimi.source import open_source
+
+    check_manifest_choice(manifest, manifest_file)
+    if timeout <= 0:
+        raise click.BadParameter("must be > 0", param_hint="--timeout")
+    kinds = [k.strip() for k in scenarios.split(",") if k.strip()]
+    profile = load_profile(harness)
+    with open_source(source) as repo:
+        snapshot = repo.eval_snapshot()
+        loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=False)
+        if loaded.defaulted:
+            note(f"no manifest: probing the default guidance globs {', '.join(loaded.guidance_globs)}")
+        eval_dir = loaded.manifest.eval_dir if loaded.manifest is not None else None
+        options = ReachOptions(
+            model=model,
+            scenarios=kinds,
+            only=only,
+            dry_run=dry_run,
+            timeout=timeout,
+            salt=salt,
+            bin=bin_,
+            progress=note,
+        )
+        document = run_reach(
+            snapshot,
+            profile,
+            globs=loaded.guidance_globs,
+            eval_dir=eval_dir,
+            out=out,
+            options=options,
+            source_label=source,
+        )
+    failed = [s for s in document.scenarios if s.error is not None]
+    if as_json:
+        emit_json(document)
+    else:
+        _render(document)
+        note(f"wrote {out / 'reach.json'}")
+    return EXIT_FOUND_PROBLEMS if failed else EXIT_OK
+
+
+def _render(document: object) -> None:
+    """One line per (scenario, file): narrow enough for any terminal, easy to grep."""
+    from dokimi.schemas.reach import GuidanceReach
+
+    assert isinstance(document, GuidanceReach)
+    title = f"{document.harness} {document.harness_version}, {document.model}"
+    click.echo(title + (" (dry run: classes are what the request bytes held)" if document.dry_run else ""))
+    aliases = {
+        f.path: [a.path + (" (copy)" if a.alias_kind == "copy" else "") for a in f.aliases]
+        for f in document.files
+    }
+    width = max((len(r.file) for r in document.records), default=4)
+    by_scenario: dict[str, list[str]] = {}
+    for r in document.records:
+        payload = ""
+        if r.payload is not None:
+            payload = f"  payload head={'y' if r.payload.head else 'n'} tail={'y' if r.payload.tail else 'n'}"
+        via = f"  (also {', '.join(aliases[r.file])})" if aliases.get(r.file) else ""
+        by_scenario.setdefault(r.scenario, []).append(
+            f"  {r.file.ljust(width)}  {r.class_.value:<10}{payload}{via}"
+        )
+    for s in document.scenarios:
+        click.echo(f"{s.name}" + (f"  error: {s.error}" if s.error else ""))
+        for line in by_scenario.get(s.name, []):
+            click.echo(line)
+        if s.unknown:
+            click.echo(f"  unknown tokens: {' '.join(s.unknown)}")
+        if s.prose:
+            click.echo(f"  prose words: {s.prose} (read {s.trace_dir} before trusting not_loaded)")
+    for u in document.unresolved:
+        click.echo(f"unresolved link {u.path}: {u.reason}")

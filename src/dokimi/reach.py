@@ -1,0 +1,673 @@
+"""The reach probe (contract §7): which guidance files a harness really puts in front of its model.
+
+1. A skeleton workspace in a temporary directory: every guidance file (the manifest's globs, plus files named
+   like the profile's ``guidance.names``, outside eval_dir) at its repository path, seeded with a head and a
+   tail token; symlinks recreated as links (or copies, ``alias_kind: copy``, where the OS refuses them); one
+   ``REACH_PROBE.txt`` per guidance directory; a one-commit git repository.
+2. Scenarios, each with a fresh config directory: ``cwd=.`` and ``cwd=<dir>`` (tools off), ``read=<dir>``
+   (started at the root, read tool on, told to read ``<dir>/REACH_PROBE.txt``). The model is asked for every
+   token in its instructions or context.
+3. One record per (file, scenario): loaded, truncated, fetched, not_loaded or error; plus ``payload`` from the
+   request bytes when the endpoint is the scripted model server (``dry_run``), which settles what was sent.
+
+Each rule is one named function (``check_tree_path``, ``refuse_guidance_ancestors``, ``token``,
+``seed_text``, ``classify``, ``parse_answer``), tested on its own. The harness runs on the host (not in the
+agent container), as a non-root user when dokimi runs as root (:mod:`dokimi.harness.runas`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dokimi import process
+from dokimi.errors import PrerequisiteError, UsageError
+from dokimi.harness.profile import build_invocation, resolve_bin, version_argv
+from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_binary, wrap_argv
+from dokimi.schemas.profile import HarnessProfile, ToolsLevel
+from dokimi.schemas.reach import (
+    Alias,
+    AliasKind,
+    GuidanceReach,
+    PayloadSeen,
+    ReachClass,
+    Record,
+    Scenario,
+    SeededFile,
+    Unresolved,
+)
+from dokimi.source.snapshot import Snapshot
+
+__all__ = [
+    "PROBE_FILE",
+    "SCENARIO_KINDS",
+    "PlannedScenario",
+    "ReachOptions",
+    "Skeleton",
+    "build_skeleton",
+    "check_tree_path",
+    "classify",
+    "guidance_dirs",
+    "parse_answer",
+    "plan_scenarios",
+    "plan_skeleton",
+    "refuse_guidance_ancestors",
+    "run_reach",
+    "seed_text",
+    "token",
+]
+
+PROBE_FILE = "REACH_PROBE.txt"
+PROBE_TEXT = "This file marks a directory for dokimi's guidance reach probe. It holds no instructions.\n"
+SCENARIO_KINDS = ("root", "cwd", "read")
+"""--scenarios: root is cwd=., cwd is cwd=<dir> for every other guidance dir, read is read=<dir> for each."""
+TOKEN_RE = re.compile(r"RC[0-9a-f]{6}")
+REACH_MAX_TURNS = 4
+REACH_BUDGET_USD = 0.5
+DEFAULT_TIMEOUT_S = 300.0
+ANCESTOR_GUIDANCE_NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md")
+"""Checked in every ancestor of the skeleton besides the profile's names: any of them would leak in."""
+
+ASK = (
+    "List every token made of the letters RC followed by six lowercase hex digits that appears "
+    "anywhere in your instructions or context, including context attached to a tool result. Answer with the "
+    "tokens only, separated by spaces, and nothing else. If there are none, answer NONE."
+)
+
+
+# --- rules --------------------------------------------------------------------------------------------------
+
+
+def check_tree_path(path: str) -> str | None:
+    """Why a tree path cannot be written into the skeleton, or None. Refused: a ``\\`` or ``:`` anywhere, an
+    empty, ``.``, ``..`` or ``.git`` component, an absolute path (it would land outside the workspace or in
+    its git directory)."""
+    if "\\" in path:
+        return "it holds a backslash"
+    if ":" in path:
+        return "it holds a ':'"
+    if path.startswith("/"):
+        return "it is absolute"
+    for part in path.split("/"):
+        if part == "":
+            return "it has an empty component"
+        if part in (".", ".."):
+            return f"it has a {part!r} component"
+        if part.lower() == ".git":
+            return "it has a .git component"
+    return None
+
+
+def token(salt: str, path: str, position: str) -> str:
+    """``RC`` + the first 6 hex digits of sha256(salt NUL path NUL position); position is head or tail."""
+    digest = hashlib.sha256(f"{salt}\0{path}\0{position}".encode()).hexdigest()
+    return "RC" + digest[:6]
+
+
+_FRONT_MATTER_END = ("---", "...")
+
+
+def seed_text(text: str, head: str, tail: str) -> str:
+    """The file with ``head`` on its own line at the top, after YAML front matter if any, and ``tail`` on its
+    own line at the end."""
+    lines = text.splitlines(keepends=True)
+    insert_at = 0
+    if lines and lines[0].rstrip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].rstrip() in _FRONT_MATTER_END:
+                insert_at = i + 1
+                break
+    if insert_at and not lines[insert_at - 1].endswith("\n"):
+        lines[insert_at - 1] += "\n"
+    lines.insert(insert_at, head + "\n")
+    body = "".join(lines)
+    if not body.endswith("\n"):
+        body += "\n"
+    return body + "\n" + tail + "\n"
+
+
+def refuse_guidance_ancestors(directory: Path, names: Iterable[str]) -> None:
+    """Refuse to probe in ``directory`` when one of its ancestors holds a guidance file: the harness would
+    load it in every scenario, and the probe would measure the host, not the repository."""
+    wanted = sorted(set(names) | set(ANCESTOR_GUIDANCE_NAMES))
+    for ancestor in directory.resolve().parents:
+        for name in wanted:
+            candidate = ancestor / name
+            if os.path.lexists(candidate):
+                raise UsageError(
+                    f"{candidate} is a guidance file in an ancestor of the probe's workspace ({directory}); "
+                    "the harness would load it in every scenario",
+                    hint="remove it, or point TMPDIR at a directory with no guidance file above it",
+                )
+
+
+def classify(*, head: bool, tail: bool, read_by_tool: bool, error: bool) -> ReachClass:
+    """error without a usable answer; fetched when the tokens came only after the agent read the file with a
+    tool; loaded with both tokens; truncated with one; not_loaded with none."""
+    if error:
+        return ReachClass.ERROR
+    if read_by_tool and (head or tail):
+        return ReachClass.FETCHED
+    if head and tail:
+        return ReachClass.LOADED
+    if head or tail:
+        return ReachClass.TRUNCATED
+    return ReachClass.NOT_LOADED
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    reported: list[str]
+    """Seeded tokens reported, in order of first appearance."""
+    unknown: list[str]
+    """Tokens reported that were never seeded."""
+    prose: int
+    """Words besides tokens (NONE, our own 'no tokens' answer, is not prose)."""
+
+
+def parse_answer(answer: str, seeded: Iterable[str]) -> ParsedAnswer:
+    seeded_set = set(seeded)
+    found = list(dict.fromkeys(TOKEN_RE.findall(answer)))
+    words = [
+        w
+        for w in re.split(r"[\s,;]+", TOKEN_RE.sub(" ", answer))
+        if re.search(r"[A-Za-z0-9]", w) and w.strip(".:`*-()[]") not in ("NONE", "")
+    ]
+    return ParsedAnswer(
+        reported=[t for t in found if t in seeded_set],
+        unknown=[t for t in found if t not in seeded_set],
+        prose=len(words),
+    )
+
+
+# --- the skeleton -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Skeleton:
+    """What the probe writes: seeded files (link targets) with their aliases, and links it cannot follow."""
+
+    files: dict[str, list[str]] = field(default_factory=dict)
+    """target path -> paths of the links to it."""
+    unresolved: list[tuple[str, str]] = field(default_factory=list)
+    alias_kinds: dict[str, AliasKind] = field(default_factory=dict)
+
+
+def _under(path: str, directory: str | None) -> bool:
+    if not directory:
+        return False
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def plan_skeleton(
+    snapshot: Snapshot, *, globs: Sequence[str], names: Sequence[str], eval_dir: str | None
+) -> Skeleton:
+    """Which files the skeleton holds. Raises UsageError for a path the skeleton cannot write safely."""
+    from dokimi.manifest import guidance_files_at
+
+    name_set = set(names)
+    candidates = set(guidance_files_at(snapshot, globs))
+    candidates |= {
+        p for p, e in snapshot.entries.items() if not e.is_submodule and posixpath.basename(p) in name_set
+    }
+    plan = Skeleton()
+    for path in sorted(candidates):
+        if _under(path, eval_dir):
+            continue
+        _refuse_path(path, snapshot)
+        entry = snapshot.entries[path]
+        if not entry.is_symlink:
+            plan.files.setdefault(path, [])
+            continue
+        resolved = snapshot.resolve(path)
+        if resolved.path is None:
+            plan.unresolved.append((path, resolved.reason or "cannot be followed"))
+            continue
+        target_entry = snapshot.entries.get(resolved.path)
+        if target_entry is None or target_entry.kind != "blob":
+            plan.unresolved.append((path, "names a directory"))
+            continue
+        _refuse_path(resolved.path, snapshot)
+        plan.files.setdefault(resolved.path, []).append(path)
+    for target in plan.files:
+        plan.files[target].sort()
+    return plan
+
+
+def _refuse_path(path: str, snapshot: Snapshot) -> None:
+    reason = check_tree_path(path)
+    if reason is not None:
+        raise UsageError(
+            f"{snapshot.label}: guidance path {path!r} cannot be written into the probe's skeleton: {reason}",
+            path=path,
+            hint="rename the file in the repository, or leave it out of guidance.globs",
+        )
+
+
+def guidance_dirs(plan: Skeleton) -> list[str]:
+    """Directories holding a seeded file or a link to one ('.' for the root), root first, then sorted."""
+    dirs = {posixpath.dirname(p) or "." for target, links in plan.files.items() for p in (target, *links)}
+    return sorted(dirs, key=lambda d: (d != ".", d))
+
+
+def build_skeleton(
+    snapshot: Snapshot,
+    plan: Skeleton,
+    dest: Path,
+    *,
+    salt: str,
+    symlink: Callable[[str, Path], None] | None = None,
+) -> list[SeededFile]:
+    """Write the seeded files, the links, the probe files, and commit them in a fresh repository at ``dest``.
+
+    ``symlink(target_text, link_path)`` defaults to os.symlink; where it raises OSError (or
+    NotImplementedError) the link becomes a copy and its alias says ``copy``.
+    """
+    make_link = symlink or (lambda target, link: os.symlink(target, link))
+    dest.mkdir(parents=True, exist_ok=True)
+    contents = snapshot.read_many(list(plan.files)) if plan.files else {}
+    seeded: list[SeededFile] = []
+    for target in sorted(plan.files):
+        head, tail = token(salt, target, "head"), token(salt, target, "tail")
+        text = contents[target].decode("utf-8", "surrogateescape")
+        data = seed_text(text, head, tail).encode("utf-8", "surrogateescape")
+        out = dest / target
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        aliases: list[Alias] = []
+        for link in plan.files[target]:
+            link_path = dest / link
+            link_path.parent.mkdir(parents=True, exist_ok=True)
+            relative = posixpath.relpath(target, posixpath.dirname(link) or ".")
+            try:
+                make_link(relative, link_path)
+                kind = AliasKind.SYMLINK
+            except (OSError, NotImplementedError):
+                link_path.write_bytes(data)
+                kind = AliasKind.COPY
+            plan.alias_kinds[link] = kind
+            aliases.append(Alias(path=link, alias_kind=kind))
+        seeded.append(SeededFile(path=target, head=head, tail=tail, aliases=aliases))
+    for directory in guidance_dirs(plan):
+        (dest / directory / PROBE_FILE).write_text(PROBE_TEXT, encoding="utf-8")
+    _commit(dest)
+    return seeded
+
+
+def _commit(dest: Path) -> None:
+    from dokimi.source.git import run_git
+
+    ident = {
+        "GIT_AUTHOR_NAME": "dokimi reach",
+        "GIT_AUTHOR_EMAIL": "reach@dokimi.invalid",
+        "GIT_COMMITTER_NAME": "dokimi reach",
+        "GIT_COMMITTER_EMAIL": "reach@dokimi.invalid",
+        "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    }
+    run_git(["-c", "init.defaultBranch=main", "init", "-q"], cwd=dest, env=ident, what="git init")
+    run_git(["add", "-A"], cwd=dest, env=ident, what="git add")
+    run_git(
+        ["-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "reach probe skeleton"],
+        cwd=dest,
+        env=ident,
+        what="git commit",
+    )
+
+
+# --- scenarios ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedScenario:
+    name: str
+    cwd: str
+    tools: ToolsLevel
+    read_target: str | None = None
+
+    def prompt(self) -> str:
+        if self.read_target is None:
+            return ASK
+        return f"First read the file {self.read_target} with your Read tool. Then: {ASK}"
+
+
+def plan_scenarios(
+    dirs: Sequence[str], kinds: Iterable[str], only: str | None = None
+) -> list[PlannedScenario]:
+    """cwd=. (root), cwd=<dir> for every other guidance dir (cwd), read=<dir> for every one (read)."""
+    kinds = set(kinds)
+    unknown = kinds - set(SCENARIO_KINDS)
+    if unknown:
+        raise UsageError(
+            f"unknown scenario kind(s): {', '.join(sorted(unknown))}", hint=f"use {','.join(SCENARIO_KINDS)}"
+        )
+    planned: list[PlannedScenario] = []
+    if "root" in kinds:
+        planned.append(PlannedScenario("cwd=.", ".", "none"))
+    if "cwd" in kinds:
+        planned += [PlannedScenario(f"cwd={d}", d, "none") for d in dirs if d != "."]
+    if "read" in kinds:
+        planned += [
+            PlannedScenario(
+                f"read={d}", ".", "read", posixpath.join(d, PROBE_FILE) if d != "." else PROBE_FILE
+            )
+            for d in dirs
+        ]
+    if only is not None:
+        chosen = [s for s in planned if s.name == only]
+        if not chosen:
+            names = ", ".join(s.name for s in planned) or "none"
+            raise UsageError(f"no scenario named {only!r}", hint=f"the scenarios are: {names}")
+        return chosen
+    return planned
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def _trace_dirs(scenarios: Sequence[PlannedScenario]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for s in scenarios:
+        slug, n = _slug(s.name), 2
+        candidate = slug
+        while candidate in used:
+            candidate, n = f"{slug}-{n}", n + 1
+        used.add(candidate)
+        out[s.name] = candidate
+    return out
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReachOptions:
+    model: str
+    scenarios: Sequence[str] = SCENARIO_KINDS
+    only: str | None = None
+    dry_run: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+    salt: str | None = None
+    bin: str | Path | None = None
+    max_turns: int = REACH_MAX_TURNS
+    budget: float = REACH_BUDGET_USD
+    environ: Mapping[str, str] | None = None
+    """The caller's environment the profile's env_allow reads (default os.environ)."""
+    workdir: Path | None = None
+    """Where the temporary skeleton goes (default: the system temp dir)."""
+    symlink: Callable[[str, Path], None] | None = None
+    progress: Callable[[str], None] | None = None
+
+
+def harness_version(profile: HarnessProfile, binary: Path, *, timeout: float = 60.0) -> str:
+    """The version the harness reports: the first dotted number version_cmd prints, else its first line."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/")}
+    done = process.run(version_argv(profile, str(binary)), timeout=timeout, env=env)
+    text = (done.stdout or done.stderr).strip()
+    if not done.ok or not text:
+        raise PrerequisiteError(
+            f"`{binary}` does not report a version ("
+            + ("timed out" if done.timed_out else f"exit {done.returncode}")
+            + ")"
+            + (f": {done.stderr.strip().splitlines()[-1]}" if done.stderr.strip() else ""),
+            hint=f"check that {binary} is a working {profile.name} CLI, or pass --bin",
+        )
+    match = re.search(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?", text)
+    return match.group(0) if match else text.splitlines()[0]
+
+
+@dataclass
+class _Outcome:
+    scenario: Scenario
+    answer: str
+    read_paths: set[str]
+    captured: bytes | None
+
+
+def _dry_run_script(s: PlannedScenario, workspace: Path) -> list[dict[str, object]]:
+    turns: list[dict[str, object]] = []
+    if s.read_target is not None:
+        turns.append({"tool_use": {"name": "Read", "input": {"file_path": str(workspace / s.read_target)}}})
+    turns.append({"echo_tokens": True})
+    return turns
+
+
+def _read_paths(events: Iterable[Mapping[str, object]], cwd: str, workspace: Path) -> set[str]:
+    """Workspace-relative paths the agent read with a tool."""
+    out: set[str] = set()
+    for event in events:
+        if event.get("kind") != "read" or not isinstance(event.get("path"), str):
+            continue
+        raw = str(event["path"])
+        if raw.startswith("/"):
+            rel = os.path.relpath(raw, workspace)
+            if rel.startswith(".."):
+                continue
+        else:
+            rel = posixpath.normpath(posixpath.join(cwd, raw))
+        out.add(posixpath.normpath(rel))
+    return out
+
+
+def _error_of(
+    done: process.Completed, conv_error: bool, answer: str, subtype: str | None, timeout: float
+) -> str | None:
+    if done.timed_out:
+        return f"timed out after {timeout:g} s"
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] if done.stderr.strip() else []
+        return f"exited {done.returncode}" + (f": {tail[0][:200]}" if tail else "")
+    if conv_error:
+        return f"the harness reported an error ({subtype})" if subtype else "no final result in the trace"
+    if not answer.strip():
+        return "no answer"
+    return None
+
+
+def _run_scenario(
+    s: PlannedScenario,
+    *,
+    profile: HarnessProfile,
+    binary: Path,
+    who: RunAs | None,
+    workspace: Path,
+    scratch: Path,
+    out: Path,
+    trace_dir: str,
+    options: ReachOptions,
+    seeded_tokens: Sequence[str],
+) -> _Outcome:
+    from dokimi.harness.trace import convert_file, write_conversion
+    from dokimi.support import support_dir
+
+    home, config = scratch / "home", scratch / "config"
+    home.mkdir(parents=True)
+    config.mkdir(parents=True)
+    environ: Mapping[str, str] | None = options.environ
+    extra: dict[str, str] = {}
+    server = None
+    if options.dry_run:
+        from dokimi.mockmodel import MockModelServer
+
+        assert profile.endpoint_env is not None
+        server = MockModelServer(_dry_run_script(s, workspace)).start()
+        environ = {"PATH": (options.environ or os.environ).get("PATH", os.defpath)}
+        extra = {**profile.dry_run_env, profile.endpoint_env: server.url}
+    try:
+        inv = build_invocation(
+            profile,
+            bin=str(binary),
+            prompt=s.prompt(),
+            model=options.model,
+            max_turns=options.max_turns,
+            budget=options.budget,
+            tools=s.tools,
+            config_dir=config,
+            support_dir=support_dir(),
+            environ=environ,
+            home=str(home),
+            extra_env=extra,
+        )
+        inv.write_config_files(config)
+        give_to(scratch, who)
+        target = out / "traces" / trace_dir
+        target.mkdir(parents=True, exist_ok=True)
+        stdout_path = target / "stdout"
+        done = process.run(
+            wrap_argv(inv.argv, who),
+            timeout=options.timeout,
+            env=inv.env,
+            cwd=workspace / s.cwd,
+            stdout_file=stdout_path,
+            grace=2.0,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    (target / "stderr").write_text(done.stderr, encoding="utf-8")
+    conv = convert_file(stdout_path, profile.trace)
+    write_conversion(conv, target)
+    captured = b"\n".join(r.raw for r in server.requests) if server is not None else None
+    parsed = parse_answer(conv.answer, seeded_tokens)
+    error = _error_of(done, conv.is_error, conv.answer, conv.result_subtype, options.timeout)
+    in_payload = None
+    if captured is not None:
+        text = captured.decode("utf-8", "replace")
+        in_payload = [t for t in seeded_tokens if t in text]
+    scenario = Scenario(
+        name=s.name,
+        cwd=s.cwd,
+        tools=s.tools,
+        read_target=s.read_target,
+        returncode=done.returncode,
+        timed_out=done.timed_out,
+        error=error,
+        reported=parsed.reported,
+        unknown=parsed.unknown,
+        prose=parsed.prose,
+        payload_captured=captured is not None,
+        in_payload=in_payload,
+        trace_dir=f"traces/{trace_dir}",
+    )
+    return _Outcome(scenario, conv.answer, _read_paths(conv.events, s.cwd, workspace), captured)
+
+
+def run_reach(
+    snapshot: Snapshot,
+    profile: HarnessProfile,
+    *,
+    globs: Sequence[str],
+    eval_dir: str | None,
+    out: Path,
+    options: ReachOptions,
+    source_label: str | None = None,
+) -> GuidanceReach:
+    """Run the probe and write ``<out>/reach.json`` and ``<out>/traces/<scenario>/``; return the document."""
+    from dokimi.schemas._base import write_document
+
+    if options.dry_run and not profile.endpoint_env:
+        raise UsageError(
+            f"harness {profile.name!r} has no endpoint_env: --dry-run cannot point it at the scripted server",
+            hint="add endpoint_env to the profile, or run without --dry-run",
+        )
+    binary = resolve_bin(profile, options.bin)
+    version = harness_version(profile, binary)
+    who = harness_identity()
+    run_binary = reachable_binary(binary, who)
+    salt = options.salt if options.salt is not None else secrets.token_hex(4)
+    plan = plan_skeleton(snapshot, globs=globs, names=profile.guidance.names, eval_dir=eval_dir)
+    dirs = guidance_dirs(plan)
+    planned = plan_scenarios(dirs, options.scenarios, options.only)
+    trace_dirs = _trace_dirs(planned)
+    say = options.progress or (lambda _msg: None)
+
+    base = Path(tempfile.mkdtemp(prefix="dokimi-reach-", dir=options.workdir))
+    try:
+        os.chmod(base, 0o755)
+        workspace = base / "workspace"
+        refuse_guidance_ancestors(workspace, profile.guidance.names)
+        seeded = build_skeleton(snapshot, plan, workspace, salt=salt, symlink=options.symlink)
+        give_to(workspace, who)
+        seeded_tokens = [t for f in seeded for t in (f.head, f.tail)]
+        out.mkdir(parents=True, exist_ok=True)
+        outcomes: list[_Outcome] = []
+        for i, s in enumerate(planned, 1):
+            say(f"[{i}/{len(planned)}] {s.name}")
+            shutil.rmtree(out / "traces" / trace_dirs[s.name], ignore_errors=True)
+            outcomes.append(
+                _run_scenario(
+                    s,
+                    profile=profile,
+                    binary=run_binary,
+                    who=who,
+                    workspace=workspace,
+                    scratch=base / "scenarios" / trace_dirs[s.name],
+                    out=out,
+                    trace_dir=trace_dirs[s.name],
+                    options=options,
+                    seeded_tokens=seeded_tokens,
+                )
+            )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+    records: list[Record] = []
+    for outcome in outcomes:
+        sc = outcome.scenario
+        reported = set(sc.reported)
+        in_payload = set(sc.in_payload) if sc.in_payload is not None else None
+        for f in seeded:
+            names = {f.path, *(a.path for a in f.aliases)}
+            head, tail = f.head in reported, f.tail in reported
+            read = bool(names & outcome.read_paths)
+            records.append(
+                Record(
+                    file=f.path,
+                    scenario=sc.name,
+                    harness=profile.name,
+                    harness_version=version,
+                    model=options.model,
+                    head=head,
+                    tail=tail,
+                    read_by_tool=read,
+                    **{
+                        "class": classify(head=head, tail=tail, read_by_tool=read, error=sc.error is not None)
+                    },
+                    payload=(
+                        PayloadSeen(head=f.head in in_payload, tail=f.tail in in_payload)
+                        if in_payload is not None
+                        else None
+                    ),
+                )
+            )
+    document = GuidanceReach(
+        source=source_label or snapshot.label,
+        tree=snapshot.rev,
+        harness=profile.name,
+        harness_version=version,
+        model=options.model,
+        dry_run=options.dry_run,
+        salt=salt,
+        guidance_globs=list(globs),
+        declared={
+            "names": list(profile.guidance.names),
+            "resolution": profile.guidance.resolution,
+            "imports": profile.guidance.imports,
+        },
+        files=seeded,
+        unresolved=[Unresolved(path=p, reason=r) for p, r in plan.unresolved],
+        scenarios=[o.scenario for o in outcomes],
+        records=records,
+    )
+    write_document(out / "reach.json", document)
+    return document
