@@ -15,9 +15,8 @@ from dokimi.constants import EXIT_OK, EXIT_USAGE
 def schema(name: str | None, list_names: bool) -> int:
     """Print the JSON Schema of document NAME (sorted keys, indent 2).
 
-    NAME is a registry name (repo_grade.v1, task.json, events.jsonl, ...) or its schema file's stem (task, events).
-    The same text is committed under schemas/<stem>.schema.json.
-    """
+    NAME is a registry name (repo_grade.v1, task.json, events.jsonl, ...) or its schema file's stem (task,
+    events). The same text is committed under schemas/<stem>.schema.json."""
     from dokimi.schemas import SCHEMAS
     from dokimi.schemas.export import resolve_name, schema_file_name, schema_text
 

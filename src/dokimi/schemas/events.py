@@ -6,8 +6,9 @@ Graders read these events and never a harness-specific trace. ``kind`` decides t
 * ``read`` and ``edit``: ``path``;
 * ``tool``: ``name`` and ``denied``.
 
-``rc`` is null when no result came back (a run stopped at its turn or budget limit): a grader must not count null as
-a failure. Output over 8 KB keeps its first and last 4 KB around a ``[... N bytes omitted ...]`` line.
+``rc`` is null when no result came back (a run stopped at its turn or budget limit): a grader must not
+count null as a failure. Output over 8 KB keeps its first and last 4 KB around a ``[... N bytes omitted
+...]`` line.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class CommandEvent(Document):
     text: str
     """The command line as the agent wrote it."""
     rc: StrictInt | None = None
-    """Exit status as the harness reports it: 0 or 1 where it reports only success or failure (Claude Code);
-    null when no result came back. Null is not a failure."""
+    """Exit status as the harness reports it: 0 or 1 where it reports only success or failure (Claude
+    Code); null when no result came back. Null is not a failure."""
     output: str | None = None
     """The command's output as the harness returned it (stdout and stderr may be merged); optional."""
     output_truncated: StrictBool = False

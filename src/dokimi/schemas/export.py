@@ -1,10 +1,10 @@
 """JSON Schema export of every registered document, for editors and for graders written in other languages.
 
-File names follow one rule, :func:`schema_file_name`: the registry name without a trailing ``.json`` or ``.jsonl``,
-plus ``.schema.json`` (``repo_grade.v1`` -> ``repo_grade.v1.schema.json``, ``task.json`` -> ``task.schema.json``,
-``events.jsonl`` -> ``events.schema.json``). The committed ``schemas/`` directory at the repository root is
-``export_all`` of the registry; a test keeps it from going stale. Run ``python -m dokimi.schemas.export [DIR]``
-(or ``scripts/export-schemas.py``) after changing a model.
+File names follow one rule, :func:`schema_file_name`: the registry name without a trailing ``.json`` or
+``.jsonl``, plus ``.schema.json`` (``repo_grade.v1`` -> ``repo_grade.v1.schema.json``, ``task.json`` ->
+``task.schema.json``, ``events.jsonl`` -> ``events.schema.json``). The committed ``schemas/`` directory at
+the repository root is ``export_all`` of the registry; a test keeps it from going stale. Run ``python -m
+dokimi.schemas.export [DIR]`` (or ``scripts/export-schemas.py``) after changing a model.
 """
 
 from __future__ import annotations
@@ -72,9 +72,8 @@ class ExportResult:
 def export_all(dest: Path, *, check: bool = False) -> ExportResult:
     """Write every registered document's schema to ``dest`` (or, with ``check``, compare without writing).
 
-    A registry entry whose module is not built yet is skipped and named in ``skipped``; any other import error
-    propagates.
-    """
+    A registry entry whose module is not built yet is skipped and named in ``skipped``; any other import
+    error propagates."""
     result = ExportResult()
     expected: set[str] = set()
     for name in sorted(SCHEMAS):
@@ -108,8 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dokimi.schemas.export [--check] [DIR]``: 0 done / up to date, 1 stale (with --check)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m dokimi.schemas.export", description=__doc__.split("\n")[0])
-    parser.add_argument("dir", nargs="?", type=Path, default=None, help="output directory (default: schemas/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m dokimi.schemas.export", description="Write every registered document's JSON Schema."
+    )
+    parser.add_argument("dir", nargs="?", type=Path, default=None, help="output directory (default schemas/)")
     parser.add_argument("--check", action="store_true", help="compare with a fresh export, write nothing")
     args = parser.parse_args(argv)
     dest = args.dir or default_directory()

@@ -1,7 +1,8 @@
-"""grade.json (repo_grade.v1): what a repository's ``grade`` entry point writes to {run_dir} (contract §4.2).
+"""grade.json (repo_grade.v1): what a repository's ``grade`` entry point writes to {run_dir} (contract
+§4.2).
 
-A grade.json is untrusted input: the reader validates it, and :func:`grade_problems` lists the reasons a valid one is
-still a grader failure. A grader failure counts as a failure of the run on every gated metric.
+A grade.json is untrusted input: the reader validates it, and :func:`grade_problems` lists the reasons a
+valid one is still a grader failure. A grader failure counts as a failure of the run on every gated metric.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ class RepoGrade(Document):
     """The verdict. Null means score-only (accepted only for a task with ``score``), or, with non-empty
     ``errors``, that the grader failed."""
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
-    """Named measurements: numbers, booleans or null (not measured). Only metrics are aggregated, gated and tested
-    for significance."""
+    """Named measurements: numbers, booleans or null (not measured). Only metrics are aggregated, gated and
+    tested for significance."""
     details: dict[str, Any] = Field(default_factory=dict)
-    """Free-form context (changed files, per-class recall, commands run): stored and shown, never aggregated."""
+    """Free-form context (changed files, per-class recall, commands run): stored and shown, never
+    aggregated."""
     errors: list[str] = Field(default_factory=list)
     """What went wrong in the grader; non-empty with ``pass: null`` means the grader failed."""
 
@@ -66,14 +68,16 @@ def grader_reported_errors(grade: RepoGrade) -> str | None:
 
 
 def null_pass_without_score(grade: RepoGrade, task: TaskLike) -> str | None:
-    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score`` (§4.2)."""
+    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score``
+    (§4.2)."""
     if grade.pass_ is None and not grade.errors and task.score is None:
         return "pass is null but the task has no score: only a score-only task may leave pass null"
     return None
 
 
 def score_metric_missing(grade: RepoGrade, task: TaskLike) -> str | None:
-    """A score-only grade must report the task's score metric as a number: it is the run's result (§3, §4.3)."""
+    """A score-only grade must report the task's score metric as a number: it is the run's result (§3,
+    §4.3)."""
     if grade.pass_ is not None or grade.errors or task.score is None:
         return None
     value = grade.metrics.get(task.score.metric)

@@ -1,7 +1,9 @@
-"""meta.json: what the framework prepared for one run (contract §3 and §4), written to {run_dir} before grade.
+"""meta.json: what the framework prepared for one run (contract §3 and §4), written to {run_dir} before
+grade.
 
-Graders read the upstream base (``base_sha``) and the commit the agent started from (``start_sha``) here and never
-derive either from the workspace, whose history starts at ``start_sha``'s parent chain of one commit (contract §3).
+Graders read the upstream base (``base_sha``) and the commit the agent started from (``start_sha``) here
+and never derive either from the workspace, whose history starts at ``start_sha``'s parent chain of one
+commit (contract §3).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ class AppliedPatch(Document):
     """Path of the patch file, as task.json names it (relative to the task directory)."""
     sha: str = Field(min_length=1)
     """Digest of the patch file's bytes, so a regrade can tell that the same patch was applied."""
-    kind: Literal["setup", "review"] = "setup"
-    """``setup`` for a setup_patches entry (step 4 of contract §3), ``review`` for review_patch (step 7)."""
+    kind: Literal["setup", "review"] | None = None
+    """``setup`` for a setup_patches entry (step 4 of contract §3), ``review`` for review_patch (step 7);
+    null when the writer gave the ``{path: sha}`` form, which lists setup patches first and the review
+    patch last."""
 
 
 class Meta(Document):
@@ -50,7 +54,8 @@ class Meta(Document):
     harness: str = Field(min_length=1)
     """Harness profile name, for example ``claude-code``."""
     harness_version: str | None = None
-    """What the harness reported as its version inside the image; null for a run with no agent (null/oracle)."""
+    """What the harness reported as its version inside the image; null for a run with no agent
+    (null/oracle)."""
     model: str = Field(min_length=1)
     """Model id exactly as passed to the harness (an opaque string)."""
     effort: str | None = None
@@ -68,15 +73,16 @@ class Meta(Document):
     patches: list[AppliedPatch] = Field(default_factory=list)
     """Every patch applied, in the order applied. A ``{path: sha}`` object is accepted on input."""
     start_sha: str = Field(pattern=SHA40)
-    """Workspace HEAD after preparation (contract §3 step 7): the commit the agent starts from and graders diff
-    from. It is not an upstream commit."""
+    """Workspace HEAD after preparation (contract §3 step 7): the commit the agent starts from and graders
+    diff from. It is not an upstream commit."""
     agent_network: str | None = None
     """The docker network given to the agent's container by ``--agent-network``; null when it had none."""
 
     @field_validator("patches", mode="before")
     @classmethod
     def _patches_from_mapping(cls, value: Any) -> Any:
-        """Accept ``{"path": "sha", ...}`` (setup patches, in order) as well as the list form."""
+        """Accept ``{"path": "sha", ...}`` (setup patches in order, then the review patch) as well as the
+        list."""
         if isinstance(value, dict):
             return [{"path": path, "sha": sha} for path, sha in value.items()]
         return value

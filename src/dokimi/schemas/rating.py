@@ -1,8 +1,9 @@
 """Human scoring of blinded artifacts (scoring-rubric.md): one rater's scores, and the adjudicated row.
 
-Every outcome is binary and conservative: true only when all its conditions hold; when unsure, false with the reason
-in ``notes``. When two raters disagree on any outcome (:func:`disagreements`), an adjudicator who rated neither
-(:func:`adjudicator_rated_the_run`) picks the final values; both raters' rows stay in raters.jsonl for kappa.
+Every outcome is binary and conservative: true only when all its conditions hold; when unsure, false with
+the reason in ``notes``. When two raters disagree on any outcome (:func:`disagreements`), an adjudicator
+who rated neither (:func:`adjudicator_rated_the_run`) picks the final values; both raters' rows stay in
+raters.jsonl for kappa.
 """
 
 from __future__ import annotations
@@ -49,15 +50,16 @@ class RaterScore(Document):
     regression: bool | None = None
     """The submission breaks a specific existing behaviour unrelated to the task (not a stated tradeoff)."""
     rework_required: bool | None = None
-    """A specific follow-up change must happen before shipping; false when shippable, or so broken it would be
-    reverted."""
+    """A specific follow-up change must happen before shipping; false when shippable, or so broken it would
+    be reverted."""
     requirements_traceability: bool | None = None
-    """Every acceptance criterion is explicitly linked to the change implementing it and the validation showing it."""
+    """Every acceptance criterion is explicitly linked to the change implementing it and the validation
+    showing it."""
     notes: str = ""
     """The rater's rationale, in particular for every false given because of doubt."""
     blinding_leak: str | None = None
-    """The marker that revealed the condition (a phase heading, a tool banner, a prompt-template token). A rater who
-    finds one stops scoring: the outcomes stay null and the run goes back to be re-blinded."""
+    """The marker that revealed the condition (a phase heading, a tool banner, a prompt-template token). A
+    rater who finds one stops scoring: the outcomes stay null and the run goes back to be re-blinded."""
 
     @model_validator(mode="after")
     def _scored_or_leaked(self) -> RaterScore:
@@ -77,7 +79,8 @@ class RaterScore(Document):
 
 
 class AdjudicatedRow(Document):
-    """The final values of a run whose raters disagreed (a row of results.jsonl with ``adjudicated: true``)."""
+    """The final values of a run whose raters disagreed (a row of results.jsonl with ``adjudicated:
+    true``)."""
 
     schema_: Literal["repo_adjudication.v1"] = Field("repo_adjudication.v1", alias="schema")
     """Document type and version."""
@@ -100,7 +103,8 @@ class AdjudicatedRow(Document):
     requirements_traceability: bool
     """Final value of ``requirements_traceability``."""
     adjudication_notes: str = Field(min_length=1)
-    """The adjudicator's rationale for the values chosen, after reading both raters' notes and the artifact."""
+    """The adjudicator's rationale for the values chosen, after reading both raters' notes and the
+    artifact."""
 
 
 def disagreements(scores: Sequence[RaterScore]) -> list[Outcome]:

@@ -1,7 +1,7 @@
 """result.json (repo_result.v1): the framework's verdict on one cell, written LAST to the run directory.
 
-Its presence means the cell is done; a rerun skips a cell whose result.json validates (contract §9). Reports and
-comparisons read only these documents.
+Its presence means the cell is done; a rerun skips a cell whose result.json validates (contract §9).
+Reports and comparisons read only these documents.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ class Result(Document):
     model: str = Field(min_length=1)
     """Model id as passed to the harness."""
     effort: str | None = None
-    """Reasoning effort (agent-modes §1); null for the harness default. Reports never pool cells that differ."""
+    """Reasoning effort (agent-modes §1); null for the harness default. Reports never pool cells that
+    differ."""
     mode: Mode | None = None
     """The task's agent mode (agent-modes §2); null when the task declares none."""
     rep: int = Field(ge=0)
@@ -51,8 +52,8 @@ class Result(Document):
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     """grade.json's metrics plus the framework's own (``mergeable``, ``merge_score``, ...)."""
     grader_failure: bool = False
-    """True when grading failed (grade exited non-zero, timed out, wrote no valid grade.json, or grade_problems
-    found a reason, or a host-side failure). It counts as a failure on every gated metric."""
+    """True when grading failed (grade exited non-zero, timed out, wrote no valid grade.json, or
+    grade_problems found a reason, or a host-side failure). It counts as a failure on every gated metric."""
     grader_error: str | None = None
     """Why grading failed; set exactly when ``grader_failure`` is true."""
     agent_rc: int | None = None

@@ -1,7 +1,9 @@
-"""review_rules.json (repo_review_rules.v1): a team's own review rules, mined and confirmed (agent-modes §4).
+"""review_rules.json (repo_review_rules.v1): a team's own review rules, mined and confirmed (agent-modes
+§4).
 
-The repository keeps them at <eval_dir>/review_rules.json. Rubric blockers cite them as ``house:R13``; the judge or a
-reviewer agent gets only the cited rules and those whose paths match the diff (:func:`rules_for_diff`).
+The repository keeps them at <eval_dir>/review_rules.json. Rubric blockers cite them as ``house:R13``; the
+judge or a reviewer agent gets only the cited rules and those whose paths match the diff
+(:func:`rules_for_diff`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class ReviewRule(Document):
     reviewers: int = Field(ge=0)
     """Number of distinct reviewers who raised it."""
     written_in: str | None
-    """The guidance file that already states it; null for a rule not yet written down (it belongs in AGENTS.md)."""
+    """The guidance file that already states it; null for a rule not yet written down (it belongs in
+    AGENTS.md)."""
     status: RuleStatus
     """confirmed, rejected or candidate (maintainer triage)."""
     evidence: list[str] = Field(default_factory=list)
@@ -57,7 +60,8 @@ class RepoReviewRules(Document):
     schema_: Literal["repo_review_rules.v1"] = Field(alias="schema")
     """Document type and version."""
     cut_date: dt.date
-    """Mining used only PRs merged before this date; the rules may score only tasks whose base is on or after it."""
+    """Mining used only PRs merged before this date; the rules may score only tasks whose base is on or
+    after it."""
     rules: list[ReviewRule] = Field(default_factory=list)
     """The rules, every status included."""
 
@@ -77,7 +81,8 @@ class RepoReviewRules(Document):
 
 
 def may_back_a_blocker(rule: ReviewRule) -> bool:
-    """Only confirmed rules seen on at least 3 PRs from at least 2 reviewers may be blockers (agent-modes §4)."""
+    """Only confirmed rules seen on at least 3 PRs from at least 2 reviewers may be blockers (agent-modes
+    §4)."""
     return (
         rule.status is RuleStatus.CONFIRMED
         and rule.prs >= MIN_PRS_FOR_BLOCKER
@@ -93,8 +98,8 @@ def may_score_base(rules: RepoReviewRules, base_date: dt.date) -> bool:
 def rules_for_diff(
     rules: RepoReviewRules, changed_paths: Iterable[str], cited: Iterable[str] = ()
 ) -> list[ReviewRule]:
-    """What the judge or reviewer agent gets: the cited rules and the confirmed rules whose paths match the diff,
-    never the whole list (agent-modes §4)."""
+    """What the judge or reviewer agent gets: the cited rules and the confirmed rules whose paths match the
+    diff, never the whole list (agent-modes §4)."""
     paths = list(changed_paths)
     cited_ids = set(cited)
     return [
@@ -106,9 +111,13 @@ def rules_for_diff(
 
 
 def one_reviewer_confirmed(rule: ReviewRule) -> str | None:
-    """A rule seen from one reviewer only stays a candidate until a second reviewer confirms it (agent-modes §4)."""
+    """A rule seen from one reviewer only stays a candidate until a second reviewer confirms it
+    (agent-modes §4)."""
     if rule.status is RuleStatus.CONFIRMED and rule.reviewers < MIN_REVIEWERS_FOR_BLOCKER:
-        return f"{rule.id}: confirmed from {rule.reviewers} reviewer(s); it stays a candidate until a second confirms"
+        return (
+            f"{rule.id}: confirmed from {rule.reviewers} reviewer(s); "
+            "it stays a candidate until a second reviewer confirms it"
+        )
     return None
 
 

@@ -1,8 +1,9 @@
-"""rubric.json (repo_rubric.v1): a maintainer's rubric for one task (mergeability §2), at tasks/<id>/rubric.json.
+"""rubric.json (repo_rubric.v1): a maintainer's rubric for one task (mergeability §2), at
+tasks/<id>/rubric.json.
 
-The model refuses what is malformed (missing evidence, duplicate ids, extglob patterns). What only makes a rubric
-unfit for paid grading (the count of blockers, a ``house:`` citation of an unconfirmed rule) is reported by
-:func:`rubric_problems` as warnings, because drafts exist and are edited towards the rules.
+The model refuses what is malformed (missing evidence, duplicate ids, extglob patterns). What only makes a
+rubric unfit for paid grading (the count of blockers, a ``house:`` citation of an unconfirmed rule) is
+reported by :func:`rubric_problems` as warnings, because drafts exist and are edited towards the rules.
 """
 
 from __future__ import annotations
@@ -74,11 +75,11 @@ class Blocker(Document):
     rationale: str = Field(min_length=1)
     """Why a reviewer would request changes."""
     evidence: list[str] = Field(min_length=1)
-    """Citations: a review comment URL, ``path:line`` of a guidance file or of the base source, or ``house:R13``
-    for a team review rule. A single string is accepted."""
+    """Citations: a review comment URL, ``path:line`` of a guidance file or of the base source, or
+    ``house:R13`` for a team review rule. A single string is accepted."""
     needs_tree: bool = False
-    """True when deciding it needs the base tree beyond the diff: the diff-only judge skips it and reports it as not
-    measured."""
+    """True when deciding it needs the base tree beyond the diff: the diff-only judge skips it and reports
+    it as not measured."""
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -137,7 +138,8 @@ class RepoRubric(Document):
     task: str = Field(min_length=1)
     """Id of the task this rubric grades."""
     status: RubricStatus = RubricStatus.DRAFT
-    """``draft`` until a maintainer approves it blocker by blocker; a draft's results are reported as provisional."""
+    """``draft`` until a maintainer approves it blocker by blocker; a draft's results are reported as
+    provisional."""
     intent: str = Field(min_length=1)
     """What the maintainer wants, including requirements the prompt only implies."""
     scope: Scope
@@ -154,10 +156,10 @@ class RepoRubric(Document):
     @model_validator(mode="after")
     def _unique_ids(self) -> RepoRubric:
         seen: set[str] = set()
-        for item in [*self.blockers, *self.non_blockers]:
-            if item.id in seen:
-                raise ValueError(f"rubric item id {item.id!r} appears twice; the judge answers per id")
-            seen.add(item.id)
+        for item_id in [b.id for b in self.blockers] + [n.id for n in self.non_blockers]:
+            if item_id in seen:
+                raise ValueError(f"rubric item id {item_id!r} appears twice; the judge answers per id")
+            seen.add(item_id)
         return self
 
 
@@ -185,8 +187,8 @@ def task_matches(rubric: RepoRubric, task_id: str | None) -> str | None:
 
 
 def house_citations(rubric: RepoRubric, rules: RepoReviewRules | None) -> list[str]:
-    """A ``house:R13`` citation names a rule that exists, is confirmed, and was seen on at least 3 PRs from at least
-    2 reviewers (agent-modes §4)."""
+    """A ``house:R13`` citation names a rule that exists, is confirmed, and was seen on at least 3 PRs from
+    at least 2 reviewers (agent-modes §4)."""
     out = []
     for blocker in rubric.blockers:
         for rule_id in blocker.house_rules:
