@@ -28,6 +28,7 @@ SCHEMAS: dict[str, str] = {
     "repo_rating.v1": "dokimi.schemas.rating:RaterScore",
     "repo_adjudication.v1": "dokimi.schemas.rating:AdjudicatedRow",
     "repo_plan.v1": "dokimi.schemas.plan:Plan",
+    "repo_report.v1": "dokimi.schemas.report:ReportDoc",
 }
 
 

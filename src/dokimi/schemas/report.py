@@ -1,0 +1,169 @@
+"""repo_report.v1: what ``repo report <batch> --json`` prints (contract §9, agent-modes §1-2).
+
+One row per (task, arm, model, effort, mode, prompt_style) and, with ``--cutoff``, per side of the model's
+training cutoff. Cells that differ in effort or mode are never pooled. See docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+from dokimi.schemas.batch import BatchPin
+
+CutoffSide = Literal["before", "after", "unknown"]
+"""``before``: the task base is on or before the model's training cutoff (its fix may be known to the model);
+``after``: later; ``unknown``: the base date is not recorded."""
+
+
+class Counts(Document):
+    """Cells by status. Each cell is exactly one of finished, missing and invalid."""
+
+    finished: int = 0
+    """Cells whose result.json validates."""
+    missing: int = 0
+    """Planned (plan.json) or started cells without result.json: not failed; the next run fills them."""
+    invalid: int = 0
+    """Cells whose result.json does not validate: neither counted nor missing, listed with the reason."""
+
+
+class Outcome(Document):
+    """The measured part of a row or an arm summary."""
+
+    finished: int = 0
+    """Finished cells."""
+    missing: int = 0
+    """Missing cells (see Counts)."""
+    invalid: int = 0
+    """Invalid cells (see Counts)."""
+    gated: int = 0
+    """Finished cells of gated tasks: the denominator of the pass rate."""
+    passes: int = 0
+    """Gated cells that passed. A grader failure is never a pass."""
+    pass_rate: float | None = None
+    """passes / gated; null without gated cells."""
+    pass_ci: tuple[float, float] | None = None
+    """Wilson 95% interval of pass_rate, treating the cells as independent trials."""
+    score_only: int = 0
+    """Finished cells of score-only tasks."""
+    score_mean: float | None = None
+    """Mean score of the score-only cells (a grader failure scores 0); null without any."""
+    grader_failures: int = 0
+    """Finished cells whose grading failed; counted as failures in passes (and as 0 in score_mean)."""
+    timeouts: int = 0
+    """Finished cells whose agent was stopped at its timeout (and still graded)."""
+    cost_mean: float | None = None
+    """Mean cost_usd over the finished cells that report a cost."""
+    cost_n: int = 0
+    """Finished cells that report a cost."""
+    turns_mean: float | None = None
+    """Mean turns over the finished cells that report turns."""
+    turns_n: int = 0
+    """Finished cells that report turns."""
+
+
+class ReportRow(Outcome):
+    """One (task, arm, model, effort, mode, prompt_style[, cutoff side]) of the batch."""
+
+    task: str
+    """Task id."""
+    arm: str
+    """Arm."""
+    model: str
+    """Model id."""
+    effort: str | None
+    """Reasoning effort; null for the harness default."""
+    mode: str | None
+    """The task's agent mode; null when it declares none."""
+    prompt_style: str | None
+    """The task's prompt style; null when it declares none."""
+    cutoff: CutoffSide | None = None
+    """Side of the model's training cutoff; null when no --cutoff was given for this model."""
+    family: str | None = None
+    """The task's family."""
+    base_date: str | None = None
+    """The task base's committer date."""
+    harness_versions: list[str] = Field(default_factory=list)
+    """``harness version`` of the finished cells, sorted."""
+
+
+class ArmSummary(Outcome):
+    """All tasks of one (arm, model, effort, mode, prompt_style[, cutoff side]): descriptive, cells pooled."""
+
+    arm: str
+    """Arm."""
+    model: str
+    """Model id."""
+    effort: str | None
+    """Reasoning effort."""
+    mode: str | None
+    """Agent mode."""
+    prompt_style: str | None
+    """Prompt style."""
+    cutoff: CutoffSide | None = None
+    """Side of the model's training cutoff."""
+    tasks: int = 0
+    """Tasks with at least one cell in this summary."""
+    task_pass_mean: float | None = None
+    """Mean over gated tasks of each task's pass share: every task weighs the same, whatever its reps."""
+
+
+class CellProblem(Document):
+    """A cell that is not finished."""
+
+    cell: str
+    """The cell's path relative to the batch."""
+    error: str | None = None
+    """Why it is invalid; null for a missing cell."""
+
+
+class ReportWarning(Document):
+    """Something the reader must know before trusting the numbers."""
+
+    code: str
+    """Stable identifier: agent_network, mixed_harness_versions, no_pin, no_plan, plan_error, invalid_cells,
+    mixed_gating, cutoff_unknown_base_date, cutoff_model_absent."""
+    message: str
+    """What is wrong and what it means."""
+
+
+class BatchInfo(Document):
+    """Which batch was read and what it is pinned to."""
+
+    name: str
+    """The batch directory's name."""
+    path: str
+    """The batch directory as given."""
+    pin: BatchPin | None = None
+    """_eval/batch.json; null when absent or invalid."""
+    pin_error: str | None = None
+    """Why the pin is null."""
+    plan: bool = False
+    """Whether _eval/plan.json was read: without it, missing cells are only the started ones."""
+    plan_error: str | None = None
+    """Why plan.json could not be read."""
+
+
+class ReportDoc(Document):
+    """repo_report.v1."""
+
+    schema_: Literal["repo_report.v1"] = Field("repo_report.v1", alias="schema")
+    """Document type and version."""
+    batch: BatchInfo
+    """The batch read."""
+    counts: Counts
+    """Cells by status over the whole batch."""
+    cutoffs: dict[str, str] = Field(default_factory=dict)
+    """model -> training cutoff, as given with --cutoff."""
+    rows: list[ReportRow]
+    """Per (task, arm, model, effort, mode, prompt_style[, cutoff]), sorted."""
+    arms: list[ArmSummary]
+    """Per (arm, model, effort, mode, prompt_style[, cutoff]), sorted."""
+    missing_cells: list[CellProblem] = Field(default_factory=list)
+    """Every missing cell."""
+    invalid_cells: list[CellProblem] = Field(default_factory=list)
+    """Every invalid cell with the reason."""
+    warnings: list[ReportWarning] = Field(default_factory=list)
+    """Warnings, sorted by code."""
