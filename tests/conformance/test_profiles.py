@@ -1,0 +1,185 @@
+"""The conformance suite every built-in harness profile passes (STYLE.md: one suite over every plugin)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dokimi.errors import UsageError
+from dokimi.harness.profile import (
+    PLACEHOLDER_RE,
+    TOOLS_ELEMENT,
+    build_invocation,
+    builtin_profiles,
+    load_profile,
+    profile_problems,
+    version_argv,
+)
+from dokimi.schemas.profile import HarnessProfile
+
+BUILTINS = builtin_profiles()
+NASTY_PROMPT = "fix \"the bug\"; rm -rf / && echo $HOME `id` {model} {tools} {prompt} 'q' \\n\n  two lines"
+CALLER_ENV = {
+    "PATH": "/host/bin",
+    "HOME": "/host/home",
+    "ANTHROPIC_API_KEY": "k",
+    "OPENAI_API_KEY": "k",
+    "GEMINI_API_KEY": "k",
+    "AWS_SECRET_ACCESS_KEY": "s",
+    "GITHUB_TOKEN": "must-not-pass",
+    "SSH_AUTH_SOCK": "/must/not/pass",
+}
+
+
+def test_the_three_vendor_profiles_are_built_in() -> None:
+    assert {"claude-code", "codex", "gemini-cli"} <= set(BUILTINS)
+
+
+@pytest.fixture(params=BUILTINS)
+def profile(request: pytest.FixtureRequest) -> HarnessProfile:
+    return load_profile(request.param)
+
+
+def _invoke(profile: HarnessProfile, tools: str = "all", **kw: object) -> list[str]:
+    inv = build_invocation(
+        profile,
+        bin="/opt/h/bin",
+        prompt=NASTY_PROMPT,
+        model="m-1",
+        max_turns=7,
+        budget=1.5,
+        tools=tools,  # type: ignore[arg-type]
+        config_dir="/eval/run/config",
+        support_dir="/eval/support",
+        environ=CALLER_ENV,
+        **kw,  # type: ignore[arg-type]
+    )
+    return inv.argv
+
+
+def test_a_built_in_profile_breaks_no_rule(profile: HarnessProfile) -> None:
+    assert profile_problems(profile) == []
+
+
+def test_tools_appears_exactly_once_as_a_whole_element(profile: HarnessProfile) -> None:
+    assert profile.invoke.count(TOOLS_ELEMENT) == 1
+
+
+@pytest.mark.parametrize("tools", ["none", "read", "all"])
+def test_each_argv_element_stays_one_argument_and_the_prompt_is_never_resubstituted(
+    profile: HarnessProfile, tools: str
+) -> None:
+    argv = _invoke(profile, tools)
+    expected_prompt = NASTY_PROMPT + (profile.prompt_suffix or "")
+    assert argv.count(expected_prompt) == 1, "the prompt must be one argument, literal braces kept"
+    tool_args = getattr(profile.tools, tools)
+    others = [e for e in profile.invoke if e != TOOLS_ELEMENT]
+    assert len(argv) == len(others) + len(tool_args)
+    i = profile.invoke.index(TOOLS_ELEMENT)
+    assert argv[i : i + len(tool_args)] == tool_args
+    assert argv[0] == "/opt/h/bin"
+    leftover = [e for e in argv if e != expected_prompt and PLACEHOLDER_RE.search(e)]
+    assert leftover == []
+
+
+def test_the_child_env_holds_only_env_allow_env_set_and_config_dir_env(profile: HarnessProfile) -> None:
+    inv = build_invocation(
+        profile,
+        bin="b",
+        prompt="p",
+        model="m",
+        max_turns=1,
+        budget=1,
+        tools="none",
+        config_dir="/cfg",
+        support_dir="/sup",
+        environ=CALLER_ENV,
+    )
+    allowed = set(profile.env_allow) | set(profile.env_set) | {profile.config_dir_env}
+    assert set(inv.env) <= allowed
+    assert "GITHUB_TOKEN" not in inv.env and "SSH_AUTH_SOCK" not in inv.env
+    if profile.config_dir_env:
+        assert inv.env[profile.config_dir_env] == "/cfg"
+    for key, value in profile.env_set.items():
+        assert inv.env[key] == value
+
+
+def test_in_a_container_the_hosts_path_and_home_are_dropped(profile: HarnessProfile) -> None:
+    inv = build_invocation(
+        profile,
+        bin="b",
+        prompt="p",
+        model="m",
+        max_turns=1,
+        budget=1,
+        tools="all",
+        config_dir="/eval/run/config",
+        support_dir="/eval/support",
+        environ=CALLER_ENV,
+        in_container=True,
+    )
+    assert "PATH" not in inv.env and "HOME" not in inv.env
+
+
+def test_config_files_render_every_placeholder_with_the_agents_paths(profile: HarnessProfile) -> None:
+    inv = build_invocation(
+        profile,
+        bin="b",
+        prompt="p",
+        model="m",
+        max_turns=1,
+        budget=1,
+        tools="all",
+        config_dir="/eval/run/config",
+        support_dir="/eval/support",
+        environ={},
+    )
+    assert set(inv.config_files) == set(profile.config_files)
+    for name, text in inv.config_files.items():
+        assert "{config_dir}" not in text and "{support_dir}" not in text
+        if name.endswith(".json"):
+            json.loads(text)
+
+
+def test_version_cmd_substitutes_only_bin(profile: HarnessProfile) -> None:
+    argv = version_argv(profile, "/x/y z")
+    assert argv[0] == "/x/y z"
+    assert not any(PLACEHOLDER_RE.search(e) for e in argv)
+
+
+def test_every_declared_effort_value_goes_in_after_the_tools(profile: HarnessProfile) -> None:
+    if profile.effort is None:
+        pytest.raises(UsageError, _invoke, profile, effort="high")
+        return
+    for value in profile.effort.values or ["x"]:
+        argv = _invoke(profile, "read", effort=value)
+        i = profile.invoke.index(TOOLS_ELEMENT)
+        start = i + len(profile.tools.read)
+        assert argv[start : start + len(profile.effort.argv)] == [
+            e.replace("{effort}", value) for e in profile.effort.argv
+        ]
+
+
+def test_the_claude_code_hook_names_a_script_that_exists() -> None:
+    from dokimi.support import NO_BACKGROUND_HOOK, support_dir
+
+    profile = load_profile("claude-code")
+    settings = json.loads(
+        build_invocation(
+            profile,
+            bin="b",
+            prompt="p",
+            model="m",
+            max_turns=1,
+            budget=1,
+            tools="all",
+            config_dir="/c",
+            support_dir=str(support_dir()),
+            environ={},
+        ).config_files["settings.json"]
+    )
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert str(Path(support_dir()) / NO_BACKGROUND_HOOK) in command
+    assert (Path(support_dir()) / NO_BACKGROUND_HOOK).is_file()
