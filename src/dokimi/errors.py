@@ -95,3 +95,7 @@ class ProcessError(DokimiError):
         if tail and message is None:
             text += "\n" + "\n".join("    " + line for line in tail.splitlines())
         super().__init__(text, hint=hint)
+
+
+class WorkspaceError(DokimiError):
+    """A workspace cannot be prepared (contract §3): a base that does not resolve, a patch that does not apply."""

@@ -1,0 +1,611 @@
+"""Workspace preparation (contract §3): the eight steps, in order, one named function each.
+
+1. :func:`export_tree_as_stored`: the base's tree into the workspace exactly as git stores it. Blobs are read
+   with one ``git cat-file --batch`` process and written by dokimi, so no git configuration of the host
+   (core.autocrlf), no ``.gitattributes`` conversion (eol, filters, working-tree-encoding) and no
+   export-ignore / export-subst (which ``git archive`` would apply) changes a byte.
+2. :func:`delete_eval_dir`: the eval dir is removed (the base may predate it).
+3. :func:`init_and_commit`: a fresh repository with one commit, so no fix can leak through history.
+4. :func:`apply_setup_patches`: ``git apply`` of each setup patch (an injected bug, for example).
+5. :func:`apply_arm`: ``guidance:none`` deletes every file the guidance globs match, ``guidance:raw`` keeps
+   them, ``guidance:bridge`` writes the profile's bridge file next to every matched file of the bridged name.
+6. :func:`amend_commit`: the commit of step 3 is amended to hold steps 4 and 5.
+7. :func:`apply_review_patch`: ``git am`` of the review patch, then its author is reset to a neutral one.
+8. :func:`expire_reflog_and_prune`: the commits that steps 6 and 7 replaced (unpatched code, removed guidance,
+   the upstream author) become unreachable; the reflog is expired and loose unreachable objects are pruned. No
+   git command of the preparation runs ``gc --auto`` (``gc.auto=0``), which could pack them out of reach.
+
+No conversion. ``.git/info/attributes`` turns off every conversion attribute (:data:`PREP_ATTRIBUTES`) for
+the preparation and is left in place, so the agent starts from a clean ``git status`` and a diff from
+start_sha shows only what changed, whatever the tree's ``.gitattributes`` say.
+
+Identity and dates. Every commit dokimi makes is by ``dokimi <dokimi@dokimi.invalid>`` at a fixed date
+(:data:`NEUTRAL_DATE`), so two preparations of the same task give the same ``start_sha``. The same identity is
+written to the workspace's ``.git/config`` (``user.name``, ``user.email``), so an agent's own ``git commit``
+works in a container whose uid has no passwd entry.
+
+Patch digests. ``meta.json``'s ``patches`` maps each applied patch, named as task.json names it (relative to
+the task directory), to the **sha256** of the patch file's bytes (lowercase hex), the review patch included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dokimi import globs
+from dokimi.errors import SourceError, UsageError, WorkspaceError
+from dokimi.source import git as gitcmd
+
+if TYPE_CHECKING:
+    from dokimi.source import Repo
+    from dokimi.source.snapshot import Snapshot
+
+__all__ = [
+    "ARMS",
+    "ARM_BRIDGE",
+    "ARM_NONE",
+    "ARM_RAW",
+    "ArmResult",
+    "BridgeSpec",
+    "PreparedWorkspace",
+    "amend_commit",
+    "apply_arm",
+    "apply_review_patch",
+    "apply_setup_patches",
+    "bridge_of",
+    "delete_eval_dir",
+    "expire_reflog_and_prune",
+    "export_tree_as_stored",
+    "head_sha",
+    "init_and_commit",
+    "patch_digest",
+    "prepare_workspace",
+    "resolve_base",
+]
+
+ARM_NONE = "guidance:none"
+ARM_RAW = "guidance:raw"
+ARM_BRIDGE = "guidance:bridge"
+ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE)
+
+NEUTRAL_NAME = "dokimi"
+NEUTRAL_EMAIL = "dokimi@dokimi.invalid"
+NEUTRAL_DATE = "2000-01-01T00:00:00+00:00"
+WORKSPACE_MESSAGE = "workspace\n"
+
+#: Written to .git/info/attributes (which outranks every .gitattributes), so that ``git add``, ``git apply``
+#: and ``git am`` convert nothing while dokimi prepares the workspace. It stays: a file stored with CR LF
+#: under an ``eol``/``text`` attribute would otherwise show as modified before the agent touched it, and
+#: every diff from start_sha (the grader's) would list it.
+PREP_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+
+#: Configuration of every git command of the preparation (on top of dokimi.source.git's hooks/fsmonitor off).
+PREP_CONFIG: tuple[str, ...] = (
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "core.symlinks=true",
+    "-c", "core.fileMode=true",
+    "-c", "commit.gpgsign=false",
+    "-c", "init.defaultBranch=main",
+    "-c", "apply.whitespace=nowarn",
+    "-c", "am.threeWay=false",
+    "-c", "am.keepcr=true",
+)  # fmt: skip
+
+#: Blobs read per cat-file round trip while exporting a tree.
+EXPORT_CHUNK = 512
+
+PREP_TIMEOUT_S = 1800.0
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BridgeSpec:
+    """The guidance:bridge arm: ``write`` (CLAUDE.md) holding ``content`` next to every matched ``for_``."""
+
+    for_: str
+    write: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    arm: str
+    removed: tuple[str, ...] = ()
+    """Files guidance:none deleted (repository paths)."""
+    bridged: tuple[str, ...] = ()
+    """Bridge files guidance:bridge wrote."""
+    kept_existing: tuple[str, ...] = ()
+    """Bridge files not written because a file of that name was already there (it is kept as it is)."""
+
+
+@dataclass(frozen=True)
+class PreparedWorkspace:
+    """A prepared workspace and the fields meta.json records about it (contract §3, §4)."""
+
+    path: Path
+    base_rev: str
+    """The base as task.json writes it (``<sha>`` or ``<sha>^``)."""
+    base_sha: str
+    """The resolved upstream commit (40 hex); not present in the workspace."""
+    base_date: str | None
+    """Committer date of base_sha, strict ISO 8601."""
+    arm: str
+    patches: dict[str, str]
+    """Each applied patch (setup patches, then the review patch) -> sha256 of its bytes."""
+    start_sha: str
+    """The workspace HEAD after step 7: the commit the agent starts from."""
+    arm_result: ArmResult = field(default_factory=lambda: ArmResult(ARM_RAW))
+
+    def meta_fields(self) -> dict[str, Any]:
+        """The meta.json keys this step owns."""
+        return {
+            "base_rev": self.base_rev,
+            "base_sha": self.base_sha,
+            "base_date": self.base_date,
+            "arm": self.arm,
+            "patches": dict(self.patches),
+            "start_sha": self.start_sha,
+        }
+
+
+# --- git in the workspace -----------------------------------------------------------------------------------
+
+
+def _prep_env() -> dict[str, str]:
+    """No system or global configuration of the host; the neutral identity at the fixed date."""
+    return {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": NEUTRAL_NAME,
+        "GIT_AUTHOR_EMAIL": NEUTRAL_EMAIL,
+        "GIT_AUTHOR_DATE": NEUTRAL_DATE,
+        "GIT_COMMITTER_NAME": NEUTRAL_NAME,
+        "GIT_COMMITTER_EMAIL": NEUTRAL_EMAIL,
+        "GIT_COMMITTER_DATE": NEUTRAL_DATE,
+        "TZ": "UTC",
+    }
+
+
+def _ws_git(dest: Path, args: Sequence[str], *, what: str, input: bytes | None = None) -> bytes:
+    """One git command in the workspace ``dest`` with the preparation's configuration."""
+    argv = [*PREP_CONFIG, "--git-dir", str(dest / ".git"), "--work-tree", str(dest), *args]
+    try:
+        return gitcmd.run_git(argv, cwd=dest, env=_prep_env(), input=input, timeout=PREP_TIMEOUT_S, what=what)
+    except SourceError as exc:
+        raise WorkspaceError(exc.message, path=dest, hint=exc.hint) from None
+
+
+def head_sha(dest: Path) -> str:
+    """The full SHA of the workspace's HEAD."""
+    return _ws_git(dest, ["rev-parse", "--verify", "HEAD"], what="git rev-parse HEAD").decode().strip()
+
+
+def _list_files(dest: Path) -> list[str]:
+    """Files of the workspace as they are on disk now: tracked ones still present, and new ones."""
+    out = _ws_git(dest, ["ls-files", "-z", "--cached", "--others"], what="git ls-files")
+    paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
+    return [p for p in paths if os.path.lexists(dest / p)]
+
+
+# --- base ---------------------------------------------------------------------------------------------------
+
+
+def resolve_base(repo: Repo, base_rev: str) -> tuple[str, str | None]:
+    """(base_sha, base_date) of a task's base; WorkspaceError when it does not resolve."""
+    if repo.git_dir is None:
+        raise WorkspaceError(
+            f"{repo.label} is not a git repository, so base {base_rev} cannot be read",
+            hint="run from a git repository (a <dir> with .git, <dir>@<rev> or <url>@<rev>)",
+        )
+    sha = repo.resolve(base_rev)
+    if sha is None:
+        raise WorkspaceError(
+            f"base {base_rev} does not resolve to a commit in {repo.label}",
+            hint="fetch the full history of the source, or fix the task's base",
+        )
+    dates = gitcmd.commit_dates(repo.git_dir, [sha])
+    return sha, dates.get(sha)
+
+
+# --- step 1 -------------------------------------------------------------------------------------------------
+
+
+def _check_tree_path(path: str) -> None:
+    """Refuse a tree path that would be written outside the destination or into a git directory."""
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or any(part in ("", ".", "..") or part.lower() == ".git" for part in parts)
+    ):
+        raise WorkspaceError(f"refusing to write tree path {path!r}", hint="the tree holds an unsafe path")
+
+
+def _selected(path: str, under: str, exclude: Sequence[str]) -> str | None:
+    """The destination-relative path of ``path``, or None when it is outside ``under`` or excluded."""
+    if any(path == ex or path.startswith(ex + "/") for ex in exclude):
+        return None
+    if not under:
+        return path
+    if path.startswith(under + "/"):
+        return path[len(under) + 1 :]
+    return None
+
+
+def _ensure_dir(root: Path, rel_dir: str, made: set[str]) -> None:
+    if rel_dir in made:
+        return
+    parts = rel_dir.split("/") if rel_dir else []
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if prefix in made:
+            continue
+        target = root / prefix
+        if not target.is_dir() or target.is_symlink():
+            target.mkdir()
+            os.chmod(target, 0o755)
+        made.add(prefix)
+    made.add(rel_dir)
+
+
+def _write_entry(root: Path, rel: str, mode: str, data: bytes) -> None:
+    target = root / rel
+    if mode == "120000":
+        os.symlink(data.decode("utf-8", "surrogateescape"), target)
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(target, 0o755 if mode == "100755" else 0o644)
+
+
+def export_tree_as_stored(
+    snapshot: Snapshot, dest: Path, *, under: str = "", exclude: Sequence[str] = ()
+) -> int:
+    """Step 1: write ``snapshot``'s files into ``dest`` byte for byte; returns the number of entries written.
+
+    ``under`` exports only that directory, re-rooted at ``dest`` (the eval dir for {eval_dir}); ``exclude``
+    skips directories (the tasks dir for an image build context). Files get mode 0644 or 0755 as git records
+    them, symlinks stay symlinks, a submodule becomes an empty directory (a checkout without ``--recursive``).
+    A working-tree snapshot is copied from disk the same way.
+    """
+    under = under.strip("/")
+    exclude = [ex.strip("/") for ex in exclude if ex.strip("/")]
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise WorkspaceError(f"{dest} is not empty", path=dest, hint="give a new or empty directory")
+    os.chmod(dest, 0o755)
+    chosen: list[tuple[str, str, str | None, str]] = []  # (tree path, dest path, oid, mode)
+    for path in sorted(snapshot.entries):
+        rel = _selected(path, under, exclude)
+        if rel is None:
+            continue
+        _check_tree_path(rel)
+        entry = snapshot.entries[path]
+        chosen.append((path, rel, entry.oid, entry.mode))
+    made: set[str] = {""}
+    count = 0
+    blobs: list[tuple[str, str, str | None, str]] = []
+    for item in chosen:
+        path, rel, _oid, mode = item
+        _ensure_dir(dest, posixpath.dirname(rel), made)
+        if mode == "160000":
+            _ensure_dir(dest, rel, made)
+            count += 1
+        else:
+            blobs.append(item)
+    if snapshot.rev is None:
+        assert snapshot.work_tree is not None
+        for path, rel, _oid, mode in blobs:
+            source = snapshot.work_tree / path
+            if mode == "120000":
+                os.symlink(os.readlink(source), dest / rel)
+            else:
+                shutil.copyfile(source, dest / rel, follow_symlinks=False)
+                os.chmod(dest / rel, 0o755 if mode == "100755" else 0o644)
+            count += 1
+        return count
+    for start in range(0, len(blobs), EXPORT_CHUNK):
+        chunk = blobs[start : start + EXPORT_CHUNK]
+        data = snapshot.read_oids([oid for _, _, oid, _ in chunk if oid])
+        for path, rel, oid, mode in chunk:
+            content = data.get(oid) if oid else None
+            if content is None:
+                raise WorkspaceError(
+                    f"{snapshot.label}: {path}: blob {oid} is missing from the repository",
+                    hint="fetch the missing objects (a blob-less clone needs its remote)",
+                )
+            _write_entry(dest, rel, mode, content)
+            count += 1
+    return count
+
+
+# --- step 2 -------------------------------------------------------------------------------------------------
+
+
+def _inside(dest: Path, rel: str) -> Path:
+    rel = rel.strip("/")
+    if not rel or any(part in ("", ".", "..") for part in rel.split("/")):
+        raise UsageError(f"{rel!r} is not a proper relative path inside the repository")
+    return dest / rel
+
+
+def delete_eval_dir(dest: Path, eval_dir: str) -> bool:
+    """Step 2: remove ``eval_dir`` from the workspace; False when the base has none (it predates it)."""
+    target = _inside(dest, eval_dir)
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+        return True
+    if target.is_dir():
+        shutil.rmtree(target)
+        return True
+    return False
+
+
+# --- step 3 -------------------------------------------------------------------------------------------------
+
+
+def init_and_commit(dest: Path) -> str:
+    """Step 3: ``git init`` (no template, so no sample hooks) and one commit of every file; returns it."""
+    _ws_git(dest, ["init", "-q", "--template="], what="git init")
+    info = dest / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text(PREP_ATTRIBUTES)
+    _ws_git(dest, ["config", "user.name", NEUTRAL_NAME], what="git config")
+    _ws_git(dest, ["config", "user.email", NEUTRAL_EMAIL], what="git config")
+    _ws_git(dest, ["add", "-A", "-f"], what="git add")
+    _ws_git(
+        dest,
+        ["commit", "-q", "--no-verify", "--allow-empty", "-m", WORKSPACE_MESSAGE],
+        what="git commit",
+    )
+    return head_sha(dest)
+
+
+# --- step 4 -------------------------------------------------------------------------------------------------
+
+
+def patch_digest(path: Path) -> str:
+    """sha256 (lowercase hex) of a patch file's bytes: what meta.json's ``patches`` records."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _patch_file(patches_root: Path, name: str) -> Path:
+    if not name or name.startswith("/"):
+        raise WorkspaceError(f"patch {name!r}: not a path relative to the task directory")
+    path = patches_root / name
+    if not path.is_file():
+        raise WorkspaceError(
+            f"patch {name} not found (looked at {path})", hint="fix the patch path in task.json"
+        )
+    return path
+
+
+def apply_setup_patches(dest: Path, patches: Sequence[str], *, patches_root: Path) -> dict[str, str]:
+    """Step 4: ``git apply`` each setup patch (relative to ``patches_root``, the task directory) in order.
+
+    Returns name -> sha256. A patch that does not apply is a WorkspaceError naming the patch and git's reason.
+    """
+    applied: dict[str, str] = {}
+    for name in patches:
+        path = _patch_file(patches_root, name)
+        try:
+            _ws_git(dest, ["apply", "--", str(path.resolve())], what=f"git apply {name}")
+        except WorkspaceError as exc:
+            raise WorkspaceError(
+                f"setup patch {name} does not apply: {exc.message}",
+                hint="regenerate the patch against the task's base",
+            ) from None
+        applied[name] = patch_digest(path)
+    return applied
+
+
+# --- step 5 -------------------------------------------------------------------------------------------------
+
+
+def bridge_of(profile: Any) -> BridgeSpec | None:
+    """The bridge of a harness profile: a HarnessProfile, its ``bridge``, or a dict with for/write/content."""
+    if profile is None:
+        return None
+    if isinstance(profile, BridgeSpec):
+        return profile
+    if isinstance(profile, Mapping):
+        if "bridge" in profile:
+            return bridge_of(profile["bridge"])
+        return BridgeSpec(
+            for_=str(profile.get("for", profile.get("for_", ""))),
+            write=str(profile["write"]),
+            content=str(profile["content"]),
+        )
+    bridge = getattr(profile, "bridge", profile)
+    if bridge is None:
+        return None
+    return BridgeSpec(for_=str(bridge.for_), write=str(bridge.write), content=str(bridge.content))
+
+
+def apply_arm(
+    dest: Path, arm: str, guidance_globs: Sequence[str], *, bridge: BridgeSpec | None = None
+) -> ArmResult:
+    """Step 5: the guidance arm, from the manifest's globs evaluated on the workspace's files.
+
+    - ``guidance:none`` deletes every file a glob matches (a symlink is deleted, not its target);
+    - ``guidance:raw`` keeps them;
+    - ``guidance:bridge`` writes ``bridge.write`` with ``bridge.content`` next to every matched file named
+      ``bridge.for_``, at any depth. An existing file of that name is kept untouched and listed in
+      ``kept_existing``: it is the repository's own, and overwriting it would remove guidance.
+    """
+    if arm not in ARMS:
+        raise UsageError(f"unknown arm {arm!r}", hint=f"use one of: {', '.join(ARMS)}")
+    if arm == ARM_RAW:
+        return ArmResult(arm)
+    if arm == ARM_BRIDGE and bridge is None:
+        raise UsageError(
+            "arm guidance:bridge needs a harness profile with a bridge key",
+            hint="use a profile that declares bridge, or the arms guidance:none / guidance:raw",
+        )
+    files = _list_files(dest)
+    matched = sorted({path for pattern in guidance_globs for path in globs.filter_paths(pattern, files)})
+    if arm == ARM_NONE:
+        for path in matched:
+            (dest / path).unlink()
+        return ArmResult(arm, removed=tuple(matched))
+    assert bridge is not None
+    bridged: list[str] = []
+    kept: list[str] = []
+    content = bridge.content if bridge.content.endswith("\n") else bridge.content + "\n"
+    for path in matched:
+        if posixpath.basename(path) != bridge.for_:
+            continue
+        target = posixpath.join(posixpath.dirname(path), bridge.write)
+        if os.path.lexists(dest / target):
+            kept.append(target)
+            continue
+        (dest / target).write_text(content, encoding="utf-8")
+        os.chmod(dest / target, 0o644)
+        bridged.append(target)
+    return ArmResult(arm, bridged=tuple(bridged), kept_existing=tuple(kept))
+
+
+# --- step 6 -------------------------------------------------------------------------------------------------
+
+
+def amend_commit(dest: Path) -> str:
+    """Step 6: stage every change of steps 4 and 5 and amend the commit of step 3; returns the new SHA."""
+    _ws_git(dest, ["add", "-A", "-f"], what="git add")
+    _ws_git(
+        dest,
+        ["commit", "-q", "--amend", "--no-verify", "--allow-empty", "--no-edit"],
+        what="git commit --amend",
+    )
+    return head_sha(dest)
+
+
+# --- step 7 -------------------------------------------------------------------------------------------------
+
+
+def apply_review_patch(dest: Path, patch: Path, *, name: str | None = None) -> str:
+    """Step 7: ``git am`` the review patch (an mbox, as ``git format-patch`` writes it), then reset its author
+    to the neutral one; the message is kept. Returns the new HEAD."""
+    label = name or patch.name
+    try:
+        _ws_git(dest, ["am", "-q", "--keep-cr", "--", str(patch.resolve())], what=f"git am {label}")
+    except WorkspaceError as exc:
+        try:
+            _ws_git(dest, ["am", "--abort"], what="git am --abort")
+        except WorkspaceError:
+            pass
+        raise WorkspaceError(
+            f"review patch {label} does not apply with git am: {exc.message}",
+            hint="write it with git format-patch against the task's base (after its setup patches)",
+        ) from None
+    _ws_git(
+        dest,
+        ["commit", "-q", "--amend", "--no-verify", "--allow-empty", "--no-edit", "--reset-author"],
+        what="git commit --amend --reset-author",
+    )
+    return head_sha(dest)
+
+
+# --- step 8 -------------------------------------------------------------------------------------------------
+
+#: Files under .git that name commits steps 6 and 7 replaced, or that only the preparation needed.
+_PREP_LEFTOVERS = ("ORIG_HEAD", "COMMIT_EDITMSG", "FETCH_HEAD", "AUTO_MERGE")
+
+
+def expire_reflog_and_prune(dest: Path) -> None:
+    """Step 8: expire every reflog entry now, drop ORIG_HEAD (and the like), prune every unreachable loose
+    object. Nothing was packed (gc.auto=0), so nothing unreachable survives."""
+    _ws_git(
+        dest,
+        ["reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all"],
+        what="git reflog expire",
+    )
+    git_dir = dest / ".git"
+    for rel in _PREP_LEFTOVERS:
+        leftover = git_dir / rel
+        if leftover.is_file() or leftover.is_symlink():
+            leftover.unlink()
+    shutil.rmtree(git_dir / "logs", ignore_errors=True)
+    _ws_git(dest, ["prune", "--expire=now"], what="git prune")
+
+
+# --- all eight ----------------------------------------------------------------------------------------------
+
+
+def _setup_patches_of(task: Any) -> list[str]:
+    patches = getattr(task, "setup_patches", None)
+    if patches is None:
+        single = getattr(task, "setup_patch", None)
+        patches = [single] if single else []
+    if isinstance(patches, str):
+        patches = [patches]
+    return [str(p) for p in patches]
+
+
+def prepare_workspace(
+    repo: Repo,
+    task: Any,
+    *,
+    eval_dir: str,
+    guidance_globs: Sequence[str],
+    arm: str,
+    profile: Any = None,
+    dest: Path,
+    patches_root: Path,
+) -> PreparedWorkspace:
+    """The eight steps of contract §3 for one task into ``dest`` (which must not exist or be empty).
+
+    ``task`` is a Task (base, setup_patches, review_patch are read); ``patches_root`` is the task's
+    directory on the host (in the exported eval dir), against which patch paths resolve; ``profile`` is the
+    harness profile (only its ``bridge`` is read, and only for guidance:bridge), or a plain bridge dict.
+    """
+    if arm not in ARMS:
+        raise UsageError(f"unknown arm {arm!r}", hint=f"use one of: {', '.join(ARMS)}")
+    bridge = bridge_of(profile)
+    if arm == ARM_BRIDGE and bridge is None:
+        raise UsageError(
+            "arm guidance:bridge needs a harness profile with a bridge key",
+            hint="use a profile that declares bridge, or the arms guidance:none / guidance:raw",
+        )
+    base_rev = str(task.base)
+    base_sha, base_date = resolve_base(repo, base_rev)
+    snapshot = repo.snapshot(base_sha)
+    export_tree_as_stored(snapshot, dest)  # 1
+    delete_eval_dir(dest, eval_dir)  # 2
+    init_and_commit(dest)  # 3
+    patches = apply_setup_patches(dest, _setup_patches_of(task), patches_root=patches_root)  # 4
+    arm_result = apply_arm(dest, arm, guidance_globs, bridge=bridge)  # 5
+    amend_commit(dest)  # 6
+    review = getattr(task, "review_patch", None)
+    if review:  # 7
+        review_path = _patch_file(patches_root, str(review))
+        apply_review_patch(dest, review_path, name=str(review))
+        patches[str(review)] = patch_digest(review_path)
+    expire_reflog_and_prune(dest)  # 8
+    return PreparedWorkspace(
+        path=dest,
+        base_rev=base_rev,
+        base_sha=base_sha,
+        base_date=base_date,
+        arm=arm,
+        patches=patches,
+        start_sha=head_sha(dest),
+        arm_result=arm_result,
+    )
