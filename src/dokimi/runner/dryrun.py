@@ -1,0 +1,137 @@
+"""Dry runs (``repo run --dry-run``): the real harness against the scripted model server, at zero cost.
+
+The model is replaced, nothing else: the agent's container, its mounts and its ``--network none`` are those
+of a paid run. :mod:`dokimi.runner.dryrun_agent` (copied into the support directory with ``mockmodel.py``)
+starts the server on the container's own loopback and the harness with the profile's ``endpoint_env``
+pointing at it.
+
+Which script a cell plays, per (task, arm), first match wins:
+
+1. ``--dry-run-script ARM=FILE``: that file for every task of that arm;
+2. ``--dry-run-script FILE``: that file for every task of every other arm;
+3. otherwise a script **derived from the task's oracle** (:func:`oracle_script`): before any cell runs, the
+   repository's own ``oracle`` entry point runs once per (task, arm) in a grade container on a scratch run
+   directory whose workspace is prepared exactly like a cell's. What it changed (``git add -A`` then
+   ``git diff --cached --binary <start_sha>``, so new, deleted and binary files are included) and the
+   answer.txt it wrote are the script: the agent applies exactly that diff with Bash tool calls (the diff
+   travels base64-encoded inside the commands, in chunks, into a file under ``$HOME``, then ``git apply``),
+   and its final message is the oracle's answer (for a review task, the gold answer), else a fixed sentence.
+
+So a dry run passes the gate exactly where ``tasks check`` says the oracle does, and an explicit script per
+arm makes arms behave differently (the e2e test gives guidance:none a script that changes nothing).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from dokimi.errors import UsageError
+
+__all__ = [
+    "CHUNK_CHARS",
+    "DRY_RUN_MOUNT",
+    "FIXED_ANSWER",
+    "NO_CHANGE_ANSWER",
+    "apply_patch_turns",
+    "check_script_file",
+    "oracle_script",
+    "parse_script_options",
+    "script_for",
+    "write_script",
+]
+
+DRY_RUN_MOUNT = PurePosixPath("/eval/dry-run/script.json")
+"""Where a cell's script is mounted (read-only) in the agent's container: a neutral name, never a task's."""
+CHUNK_CHARS = 48 * 1024
+"""Base64 characters per Bash command: well under Linux's 128 KiB limit on one argument string."""
+PATCH_FILE = '"$HOME/.dokimi-dry-run.patch"'
+FIXED_ANSWER = "I applied the fix."
+NO_CHANGE_ANSWER = "I made no change."
+
+
+def apply_patch_turns(diff: bytes) -> list[dict[str, Any]]:
+    """Bash tool calls that write ``diff`` to a file under $HOME (base64, in chunks) and ``git apply`` it."""
+    if not diff:
+        return []
+    encoded = base64.b64encode(diff).decode("ascii")
+    chunks = [encoded[i : i + CHUNK_CHARS] for i in range(0, len(encoded), CHUNK_CHARS)]
+    turns: list[dict[str, Any]] = []
+    for index, chunk in enumerate(chunks):
+        redirect = ">" if index == 0 else ">>"
+        command = f"printf '%s' '{chunk}' | base64 -d {redirect} {PATCH_FILE}"
+        if index == len(chunks) - 1:
+            command += f" && git apply --whitespace=nowarn {PATCH_FILE} && rm -f {PATCH_FILE}"
+        turns.append(
+            {
+                "tool_use": {
+                    "name": "Bash",
+                    "input": {
+                        "command": command,
+                        "description": f"apply the fix ({index + 1}/{len(chunks)})",
+                    },
+                }
+            }
+        )
+    return turns
+
+
+def oracle_script(diff: bytes, answer: str) -> list[dict[str, Any]]:
+    """The script that makes the agent do what the oracle did: apply ``diff``, then answer ``answer``."""
+    final = answer.strip() or (FIXED_ANSWER if diff else NO_CHANGE_ANSWER)
+    return [*apply_patch_turns(diff), {"final": final}]
+
+
+def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
+    """Write a script (a JSON list of turns) after checking it plays."""
+    from dokimi.mockmodel import ScriptError, parse_script
+    from dokimi.schemas._base import write_text_atomic
+
+    try:
+        parse_script(list(turns), source=str(path))
+    except ScriptError as exc:  # a bug: the scripts dokimi writes always play
+        raise AssertionError(str(exc)) from exc
+    write_text_atomic(path, json.dumps(list(turns), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def check_script_file(path: Path) -> Path:
+    """A --dry-run-script file must exist and play (the mock model's own parser); UsageError otherwise."""
+    from dokimi.mockmodel import ScriptError, load_script
+
+    if path.suffix in (".yaml", ".yml"):
+        raise UsageError(
+            f"--dry-run-script {path}: the server inside the container reads JSON only",
+            hint="write the script as a JSON list of turns (docs/mock-model.md)",
+        )
+    try:
+        load_script(path)
+    except ScriptError as exc:
+        raise UsageError(
+            f"--dry-run-script: {exc}", hint="see docs/mock-model.md for the script format"
+        ) from None
+    return path.resolve()
+
+
+def parse_script_options(values: Sequence[str], arms: Sequence[str]) -> dict[str | None, Path]:
+    """``--dry-run-script`` values: ``ARM=FILE`` (ARM one of the run's arms) or ``FILE`` (key None: every arm
+    without its own). A value whose part before the first ``=`` is not an arm of the run is a file name."""
+    chosen: dict[str | None, Path] = {}
+    for value in values:
+        arm: str | None = None
+        name = value
+        head, sep, tail = value.partition("=")
+        if sep and head in arms:
+            arm, name = head, tail
+        if arm in chosen:
+            raise UsageError(f"--dry-run-script given twice for {arm or 'every arm'}")
+        chosen[arm] = check_script_file(Path(name))
+    return chosen
+
+
+def script_for(arm: str, explicit: Mapping[str | None, Path]) -> Path | None:
+    """The explicit script of ``arm`` (its own, else the one for every arm); None: derive from the oracle."""
+    return explicit.get(arm) or explicit.get(None)

@@ -1,0 +1,224 @@
+"""The pure rules of a batch (contract §9, agent-modes §1): planning, per-cell caps, pins and the budget.
+
+No docker, no git, no subprocess: every function here takes plain values and is tested with literal data.
+
+- :func:`plan_cells`: one cell per (task, arm, model, effort, rep). ``--effort`` values apply to every task;
+  without them a task runs at its own ``effort`` (null: the harness default). Reps are numbered from 0.
+- :func:`cell_limits`: ``timeout_s``, ``max_turns`` and ``budget_usd`` of task.json override the run's
+  defaults.
+- :func:`pin_conflicts`: a batch stays on the eval tree it started with: the same revision, or for a working
+  tree the same eval_dir and image-context digests; the same manifest and the same image.
+- :class:`SpendLedger`: ``--max-batch-usd`` starts no new cell once that much has been spent; a cell whose
+  cost is unknown is charged its cap (contract §4.2).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dokimi.batch import EVAL_DIR_NAME, CellKey
+from dokimi.errors import UsageError
+
+if TYPE_CHECKING:
+    from dokimi.schemas.batch import BatchPin
+    from dokimi.schemas.result import Result
+    from dokimi.schemas.task import Task
+
+__all__ = [
+    "DEFAULT_BUDGET_USD",
+    "DEFAULT_MAX_TURNS",
+    "DEFAULT_TIMEOUT_S",
+    "CellLimits",
+    "SpendLedger",
+    "cell_efforts",
+    "cell_limits",
+    "charge_of",
+    "check_batch_name",
+    "egress_refusal",
+    "parse_list",
+    "pin_conflicts",
+    "plan_cells",
+]
+
+DEFAULT_TIMEOUT_S = 1800.0
+"""Wall-clock cap of one agent run when neither --timeout nor the task's timeout_s is given."""
+DEFAULT_MAX_TURNS = 100
+"""Turn cap when neither --max-turns nor the task's max_turns is given."""
+DEFAULT_BUDGET_USD = 1.0
+"""Cost cap of one agent run when neither --budget nor the task's budget_usd is given."""
+
+_BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def parse_list(values: Iterable[str]) -> list[str]:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]``: repeated or comma-separated options, in order, once each."""
+    out: list[str] = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if item and item not in out:
+                out.append(item)
+    return out
+
+
+def check_batch_name(name: str) -> str:
+    """A batch name is one path component: letters, digits, ``.``, ``_``, ``-``; not ``_eval``."""
+    if not _BATCH_NAME.match(name) or name == EVAL_DIR_NAME:
+        raise UsageError(
+            f"batch name {name!r} is not a plain directory name",
+            hint="use letters, digits, '.', '_' and '-', starting with a letter or digit",
+        )
+    return name
+
+
+def cell_efforts(task: Task, efforts: Sequence[str]) -> list[str | None]:
+    """The efforts a task runs at: every ``--effort`` value, else the task's own (None: the default)."""
+    if efforts:
+        return list(efforts)
+    return [task.effort]
+
+
+def plan_cells(
+    tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], efforts: Sequence[str], reps: int
+) -> list[CellKey]:
+    """Every cell of the batch, sorted: tasks x arms x models x efforts x reps (0 .. reps-1)."""
+    if reps < 1:
+        raise UsageError(f"--reps {reps}: at least one repetition", hint="pass --reps 1 or more")
+    cells = {
+        CellKey(task.id, arm, model, effort, rep)
+        for task in tasks
+        for arm in arms
+        for model in models
+        for effort in cell_efforts(task, efforts)
+        for rep in range(reps)
+    }
+    return sorted(cells, key=CellKey.sort_key)
+
+
+@dataclass(frozen=True)
+class CellLimits:
+    """The caps of one agent run."""
+
+    timeout_s: float
+    max_turns: int
+    budget_usd: float
+
+
+def cell_limits(
+    task: Task, *, timeout_s: float | None, max_turns: int | None, budget_usd: float | None
+) -> CellLimits:
+    """task.json's timeout_s / max_turns / budget_usd, else the run's option, else the default (§9)."""
+    return CellLimits(
+        timeout_s=task.timeout_s or timeout_s or DEFAULT_TIMEOUT_S,
+        max_turns=task.max_turns or max_turns or DEFAULT_MAX_TURNS,
+        budget_usd=task.budget_usd or budget_usd or DEFAULT_BUDGET_USD,
+    )
+
+
+def egress_refusal(task: Task, agent_network: str | None) -> str | None:
+    """Why a task cannot run: it names egress hosts, and without the egress proxy (not built) only an explicit
+    --agent-network gives its agent a route (contract, top section). None when it can run."""
+    if task.egress and agent_network is None:
+        return (
+            f"task {task.id} needs egress ({', '.join(task.egress)}), and the egress proxy is not built yet; "
+            "pass --agent-network NET to give the agent's container that docker network (it then reaches any "
+            "host), or leave the task out with --task"
+        )
+    return None
+
+
+# --- pins ------------------------------------------------------------------------------------------------
+
+
+def _describe(pin: BatchPin) -> str:
+    where = f"tree {pin.tree}" if pin.tree else "a working tree"
+    parts = [
+        f"manifest {pin.manifest_id}",
+        where,
+        f"eval_dir {pin.eval_dir_digest}",
+        f"image {pin.image} ({pin.image_pin})",
+    ]
+    if pin.image_context_digest:
+        parts.append(f"context {pin.image_context_digest}")
+    return ", ".join(parts)
+
+
+def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
+    """How ``new`` differs from the batch's pin ``old``: empty when the run may join the batch.
+
+    Two revisions are different eval trees even with identical content; a working tree (no revision) on
+    either side is compared by its eval_dir and image-context digests. The manifest id and the image must
+    match too, so one batch never mixes images.
+    """
+    found: list[str] = []
+    if old.manifest_id != new.manifest_id:
+        found.append(f"manifest id {old.manifest_id!r} != {new.manifest_id!r}")
+    if old.tree and new.tree:
+        if old.tree != new.tree:
+            found.append(f"eval tree {old.tree} != {new.tree}")
+    else:
+        if old.eval_dir_digest != new.eval_dir_digest:
+            found.append(f"eval_dir digest {old.eval_dir_digest} != {new.eval_dir_digest}")
+        if old.image_context_digest != new.image_context_digest:
+            found.append(f"image context digest {old.image_context_digest} != {new.image_context_digest}")
+    if old.image != new.image:
+        found.append(f"image {old.image} != {new.image}")
+    return found
+
+
+def pin_refusal(old: BatchPin, new: BatchPin, batch: str) -> UsageError | None:
+    """The error that refuses a run from another eval tree into batch ``batch``, naming both pins."""
+    conflicts = pin_conflicts(old, new)
+    if not conflicts:
+        return None
+    return UsageError(
+        f"batch {batch} is pinned to another eval tree ({'; '.join(conflicts)})\n"
+        f"  batch pin: {_describe(old)}\n"
+        f"  this run:  {_describe(new)}",
+        hint="run from the batch's eval tree, or start a new batch with another --batch name",
+    )
+
+
+# --- the batch budget ------------------------------------------------------------------------------------
+
+
+def charge_of(cost_usd: float | None, cap_usd: float) -> float:
+    """What a cell costs the batch: its reported cost, or its cap when the harness reported none (§4.2)."""
+    return cap_usd if cost_usd is None else cost_usd
+
+
+class SpendLedger:
+    """What a batch has spent, shared by the workers of one run (thread-safe).
+
+    With a cap, :meth:`may_start` is false once the spend reaches it; cells already running finish. The spend
+    starts at what the batch's finished cells cost (a rerun continues the same budget).
+    """
+
+    def __init__(self, cap_usd: float | None, spent_usd: float = 0.0) -> None:
+        self.cap_usd = cap_usd
+        self._spent = spent_usd
+        self._lock = threading.Lock()
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return self._spent
+
+    def charge(self, cost_usd: float | None, cap_usd: float) -> float:
+        amount = charge_of(cost_usd, cap_usd)
+        with self._lock:
+            self._spent += amount
+        return amount
+
+    def charge_result(self, result: Result, cap_usd: float) -> float:
+        return self.charge(result.cost_usd, cap_usd)
+
+    def may_start(self) -> bool:
+        if self.cap_usd is None:
+            return True
+        with self._lock:
+            return self._spent < self.cap_usd

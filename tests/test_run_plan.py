@@ -1,0 +1,222 @@
+"""The pure rules of a batch: planning, caps, pins, the batch budget, dry-run scripts. Literal data only."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi.batch import CellKey
+from dokimi.errors import UsageError
+from dokimi.mockmodel import parse_script
+from dokimi.runner.dryrun import (
+    CHUNK_CHARS,
+    FIXED_ANSWER,
+    apply_patch_turns,
+    oracle_script,
+    parse_script_options,
+    script_for,
+)
+from dokimi.runner.plan import (
+    DEFAULT_BUDGET_USD,
+    DEFAULT_MAX_TURNS,
+    DEFAULT_TIMEOUT_S,
+    SpendLedger,
+    cell_limits,
+    charge_of,
+    check_batch_name,
+    egress_refusal,
+    parse_list,
+    pin_conflicts,
+    pin_refusal,
+    plan_cells,
+)
+from dokimi.schemas.batch import BatchPin
+from dokimi.schemas.task import Task
+
+SHA = "b" * 40
+
+
+def task(task_id: str, **extra: Any) -> Task:
+    return Task.model_validate(
+        {"id": task_id, "family": "fix", "base": SHA, "prompt": "p", "grader": "g", **extra}
+    )
+
+
+def pin(**overrides: Any) -> BatchPin:
+    data: dict[str, Any] = {
+        "schema": "repo_batch.v1",
+        "manifest_id": "calc",
+        "source": "/src/calc@HEAD",
+        "tree": "a" * 40,
+        "eval_dir_digest": "sha256:e1",
+        "image": "dokimi/calc:" + "a" * 40,
+        "image_pin": "tree",
+        "image_context_digest": "sha256:c1",
+        "created_by": "0.1.0",
+    }
+    data.update(overrides)
+    return BatchPin.model_validate(data)
+
+
+# --- planning ---------------------------------------------------------------------------------------------
+
+
+def test_a_batch_plans_one_cell_per_task_arm_model_effort_and_rep() -> None:
+    cells = plan_cells([task("t2"), task("t1")], ["guidance:raw", "guidance:none"], ["m"], ["low", "high"], 2)
+    assert len(cells) == 2 * 2 * 1 * 2 * 2
+    assert cells[0] == CellKey("t1", "guidance:none", "m", "high", 0)
+    assert cells == sorted(cells, key=CellKey.sort_key)
+    assert {c.rep for c in cells} == {0, 1}
+
+
+def test_without_effort_options_a_task_runs_at_its_own_effort_or_the_default() -> None:
+    cells = plan_cells([task("a", effort="max"), task("b")], ["guidance:raw"], ["m"], [], 1)
+    assert [(c.task, c.effort) for c in cells] == [("a", "max"), ("b", None)]
+
+
+def test_zero_reps_is_refused() -> None:
+    with pytest.raises(UsageError, match="--reps 0"):
+        plan_cells([task("a")], ["guidance:raw"], ["m"], [], 0)
+
+
+def test_comma_separated_and_repeated_options_are_one_list_in_order_without_duplicates() -> None:
+    assert parse_list(["guidance:none,guidance:raw", "guidance:none", " m2 "]) == [
+        "guidance:none",
+        "guidance:raw",
+        "m2",
+    ]
+
+
+@pytest.mark.parametrize("name", ["_eval", "a/b", "..", ".hidden", "", "a b"])
+def test_a_batch_name_that_is_not_one_plain_directory_name_is_refused(name: str) -> None:
+    with pytest.raises(UsageError):
+        check_batch_name(name)
+
+
+def test_task_caps_override_the_run_options_which_override_the_defaults() -> None:
+    limits = cell_limits(task("a", timeout_s=5.0), timeout_s=60.0, max_turns=7, budget_usd=None)
+    assert (limits.timeout_s, limits.max_turns, limits.budget_usd) == (5.0, 7, DEFAULT_BUDGET_USD)
+    defaults = cell_limits(task("a"), timeout_s=None, max_turns=None, budget_usd=None)
+    assert (defaults.timeout_s, defaults.max_turns) == (DEFAULT_TIMEOUT_S, DEFAULT_MAX_TURNS)
+
+
+def test_a_task_with_egress_is_refused_unless_an_agent_network_is_given() -> None:
+    needs = task("a", egress=["pypi.org"])
+    assert egress_refusal(needs, None) is not None and "--agent-network" in (
+        egress_refusal(needs, None) or ""
+    )
+    assert egress_refusal(needs, "host") is None
+    assert egress_refusal(task("b"), None) is None
+
+
+# --- pins -------------------------------------------------------------------------------------------------
+
+
+def test_the_same_tree_joins_its_batch() -> None:
+    assert pin_conflicts(pin(), pin(source="/elsewhere@" + "a" * 40)) == []
+
+
+def test_another_revision_is_refused_even_with_the_same_digests() -> None:
+    conflicts = pin_conflicts(pin(), pin(tree="c" * 40, image="dokimi/calc:" + "a" * 40))
+    assert conflicts == [f"eval tree {'a' * 40} != {'c' * 40}"]
+
+
+def test_a_working_tree_is_compared_by_its_eval_dir_and_context_digests() -> None:
+    work = pin(tree=None, image="dokimi/calc:ctx-c1", image_pin="digest")
+    assert pin_conflicts(work, work) == []
+    changed = pin(tree=None, image="dokimi/calc:ctx-c1", image_pin="digest", eval_dir_digest="sha256:e2")
+    assert pin_conflicts(work, changed) == ["eval_dir digest sha256:e1 != sha256:e2"]
+
+
+def test_another_image_is_refused() -> None:
+    assert pin_conflicts(pin(), pin(image="mine:latest", image_pin="image")) == [
+        f"image dokimi/calc:{'a' * 40} != mine:latest"
+    ]
+
+
+def test_the_refusal_names_both_pins() -> None:
+    error = pin_refusal(pin(), pin(tree="c" * 40), "pilot")
+    assert error is not None
+    assert "a" * 40 in str(error) and "c" * 40 in str(error) and "pilot" in str(error)
+    assert pin_refusal(pin(), pin(), "pilot") is None
+
+
+# --- budget -----------------------------------------------------------------------------------------------
+
+
+def test_a_cell_with_unknown_cost_is_charged_its_cap() -> None:
+    assert charge_of(None, 2.0) == 2.0
+    assert charge_of(0.25, 2.0) == 0.25
+
+
+def test_no_new_cell_starts_once_the_batch_cap_is_spent() -> None:
+    ledger = SpendLedger(1.0, spent_usd=0.5)
+    assert ledger.may_start()
+    ledger.charge(0.4, 5.0)
+    assert ledger.may_start()
+    ledger.charge(None, 0.1)
+    assert ledger.spent_usd == pytest.approx(1.0)
+    assert not ledger.may_start()
+
+
+def test_without_a_cap_every_cell_may_start() -> None:
+    ledger = SpendLedger(None)
+    ledger.charge(None, 100.0)
+    assert ledger.may_start()
+
+
+# --- dry-run scripts --------------------------------------------------------------------------------------
+
+
+def test_the_oracle_script_applies_the_diff_then_answers(tmp_path: Path) -> None:
+    repo = tmp_path / "w"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_text("before\n")
+    diff = b"--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-before\n+after\n"
+    turns = oracle_script(diff, "")
+    parse_script(turns)
+    assert turns[-1] == {"final": FIXED_ANSWER}
+    home = tmp_path / "home"
+    home.mkdir()
+    for turn in turns[:-1]:
+        command = turn["tool_use"]["input"]["command"]
+        subprocess.run(
+            ["bash", "-c", command], cwd=repo, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True
+        )
+    assert (repo / "f.txt").read_text() == "after\n"
+    assert list(home.iterdir()) == []
+
+
+def test_a_large_diff_travels_in_several_commands_that_reassemble_it(tmp_path: Path) -> None:
+    diff = bytes(range(256)) * 400
+    turns = apply_patch_turns(diff)
+    assert len(turns) == -(-len(base64.b64encode(diff)) // CHUNK_CHARS) > 1
+    joined = "".join(t["tool_use"]["input"]["command"].split("'")[3] for t in turns)
+    assert base64.b64decode(joined) == diff
+
+
+def test_the_oracle_answer_is_the_final_message_of_a_review_task() -> None:
+    assert oracle_script(b"", "calc/cache.py:3: unbounded\n") == [{"final": "calc/cache.py:3: unbounded"}]
+
+
+def test_a_script_option_names_an_arm_or_applies_to_every_arm(tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"final": "no"}]))
+    other = tmp_path / "o=1.json"
+    other.write_text(json.dumps([{"final": "yes"}]))
+    chosen = parse_script_options([f"guidance:none={script}", str(other)], ["guidance:none", "guidance:raw"])
+    assert script_for("guidance:none", chosen) == script.resolve()
+    assert script_for("guidance:raw", chosen) == other.resolve()
+    assert script_for("guidance:raw", {}) is None
+
+
+def test_a_script_that_does_not_play_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"bash": "ls"}]))
+    with pytest.raises(UsageError, match="turns\\[0\\]"):
+        parse_script_options([str(bad)], ["guidance:raw"])
