@@ -83,3 +83,51 @@ def test_the_hook_imports_only_the_standard_library() -> None:
         text=True, timeout=30,
     )  # fmt: skip
     assert done.returncode == 2
+
+
+@pytest.mark.harness
+def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_background_command(
+    claude_bin: Path,
+) -> None:
+    """The built-in profile's settings.json, written into a fresh config dir, makes Claude Code 2.1.328 run the
+    hook: a scripted ``sleep &`` comes back to the model as a refused tool call, and nothing is left running."""
+    from dokimi import process
+    from dokimi.harness.profile import build_invocation, load_profile
+    from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
+    from dokimi.harness.trace import convert_claude_stream_json
+    from dokimi.mockmodel import MockModelServer
+    from tests.helpers.harness import harness_dir, kill_strays, stray_pids
+
+    marker = "dokimi-hook-e2e-4417"
+    script = [
+        {"tool_use": {"name": "Bash", "input": {"command": f"sleep 300 & echo {marker}"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "echo foreground-ok"}}},
+        {"final": "finished"},
+    ]
+    who = harness_identity()
+    profile = load_profile("claude-code")
+    with harness_dir() as scratch, MockModelServer(script) as server:
+        (scratch / "ws").mkdir()
+        (scratch / "home").mkdir()
+        (scratch / "config").mkdir()
+        inv = build_invocation(
+            profile, bin=str(reachable_binary(claude_bin, who)), prompt="run it", model="claude-haiku-4-5",
+            max_turns=5, budget=1, tools="all", config_dir=scratch / "config", support_dir=support_dir(),
+            environ={"PATH": "/usr/local/bin:/usr/bin:/bin"}, home=str(scratch / "home"),
+            extra_env={"ANTHROPIC_BASE_URL": server.url, **profile.dry_run_env},
+        )  # fmt: skip
+        inv.write_config_files(scratch / "config")
+        give_to(scratch, who)
+        try:
+            done = process.run(wrap_argv(inv.argv, who), timeout=120, env=inv.env, cwd=scratch / "ws")
+            leftover = stray_pids("sleep 300")
+        finally:
+            kill_strays("sleep 300")
+    conv = convert_claude_stream_json(done.stdout.splitlines())
+    commands = [e for e in conv.events if e["kind"] == "command"]
+    assert [c["text"] for c in commands] == [f"sleep 300 & echo {marker}", "echo foreground-ok"], done.stdout
+    assert commands[0]["rc"] is None, "a refused call has no result (contract §4.1)"
+    assert commands[1]["rc"] == 0
+    assert "background processes are not allowed" in done.stdout
+    assert leftover == [], "the refused command must never have started"
+    assert conv.answer == "finished"
