@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -208,10 +210,46 @@ def load_tasks(snapshot: Snapshot, manifest: RepoManifest) -> list[LoadedTask]:
     return loaded
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+@dataclass
+class LazyMarked(Marked):
+    """A parsed JSON document whose line marks are computed on the first :meth:`line` call.
+
+    Marking a document costs a second (YAML) parse; a valid task.json never needs its marks, so most never pay.
+    """
+
+    text: str = ""
+    _marked: bool = False
+
+    def line(self, loc: Sequence[str | int]) -> int | None:
+        if not self._marked:
+            self._marked = True
+            self.lines = parse_json(self.text, self.path).lines
+        return super().line(loc)
+
+
 def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> LoadedTask:
     """Parse one task.json (duplicate keys refused) and validate it against Task, keeping every error."""
     try:
-        marked = parse_json(decode_text(raw, path), path)
+        text = decode_text(raw, path)
+        try:
+            data = json.loads(text, object_pairs_hook=_refuse_duplicates)
+        except ValueError:  # not JSON, or a duplicate key: the full parser names the line
+            parse_json(text, path)
+            raise DocumentError("not valid JSON", path=path) from None
+        marked: Marked = LazyMarked(data, path, text=text)
     except DocumentError as exc:
         return LoadedTask(task_id, directory, path, None, None, [exc])
     if not isinstance(marked.data, dict):
@@ -227,37 +265,52 @@ def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> Loaded
 # --- guidance ------------------------------------------------------------------------------------------------
 
 
-def basename_index(paths: Iterable[str]) -> dict[str, list[str]]:
-    index: dict[str, list[str]] = {}
-    for path in paths:
-        index.setdefault(path.rpartition("/")[2], []).append(path)
-    return index
+def _last_segment(path: str) -> str:
+    return path[path.rfind("/") + 1 :]
 
 
-def match_globs(
-    globs: Sequence[str], paths: Sequence[str], *, index: Mapping[str, list[str]] | None = None
-) -> dict[str, list[str]]:
-    """For each glob, the paths it matches (sorted). Narrows candidates by a literal last segment or a literal
-    directory prefix before matching, so 20,000 paths cost little; the match itself is dokimi.globs."""
-    out: dict[str, list[str]] = {}
-    path_set: set[str] | None = None
-    for pattern in globs:
+def match_globs(globs: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
+    """For each glob, the paths it matches (sorted).
+
+    One pass over ``paths`` narrows the candidates of every glob at once (a literal last segment is looked up by
+    basename, a literal directory prefix by prefix), so 20,000 paths cost little; the match itself is always
+    :func:`dokimi.globs.filter_paths`.
+    """
+    candidates: dict[str, list[str]] = {}
+    by_basename: dict[str, list[str]] = {}
+    by_prefix: list[tuple[str, str]] = []
+    everything: list[str] = []
+    exact: list[str] = []
+    for pattern in dict.fromkeys(globs):
         norm = pattern[2:] if pattern.startswith("./") else pattern
+        candidates[pattern] = []
+        last = _last_segment(norm)
         if not is_glob(norm):
-            if path_set is None:
-                path_set = set(paths)
+            exact.append(pattern)
+        elif not is_glob(last) and last != "**":
+            by_basename.setdefault(last, []).append(pattern)
+        elif literal_prefix(norm):
+            by_prefix.append((literal_prefix(norm) + "/", pattern))
+        else:
+            everything.append(pattern)
+    if by_basename or by_prefix:
+        for path in paths:
+            hits = by_basename.get(path[path.rfind("/") + 1 :])
+            if hits:
+                for pattern in hits:
+                    candidates[pattern].append(path)
+            for prefix, pattern in by_prefix:
+                if path.startswith(prefix):
+                    candidates[pattern].append(path)
+    out: dict[str, list[str]] = {}
+    path_set = set(paths) if exact else set()
+    for pattern in candidates:
+        norm = pattern[2:] if pattern.startswith("./") else pattern
+        if pattern in exact:
             out[pattern] = [norm] if norm in path_set else []
             continue
-        last = norm.rpartition("/")[2]
-        candidates: Sequence[str]
-        if not is_glob(last):
-            if index is None:
-                index = basename_index(paths)
-            candidates = index.get(last, [])
-        else:
-            prefix = literal_prefix(norm)
-            candidates = [p for p in paths if p.startswith(prefix + "/")] if prefix else paths
-        out[pattern] = sorted(filter_paths(norm, candidates))
+        pool: Sequence[str] = paths if pattern in everything else candidates[pattern]
+        out[pattern] = sorted(filter_paths(norm, pool))
     return out
 
 

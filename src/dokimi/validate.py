@@ -27,7 +27,6 @@ from dokimi.errors import DocumentError
 from dokimi.manifest import (
     TASK_FILE,
     LoadedTask,
-    basename_index,
     load_tasks,
     manifest_model_errors,
     match_globs,
@@ -204,7 +203,7 @@ class Context:
             git_dir=self.repo.git_dir,
             what=f"git ls-tree {sha}",
         )
-        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     @property
     def shallow(self) -> bool:
@@ -1061,8 +1060,7 @@ def check_guidance_globs_at_every_base(ctx: Context) -> Iterator[Finding]:
     matched: dict[str, bool] = {g: False for g in globs}
     files: set[str] = set()
     for _sha, paths in trees:
-        index = basename_index(paths)
-        for pattern, hits in match_globs(globs, paths, index=index).items():
+        for pattern, hits in match_globs(globs, paths).items():
             if hits:
                 matched[pattern] = True
                 files.update(hits)
