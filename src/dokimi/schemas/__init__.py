@@ -29,6 +29,7 @@ SCHEMAS: dict[str, str] = {
     "repo_adjudication.v1": "dokimi.schemas.rating:AdjudicatedRow",
     "repo_plan.v1": "dokimi.schemas.plan:Plan",
     "repo_report.v1": "dokimi.schemas.report:ReportDoc",
+    "repo_compare.v1": "dokimi.schemas.compare:CompareDoc",
 }
 
 

@@ -1,0 +1,143 @@
+"""repo_compare.v1: what ``repo compare ... --json`` prints (contract §9). See docs/statistics.md.
+
+Cells are first reduced to one value per (task, arm, model, effort, mode); every statistic is over tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+from dokimi.schemas.batch import BatchPin
+from dokimi.schemas.report import ReportWarning
+
+MeasureKind = Literal["gate", "score", "cost", "turns", "metric"]
+
+
+class BatchRef(Document):
+    """One batch behind a selector."""
+
+    name: str
+    """The batch directory's name."""
+    path: str
+    """The batch directory as given."""
+    pin: BatchPin | None = None
+    """_eval/batch.json; null when the batch has no (valid) pin."""
+    pin_error: str | None = None
+    """Why pin is null."""
+    cells: int = 0
+    """Finished cells this selector takes from the batch."""
+    harness_versions: list[str] = Field(default_factory=list)
+    """``harness version`` of those cells, sorted."""
+
+
+class SelectorInfo(Document):
+    """A selector of the command line, resolved."""
+
+    label: str
+    """How the output names it: the arm for a bare ARM or a whole batch, BATCH/ARM as given otherwise."""
+    role: Literal["baseline", "treatment"]
+    """Baseline (--baseline) or treatment."""
+    arm: str
+    """The arm."""
+    batches: list[BatchRef]
+    """Every batch whose cells it holds."""
+
+
+class TaskValue(Document):
+    """One task's per-arm values and their delta (treatment - baseline)."""
+
+    task: str
+    """Task id."""
+    baseline: float
+    """The baseline's per-task value (mean over its cells)."""
+    treatment: float
+    """The treatment's per-task value."""
+    delta: float
+    """treatment - baseline."""
+
+
+class Measure(Document):
+    """One measure of one comparison."""
+
+    kind: MeasureKind
+    """gate (share of passing cells), score (score-only tasks), cost (cost_usd), turns, or a --metric."""
+    name: str
+    """The kind, or the metric's name."""
+    tasks: int
+    """Paired tasks: the n of every statistic below."""
+    baseline_mean: float | None = None
+    """Mean over paired tasks of the baseline's per-task values."""
+    treatment_mean: float | None = None
+    """Mean over paired tasks of the treatment's per-task values."""
+    delta: float | None = None
+    """Mean per-task delta (treatment - baseline); null without paired tasks."""
+    ci: tuple[float, float] | None = None
+    """95% interval of delta over tasks; null for fewer than two tasks."""
+    interval: Literal["bootstrap", "t"]
+    """Percentile bootstrap (gate, score) or Student t (cost, turns, metrics)."""
+    up: int = 0
+    """Tasks whose delta is positive."""
+    down: int = 0
+    """Tasks whose delta is negative."""
+    tied: int = 0
+    """Tasks whose delta is zero."""
+    p: float | None = None
+    """Two-sided paired sign-flip permutation p; null without paired tasks."""
+    p_holm: float | None = None
+    """Holm-adjusted p over the gate and score measures of this call; null for descriptive measures."""
+    n_baseline: int = 0
+    """Baseline cells of the paired tasks that report the measure."""
+    n_treatment: int = 0
+    """Treatment cells of the paired tasks that report the measure."""
+    per_task: list[TaskValue] = Field(default_factory=list)
+    """Every paired task's values, sorted by task."""
+
+
+class Unpaired(Document):
+    """A task left out of a measure, and why."""
+
+    task: str
+    """Task id."""
+    measure: str
+    """The measure's name, or ``all`` when the task has no cells in one arm."""
+    reason: str
+    """No cells in one arm; gated in one arm and score-only in the other; a measure one arm lacks."""
+
+
+class Comparison(Document):
+    """A treatment against the baseline for one (model, effort, mode)."""
+
+    treatment: str
+    """The treatment selector's label."""
+    baseline: str
+    """The baseline selector's label."""
+    model: str
+    """Model id."""
+    effort: str | None
+    """Reasoning effort (never pooled)."""
+    mode: str | None
+    """Agent mode (never pooled)."""
+    measures: list[Measure]
+    """gate, score, cost, turns, then each --metric in the order given."""
+    unpaired: list[Unpaired] = Field(default_factory=list)
+    """Tasks left out, with the reason, sorted."""
+
+
+class CompareDoc(Document):
+    """repo_compare.v1."""
+
+    schema_: Literal["repo_compare.v1"] = Field("repo_compare.v1", alias="schema")
+    """Document type and version."""
+    selectors: list[SelectorInfo]
+    """The baseline first, then the treatments."""
+    metrics: list[str] = Field(default_factory=list)
+    """The --metric names, in the order given."""
+    comparisons: list[Comparison]
+    """Per treatment, model, effort and mode, sorted."""
+    holm_family: int = 0
+    """How many p-values Holm's correction ran over (the gate and score measures with a p)."""
+    warnings: list[ReportWarning] = Field(default_factory=list)
+    """Warnings (pooled batches, missing pins, different pins or harness versions), sorted."""
