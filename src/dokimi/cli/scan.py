@@ -1,0 +1,105 @@
+"""``dokimi repo scan``: the L0 scan (contract §8). Thin: options -> dokimi.scan -> text, JSON or SARIF."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from dokimi.cli._common import check_manifest_choice, manifest_options, note, source_argument
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, EXIT_USAGE
+
+
+@click.command("scan")
+@source_argument
+@manifest_options
+@click.option("--static", "static", type=click.Path(dir_okay=False, path_type=Path),
+              help="Merge a repo_static.v1 document (the repository's own checks).")
+@click.option("--run-static", "run_static", is_flag=True,
+              help="Run the manifest's static entry point in its image and merge its output like --static.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the repo_readiness.v1 document to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the repo_readiness.v1 document on stdout.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default=None,
+              help="stdout format: text (default), json (repo_readiness.v1) or sarif (SARIF 2.1.0).")
+@click.option("--all", "show_all", is_flag=True, help="Text: list ok claims too, not only fail and unresolved.")
+@click.option("--fail-on-fail", "fail_on_fail", is_flag=True,
+              help="Exit 1 on a fail claim, a missing also_scan file, an unreadable guidance file or no guidance.")
+def scan(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    static: Path | None,
+    run_static: bool,
+    out: Path | None,
+    as_json: bool,
+    fmt: str | None,
+    show_all: bool,
+    fail_on_fail: bool,
+) -> int:
+    """Check every mechanically checkable claim in the guidance of SOURCE, offline: links, paths, globs,
+    identifiers, commands, and build targets (bazel, make, cmake, pytest, pre-commit)."""
+    from dokimi.scan import merge_static, render_text, scan_repo, static_not_merged, to_sarif
+    from dokimi.scan.report import summary_line
+    from dokimi.schemas._base import dump_document, write_text_atomic
+
+    check_manifest_choice(manifest, manifest_file)
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError("--json prints JSON; it cannot be combined with --format " + str(fmt))
+    if static is not None and run_static:
+        raise click.UsageError("give --static or --run-static, not both")
+    fmt = "json" if as_json else (fmt or "text")
+    static_path = static
+    if run_static:
+        try:
+            from dokimi.runner.static import run_static as run_static_entry_point
+        except ImportError:
+            note("error: --run-static is not available in this build of dokimi (dokimi.runner.static is missing)")
+            return EXIT_USAGE
+        static_path = _run_static(source, manifest, manifest_file, run_static_entry_point)
+    document, defaulted = scan_repo(source, manifest=manifest, manifest_file=manifest_file)
+    if defaulted:
+        note(f"no manifest: scanning the default guidance globs {', '.join(document.guidance_globs)}")
+    invalid_static = False
+    if static_path is not None:
+        from dokimi.errors import DocumentError
+        from dokimi.schemas._base import read_document
+        from dokimi.schemas.static import RepoStatic
+
+        try:
+            static_doc = read_document(static_path, RepoStatic)
+        except DocumentError as exc:
+            invalid_static = True
+            document = static_not_merged(document, path=str(static_path), error=str(exc))
+        else:
+            document = merge_static(document, static_doc, path=str(static_path))
+    if out is not None:
+        write_text_atomic(out, dump_document(document))
+    if fmt == "json":
+        sys.stdout.write(dump_document(document))
+    elif fmt == "sarif":
+        sys.stdout.write(json.dumps(to_sarif(document), indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render_text(document, show_all=show_all))
+    if fmt != "text":
+        note(summary_line(document))
+    if invalid_static:
+        return EXIT_FOUND_PROBLEMS
+    if fail_on_fail and not document.gate.passed:
+        return EXIT_FOUND_PROBLEMS
+    return EXIT_OK
+
+
+def _run_static(source: str, manifest: str | None, manifest_file: Path | None, runner: object) -> Path:
+    from dokimi.manifest import load_manifest
+    from dokimi.source import open_source
+
+    with open_source(source) as repo:
+        snapshot = repo.eval_snapshot()
+        try:
+            loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=True)
+        finally:
+            snapshot.close()
+        return Path(runner(repo, loaded, image=None))  # type: ignore[operator]

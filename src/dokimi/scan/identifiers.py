@@ -1,0 +1,125 @@
+"""Identifiers in code spans, looked up in the text of every tracked file in ONE ``git grep`` call.
+
+Shapes: snake_case, CamelCase (two humps), ALL_CAPS with an underscore, and dotted names (``pkg.mod.func``).
+Found (as a whole word) in a file outside the guidance -> ok. Not found -> unresolved: the name may belong to a
+tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says so; for the other shapes this is the
+scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a dotted name
+whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next part is a name that
+module never spells (``pkg.mod.gone``): that module is the only place it can live.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from dokimi.scan.paths import Tree
+from dokimi.scan.verdict import Verdict, fail, ok, unresolved
+from dokimi.source import git
+from dokimi.source.snapshot import Snapshot
+
+ALL_CAPS = re.compile(r"^_*[A-Z][A-Z0-9]*(_[A-Z0-9]+)+_*$")
+SNAKE = re.compile(r"^_*[a-z][a-z0-9]*(_[a-z0-9]+)+_*$|^__[a-z][a-z0-9_]*__$")
+CAMEL = re.compile(r"^[A-Z][a-z0-9]+([A-Z][A-Za-z0-9]*)+$|^[a-z][a-z0-9]*([A-Z][a-z0-9]+)+$")
+DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)|^([A-Za-z_][A-Za-z0-9_]*)\s*[:=]", re.M)
+
+
+def identifier_shape(text: str) -> str | None:
+    """all_caps, snake_case, camel_case, dotted or None (``foo()`` counts as ``foo``)."""
+    text = text[:-2] if text.endswith("()") else text
+    if ALL_CAPS.match(text):
+        return "all_caps"
+    if SNAKE.match(text):
+        return "snake_case"
+    if CAMEL.match(text):
+        return "camel_case"
+    if DOTTED.match(text):
+        return "dotted"
+    return None
+
+
+def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[str]) -> dict[str, set[str]]:
+    """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -F -w -o`` call."""
+    wanted = sorted({w for w in words if w})
+    found: dict[str, set[str]] = {w: set() for w in wanted}
+    if not wanted:
+        return found
+    excluded = sorted(set(exclude))
+    args = ["grep", "-z", "-o", "-I", "-F", "-w", "--no-color", "-H", "-f", "-"]
+    if snapshot.rev is not None and snapshot.git_dir is not None:
+        if snapshot.promisor:
+            from dokimi.source.fetch import prefetch_blobs
+
+            oids = [e.oid for e in snapshot.entries.values() if e.kind == "blob" and e.oid]
+            prefetch_blobs(snapshot.git_dir, oids, commit=snapshot.rev)
+        argv = [*args, snapshot.rev, "--", ".", *(f":(exclude,literal){p}" for p in excluded)]
+        out = git.run_git(argv, git_dir=snapshot.git_dir, input="\n".join(wanted).encode() + b"\n", check=False)
+        prefix = f"{snapshot.rev}:".encode()
+    else:
+        root = snapshot.work_tree
+        assert root is not None
+        mode = ["--untracked"] if snapshot.git_dir is not None else ["--no-index"]
+        argv = [*args[:1], *mode, *args[1:], "--", ".", *(f":(exclude,literal){p}" for p in excluded)]
+        out = git.run_git(argv, cwd=Path(root), input="\n".join(wanted).encode() + b"\n", check=False)
+        prefix = b""
+    for record in out.split(b"\n"):
+        if not record:
+            continue
+        path, _, match = record.partition(b"\0")
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :]
+        word = match.decode("utf-8", "replace")
+        if word in found:
+            found[word].add(path.decode("utf-8", "surrogateescape"))
+    return found
+
+
+def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:
+    """The longest prefix of a dotted name that is a module file in the tree: (module path, prefix, rest)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        rel = "/".join(parts[:cut])
+        for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+            name = posixpath.basename(candidate)
+            paths = [p for p in tree.snapshot.by_basename.get(name, []) if p == candidate or p.endswith("/" + candidate)]
+            if paths:
+                return sorted(paths, key=len)[0], ".".join(parts[:cut]), parts[cut:]
+    return None
+
+
+def words_needed(text: str) -> list[str]:
+    """The words one identifier claim needs searched: itself, and for a dotted name its last part."""
+    text = text[:-2] if text.endswith("()") else text
+    return [text, text.rsplit(".", 1)[-1]] if "." in text else [text]
+
+
+def resolve_identifier(text: str, shape: str, hits: dict[str, set[str]], module_text: str | None, module: tuple[str, str, list[str]] | None) -> Verdict:
+    name = text[:-2] if text.endswith("()") else text
+    files = hits.get(name, set())
+    if shape == "dotted" and module is not None:
+        path, prefix, rest = module
+        if not rest:
+            return ok(f"the module {path}")
+        if module_text is None:
+            return unresolved(f"{path} could not be read")
+        member = rest[0]
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(member)}(?![A-Za-z0-9_])", module_text):
+            return ok(f"{member} is in {path}")
+        defined = sorted({a or b for a, b in DEFINED.findall(module_text)})
+        close = difflib.get_close_matches(member, defined, n=1)
+        return fail(f"the module {prefix} ({path}) never spells {member}", f"did you mean {prefix}.{close[0]}?" if close else None)
+    if files:
+        first = sorted(files)[0]
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        return ok(f"in {first}{more}")
+    if shape == "dotted":
+        last = name.rsplit(".", 1)[-1]
+        if hits.get(last):
+            return ok(f"its last part {last} is in {sorted(hits[last])[0]}")
+    if shape == "all_caps":
+        return unresolved("in no tracked file; a tool outside the tree may read it")
+    return unresolved("in no tracked file outside the guidance (a name from outside the tree?)")

@@ -1,0 +1,130 @@
+"""Markdown items of one guidance file, with 1-based line numbers: links, code spans and fenced code.
+
+Tokens come from markdown-it-py (CommonMark plus tables). Block tokens carry line maps; the line of an inline
+item (a link, a code span) is its block's first line plus the newlines before it in the block's inline source,
+which the wrapped inline rules below record as they parse. A reference definition is reported at its own line,
+and a link that uses it is not reported again. HTML (<a href>, <img src>) is not read (contract §8).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+
+ITEM_TYPES = frozenset({"link_open", "image", "code_inline"})
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
+
+
+@dataclass(frozen=True)
+class Link:
+    line: int
+    target: str
+    """The destination as written (percent-decoded), fragment included."""
+    image: bool = False
+
+
+@dataclass(frozen=True)
+class CodeSpan:
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Fence:
+    line: int
+    """Line of the first content line (the one after the opening fence)."""
+    info: str
+    lines: list[str]
+
+
+@dataclass
+class MarkdownItems:
+    links: list[Link] = field(default_factory=list)
+    spans: list[CodeSpan] = field(default_factory=list)
+    fences: list[Fence] = field(default_factory=list)
+
+
+def _wrap(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
+    """Record, on the first token a rule adds, how many newlines of the inline source precede it."""
+
+    def wrapped(state: StateInline, silent: bool) -> bool:
+        start = state.pos
+        count = len(state.tokens)
+        ok = rule(state, silent)
+        if ok and not silent:
+            for token in state.tokens[count:]:
+                if token.type in ITEM_TYPES:  # skip the pending text the rule flushed first
+                    token.meta["newlines"] = state.src.count("\n", 0, start)
+                    token.meta["raw"] = state.src[start : state.pos]
+                    break
+        return ok
+
+    return wrapped
+
+
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark").enable("table")
+    for name in ("link", "image", "autolink", "backticks"):
+        rule: Any = md.inline.ruler.__rules__[md.inline.ruler.__find__(name)].fn
+        md.inline.ruler.at(name, _wrap(rule))
+    return md
+
+
+_MD: MarkdownIt | None = None
+
+
+def blank_front_matter(text: str) -> str:
+    """YAML front matter (``---`` ... ``---`` at the top) blanked, keeping line numbers."""
+    match = FRONT_MATTER.match(text)
+    if not match:
+        return text
+    return "\n" * match.group(0).count("\n") + text[match.end() :]
+
+
+def extract(text: str) -> MarkdownItems:
+    """Links, code spans and fences of a Markdown text."""
+    global _MD
+    if _MD is None:
+        _MD = _parser()
+    env: dict[str, Any] = {}
+    tokens = _MD.parse(blank_front_matter(text), env)
+    items = MarkdownItems()
+    for ref in env.get("references", {}).values():
+        line = ref["map"][0] + 1 if ref.get("map") else 1
+        items.links.append(Link(line, _decode(ref["href"])))
+    block_line = 1
+    for token in tokens:
+        if token.map is not None:
+            block_line = token.map[0] + 1
+        if token.type == "fence" and token.map is not None:
+            lines = token.content.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            items.fences.append(Fence(token.map[0] + 2, token.info.strip(), lines))
+        elif token.type == "code_block":
+            continue  # indented code: no language, so not read as commands
+        elif token.type == "inline" and token.children:
+            for child in token.children:
+                line = block_line + int(child.meta.get("newlines", 0))
+                if child.type in ("link_open", "image"):
+                    raw = str(child.meta.get("raw", ""))
+                    is_autolink = child.markup == "autolink"
+                    if not is_autolink and not raw.endswith(")"):
+                        continue  # a reference link: reported at its definition
+                    href = str(child.attrs.get("href" if child.type == "link_open" else "src", ""))
+                    items.links.append(Link(line, _decode(href), image=child.type == "image"))
+                elif child.type == "code_inline":
+                    items.spans.append(CodeSpan(line, child.content))
+    items.links.sort(key=lambda link: link.line)
+    return items
+
+
+def _decode(href: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(href)

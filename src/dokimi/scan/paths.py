@@ -1,0 +1,443 @@
+"""Path, glob and link claims resolved against one snapshot: contract §8, one function per rule.
+
+- :func:`resolve_path_claim`: a path in a code span or a command, tried at the file's directory and each ancestor;
+  ok where found; else fail when its parent directory exists at one of those bases, ok_suffix when it ends a
+  longer path in the tree, unresolved otherwise. A bare name that names some file or directory is ok_basename.
+- :func:`resolve_glob_claim`: the same for a glob; ``*`` may span directories and ``**/`` matches zero or more.
+- :func:`is_placeholder_path` / :func:`has_wildcard_dir`: such a claim is never fail.
+- :func:`trailing_slash_on_file`: ``src/mod.py/`` is fail.
+- :func:`is_github_action_ref`: ``actions/checkout@v6`` is not a path claim.
+- :func:`split_blob_tree_link` (the ref-splitting rule) and :func:`resolve_link` for Markdown links.
+- Paths inside a submodule are unresolved; symlinked directories are followed, as in a checkout.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import posixpath
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import urlsplit
+
+from dokimi.scan.verdict import FAIL, OK, OK_BASENAME, OK_SUFFIX, Verdict, fail, ok, unresolved
+from dokimi.source.snapshot import Snapshot, normalize
+
+PLACEHOLDER = re.compile(r"<[^<>/]+>|\{[^{}/]+\}|(?<![.])\.\.\.(?![.])")
+ACTION_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_.\-/]+$")
+HEX_REF = re.compile(r"^[0-9a-f]{7,40}$")
+VERSION_TAG = re.compile(r"^v?\d+(\.\d+)*([-+.][0-9A-Za-z.+-]*)?$")
+DEFAULT_BRANCHES = frozenset({"main", "master", "HEAD", "trunk", "develop"})
+MAX_SUGGEST_POOL = 200_000
+
+
+def escapes_root(path: str) -> bool:
+    return path == ".." or path.startswith("../")
+
+
+def join(base: str, rel: str) -> str:
+    """``base`` and ``rel`` joined and normalized ('' is the root; may start with ``..`` when it escapes)."""
+    joined = posixpath.normpath(posixpath.join(base, rel)) if (base or rel) else ""
+    return "" if joined == "." else joined
+
+
+def bases_of(file: str) -> list[str]:
+    """The file's directory and each of its ancestors, nearest first, ending with the root ''."""
+    out = []
+    directory = posixpath.dirname(file)
+    while True:
+        out.append(directory)
+        if not directory:
+            return out
+        directory = posixpath.dirname(directory)
+
+
+class Tree:
+    """The snapshot's listing with the indexes the rules need (built once, on first use)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    @cached_property
+    def sorted_paths(self) -> list[str]:
+        """Every file and directory (not the root), sorted: a prefix is a contiguous range."""
+        return sorted({*self.snapshot.entries, *(d for d in self.snapshot.dirs if d)})
+
+    @cached_property
+    def children(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for path in self.sorted_paths:
+            out.setdefault(posixpath.dirname(path), []).append(posixpath.basename(path))
+        return out
+
+    def under(self, directory: str) -> list[str]:
+        """Files and directories below ``directory`` ('' is everything)."""
+        if not directory:
+            return self.sorted_paths
+        lo = bisect.bisect_left(self.sorted_paths, directory + "/")
+        hi = bisect.bisect_left(self.sorted_paths, directory + "0")  # '0' sorts right after '/'
+        return self.sorted_paths[lo:hi]
+
+    def resolve(self, path: str) -> str | None:
+        """The in-tree path after following symlinks (of the path and its directories), or None."""
+        path = normalize(path)
+        if path in self.snapshot.entries and not self.snapshot.entries[path].is_symlink:
+            return path
+        if path in self.snapshot.dirs:
+            return path
+        return self.snapshot.resolve(path).path
+
+    def is_dir(self, path: str) -> bool:
+        real = self.resolve(path)
+        return real is not None and real in self.snapshot.dirs
+
+    def is_file(self, path: str) -> bool:
+        real = self.resolve(path)
+        return real is not None and real in self.snapshot.entries and real not in self.snapshot.dirs
+
+    def submodule_above(self, path: str) -> str | None:
+        """The submodule that strictly contains ``path``, if any."""
+        sub = self.snapshot.submodule_of(path)
+        return sub if sub is not None and sub != normalize(path) else None
+
+    def with_suffix(self, rel: str) -> list[str]:
+        """Tree paths that end with ``/rel`` (a longer path ending with this one)."""
+        name = posixpath.basename(rel)
+        return sorted(p for p in self.snapshot.by_basename.get(name, []) if p.endswith("/" + rel))
+
+    # --- suggestions -------------------------------------------------------------------------------------
+
+    @cached_property
+    def basenames(self) -> list[str]:
+        return sorted(self.snapshot.by_basename)
+
+    def suggest_path(self, missing: str) -> str | None:
+        """The closest path in the tree: the same name elsewhere (a move), a similar name in the parent
+        directory (a rename), or a similar name anywhere."""
+        name = posixpath.basename(missing)
+        parent = posixpath.dirname(missing)
+        moved = self.snapshot.by_basename.get(name, [])
+        if moved:
+            return _closest(missing, moved)
+        siblings = self.children.get(parent, []) if self.is_dir(parent) else []
+        close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)
+        if close:
+            return join(parent, close[0])
+        close = difflib.get_close_matches(name, self.basenames, n=1, cutoff=0.75)
+        if close:
+            return _closest(missing, self.snapshot.by_basename[close[0]])
+        return None
+
+
+def _closest(target: str, candidates: list[str]) -> str:
+    return max(sorted(candidates), key=lambda c: difflib.SequenceMatcher(None, target, c).ratio())
+
+
+def did_you_mean(candidate: str | None, base: str = "") -> str | None:
+    if candidate is None:
+        return None
+    shown = posixpath.relpath(candidate, base) if base else candidate
+    return f"did you mean {shown}?"
+
+
+# --- shapes ------------------------------------------------------------------------------------------------
+
+
+def is_placeholder_path(text: str) -> bool:
+    """``out/<run>/grade.json``, ``tasks/{task}/task.json``, ``src/.../x.py``: never fail."""
+    return bool(PLACEHOLDER.search(text))
+
+
+def has_wildcard_dir(text: str) -> bool:
+    """A wildcard in the directory part (``src/*/x.py``): never fail."""
+    directory = posixpath.dirname(text.rstrip("/"))
+    return any(ch in directory for ch in "*?[")
+
+
+def is_github_action_ref(text: str) -> bool:
+    """``actions/checkout@v6`` or ``owner/repo/path@ref``: a GitHub Action reference, not a path."""
+    return bool(ACTION_REF.match(text))
+
+
+def trailing_slash_on_file(text: str, tree: Tree, real: str) -> bool:
+    """``src/mod.py/`` names a file as if it were a directory: fail."""
+    return text.endswith("/") and real in tree.snapshot.entries and real not in tree.snapshot.dirs
+
+
+# --- path claims ---------------------------------------------------------------------------------------------
+
+
+def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
+    """A path tried at each base (the file's directory and its ancestors, or the cd directory)."""
+    if is_placeholder_path(text) or has_wildcard_dir(text):
+        return resolve_glob_claim(text, bases, tree)
+    rel = normalize(text)
+    if not rel:
+        return ok("the repository root")
+    for base in bases:
+        full = join(base, rel)
+        if escapes_root(full):
+            continue
+        sub = tree.submodule_above(full)
+        if sub is not None:
+            return unresolved(f"inside submodule {sub}, whose files the tree does not hold")
+        real = tree.resolve(full)
+        if real is not None:
+            if trailing_slash_on_file(text, tree, real):
+                return fail(f"{full} is a file, but the trailing slash names a directory", f"write {text[:-1]}")
+            shown = full if real == full else f"{full} (-> {real})"
+            return ok(f"found: {shown}")
+    return missing_path(text, rel, bases, tree)
+
+
+def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
+    """The rules for a path found at no base: ok_basename, fail when the parent exists, ok_suffix, unresolved."""
+    if "/" not in rel:
+        named = tree.snapshot.by_basename.get(rel)
+        if named:
+            more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
+            return Verdict(OK_BASENAME, f"a bare name; the tree has {sorted(named)[0]}{more}")
+    for base in bases:
+        full = join(base, rel)
+        if escapes_root(full):
+            continue
+        parent = posixpath.dirname(full)
+        if tree.is_dir(parent):
+            where = f"{parent}/" if parent else "the repository root"
+            return fail(f"no such file or directory: {full} ({where} exists)", did_you_mean(tree.suggest_path(full)))
+    longer = tree.with_suffix(rel)
+    if longer:
+        more = f" (and {len(longer) - 1} more)" if len(longer) > 1 else ""
+        return Verdict(OK_SUFFIX, f"ends a longer path: {longer[0]}{more}")
+    tried = ", ".join(f"{b}/" if b else "the root" for b in bases[:3])
+    return unresolved(f"not in the tree, and no parent directory of it exists at {tried} (a build output?)")
+
+
+# --- globs -------------------------------------------------------------------------------------------------
+
+
+def scan_glob_regex(pattern: str) -> re.Pattern[str]:
+    """The claim-glob dialect of §8: ``*`` may span directories, ``**/`` matches zero or more directories,
+    ``?`` one character but ``/``, ``[...]`` a class. Placeholders (``<x>``, ``{x}``) match like ``*``."""
+    pattern = PLACEHOLDER.sub("*", pattern)
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif ch == "*":
+            while i < len(pattern) and pattern[i] == "*":
+                i += 1
+            out.append(".*")
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+                i += 1
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out) + r"/?\Z")
+
+
+def glob_literal_dir(pattern: str) -> str | None:
+    """The directory part of a glob when it holds no wildcard (``src`` for ``src/*.zzz``), else None."""
+    pattern = PLACEHOLDER.sub("*", pattern)
+    directory = posixpath.dirname(pattern.rstrip("/"))
+    return None if any(ch in directory for ch in "*?[") else directory
+
+
+def _glob_prefix(pattern: str) -> str:
+    literal = []
+    for part in PLACEHOLDER.sub("*", pattern).split("/")[:-1]:
+        if any(ch in part for ch in "*?["):
+            break
+        literal.append(part)
+    return "/".join(literal)
+
+
+def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
+    """A glob (or a placeholder path) tried at each base: ok when something matches; fail when its literal
+    parent directory exists and nothing in it matches; ok_suffix; unresolved. Placeholders and wildcard
+    directories are never fail."""
+    rel = normalize(text.rstrip("/")) if text.rstrip("/") else ""
+    never_fail = is_placeholder_path(text) or has_wildcard_dir(text)
+    for base in bases:
+        full = join(base, rel)
+        if escapes_root(full):
+            continue
+        regex = scan_glob_regex(full)
+        prefix = _glob_prefix(full)
+        for path in tree.under(prefix):
+            if regex.match(path):
+                return ok(f"matches {path}")
+    if not never_fail:
+        directory = glob_literal_dir(rel)
+        assert directory is not None
+        for base in bases:
+            full_dir = join(base, directory)
+            if not escapes_root(full_dir) and tree.is_dir(full_dir):
+                where = f"{full_dir}/" if full_dir else "the repository root"
+                return fail(f"nothing in {where} matches {join(base, rel)}")
+    suffix = scan_glob_regex("**/" + rel)
+    for path in tree.sorted_paths:
+        if suffix.match(path):
+            return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
+    why = "a placeholder" if is_placeholder_path(text) else "a wildcard directory" if never_fail else "a glob"
+    return unresolved(f"{why} that matches nothing in the tree (a build output?)")
+
+
+# --- links -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RepoUrl:
+    host: str
+    owner: str
+    name: str
+
+
+def parse_repo_url(url: str | None) -> RepoUrl | None:
+    """``https://github.com/o/r(.git)``, ``git@github.com:o/r.git`` or ``ssh://git@host/o/r`` -> host/owner/name."""
+    if not url:
+        return None
+    scp = re.match(r"^[^/@:]+@([^/:]+):(.+)$", url)
+    if scp:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            return None
+        host, path = parts.hostname, parts.path
+    segs = [s for s in path.strip("/").split("/") if s]
+    if len(segs) < 2:
+        return None
+    name = segs[1][:-4] if segs[1].endswith(".git") else segs[1]
+    return RepoUrl(host.lower(), segs[0].lower(), name.lower())
+
+
+def is_one_segment_ref(ref: str, default_branches: frozenset[str]) -> bool:
+    """A default branch, a commit or a version tag is one segment of a blob/tree link."""
+    return ref in default_branches or bool(HEX_REF.match(ref)) or bool(VERSION_TAG.match(ref))
+
+
+def ref_start(segs: list[str]) -> int:
+    """Index of the ref's name: ``refs/heads/`` and ``refs/tags/`` belong to the ref."""
+    return 2 if len(segs) >= 3 and segs[0] == "refs" and segs[1] in ("heads", "tags") else 0
+
+
+def split_blob_tree_link(segs: list[str], default_branches: frozenset[str]) -> list[tuple[str, str]]:
+    """The (ref, path) splits to try for the ``<ref>/<path>`` part of a blob or tree link, shortest ref first.
+
+    ``refs/heads/`` and ``refs/tags/`` belong to the ref. A one-segment ref (default branch, commit, version tag)
+    is tried alone; any other ref at each slash. A split that leaves no path (a link to a ref alone) is dropped.
+    """
+    start = ref_start(segs)
+    if start < len(segs) and is_one_segment_ref(segs[start], default_branches):
+        cuts = [start + 1]
+    else:
+        cuts = list(range(start + 1, len(segs)))
+    return [("/".join(segs[:k]), "/".join(segs[k:])) for k in cuts if k < len(segs)]
+
+
+def resolve_blob_tree_link(
+    kind: str, segs: list[str], tree: Tree, default_branches: frozenset[str]
+) -> Verdict | None:
+    """ok when some split's path is in the tree; else a blob link fails, and so does a tree link on a one-segment
+    ref; a tree link on any other ref is unresolved (it may name a branch). None: a link to a ref alone."""
+    splits = split_blob_tree_link(segs, default_branches)
+    if not splits:
+        return None
+    for ref, path in splits:
+        sub = tree.submodule_above(path)
+        if sub is not None:
+            return unresolved(f"inside submodule {sub}")
+        if tree.resolve(path) is not None:
+            return ok(f"ref {ref}, path {path} is in the tree")
+    start = ref_start(segs)
+    one_segment = is_one_segment_ref(segs[start], default_branches)
+    tried = "; ".join(f"{ref} + {path}" for ref, path in splits[:4])
+    if kind == "blob" or one_segment:
+        return fail(
+            f"{kind} link: no <ref>/<path> split names a path in the tree (tried {tried})",
+            did_you_mean(tree.suggest_path(splits[0][1])),
+        )
+    return unresolved(f"tree link: no split names a path in the tree (tried {tried}); the ref may be a branch")
+
+
+def resolve_link(
+    target: str, file: str, tree: Tree, *, source: RepoUrl | None, default_branches: frozenset[str]
+) -> Verdict | None:
+    """A Markdown link target from ``file``. None when it is not checked (external, bare #anchor, a ref alone).
+    The #fragment and ?query are not checked (contract §8)."""
+    target = target.strip()
+    if not target or target.startswith("#"):
+        return None
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target) or target.startswith("//"):
+        return _absolute_link(target, tree, source, default_branches)
+    path = re.split(r"[#?]", target, maxsplit=1)[0]
+    if not path:
+        return None
+    if path.startswith("/"):
+        full = join("", path.lstrip("/"))
+    else:
+        full = join(posixpath.dirname(file), path)
+    if escapes_root(full):
+        return unresolved("leaves the repository")
+    sub = tree.submodule_above(full)
+    if sub is not None:
+        return unresolved(f"inside submodule {sub}, whose files the tree does not hold")
+    real = tree.resolve(full)
+    if real is not None:
+        if trailing_slash_on_file(path, tree, real):
+            return fail(f"{full} is a file, but the trailing slash names a directory", f"write {path[:-1]}")
+        return ok(f"found: {full}" if real == full else f"found: {full} (-> {real})")
+    return fail(f"no such file or directory: {full}", did_you_mean(tree.suggest_path(full), posixpath.dirname(file)))
+
+
+def _absolute_link(
+    target: str, tree: Tree, source: RepoUrl | None, default_branches: frozenset[str]
+) -> Verdict | None:
+    if source is None:
+        return None
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or (parts.hostname or "").lower() != source.host:
+        return None
+    segs = [s for s in parts.path.split("/") if s]
+    if len(segs) < 3 or segs[0].lower() != source.owner:
+        return None
+    name = segs[1][:-4] if segs[1].endswith(".git") else segs[1]
+    if name.lower() != source.name or segs[2] not in ("blob", "tree"):
+        return None
+    from urllib.parse import unquote
+
+    return resolve_blob_tree_link(segs[2], [unquote(s) for s in segs[3:]], tree, default_branches)
+
+
+__all__ = [
+    "FAIL",
+    "OK",
+    "OK_BASENAME",
+    "OK_SUFFIX",
+    "Tree",
+    "bases_of",
+    "has_wildcard_dir",
+    "is_github_action_ref",
+    "is_placeholder_path",
+    "resolve_glob_claim",
+    "resolve_link",
+    "resolve_path_claim",
+    "split_blob_tree_link",
+]

@@ -1,0 +1,250 @@
+"""Shell text split into simple commands by a real parser (bashlex; shlex when bashlex cannot parse).
+
+Rules (contract §8): lines are split at ``&&``, ``||``, ``|``, ``;`` and ``&``; redirections are dropped; a line
+continued with a trailing backslash is one command reported at its first line; a comment line ends a
+continuation; the body of a heredoc is not a command. A word holding an expansion (``$VAR``, ``${VAR}``,
+``$(cmd)``, a backtick substitution, ``~``) is marked non-literal and never looked up. Subshells are marked with
+:class:`ScopeOpen`/:class:`ScopeClose` so a ``cd`` inside one ends at its ``)``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex  # type: ignore[import-untyped]
+
+PROMPT = re.compile(r"^\s*[$%]\s+")
+HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+EXPANSION = re.compile(r"\$|`")
+MAX_JOIN_LINES = 30
+SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal", "ksh"})
+SESSION_FENCES = frozenset({"console", "shell-session", "shellsession", "terminal"})
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    literal: bool
+    """False when the word holds an expansion: never looked up."""
+
+
+@dataclass
+class Command:
+    line: int
+    words: list[Word]
+    assignments: list[Word] = field(default_factory=list)
+    after: str | None = None
+    """The operator before this command in its list: ``&&``, ``||``, ``;``, ``&`` or None."""
+    piped: bool = False
+    """Part of a pipeline (runs in a subshell: a cd there changes nothing after it)."""
+    note: str | None = None
+    """Set when bashlex could not parse the line and shlex split it instead."""
+
+    @property
+    def argv(self) -> list[str]:
+        return [w.text for w in self.words]
+
+
+@dataclass(frozen=True)
+class ScopeOpen:
+    line: int
+
+
+@dataclass(frozen=True)
+class ScopeClose:
+    line: int
+
+
+Item = Command | ScopeOpen | ScopeClose
+
+
+def is_shell_fence(info: str) -> bool:
+    return info.split()[0].lower() in SHELL_FENCES if info.split() else False
+
+
+def logical_lines(lines: list[str], first_line: int, *, session: bool = False) -> list[tuple[int, str]]:
+    """Commands of a fence as (line, text): prompts stripped (output lines dropped when prompts are used),
+    backslash continuations joined, comment lines ending a continuation, heredoc bodies skipped."""
+    prompted = session or any(PROMPT.match(line) for line in lines)
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    heredoc: tuple[str, bool] | None = None
+    for offset, raw in enumerate(lines):
+        number = first_line + offset
+        if heredoc is not None:
+            delimiter, strip_tabs = heredoc
+            if (raw.lstrip("\t") if strip_tabs else raw).rstrip() == delimiter:
+                heredoc = None
+            continue
+        text = raw
+        if pending is None:
+            if prompted:
+                match = PROMPT.match(text)
+                if not match:
+                    continue  # output of the previous command
+                text = text[match.end() :]
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            pending = (number, text)
+        else:
+            if text.lstrip().startswith("#"):  # a comment line ends the continuation
+                out.append(pending)
+                pending = None
+                continue
+            pending = (pending[0], pending[1] + " " + text)
+        body = pending[1]
+        if _continues(body):
+            pending = (pending[0], body.rstrip()[:-1])
+            continue
+        for match in HEREDOC.finditer(body):
+            heredoc = (match.group(3), match.group(1) == "-")
+        out.append(pending)
+        pending = None
+    if pending is not None:
+        out.append((pending[0], pending[1].rstrip().rstrip("\\")))
+    return out
+
+
+def _continues(text: str) -> bool:
+    stripped = text.rstrip()
+    trailing = len(stripped) - len(stripped.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def strip_heredocs(text: str) -> str:
+    return HEREDOC.sub("", text)
+
+
+def split_commands(text: str, line: int) -> list[Item]:
+    """Simple commands of one logical shell line (heredoc operators removed first)."""
+    text = strip_heredocs(text)
+    try:
+        nodes = bashlex.parse(text)
+    except Exception as exc:  # bashlex raises several error types, all mean "cannot parse"
+        return _shlex_split(text, line, f"{type(exc).__name__}: {exc}")
+    items: list[Item] = []
+    for node in nodes:
+        _walk(node, items, line, None, False)
+    return items
+
+
+def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> list[Item]:
+    """Every simple command of a shell fence. A line that only parses together with the following ones (an
+    ``if``/``for`` block, a multi-line string) is joined with them, up to a limit."""
+    logical = logical_lines(lines, first_line, session=session)
+    items: list[Item] = []
+    i = 0
+    while i < len(logical):
+        number, text = logical[i]
+        joined = text
+        parsed: list[Item] | None = None
+        for j in range(i, min(len(logical), i + MAX_JOIN_LINES)):
+            if j > i:
+                joined += "\n" + logical[j][1]
+            try:
+                nodes = bashlex.parse(strip_heredocs(joined))
+            except Exception:
+                continue
+            parsed = []
+            for node in nodes:
+                _walk(node, parsed, number, None, False)
+            i = j + 1
+            break
+        if parsed is None:
+            parsed = split_commands(text, number)
+            i += 1
+        items.extend(parsed)
+    return items
+
+
+def _word(node: Any) -> Word:
+    literal = not any(p.kind in ("parameter", "commandsubstitution", "processsubstitution", "tilde") for p in getattr(node, "parts", []))
+    return Word(node.word, literal)
+
+
+def _walk(node: Any, out: list[Item], line: int, after: str | None, piped: bool) -> None:
+    kind = node.kind
+    if kind == "list":
+        op: str | None = after
+        for part in node.parts:
+            if part.kind == "operator":
+                op = part.op
+                continue
+            _walk(part, out, line, op, piped)
+    elif kind == "pipeline":
+        commands = [p for p in node.parts if p.kind != "pipe"]
+        for index, part in enumerate(commands):
+            _walk(part, out, line, after if index == 0 else "|", True)
+    elif kind == "compound":
+        opener = node.list[0] if node.list else None
+        subshell = opener is not None and opener.kind == "reservedword" and opener.word == "("
+        if subshell:
+            out.append(ScopeOpen(line))
+        for part in node.list:
+            if part.kind != "reservedword":
+                _walk(part, out, line, after, piped)
+        if subshell:
+            out.append(ScopeClose(line))
+    elif kind in ("if", "for", "while", "until"):
+        for part in node.parts:
+            if part.kind in ("list", "command", "compound", "pipeline"):
+                _walk(part, out, line, after, piped)
+    elif kind == "command":
+        words: list[Word] = []
+        assignments: list[Word] = []
+        for part in node.parts:
+            if part.kind == "word":
+                words.append(_word(part))
+            elif part.kind == "assignment" and not words:
+                assignments.append(_word(part))
+        if words or assignments:
+            out.append(Command(line, words, assignments, after=after, piped=piped))
+    # function definitions, redirections alone, reserved words: nothing to check
+
+
+OPERATORS = frozenset({"&&", "||", "|", ";", "&", ";;", "|&"})
+
+
+def _shlex_split(text: str, line: int, error: str) -> list[Item]:
+    note = f"shell parsed with shlex (bashlex could not parse: {error})"
+    lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        tokens = text.split()
+    items: list[Item] = []
+    words: list[Word] = []
+    after: str | None = None
+    piped = False
+    redirect = False
+
+    def flush(next_after: str | None) -> None:
+        nonlocal words, after, piped
+        if words:
+            assignments = []
+            while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0].text):
+                assignments.append(words.pop(0))
+            items.append(Command(line, words, assignments, after=after, piped=piped or next_after == "|", note=note))
+        words = []
+        after = next_after
+        piped = next_after == "|"
+
+    for token in tokens:
+        if token in OPERATORS:
+            flush(token)
+        elif token in ("(", ")"):
+            flush(after)
+            items.append(ScopeOpen(line) if token == "(" else ScopeClose(line))
+        elif set(token) <= set("<>&"):
+            redirect = True
+        elif redirect:
+            redirect = False
+        else:
+            words.append(Word(token, not EXPANSION.search(token) and not token.startswith("~")))
+    flush(None)
+    return items
