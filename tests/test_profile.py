@@ -240,7 +240,8 @@ def test_env_is_allow_list_then_env_set_then_config_dir(tmp_path: Path) -> None:
 def test_config_files_are_written_with_the_agents_paths(tmp_path: Path) -> None:
     text = (
         GOOD
-        + 'config_files: {"sub/s.json": "{\\"hook\\": \\"{support_dir}/h.py\\", \\"d\\": \\"{config_dir}\\"}"}\n'
+        + 'config_files: {"sub/s.json": '
+        + '"{\\"hook\\": \\"{support_dir}/h.py\\", \\"d\\": \\"{config_dir}\\"}"}\n'
     )
     profile = load_profile(write(tmp_path, text))
     inv = build_invocation(
@@ -284,7 +285,8 @@ def test_repo_reach_with_a_bad_profile_exits_2_naming_file_and_line(tmp_path: Pa
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# a\n"})
     bad = write(tmp_path, GOOD.replace('"{tools}"]', '"{tools}", "{tools}"]'))
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--model", "m", "--harness", str(bad)],
+        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--model", "m",
+         "--harness", str(bad)],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )  # fmt: skip
     assert proc.returncode == 2

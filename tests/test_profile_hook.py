@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,8 +90,8 @@ def test_the_hook_imports_only_the_standard_library() -> None:
 def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_background_command(
     claude_bin: Path,
 ) -> None:
-    """The built-in profile's settings.json, written into a fresh config dir, makes Claude Code 2.1.328 run the
-    hook: a scripted ``sleep &`` comes back to the model as a refused tool call, and nothing is left running."""
+    """The built-in profile's settings.json, written into a fresh config dir, makes Claude Code 2.1.328 run
+    the hook: a scripted ``sleep &`` comes back to the model as a refused call; nothing is left running."""
     from dokimi import process
     from dokimi.harness.profile import build_invocation, load_profile
     from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv

@@ -46,13 +46,13 @@ cat AGENTS.md 2>/dev/null || echo "nothing here"
 """
 
 
-# --- rules ---------------------------------------------------------------------------------------------------
+# --- rules --------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "path",
-    ["a\\b.md", "c:/x.md", "a/../AGENTS.md", "./AGENTS.md", "a/./b.md", ".git/AGENTS.md", "x/.GIT/y", "/abs.md",
-     "a//b.md"],
+    ["a\\b.md", "c:/x.md", "a/../AGENTS.md", "./AGENTS.md", "a/./b.md", ".git/AGENTS.md", "x/.GIT/y",
+     "/abs.md", "a//b.md"],
 )  # fmt: skip
 def test_a_tree_path_that_would_escape_the_workspace_is_refused(path: str) -> None:
     assert check_tree_path(path) is not None
@@ -136,7 +136,7 @@ def test_an_unknown_only_lists_the_scenarios() -> None:
         plan_scenarios(["."], ["roots"])
 
 
-# --- the skeleton --------------------------------------------------------------------------------------------
+# --- the skeleton -------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -224,7 +224,7 @@ def test_where_symlinks_are_refused_a_link_becomes_a_copy_and_says_so(
     assert not link.is_symlink() and link.read_text() == (tmp_path / "ws" / "AGENTS.md").read_text()
 
 
-# --- whole runs with fake harnesses --------------------------------------------------------------------------
+# --- whole runs with fake harnesses -------------------------------------------------------------------------
 
 
 def _run(repo: Path, profile_path: Path, out: Path, **kw: object) -> GuidanceReach:

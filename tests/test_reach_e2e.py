@@ -35,7 +35,8 @@ def reach(
 ) -> tuple[subprocess.CompletedProcess[str], GuidanceReach]:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--model", "claude-haiku-4-5",
-         "--bin", str(claude_bin), "--dry-run", "--timeout", "120", "--salt", "e2e", "--out", str(out), *extra],
+         "--bin", str(claude_bin), "--dry-run", "--timeout", "120", "--salt", "e2e", "--out", str(out),
+         *extra],
         capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr

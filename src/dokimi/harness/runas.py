@@ -4,8 +4,8 @@ Claude Code refuses ``--permission-mode bypassPermissions`` as root, and no harn
 runs as root, a harness started on the host (the reach probe) runs as uid/gid ``DOKIMI_HARNESS_UID``
 (default 1000) through ``setpriv --reuid --regid --clear-groups``, which execs the harness in place: the pid,
 and so the process group dokimi kills, stay the same. Everything the harness touches (its cwd, HOME and
-config dir) is handed to that user, and an executable that user cannot reach (one under /root, mode 0700) is hard-linked, or
-copied, into a world-readable directory under the system temp dir, once per binary.
+config dir) is handed to that user, and an executable that user cannot reach (one under /root, mode 0700) is
+hard-linked, or copied, into a world-readable directory under the system temp dir, once per binary.
 """
 
 from __future__ import annotations
