@@ -1,0 +1,109 @@
+"""Paths and globs in code spans: the resolution rules of contract §8, every status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.git import Symlink
+from tests.helpers.git import git_repo
+from tests.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
+
+GUIDE = """\
+# Paths
+`src/pkg/core.py` is found from the root.
+`pkg/core.py` is found from sub/AGENTS.md? no: this file is at the root.
+`src/pkg/gone.py` has an existing parent, so it fails.
+`build/out/lib.so` has no parent: unresolved.
+`pkg/util.py` ends a longer path: ok_suffix.
+`core.py` is a bare name: ok_basename.
+`missing.py` is a bare name of nothing: its parent (the base) exists.
+`src/pkg/core.py/` is a file with a trailing slash.
+`src/pkg/` is a directory.
+`out/<run>/grade.json` has a placeholder.
+`tasks/{task}/task.json` has a placeholder that matches.
+`src/*/core.py` has a wildcard directory that matches.
+`src/*/none.zzz` has a wildcard directory that matches nothing.
+`src/pkg/*.py` matches.
+`src/*.zzz` matches nothing in an existing directory.
+`gen/*.o` has no literal parent.
+`**/util.py` matches at any depth.
+`src/*.py` may span directories.
+`actions/checkout@v6` is an Action, not a path.
+`linkdir/core.py` goes through a directory symlink.
+`libs/sub/file.c` is inside a submodule.
+`src/pkg/core.py:12` names a line.
+"""
+
+
+def test_every_path_and_glob_rule_gives_its_status(tmp_path: Path) -> None:
+    repo = git_repo(
+        tmp_path / "repo",
+        {
+            "AGENTS.md": GUIDE,
+            "src/pkg/core.py": "x = 1\n",
+            "lib/pkg/util.py": "y = 2\n",
+            "tasks/t1/task.json": "{}\n",
+            "linkdir": Symlink("src/pkg"),
+        },
+    )
+    add_submodule_entry(repo, "libs/sub")
+    result = scan_dir(str(repo), build_systems=["none"])
+    assert rows(result) == [
+        (2, "path", "src/pkg/core.py", "ok"),
+        (3, "path", "pkg/core.py", "ok_suffix"),
+        (4, "path", "src/pkg/gone.py", "fail"),
+        (5, "path", "build/out/lib.so", "unresolved"),
+        (6, "path", "pkg/util.py", "ok_suffix"),
+        (7, "path", "core.py", "ok_basename"),
+        (8, "path", "missing.py", "fail"),
+        (9, "path", "src/pkg/core.py/", "fail"),
+        (10, "path", "src/pkg/", "ok"),
+        (11, "path", "out/<run>/grade.json", "unresolved"),
+        (12, "path", "tasks/{task}/task.json", "ok"),
+        (13, "glob", "src/*/core.py", "ok"),
+        (14, "glob", "src/*/none.zzz", "unresolved"),
+        (15, "glob", "src/pkg/*.py", "ok"),
+        (16, "glob", "src/*.zzz", "fail"),
+        (17, "glob", "gen/*.o", "unresolved"),
+        (18, "glob", "**/util.py", "ok"),
+        (19, "glob", "src/*.py", "ok"),
+        (21, "path", "linkdir/core.py", "ok"),
+        (22, "path", "libs/sub/file.c", "unresolved"),
+        (23, "path", "src/pkg/core.py:12", "ok"),
+    ]
+    assert "submodule libs/sub" in find(result, "libs/sub/file.c").verdict.why  # type: ignore[attr-defined]
+
+
+def test_a_fail_names_the_close_match_in_the_tree(tmp_path: Path) -> None:
+    result = scan_files(
+        tmp_path,
+        {
+            "AGENTS.md": "`src/pkg/gone.py` and `src/pkg/cor.py` and `docs/AGENTS.md`\n",
+            "src/pkg/core.py": "",
+            "src/other/gone.py": "",
+            ".ci/AGENTS.md": "",
+            "docs/x.md": "",
+        },
+        globs=["AGENTS.md"],
+    )
+    assert find(result, "src/pkg/gone.py").verdict.fix == "did you mean src/other/gone.py?"  # type: ignore[attr-defined]
+    assert find(result, "src/pkg/cor.py").verdict.fix == "did you mean src/pkg/core.py?"  # type: ignore[attr-defined]
+    assert find(result, "docs/AGENTS.md").verdict.fix == "did you mean .ci/AGENTS.md?"  # type: ignore[attr-defined]
+
+
+def test_a_path_in_a_nested_guidance_file_is_tried_at_its_directory_then_ancestors(tmp_path: Path) -> None:
+    result = scan_files(
+        tmp_path,
+        {
+            "sub/AGENTS.md": "`mod.py` and `sub/mod.py` and `top.py` and `lib/gone.py`\n",
+            "sub/mod.py": "",
+            "top.py": "",
+            "lib/x.py": "",
+        },
+    )
+    assert rows(result) == [
+        (1, "path", "lib/gone.py", "fail"),
+        (1, "path", "mod.py", "ok"),
+        (1, "path", "sub/mod.py", "ok"),
+        (1, "path", "top.py", "ok"),
+    ]
