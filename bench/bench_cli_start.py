@@ -31,7 +31,9 @@ def best(argv: list[str], repeat: int) -> float:
 
 
 def slowest_imports(argv: list[str], n: int = 10) -> list[tuple[int, str]]:
-    proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=True
+    )
     rows = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -49,7 +51,9 @@ def main() -> int:
     for argv in COMMANDS.values():  # warm the page cache and .pyc files
         subprocess.run(argv, capture_output=True, check=True)
     results = {name: best(argv, args.repeat) for name, argv in COMMANDS.items()}
-    results["python3 -c pass"] = min(results["python3 -c pass"], best(COMMANDS["python3 -c pass"], args.repeat))
+    results["python3 -c pass"] = min(
+        results["python3 -c pass"], best(COMMANDS["python3 -c pass"], args.repeat)
+    )
     base = results["python3 -c pass"]
     for name, seconds in results.items():
         print(f"{name:30s} {seconds * 1000:7.1f} ms   ratio {seconds / base:5.2f}x")

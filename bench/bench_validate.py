@@ -1,8 +1,8 @@
 """Benchmark: `repo validate` on 50 tasks over 10 bases of a 20,000-file repository.
 
-Baseline, measured in the same run: one plain `git ls-tree -r <base>` per base (10 subprocesses). Target: validate
-costs at most 3x that baseline. Prints the ratios of the in-process library call (best of N) and of the CLI
-(one subprocess, imports included).
+Baseline, measured in the same run: one plain `git ls-tree -r <base>` per base (10 subprocesses).
+Target: validate costs at most 3x that baseline. Prints the ratios of the in-process library call (best of N)
+and of the CLI (one subprocess, imports included).
 
     python bench/bench_validate.py [--files 20000] [--bases 10] [--tasks 50] [--repeat 5] [--keep]
 """
@@ -32,11 +32,13 @@ MANIFEST = ".agent-eval/repo-eval.yaml"
 
 
 def git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
-    return subprocess.run(["git", "-c", "gc.auto=0", *args], cwd=repo, env=ENV, input=input, capture_output=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-c", "gc.auto=0", *args], cwd=repo, env=ENV, input=input, capture_output=True, check=True
+    ).stdout
 
 
 def build(root: Path, n_files: int, n_bases: int, n_tasks: int) -> tuple[Path, list[str]]:
-    """A repository of ``n_files`` tracked files and ``n_bases`` commits, then one commit adding the eval dir."""
+    """``n_files`` tracked files and ``n_bases`` commits, then one commit adding the eval dir."""
     repo = root / "repo"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
@@ -63,16 +65,25 @@ def build(root: Path, n_files: int, n_bases: int, n_tasks: int) -> tuple[Path, l
         "schema: repo_manifest.v1\nid: bench\nsource: {url: https://example.invalid/bench.git}\n"
         "eval_dir: .agent-eval\nguidance:\n  globs: ['**/AGENTS.md', '**/CLAUDE.md', 'pkg0*/*/AGENTS.md']\n"
         "image: {dockerfile: .agent-eval/Dockerfile, env: {OB: '{run_dir}/ob'}}\n"
-        "entry_points: {grade: 'python3 {eval_dir}/g.py {run_dir} {source_dir}', oracle: 'python3 {eval_dir}/o.py'}\n"
+        "entry_points: {grade: 'python3 {eval_dir}/g.py {run_dir} {source_dir}',\n"
+        "  oracle: 'python3 {eval_dir}/o.py'}\n"
         "tasks: .agent-eval/tasks\nbuild_systems: [make]\n"
     )
     for t in range(n_tasks):
         task_dir = eval_dir / "tasks" / f"task{t:03d}"
         task_dir.mkdir()
         base = bases[t % n_bases] + ("^" if t % 7 == 3 and t % n_bases else "")
-        task = {"id": f"task{t:03d}", "family": "fix", "base": base, "prompt": "fix it", "grader": "tests",
-                "gate": ["strict_pass", {"metric": "recall", "min": 0.5}], "timeout_s": 600,
-                "egress": ["pypi.org", "*.pythonhosted.org"], "setup_patch": "bug.patch"}
+        task = {
+            "id": f"task{t:03d}",
+            "family": "fix",
+            "base": base,
+            "prompt": "fix it",
+            "grader": "tests",
+            "gate": ["strict_pass", {"metric": "recall", "min": 0.5}],
+            "timeout_s": 600,
+            "egress": ["pypi.org", "*.pythonhosted.org"],
+            "setup_patch": "bug.patch",
+        }
         (task_dir / "task.json").write_text(json.dumps(task, indent=2))
         (task_dir / "bug.patch").write_text("diff\n")
     git(repo, "add", "-A")
@@ -104,7 +115,10 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         repo, bases = build(root, args.files, args.bases, args.tasks)
-        print(f"built {args.files} files, {args.bases} bases, {args.tasks} tasks in {time.perf_counter() - t0:.1f}s")
+        print(
+            f"built {args.files} files, {args.bases} bases, {args.tasks} tasks "
+            f"in {time.perf_counter() - t0:.1f}s"
+        )
         os.environ.update(ENV)
         for key in [k for k in os.environ if k.startswith("GIT_") and k not in ENV]:
             del os.environ[key]
@@ -114,7 +128,9 @@ def main() -> int:
 
         def baseline() -> None:
             for sha in bases:
-                subprocess.run(["git", "ls-tree", "-r", sha], cwd=repo, env=ENV, capture_output=True, check=True)
+                subprocess.run(
+                    ["git", "ls-tree", "-r", sha], cwd=repo, env=ENV, capture_output=True, check=True
+                )
 
         def library() -> None:
             with open_source(f"{repo}@HEAD") as opened:
@@ -123,8 +139,20 @@ def main() -> int:
 
         def cli() -> None:
             proc = subprocess.run(
-                [sys.executable, "-m", "dokimi", "repo", "validate", f"{repo}@HEAD", "--manifest", MANIFEST, "--json"],
-                env=ENV, capture_output=True, check=False,
+                [
+                    sys.executable,
+                    "-m",
+                    "dokimi",
+                    "repo",
+                    "validate",
+                    f"{repo}@HEAD",
+                    "--manifest",
+                    MANIFEST,
+                    "--json",
+                ],
+                env=ENV,
+                capture_output=True,
+                check=False,
             )
             assert proc.returncode == 0, proc.stderr.decode()
 
@@ -135,8 +163,13 @@ def main() -> int:
         base_t = min(base_t, best(baseline, args.repeat))  # interleave so load spikes hit both sides
         cli_t = best(cli, 1)
         print(f"baseline: {args.bases} x `git ls-tree -r <base>`      {base_t * 1000:8.1f} ms")
-        print(f"validate, in-process (best of {args.repeat}):       {lib_t * 1000:8.1f} ms   ratio {lib_t / base_t:.2f}x")
-        print(f"validate, CLI subprocess (once):          {cli_t * 1000:8.1f} ms   ratio {cli_t / base_t:.2f}x")
+        print(
+            f"validate, in-process (best of {args.repeat}):       {lib_t * 1000:8.1f} ms"
+            f"   ratio {lib_t / base_t:.2f}x"
+        )
+        print(
+            f"validate, CLI subprocess (once):          {cli_t * 1000:8.1f} ms   ratio {cli_t / base_t:.2f}x"
+        )
         print("target: ratio <= 3x")
     finally:
         if args.keep:

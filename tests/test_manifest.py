@@ -34,7 +34,9 @@ def test_a_required_manifest_that_is_missing_raises(tmp_path: Path) -> None:
 
 
 def test_a_manifest_that_does_not_fit_the_schema_raises_with_its_line(tmp_path: Path) -> None:
-    path = git_repo(tmp_path / "r", {"m.yaml": "schema: repo_manifest.v1\nid: x\nimage: {dockerfile: D, net: 1}\n"})
+    path = git_repo(
+        tmp_path / "r", {"m.yaml": "schema: repo_manifest.v1\nid: x\nimage: {dockerfile: D, net: 1}\n"}
+    )
     with open_source(str(path)) as repo, pytest.raises(ManifestError) as info:
         load_manifest(repo.eval_snapshot(), manifest="m.yaml", manifest_file=None, required=True)
     assert (info.value.path, info.value.line, info.value.key) == ("m.yaml", 3, "image.net")
@@ -101,8 +103,17 @@ def test_the_task_model_refuses_refs_and_bad_caps_but_accepts_a_parent() -> None
 
 @pytest.mark.parametrize(
     ("base", "form"),
-    [(SHA, "full"), (SHA + "^", "full"), ("abc1234", "short"), ("abc1234^", "short"), ("HEAD", "invalid"),
-     ("v1.0", "invalid"), (SHA + "^^", "invalid"), (SHA.upper(), "invalid"), (SHA + "0", "invalid")],
+    [
+        (SHA, "full"),
+        (SHA + "^", "full"),
+        ("abc1234", "short"),
+        ("abc1234^", "short"),
+        ("HEAD", "invalid"),
+        ("v1.0", "invalid"),
+        (SHA + "^^", "invalid"),
+        (SHA.upper(), "invalid"),
+        (SHA + "0", "invalid"),
+    ],
 )
 def test_base_forms(base: str, form: str) -> None:
     assert base_form(base) == form
@@ -110,9 +121,19 @@ def test_base_forms(base: str, form: str) -> None:
 
 @pytest.mark.parametrize(
     ("host", "ok"),
-    [("pypi.org", True), ("*.pythonhosted.org", True), ("a.*.b.com", True), ("pypi.org:443", True),
-     ("*", False), ("*.org", False), ("org", False), ("p*.org", False), ("pypi.org:0", False),
-     ("10.0.0.1", False), ("-a.org", False)],
+    [
+        ("pypi.org", True),
+        ("*.pythonhosted.org", True),
+        ("a.*.b.com", True),
+        ("pypi.org:443", True),
+        ("*", False),
+        ("*.org", False),
+        ("org", False),
+        ("p*.org", False),
+        ("pypi.org:0", False),
+        ("10.0.0.1", False),
+        ("-a.org", False),
+    ],
 )
 def test_egress_host_syntax(host: str, ok: bool) -> None:
     assert (egress_host_problem(host) is None) == ok

@@ -224,7 +224,9 @@ def test_an_env_name_must_be_a_variable_name(repo: Repo) -> None:
 
 
 def test_an_empty_entry_point_is_an_error(repo: Repo) -> None:
-    repo.add_eval(MANIFEST.replace('oracle: "python3 {eval_dir}/run.py oracle --contract {run_dir}"', 'oracle: ""'))
+    repo.add_eval(
+        MANIFEST.replace('oracle: "python3 {eval_dir}/run.py oracle --contract {run_dir}"', 'oracle: ""')
+    )
     finding = one(run(repo), "entry_point_commands")
     assert (finding.line, finding.key) == (15, "entry_points.oracle")
 
@@ -239,14 +241,21 @@ def test_an_unknown_placeholder_is_refused_and_shell_variables_are_not_placehold
 
 
 def test_perf_may_use_the_variant_placeholder(repo: Repo) -> None:
-    text = MANIFEST.replace("tasks: .agent-eval/tasks", '  perf: "bench --variant {variant} --out {out}"\ntasks: .agent-eval/tasks')
+    text = MANIFEST.replace(
+        "tasks: .agent-eval/tasks",
+        '  perf: "bench --variant {variant} --out {out}"\ntasks: .agent-eval/tasks',
+    )
     repo.add_eval(text)
     assert only(run(repo), "placeholders") == []
 
 
 def test_source_dir_is_allowed_only_in_grade_and_oracle(repo: Repo) -> None:
-    text = MANIFEST.replace("tasks: .agent-eval/tasks", '  static: "check {source_dir} --out {out}"\ntasks: .agent-eval/tasks')
-    text = text.replace('env: {OUT_BASE: "{run_dir}/ob"}', 'env: {OUT_BASE: "{run_dir}/ob", SRC: "{source_dir}"}')
+    text = MANIFEST.replace(
+        "tasks: .agent-eval/tasks", '  static: "check {source_dir} --out {out}"\ntasks: .agent-eval/tasks'
+    )
+    text = text.replace(
+        'env: {OUT_BASE: "{run_dir}/ob"}', 'env: {OUT_BASE: "{run_dir}/ob", SRC: "{source_dir}"}'
+    )
     repo.add_eval(text)
     found = only(run(repo), "source_dir_only_in_grade_and_oracle")
     assert [(f.key, f.line) for f in found] == [("image.env.SRC", 11), ("entry_points.static", 16)]
@@ -282,7 +291,9 @@ def test_plain_names_under_run_dir_are_accepted(repo: Repo) -> None:
 
 
 def test_globs_outside_the_dialect_are_refused(repo: Repo) -> None:
-    repo.add_eval(MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md", "/abs.md", "{a,b}.md"]'))
+    repo.add_eval(
+        MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md", "/abs.md", "{a,b}.md"]')
+    )
     found = only(run(repo), "glob_syntax")
     assert [f.key for f in found] == ["guidance.globs[1]", "guidance.globs[2]"]
     assert "is absolute" in found[0].message and "braces" in found[1].message
@@ -304,7 +315,8 @@ def test_an_empty_tests_block_warns(repo: Repo) -> None:
 
 def test_a_full_tests_block_is_accepted(repo: Repo) -> None:
     text = MANIFEST + (
-        "tests:\n  globs: ['**/test_*']\n  config_globs: ['**/conftest.py']\n  list: 'pytest --collect-only -q'\n"
+        "tests:\n  globs: ['**/test_*']\n  config_globs: ['**/conftest.py']\n"
+        "  list: 'pytest --collect-only -q'\n"
     )
     repo.add_eval(text)
     report = run(repo)
@@ -332,9 +344,15 @@ def test_duplicate_keys_in_task_json_are_an_error(repo: Repo) -> None:
 
 @pytest.mark.parametrize(
     ("content", "fragment"),
-    [("{not json", "not valid JSON"), (b"\x00\x01binary\xff", "binary data"), ("[1, 2]", "must be a JSON object")],
+    [
+        ("{not json", "not valid JSON"),
+        (b"\x00\x01binary\xff", "binary data"),
+        ("[1, 2]", "must be a JSON object"),
+    ],
 )
-def test_a_task_json_that_is_not_a_json_object_is_an_error(repo: Repo, content: str | bytes, fragment: str) -> None:
+def test_a_task_json_that_is_not_a_json_object_is_an_error(
+    repo: Repo, content: str | bytes, fragment: str
+) -> None:
     repo.add_eval(tasks={"t1": content})
     assert fragment in one(run(repo), "task_json_parses").message
 
@@ -352,7 +370,10 @@ def test_required_keys_must_be_present_and_strings(repo: Repo) -> None:
     del task["prompt"]
     repo.add_eval(tasks={"t1": task})
     found = only(run(repo), "required_keys")
-    assert sorted(f.message for f in found) == ["must be a non-empty string, not 7", "required key 'prompt' is missing"]
+    assert sorted(f.message for f in found) == [
+        "must be a non-empty string, not 7",
+        "required key 'prompt' is missing",
+    ]
     by_key = {f.key: f for f in found}
     assert by_key["grader"].line == task_line(task, "grader")
     assert by_key[None].line == 1
@@ -388,7 +409,9 @@ def test_a_base_that_does_not_resolve_names_the_task_file_and_line(repo: Repo) -
     repo.add_eval(tasks={"t1": task, "t2": repo.task("t2")})
     finding = one(run(repo), "base_resolves")
     assert finding.text().startswith(f"error: {EVAL}/tasks/t1/task.json:{task_line(task, 'base')}: base: ")
-    assert "does not resolve" in finding.message and "fetch full history or fix the sha" in (finding.fix or "")
+    assert "does not resolve" in finding.message and "fetch full history or fix the sha" in (
+        finding.fix or ""
+    )
 
 
 def test_a_task_at_the_parent_of_a_sha_resolves(repo: Repo) -> None:
@@ -431,7 +454,9 @@ def test_gate_and_score_forms(repo: Repo, extra: dict[str, Any], key: str, fragm
 
 
 def test_a_score_only_task_may_have_an_empty_gate(repo: Repo) -> None:
-    repo.add_eval(tasks={"t1": repo.task("t1", gate=[], score={"metric": "recall", "max": 1.0}, mode="review")})
+    repo.add_eval(
+        tasks={"t1": repo.task("t1", gate=[], score={"metric": "recall", "max": 1.0}, mode="review")}
+    )
     assert run(repo).valid
 
 
@@ -467,7 +492,9 @@ def test_an_infinite_cap_is_refused(repo: Repo) -> None:
 
 def test_setup_patch_and_setup_patches_together_are_refused(repo: Repo) -> None:
     files = {f"{EVAL}/tasks/t1/a.patch": "x\n"}
-    repo.add_eval(tasks={"t1": repo.task("t1", setup_patch="a.patch", setup_patches=["a.patch"])}, files=files)
+    repo.add_eval(
+        tasks={"t1": repo.task("t1", setup_patch="a.patch", setup_patches=["a.patch"])}, files=files
+    )
     assert "both given" in one(run(repo), "setup_patch_synonym").message
 
 
@@ -499,7 +526,9 @@ def test_a_missing_patch_is_an_error(repo: Repo) -> None:
         ("pypi..org", "not a DNS label"),
     ],
 )
-def test_egress_hosts_are_dns_names_with_literal_last_two_labels(repo: Repo, host: str, fragment: str) -> None:
+def test_egress_hosts_are_dns_names_with_literal_last_two_labels(
+    repo: Repo, host: str, fragment: str
+) -> None:
     repo.add_eval(tasks={"t1": repo.task("t1", egress=["pypi.org", host])})
     finding = one(run(repo), "egress_hosts")
     assert finding.key == "egress[1]" and fragment in finding.message
@@ -534,8 +563,12 @@ def test_a_guidance_file_deleted_after_a_base_counts_at_that_base(repo: Repo) ->
 
 
 def test_a_glob_matching_nothing_at_every_base_warns(repo: Repo) -> None:
-    text = MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md", "old/AGENTS.md", "**/CLAUDE.md"]')
-    repo.add_eval(text, tasks={"t1": repo.task("t1", base=repo.c2)}, files={"old/AGENTS.md": "back in the eval tree"})
+    text = MANIFEST.replace(
+        'globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md", "old/AGENTS.md", "**/CLAUDE.md"]'
+    )
+    repo.add_eval(
+        text, tasks={"t1": repo.task("t1", base=repo.c2)}, files={"old/AGENTS.md": "back in the eval tree"}
+    )
     report = run(repo)
     assert report.valid
     found = only(report, "guidance_globs_at_every_base", "warning")
@@ -552,7 +585,9 @@ def test_a_guidance_only_manifest_is_checked_at_the_eval_tree(repo: Repo) -> Non
 
 
 def test_a_missing_also_scan_file_warns(repo: Repo) -> None:
-    repo.add_eval(MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md"]\n  also_scan: [CONTRIBUTING.md]'))
+    repo.add_eval(
+        MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md"]\n  also_scan: [CONTRIBUTING.md]')
+    )
     finding = one(run(repo), "also_scan_exists", "warning")
     assert (finding.key, finding.line) == ("guidance.also_scan[0]", 7)
 

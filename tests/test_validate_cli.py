@@ -23,11 +23,15 @@ def test_a_valid_manifest_exits_0_with_a_summary(repo: Repo, capsys: pytest.Capt
     rc = main(["repo", "validate", str(repo.path), "--manifest", MANIFEST_PATH])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
-    assert out[0].startswith("warning: .agent-eval/tasks/t1/task.json:4: base: ") and out[0].endswith("[base_form]")
+    assert out[0].startswith("warning: .agent-eval/tasks/t1/task.json:4: base: ") and out[0].endswith(
+        "[base_form]"
+    )
     assert out[-1].startswith(f"valid: {MANIFEST_PATH}: 0 error(s), 1 warning(s); 1 tasks over 1 bases")
 
 
-def test_an_invalid_manifest_exits_1_with_one_line_per_finding(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_invalid_manifest_exits_1_with_one_line_per_finding(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo.add_eval(
         MANIFEST.replace("build_systems: [make]", "build_systems: [bazle]"),
         tasks={"t1": repo.task("t1", base="main")},
@@ -48,7 +52,9 @@ def test_json_prints_a_repo_validation_document(repo: Repo, capsys: pytest.Captu
     report = ValidationReport.model_validate(data)
     assert data["schema"] == "repo_validation.v1" and data["valid"] is False
     assert (report.tasks, report.bases, report.eval_rev) == (1, 1, sha)
-    assert [(e["code"], e["task"], e["key"]) for e in data["errors"]] == [("caps_finite_positive", "t1", "timeout_s")]
+    assert [(e["code"], e["task"], e["key"]) for e in data["errors"]] == [
+        ("caps_finite_positive", "t1", "timeout_s")
+    ]
 
 
 def test_manifest_file_reads_a_manifest_from_outside_the_tree(
@@ -64,7 +70,9 @@ def test_manifest_file_reads_a_manifest_from_outside_the_tree(
     assert "guidance-only manifest" in out[-1]
 
 
-def test_the_default_manifest_location_is_used_without_options(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_default_manifest_location_is_used_without_options(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo.add_eval()
     assert main(["repo", "validate", str(repo.path)]) == 0
     assert capsys.readouterr().out.startswith(f"valid: {MANIFEST_PATH}")
@@ -91,14 +99,18 @@ def test_an_unreadable_manifest_exits_2_without_a_traceback(
     assert err.startswith("error: ") and fragment in err and "Traceback" not in err
 
 
-def test_no_manifest_exits_2_and_says_how_to_give_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_manifest_exits_2_and_says_how_to_give_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = git_repo(tmp_path / "r", {"README.md": "x\n"})
     assert main(["repo", "validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "no manifest" in err and "--manifest-file" in err
 
 
-def test_a_manifest_path_that_does_not_exist_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_manifest_path_that_does_not_exist_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = git_repo(tmp_path / "r", {"README.md": "x\n"})
     assert main(["repo", "validate", str(path), "--manifest", "eval/repo-eval.yaml"]) == 2
     assert "eval/repo-eval.yaml: no such file in" in capsys.readouterr().err
@@ -122,15 +134,23 @@ def test_manifest_and_manifest_file_together_exit_2(repo: Repo, capsys: pytest.C
     assert "not both" in capsys.readouterr().err
 
 
-def test_a_manifest_that_does_not_fit_the_schema_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = git_repo(tmp_path / "r", {MANIFEST_PATH: "schema: repo_manifest.v2\nid: x\nguidance: {globs: 3}\n"})
+def test_a_manifest_that_does_not_fit_the_schema_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = git_repo(
+        tmp_path / "r", {MANIFEST_PATH: "schema: repo_manifest.v2\nid: x\nguidance: {globs: 3}\n"}
+    )
     rc = main(["repo", "validate", str(path)])
     out = capsys.readouterr().out
     assert rc == 1
-    assert f"error: {MANIFEST_PATH}:1: schema: " in out and f"error: {MANIFEST_PATH}:3: guidance.globs: " in out
+    assert (
+        f"error: {MANIFEST_PATH}:1: schema: " in out and f"error: {MANIFEST_PATH}:3: guidance.globs: " in out
+    )
 
 
-def test_a_working_tree_edit_is_validated_before_commit(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_working_tree_edit_is_validated_before_commit(
+    repo: Repo, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo.add_eval()
     (repo.path / MANIFEST_PATH).write_text(MANIFEST.replace("id: demo\n", ""))
     assert main(["repo", "validate", str(repo.path)]) == 1

@@ -1,10 +1,11 @@
 """Loading the manifest (repo-eval.yaml) and the tasks it names, from a snapshot or a local file.
 
-- :func:`load_manifest` finds and reads the manifest (``--manifest`` inside the source, ``--manifest-file`` on the
-  host, else ``.agent-eval/repo-eval.yaml`` when present). A manifest that cannot be read at all (not UTF-8, not
-  YAML, duplicate keys, not a mapping) raises :class:`~dokimi.errors.ManifestError` naming file:line.
-- :func:`load_tasks` reads every ``<tasks>/<id>/task.json`` in one batch; a task that cannot be parsed or does not
-  fit :class:`~dokimi.schemas.task.Task` is returned with its errors, never raised.
+- :func:`load_manifest` finds and reads the manifest (``--manifest`` inside the source, ``--manifest-file`` on
+  the host, else ``.agent-eval/repo-eval.yaml`` when present). A manifest that cannot be read at all (not
+  UTF-8, not YAML, duplicate keys, not a mapping) raises :class:`~dokimi.errors.ManifestError` naming
+  file:line.
+- :func:`load_tasks` reads every ``<tasks>/<id>/task.json`` in one batch; a task that cannot be parsed or does
+  not fit :class:`~dokimi.schemas.task.Task` is returned with its errors, never raised.
 - :func:`guidance_files_at` lists the files the guidance globs match in one tree (the dokimi glob dialect).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ class LoadedTask:
     errors: list[DokimiError] = field(default_factory=list)
 
 
-# --- manifest ------------------------------------------------------------------------------------------------
+# --- manifest ---------------------------------------------------------------------------------------------
 
 
 def read_manifest_marked(
@@ -100,7 +101,7 @@ def read_manifest_marked(
         raise ManifestError(
             f"{what} in {snapshot.label}",
             path=path,
-            hint="give the manifest's path relative to the repository root, or --manifest-file for a local file",
+            hint="give its path relative to the repository root, or --manifest-file for a local file",
         )
     try:
         raw = snapshot.read(path)
@@ -126,7 +127,8 @@ def _parse_manifest(raw: bytes, name: str) -> Marked:
 
 
 def manifest_model_errors(marked: Marked) -> tuple[RepoManifest | None, list[DocumentError]]:
-    """Validate parsed manifest data against repo_manifest.v1: the model, or None and one error per problem."""
+    """Validate parsed manifest data against repo_manifest.v1: the model, or None and one error per problem.
+    """
     try:
         return RepoManifest.model_validate(marked.data), []
     except ValidationError as exc:
@@ -170,7 +172,7 @@ def load_manifest(
     )
 
 
-# --- tasks ---------------------------------------------------------------------------------------------------
+# --- tasks ------------------------------------------------------------------------------------------------
 
 
 def task_dirs(snapshot: Snapshot, tasks_dir: str) -> list[str]:
@@ -182,9 +184,9 @@ def task_dirs(snapshot: Snapshot, tasks_dir: str) -> list[str]:
 def load_tasks(snapshot: Snapshot, manifest: RepoManifest) -> list[LoadedTask]:
     """Every ``<tasks>/<id>/task.json`` of the tree, read in one batch, sorted by directory name.
 
-    A directory without task.json is not a task (``repo validate`` warns about it). Parse and schema problems go
-    into ``LoadedTask.errors``; nothing is raised for a bad task.
-    """
+    A directory without task.json is not a task (``repo validate`` warns about it). Parse and schema problems
+    go into ``LoadedTask.errors``; nothing is raised for a bad task.
+"""
     if manifest.tasks is None:
         return []
     dirs = [d for d in task_dirs(snapshot, manifest.tasks) if snapshot.exists(f"{d}/{TASK_FILE}")]
@@ -227,8 +229,9 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 class LazyMarked(Marked):
     """A parsed JSON document whose line marks are computed on the first :meth:`line` call.
 
-    Marking a document costs a second (YAML) parse; a valid task.json never needs its marks, so most never pay.
-    """
+    Marking a document costs a second (YAML) parse; a valid task.json never needs its marks, so most never
+    pay.
+"""
 
     text: str = ""
     _marked: bool = False
@@ -262,7 +265,7 @@ def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> Loaded
     return LoadedTask(task_id, directory, path, task, marked, [])
 
 
-# --- guidance ------------------------------------------------------------------------------------------------
+# --- guidance ---------------------------------------------------------------------------------------------
 
 
 def _last_segment(path: str) -> str:
@@ -272,10 +275,10 @@ def _last_segment(path: str) -> str:
 def match_globs(globs: Sequence[str], paths: Sequence[str]) -> dict[str, list[str]]:
     """For each glob, the paths it matches (sorted).
 
-    One pass over ``paths`` narrows the candidates of every glob at once (a literal last segment is looked up by
-    basename, a literal directory prefix by prefix), so 20,000 paths cost little; the match itself is always
-    :func:`dokimi.globs.filter_paths`.
-    """
+    One pass over ``paths`` narrows the candidates of every glob at once (a literal last segment is looked up
+    by basename, a literal directory prefix by prefix), so 20,000 paths cost little; the match itself is
+    always :func:`dokimi.globs.filter_paths`.
+"""
     candidates: dict[str, list[str]] = {}
     by_basename: dict[str, list[str]] = {}
     by_prefix: list[tuple[str, str]] = []

@@ -1,12 +1,12 @@
 """``repo validate``: the manifest and every task.json checked against one snapshot (contract §2, §3).
 
 Each rule of the spec that can be decided from the manifest, the tasks and the tree is one named function
-``check_<rule>(ctx) -> Iterable[Finding]``; :data:`RULES` runs them in order. A finding is data (severity, code,
-message, file:line or task and key, fix), never an exception: only a manifest that cannot be read at all raises
-(:class:`~dokimi.errors.ManifestError`, exit 2).
+``check_<rule>(ctx) -> Iterable[Finding]``; :data:`RULES` runs them in order. A finding is data (severity,
+code, message, file:line or task and key, fix), never an exception: only a manifest that cannot be read at all
+raises (:class:`~dokimi.errors.ManifestError`, exit 2).
 
-Git work is batched: every task base is resolved in one ``cat-file --batch-check`` call, the guidance globs cost
-one ``ls-tree`` per distinct base, and every task.json is read through one ``cat-file --batch`` process.
+Git work is batched: every task base is resolved in one ``cat-file --batch-check`` call, the guidance globs
+cost one ``ls-tree`` per distinct base, and every task.json is read through one ``cat-file --batch`` process.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class ValidationReport(Document):
     """The rules that ran, in order."""
 
 
-# --- context -------------------------------------------------------------------------------------------------
+# --- context ----------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -125,7 +125,7 @@ class Context:
     tasks: list[LoadedTask] = field(default_factory=list)
     guidance_files: int = 0
 
-    # findings ------------------------------------------------------------------------------------------------
+    # findings ----------------------------------------------------------------------------------------------
 
     def at_manifest(
         self, code: str, loc: Loc, message: str, fix: str | None = None, *, severity: Severity = "error"
@@ -162,7 +162,7 @@ class Context:
             fix=fix,
         )
 
-    # facts ---------------------------------------------------------------------------------------------------
+    # facts -------------------------------------------------------------------------------------------------
 
     def task_data(self) -> Iterator[tuple[LoadedTask, dict[str, Any]]]:
         """Tasks whose task.json parsed to an object, with the raw data (rules read the raw keys)."""
@@ -194,7 +194,8 @@ class Context:
         return sorted({sha for base, sha in self.resolved.items() if sha and base in self.valid_base_forms()})
 
     def paths_at(self, sha: str) -> list[str]:
-        """Paths of the tree of ``sha``: one ``git ls-tree -r --name-only`` (the eval tree's listing if equal)."""
+        """Paths of the tree of ``sha``: one ``git ls-tree -r --name-only`` (the eval tree's listing if
+        equal)."""
         if sha == self.snapshot.rev:
             return list(self.snapshot.entries)
         assert self.repo is not None and self.repo.git_dir is not None
@@ -217,7 +218,7 @@ def _code(func: Callable[..., Any]) -> str:
     return func.__name__.removeprefix("check_")
 
 
-# --- manifest rules ------------------------------------------------------------------------------------------
+# --- manifest rules ---------------------------------------------------------------------------------------
 
 
 def check_manifest_schema(ctx: Context) -> Iterator[Finding]:
@@ -572,7 +573,8 @@ def _glob_locs(m: RepoManifest) -> Iterator[tuple[Loc, str]]:
 
 
 def check_glob_syntax(ctx: Context) -> Iterator[Finding]:
-    """Globs are relative, inside the tree, and in the dialect (no braces, extglob or negation; mergeability §2)."""
+    """Globs are relative, inside the tree, and in the dialect (no braces, extglob or negation; mergeability
+    §2)."""
     m = ctx.manifest
     if m is None:
         return
@@ -635,7 +637,7 @@ def check_tests_block(ctx: Context) -> Iterator[Finding]:
         )
 
 
-# --- task rules ----------------------------------------------------------------------------------------------
+# --- task rules -------------------------------------------------------------------------------------------
 
 
 def check_task_dirs_have_task_json(ctx: Context) -> Iterator[Finding]:
@@ -724,7 +726,8 @@ def check_base_form(ctx: Context) -> Iterator[Finding]:
                 lt,
                 code,
                 ("base",),
-                f"{base!r} is not a hex SHA (optionally followed by ^); branch names, tags and HEAD are refused "
+                f"{base!r} is not a hex SHA (optionally followed by ^); branch names, tags and HEAD are "
+                "refused "
                 "even when they resolve, because repetitions of one task must get one snapshot",
                 "write the full 40-character commit SHA (git rev-parse <ref>), keeping a trailing ^",
             )
@@ -841,7 +844,8 @@ def check_gate_and_score_forms(ctx: Context) -> Iterator[Finding]:
                         lt,
                         code,
                         ("score", "max") if "max" in score else ("score",),
-                        f'needs a finite number "max" (the value the oracle must reach), not {score.get("max")!r}',
+                        f'needs a finite number "max" (the value the oracle must reach), '
+                        f"not {score.get('max')!r}",
                         'write {"metric": name, "max": <number>}',
                     )
         if isinstance(data.get("gate"), list) and not data["gate"] and score is None:
@@ -932,8 +936,8 @@ def _task_patches(data: dict[str, Any]) -> Iterator[tuple[Loc, str]]:
 
 
 def check_patches_exist(ctx: Context) -> Iterator[Finding]:
-    """setup_patches, setup_patch and review_patch are files (relative to the task directory) in the eval tree,
-    inside eval_dir (only eval_dir is copied for the run)."""
+    """setup_patches, setup_patch and review_patch are files (relative to the task directory) in the eval
+    tree, inside eval_dir (only eval_dir is copied for the run)."""
     code = _code(check_patches_exist)
     eval_dir = ctx.manifest.eval_dir if ctx.manifest is not None else None
     for lt, data in ctx.task_data():
@@ -956,7 +960,7 @@ def check_patches_exist(ctx: Context) -> Iterator[Finding]:
                     code,
                     loc,
                     f"{rel!r} does not exist: no file {path} in {ctx.snapshot.label}",
-                    "commit the patch next to task.json, or fix the path (it is relative to the task directory)",
+                    "commit the patch next to task.json, or fix the path (relative to the task directory)",
                 )
 
 
@@ -1037,7 +1041,7 @@ def check_task_schema(ctx: Context) -> Iterator[Finding]:
             )
 
 
-# --- guidance rules ------------------------------------------------------------------------------------------
+# --- guidance rules ---------------------------------------------------------------------------------------
 
 
 def check_guidance_globs_at_every_base(ctx: Context) -> Iterator[Finding]:

@@ -27,10 +27,10 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 def validate(source: str, manifest: str | None, manifest_file: Path | None, as_json: bool) -> int:
     """Validate the manifest and every task.json against SOURCE (<dir>, <dir>@<rev> or <url>@<rev>).
 
-    Every task base must resolve in the source, and the guidance globs are evaluated at each base. One line per
-    finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed),
+    Every task base must resolve in the source, and the guidance globs are evaluated at each base. One line
+    per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed),
     1 invalid, 2 could not run.
-    """
+"""
     from dokimi.source import open_source
     from dokimi.validate import validate_repo
 
@@ -49,7 +49,8 @@ def validate(source: str, manifest: str | None, manifest_file: Path | None, as_j
             else f"{report.tasks} tasks over {report.bases} bases"
         )
         click.echo(
-            f"{verdict}: {report.manifest}: {len(report.errors)} error(s), {len(report.warnings)} warning(s); "
+            f"{verdict}: {report.manifest}: {len(report.errors)} error(s), "
+            f"{len(report.warnings)} warning(s); "
             f"{kind}; {report.guidance_files} guidance file(s)"
         )
     return EXIT_OK if report.valid else EXIT_FOUND_PROBLEMS

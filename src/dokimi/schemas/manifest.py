@@ -1,8 +1,8 @@
 """repo_manifest.v1: the repository's ``repo-eval.yaml`` (contract §2, mergeability §3 ``tests``).
 
-The model fixes the *shape* (keys and their types; unknown keys are refused). The rules that relate keys to each
-other or to the tree (eval_dir/tasks/entry_points together, placeholders, paths that must exist) are named checks
-in :mod:`dokimi.validate`, so that each one reports its own finding with its file:line and fix.
+The model fixes the *shape* (keys and their types; unknown keys are refused). The rules that relate keys to
+each other or to the tree (eval_dir/tasks/entry_points together, placeholders, paths that must exist) are
+named checks in :mod:`dokimi.validate`, so that each one reports its own finding with its file:line and fix.
 """
 
 from __future__ import annotations
@@ -79,17 +79,19 @@ class TestsBlock(Document):
     globs: list[str] = Field(default_factory=list)
     """Globs of test files: none may be deleted by the agent."""
     config_globs: list[str] = Field(default_factory=list)
-    """Globs of test configuration files (conftest.py, pytest.ini, BUILD): none deleted; edits go to the judge."""
+    """Globs of test configuration files (conftest.py, pytest.ini, BUILD): none deleted; edits go to the
+    judge."""
     list_: str | None = Field(default=None, alias="list")
-    """Command that prints one test id per line in the workspace; the base list is compared with the agent's."""
+    """Command that prints one test id per line in the workspace; the base list is compared with the agent's.
+    """
 
 
 class RepoManifest(Document):
     """repo_manifest.v1: what a repository provides to be evaluated (contract §2).
 
-    Without ``eval_dir``, ``tasks`` and ``entry_points`` the manifest is guidance-only: scan and reach run on it,
-    validate checks its globs, and ``tasks check`` and ``run`` refuse it.
-    """
+    Without ``eval_dir``, ``tasks`` and ``entry_points`` the manifest is guidance-only: scan and reach run on
+    it, validate checks its globs, and ``tasks check`` and ``run`` refuse it.
+"""
 
     schema_: Literal["repo_manifest.v1"] = Field(alias="schema")
     """Document type and version: ``repo_manifest.v1``."""

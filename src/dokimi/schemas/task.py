@@ -2,11 +2,12 @@
 mergeability §8).
 
 The framework reads the core and workspace keys typed here. Every other key belongs to the repository's grader
-and is kept unread (``Task.model_extra``), so a task written back to ``{run_dir}/task.json`` is the repository's
-own. ``setup_patch`` (one string) is accepted as a synonym of a one-element ``setup_patches``.
+and is kept unread (``Task.model_extra``), so a task written back to ``{run_dir}/task.json`` is the
+repository's own. ``setup_patch`` (one string) is accepted as a synonym of a one-element ``setup_patches``.
 
-The pure predicates :func:`base_form` and :func:`egress_host_problem` are shared with :mod:`dokimi.validate`, which
-turns them into findings with file:line and fix; the model uses them to refuse what no runner may accept.
+The pure predicates :func:`base_form` and :func:`egress_host_problem` are shared with :mod:`dokimi.validate`,
+which turns them into findings with file:line and fix; the model uses them to refuse what no runner may
+accept.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def split_base(base: str) -> tuple[str, bool]:
 
 
 def base_form(base: str) -> BaseForm:
-    """``full``: 40 lowercase hex digits, optionally followed by ``^``; ``short``: 4 to 39 hex digits (accepted
-    with a warning); ``invalid``: anything else (a branch, a tag, HEAD, ``~1``, uppercase)."""
+    """``full``: 40 lowercase hex digits, optionally followed by ``^``; ``short``: 4 to 39 hex digits
+    (accepted with a warning); ``invalid``: anything else (a branch, a tag, HEAD, ``~1``, uppercase)."""
     sha, _ = split_base(base)
     if FULL_SHA.match(sha):
         return "full"
@@ -54,9 +55,9 @@ _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 def egress_host_problem(host: str) -> str | None:
     """Why ``host`` is not an egress entry (contract §3), or None when it is one.
 
-    A DNS name with an optional ``:port``; ``*`` stands for one whole label; the last two labels are literal, so
-    ``*.pythonhosted.org`` passes and ``*``, ``*.org`` or ``pypi.*`` do not.
-    """
+    A DNS name with an optional ``:port``; ``*`` stands for one whole label; the last two labels are literal,
+    so ``*.pythonhosted.org`` passes and ``*``, ``*.org`` or ``pypi.*`` do not.
+"""
     if not isinstance(host, str) or not host:
         return "empty host"
     if host != host.strip() or any(c.isspace() for c in host):
@@ -119,15 +120,15 @@ class Task(OpenDocument):
     family: str
     """Free string for reporting; common values: build, fix, feature, test, review."""
     base: str
-    """Commit to snapshot: a hex SHA, optionally followed by ``^`` (its parent). Use the full 40-character SHA;
-    a shorter one is accepted with a warning. Branches, tags and HEAD are refused."""
+    """Commit to snapshot: a hex SHA, optionally followed by ``^`` (its parent). Use the full 40-character
+    SHA; a shorter one is accepted with a warning. Branches, tags and HEAD are refused."""
     prompt: str
     """What the agent is told."""
     grader: str
     """Grader name, interpreted by the repository's ``grade`` entry point."""
     setup_patches: list[str] = Field(default_factory=list)
-    """Patches (paths relative to the task directory) applied after the snapshot, before the arm, for example an
-    injected bug. ``setup_patch`` (one string) is a synonym of a one-element list."""
+    """Patches (paths relative to the task directory) applied after the snapshot, before the arm, for example
+    an injected bug. ``setup_patch`` (one string) is a synonym of a one-element list."""
     review_patch: str | None = None
     """Patch (relative to the task directory) applied with ``git am`` as the HEAD commit under review."""
     gate: list[GateEntry] = Field(default_factory=_default_gate)
@@ -147,7 +148,8 @@ class Task(OpenDocument):
     mode: Mode | None = None
     """Which way of using an agent the task models (agent-modes §2): interactive, autonomous or review."""
     prompt_style: PromptStyle | None = None
-    """How the prompt reads (mergeability §8): ``spec`` (names files and constraints) or ``issue`` (as filed)."""
+    """How the prompt reads (mergeability §8): ``spec`` (names files and constraints) or ``issue`` (as filed).
+    """
     effort: str | None = None
     """Reasoning effort of the harness for this task, passed to the harness profile (agent-modes §1)."""
 
