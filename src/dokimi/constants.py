@@ -76,5 +76,5 @@ MAX_GUIDANCE_BYTES: Final = 2 * 1024 * 1024
 
 # Build systems the manifest may name in build_systems (contract §2); each selects an L0 claim-check adapter.
 BUILD_SYSTEMS: Final = frozenset(
-    {"bazel", "make", "cmake", "meson", "ninja", "python", "npm", "cargo", "go", "maven", "gradle"}
+    {"bazel", "make", "cmake", "meson", "ninja", "python", "pytest", "npm", "cargo", "go", "maven", "gradle"}
 )
