@@ -51,6 +51,7 @@ class SeededFile(Document):
 
 class Unresolved(Document):
     path: str
+    """The link's path in the tree."""
     reason: str
     """``dangles``, ``escapes the tree``, ``loops`` or ``names a directory``: the link was not seeded."""
 
@@ -61,11 +62,13 @@ class Scenario(Document):
     cwd: str
     """Where the harness started, relative to the workspace root ('.' for the root)."""
     tools: Literal["none", "read", "all"]
+    """The profile's tool level the harness ran with: none for cwd scenarios, read for read scenarios."""
     read_target: str | None = None
     """The probe file the agent was told to read (read scenarios)."""
     returncode: int | None
     """The harness's exit code; null when it was killed at the timeout."""
     timed_out: bool
+    """The harness ran past --timeout and was killed with its process group."""
     error: str | None
     """Why the scenario gave no usable answer; null when it did."""
     reported: list[str]
@@ -85,17 +88,24 @@ class Scenario(Document):
 
 class PayloadSeen(Document):
     head: bool
+    """The head token was in the captured request bytes."""
     tail: bool
+    """The tail token was in the captured request bytes."""
 
 
 class Record(Document):
     """One (file, scenario) cell."""
 
     file: str
+    """The seeded file (a link's target)."""
     scenario: str
+    """The scenario's name (cwd=., cwd=<dir>, read=<dir>)."""
     harness: str
+    """The harness profile's name."""
     harness_version: str
+    """The version the harness reported: loading changes between versions."""
     model: str
+    """The model id, as given."""
     head: bool
     """The head token was reported."""
     tail: bool
@@ -103,6 +113,7 @@ class Record(Document):
     read_by_tool: bool
     """The agent read the file (or a link to it) with a tool in this scenario."""
     class_: ReachClass = Field(alias="class")
+    """loaded, truncated, fetched, not_loaded or error."""
     payload: PayloadSeen | None = None
     """Whether each token was in the request bytes; null without payload capture."""
 
@@ -111,21 +122,30 @@ class GuidanceReach(Document):
     """The reach probe's result for one (harness, version, model)."""
 
     schema_: Literal["guidance_reach.v1"] = Field(default="guidance_reach.v1", alias="schema")
+    """Always ``guidance_reach.v1``."""
     source: str
     """The source as given on the command line."""
     tree: str | None
     """Full SHA of the probed tree; null for a working tree."""
     harness: str
+    """The harness profile's name."""
     harness_version: str
+    """The version the harness reported; reach results are keyed by it."""
     model: str
+    """The model id, as given (opaque)."""
     dry_run: bool
     """True when the model was the scripted server (zero cost): classes then reflect the request bytes."""
     salt: str
     """Salt of the tokens: the same salt reproduces the same tokens."""
     guidance_globs: list[str]
+    """The globs the guidance files came from (the manifest's, or the defaults), besides guidance.names."""
     declared: dict[str, str | list[str] | None]
     """The profile's declared guidance block, for comparison with what the probe found."""
     files: list[SeededFile]
+    """Every seeded guidance file, with its tokens and aliases."""
     unresolved: list[Unresolved]
+    """Links to guidance that were not seeded, with the reason."""
     scenarios: list[Scenario]
+    """Every scenario run, in order."""
     records: list[Record]
+    """One per (file, scenario)."""
