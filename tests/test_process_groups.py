@@ -118,7 +118,8 @@ def test_a_signal_to_the_cli_kills_the_harness_group_and_the_cli_ends_with_it(
         argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        # a CLI ended by a signal cannot remove its temporary skeleton: keep it inside fake_dir
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(fake_dir)},
     )
     try:
         assert wait_for(lambda: stray_pids(fake.marker) or cli.poll() is not None), (
