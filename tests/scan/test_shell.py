@@ -1,0 +1,137 @@
+"""Commands in shell fences and code spans: splitting, continuations, heredocs, expansions, cd semantics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dokimi.scan.shell import Command, split_fence
+from tests.scan._util import find, rows, scan_files
+
+FENCE = """\
+# Shell
+```bash
+# a comment line
+make build && make tset | tee log.txt > out.txt 2>&1; make check
+make build \\
+  tset2
+make build \\
+# a comment ends the continuation
+make check
+cat <<EOF > notes.txt
+make not-a-command
+EOF
+make VAR=$(nproc) JOBS=4 $TARGET ${OTHER} "$(echo x)"
+python scripts/run.py --flag
+python scripts/gone.py
+cd sub && python tool.py
+python tool.py
+```
+
+```bash
+( cd sub && python tool.py ) && python scripts/run.py
+cd nowhere && python scripts/run.py
+```
+
+```sh
+cd "$HOME" && python scripts/run.py
+```
+
+```sh
+pushd sub && python tool.py
+```
+
+```sh
+false || cd sub && python tool.py
+```
+
+```sh
+cd sub | cat && python scripts/run.py
+```
+
+```console
+$ make build
+make: nothing to be done for build
+$ python scripts/run.py
+```
+
+`cd sub && python tool.py` and `python tool.py`.
+"""
+
+MAKEFILE = "build:\n\techo b\ncheck:\n\techo c\nVAR ?= 1\n"
+
+
+def test_shell_rules_give_the_expected_status_for_every_claim(tmp_path: Path) -> None:
+    result = scan_files(
+        tmp_path,
+        {"AGENTS.md": FENCE, "Makefile": MAKEFILE, "scripts/run.py": "", "sub/tool.py": ""},
+        build_systems=["make"],
+    )
+    assert rows(result) == [
+        (4, "make_target", "build", "ok"),
+        (4, "make_target", "check", "ok"),
+        (4, "make_target", "tset", "fail"),
+        (5, "make_target", "build", "ok"),
+        (5, "make_target", "tset2", "fail"),
+        (7, "make_target", "build", "ok"),
+        (9, "make_target", "check", "ok"),
+        (13, "make_var", "JOBS", "unresolved"),
+        (13, "make_var", "VAR", "ok"),
+        (14, "python_script", "scripts/run.py", "ok"),
+        (15, "python_script", "scripts/gone.py", "fail"),
+        (16, "cd", "sub", "ok"),
+        (16, "python_script", "tool.py", "ok"),
+        (17, "python_script", "tool.py", "ok"),
+        (21, "python_script", "scripts/run.py", "ok"),
+        (21, "cd", "sub", "ok"),
+        (21, "python_script", "tool.py", "ok"),
+        (22, "cd", "nowhere", "fail"),
+        (22, "python_script", "scripts/run.py", "unresolved"),
+        (26, "python_script", "scripts/run.py", "unresolved"),
+        (30, "cd", "sub", "ok"),
+        (30, "python_script", "tool.py", "unresolved"),
+        (34, "cd", "sub", "ok"),
+        (34, "python_script", "tool.py", "unresolved"),
+        (38, "python_script", "scripts/run.py", "unresolved"),
+        (38, "cd", "sub", "ok"),
+        (42, "make_target", "build", "ok"),
+        (44, "python_script", "scripts/run.py", "ok"),
+        (47, "cd", "sub", "ok"),
+        (47, "python_script", "tool.py", "ok"),
+        (47, "python_script", "tool.py", "ok_basename"),
+    ]
+    whys = {d.why for d in (x.verdict for x in result.drafts if x.claim == "scripts/run.py")}
+    assert any("after cd nowhere" in why for why in whys)
+    assert any("non-literal" in why for why in whys)
+    assert any("follows || or |" in why for why in whys)
+
+
+def test_a_continued_command_is_one_command_at_its_first_line() -> None:
+    items = split_fence(["make a \\", "  b \\", "  c", "make d"], 10)
+    commands = [i for i in items if isinstance(i, Command)]
+    assert [(c.line, c.argv) for c in commands] == [(10, ["make", "a", "b", "c"]), (13, ["make", "d"])]
+
+
+def test_a_heredoc_body_is_not_a_command() -> None:
+    items = split_fence(["cat <<-'END' > f", "\tmake x", "\tEND", "make y"], 1)
+    assert [(i.line, i.argv) for i in items if isinstance(i, Command)] == [(1, ["cat"]), (4, ["make", "y"])]
+
+
+def test_words_with_expansions_are_marked_and_the_literal_key_of_an_assignment_stays() -> None:
+    items = split_fence(["make A=$(x) $T ${U} `v` ~/w plain"], 1)
+    command = items[0]
+    assert isinstance(command, Command)
+    assert [(w.text, w.literal) for w in command.words] == [
+        ("make", True), ("A=$(x)", False), ("$T", False), ("${U}", False), ("`v`", False), ("~/w", False),
+        ("plain", True),
+    ]
+
+
+def test_an_unparsable_line_falls_back_to_shlex_and_says_so(tmp_path: Path) -> None:
+    result = scan_files(
+        tmp_path,
+        {"AGENTS.md": "```bash\npython scripts/run.py 'unterminated\n```\n", "scripts/run.py": ""},
+        build_systems=["none"],
+    )
+    claim = find(result, "scripts/run.py")
+    assert claim.verdict.status == "ok"  # type: ignore[attr-defined]
+    assert "shlex" in claim.verdict.why  # type: ignore[attr-defined]
