@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from dokimi.errors import UsageError, WorkspaceError
+from dokimi.schemas.meta import Meta
 from dokimi.source import Repo, open_source
 from dokimi.workspace import (
     ARM_BRIDGE,
@@ -416,10 +417,11 @@ def test_prepare_workspace_records_the_meta_fields_and_is_deterministic(source: 
     assert meta["base_sha"] == base
     assert meta["base_date"] == git(source, "log", "-1", "--format=%cI", base).strip()
     assert meta["arm"] == ARM_RAW
-    assert meta["patches"] == {
-        "bug.patch": patch_digest(task_dir / "bug.patch"),
-        "review.patch": patch_digest(task_dir / "review.patch"),
-    }
+    assert meta["patches"] == [
+        {"path": "bug.patch", "sha": patch_digest(task_dir / "bug.patch"), "kind": "setup"},
+        {"path": "review.patch", "sha": patch_digest(task_dir / "review.patch"), "kind": "review"},
+    ]
+    assert Meta.model_validate({**meta, "task": "t", "harness": "none", "model": "none", "rep": 0})
     assert meta["start_sha"] == head_sha(one.path)
     assert one.start_sha == two.start_sha
     assert not (one.path / ".agent-eval").exists()

@@ -142,20 +142,25 @@ class PreparedWorkspace:
     base_date: str | None
     """Committer date of base_sha, strict ISO 8601."""
     arm: str
-    patches: dict[str, str]
-    """Each applied patch (setup patches, then the review patch) -> sha256 of its bytes."""
+    applied: tuple[tuple[str, str, str], ...]
+    """Each applied patch in order: (path as task.json names it, sha256 of its bytes, ``setup``|``review``)."""
     start_sha: str
     """The workspace HEAD after step 7: the commit the agent starts from."""
     arm_result: ArmResult = field(default_factory=lambda: ArmResult(ARM_RAW))
 
+    @property
+    def patches(self) -> dict[str, str]:
+        """path -> sha256 of every applied patch (setup patches first, the review patch last)."""
+        return {path: sha for path, sha, _ in self.applied}
+
     def meta_fields(self) -> dict[str, Any]:
-        """The meta.json keys this step owns."""
+        """The meta.json keys this step owns (``patches`` in the list form, with each patch's kind)."""
         return {
             "base_rev": self.base_rev,
             "base_sha": self.base_sha,
             "base_date": self.base_date,
             "arm": self.arm,
-            "patches": dict(self.patches),
+            "patches": [{"path": path, "sha": sha, "kind": kind} for path, sha, kind in self.applied],
             "start_sha": self.start_sha,
         }
 
@@ -590,14 +595,15 @@ def prepare_workspace(
     export_tree_as_stored(snapshot, dest)  # 1
     delete_eval_dir(dest, eval_dir)  # 2
     init_and_commit(dest)  # 3
-    patches = apply_setup_patches(dest, _setup_patches_of(task), patches_root=patches_root)  # 4
+    setup = apply_setup_patches(dest, _setup_patches_of(task), patches_root=patches_root)  # 4
+    applied = [(path, sha, "setup") for path, sha in setup.items()]
     arm_result = apply_arm(dest, arm, guidance_globs, bridge=bridge)  # 5
     amend_commit(dest)  # 6
     review = getattr(task, "review_patch", None)
     if review:  # 7
         review_path = _patch_file(patches_root, str(review))
         apply_review_patch(dest, review_path, name=str(review))
-        patches[str(review)] = patch_digest(review_path)
+        applied.append((str(review), patch_digest(review_path), "review"))
     expire_reflog_and_prune(dest)  # 8
     return PreparedWorkspace(
         path=dest,
@@ -605,7 +611,7 @@ def prepare_workspace(
         base_sha=base_sha,
         base_date=base_date,
         arm=arm,
-        patches=patches,
+        applied=tuple(applied),
         start_sha=head_sha(dest),
         arm_result=arm_result,
     )

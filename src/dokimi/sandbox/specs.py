@@ -1,0 +1,326 @@
+"""What each kind of container mounts and sees (contract §1.1, §2, §9): the agent's, and the grader's.
+
+Fixed paths: {run_dir} is /eval/run, {eval_dir} /eval/content, {source_dir} /eval/source, and the workspace is
+/eval/run/workspace in every container.
+
+The agent's container mounts only: the workspace, its per-run home (``HOME``) and config directories, each
+scratch directory ``image.env`` places under {run_dir}, the caches (read-write), and when given the harness
+executable (read-only at /eval/harness) and dokimi's helper scripts (read-only at /eval/support). Never
+{eval_dir}, never {source_dir}, never the run directory itself (where grade.json and meta.json live).
+
+The grade container (grade, oracle, static) mounts {run_dir} read-write, {eval_dir} and, when an entry point
+uses it, {source_dir} read-only, and the caches. Its ``HOME`` is {run_dir}/grade-home, made empty before each
+run; ``PYTHONNOUSERSITE=1``; git configuration from the environment turns off hooks
+(``core.hooksPath=/dev/null``) and fsmonitor, and trusts the mounted repositories (``safe.directory=*``: the
+source is owned by another uid).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from dokimi.constants import (
+    CONTAINER_EVAL_DIR,
+    CONTAINER_HARNESS,
+    CONTAINER_RUN_DIR,
+    CONTAINER_SOURCE_DIR,
+    CONTAINER_SUPPORT,
+    CONTAINER_WORKSPACE,
+    RUN_DIR_ENTRIES,
+)
+from dokimi.errors import UsageError
+from dokimi.sandbox.container import ContainerSpec, Mount, give_to_container_user
+
+if TYPE_CHECKING:
+    from dokimi.schemas.manifest import Image
+
+#: Per-run directories of the agent (under {run_dir}).
+AGENT_HOME = "home"
+AGENT_CONFIG = "config"
+GRADE_HOME = "grade-home"
+WORKSPACE = "workspace"
+
+#: Git configuration of the grade container, passed as GIT_CONFIG_COUNT/KEY_n/VALUE_n (command-line scope, so
+#: it outranks any file and is honoured for safe.directory).
+GRADE_GIT_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("safe.directory", "*"),
+)
+
+_PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task)\}")
+
+
+def substitute(text: str, values: Mapping[str, str], *, where: str) -> str:
+    """Replace the manifest's placeholders in one pass (a substituted value is never substituted again).
+
+    A placeholder without a value here (``{source_dir}`` outside grade/oracle, ``{out}`` outside static) is a
+    UsageError naming ``where``. Any other ``{...}`` is left as it is.
+    """
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise UsageError(
+                f"{where}: placeholder {{{name}}} has no value here",
+                hint="{source_dir} is for grade and oracle only, {out} for static only",
+            )
+        return values[name]
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def uses_placeholder(text: str, name: str) -> bool:
+    return any(m.group(1) == name for m in _PLACEHOLDER.finditer(text))
+
+
+def docker_network(image_network: str) -> str:
+    """The docker network of ``image.network``: ``none`` -> no network, ``public`` -> docker's bridge."""
+    return "none" if image_network == "none" else "bridge"
+
+
+# --- caches -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CacheMount:
+    name: str
+    host: Path
+    path: PurePosixPath
+
+
+def default_cache_root() -> Path:
+    """``<DOKIMI_HOME or ~/.cache/dokimi>/caches``."""
+    from dokimi.source.fetch import default_directory
+
+    return default_directory() / "caches"
+
+
+def resolve_caches(
+    image: Image | None,
+    manifest_id: str,
+    *,
+    overrides: Mapping[str, Path] | None = None,
+    root: Path | None = None,
+) -> list[CacheMount]:
+    """The host directory of every declared cache (created, and the container user's): ``--cache NAME=PATH``,
+    else ``<root>/<id>/<name>``. An override for a cache the manifest does not declare is a UsageError."""
+    declared = list(image.caches) if image is not None else []
+    names = {cache.name for cache in declared}
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise UsageError(
+            f"--cache {unknown[0]}=...: the manifest declares no cache named {unknown[0]!r}",
+            hint=f"declared caches: {', '.join(sorted(names)) or '(none)'}",
+        )
+    base = (root or default_cache_root()) / _safe_component(manifest_id)
+    mounts = []
+    for cache in declared:
+        host = Path(overrides[cache.name]) if cache.name in overrides else base / _safe_component(cache.name)
+        host.mkdir(parents=True, exist_ok=True)
+        give_to_container_user(host)
+        mounts.append(CacheMount(cache.name, host.resolve(), PurePosixPath(cache.path)))
+    return mounts
+
+
+def _safe_component(value: str) -> str:
+    out = re.sub(r"[^A-Za-z0-9._-]", "_", value)
+    return out if out.strip(".") else "_" * max(1, len(out))
+
+
+# --- image.env ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImageEnv:
+    env: dict[str, str]
+    """image.env with placeholders substituted (container paths)."""
+    scratch: tuple[str, ...]
+    """Directories the values name under {run_dir}, relative to it (``ob``, ``ob/sub``)."""
+
+
+def image_env(image: Image | None, *, task: str | None) -> ImageEnv:
+    """image.env for a container: {run_dir}, {eval_dir}, {source_dir} become the fixed container paths and
+    {task} the task id. A value under {run_dir}/ is a per-run scratch directory, which may not be a framework
+    entry of the run directory (``agent-git``, ``workspace``, ...)."""
+    values = {
+        "run_dir": str(CONTAINER_RUN_DIR),
+        "eval_dir": str(CONTAINER_EVAL_DIR),
+        "source_dir": str(CONTAINER_SOURCE_DIR),
+    }
+    if task is not None:
+        values["task"] = task
+    env: dict[str, str] = {}
+    scratch: list[str] = []
+    for key, raw in sorted((image.env if image is not None else {}).items()):
+        value = substitute(raw, values, where=f"image.env.{key}")
+        env[key] = value
+        prefix = f"{CONTAINER_RUN_DIR}/"
+        if raw.startswith("{run_dir}/") and value.startswith(prefix):
+            rel = value[len(prefix) :].strip("/")
+            parts = rel.split("/")
+            if not rel or any(p in ("", ".", "..") for p in parts) or parts[0] in RUN_DIR_ENTRIES:
+                raise UsageError(
+                    f"image.env.{key}: {raw!r} names a framework entry of the run directory",
+                    hint="use a plain name of your own under {run_dir}/ (for example {run_dir}/ob)",
+                )
+            scratch.append(rel)
+    return ImageEnv(env, tuple(dict.fromkeys(scratch)))
+
+
+def make_scratch_dirs(run_dir: Path, scratch: Sequence[str]) -> list[Path]:
+    made = []
+    for rel in scratch:
+        path = run_dir / rel
+        path.mkdir(parents=True, exist_ok=True)
+        made.append(path)
+    return made
+
+
+# --- the two kinds of containers ----------------------------------------------------------------------------
+
+
+def _cache_mounts(caches: Sequence[CacheMount]) -> list[Mount]:
+    return [Mount(cache.host, cache.path) for cache in caches]
+
+
+def agent_mounts(
+    run_dir: Path,
+    *,
+    scratch: Sequence[str] = (),
+    caches: Sequence[CacheMount] = (),
+    harness_bin: Path | None = None,
+    support_dir: Path | None = None,
+) -> list[Mount]:
+    """The agent container's mounts (and nothing else; see the module docstring)."""
+    mounts = [
+        Mount(run_dir / WORKSPACE, CONTAINER_WORKSPACE),
+        Mount(run_dir / AGENT_HOME, CONTAINER_RUN_DIR / AGENT_HOME),
+        Mount(run_dir / AGENT_CONFIG, CONTAINER_RUN_DIR / AGENT_CONFIG),
+    ]
+    mounts += [Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in scratch]
+    mounts += _cache_mounts(caches)
+    if harness_bin is not None:
+        mounts.append(Mount(harness_bin, CONTAINER_HARNESS, read_only=True))
+    if support_dir is not None:
+        mounts.append(Mount(support_dir, CONTAINER_SUPPORT, read_only=True))
+    return mounts
+
+
+def prepare_agent_dirs(run_dir: Path, scratch: Sequence[str] = ()) -> None:
+    """Create the agent's per-run directories and hand the run directory to the container user."""
+    for name in (AGENT_HOME, AGENT_CONFIG):
+        (run_dir / name).mkdir(parents=True, exist_ok=True)
+    make_scratch_dirs(run_dir, scratch)
+    give_to_container_user(run_dir)
+
+
+def agent_spec(
+    *,
+    name: str,
+    image: str,
+    run_dir: Path,
+    argv: Sequence[str],
+    image_config: Image | None,
+    task: str | None,
+    network: str,
+    caches: Sequence[CacheMount] = (),
+    harness_bin: Path | None = None,
+    support_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    batch: str | None = None,
+) -> ContainerSpec:
+    """The agent's container: cwd the workspace, ``HOME`` its per-run home, image.env, then ``env``."""
+    configured = image_env(image_config, task=task)
+    prepare_agent_dirs(run_dir, configured.scratch)
+    full_env = {**configured.env, "HOME": str(CONTAINER_RUN_DIR / AGENT_HOME), **(env or {})}
+    return ContainerSpec(
+        name=name,
+        image=image,
+        argv=list(argv),
+        mounts=agent_mounts(
+            run_dir,
+            scratch=configured.scratch,
+            caches=caches,
+            harness_bin=harness_bin,
+            support_dir=support_dir,
+        ),
+        env=full_env,
+        workdir=CONTAINER_WORKSPACE,
+        network=network,
+        batch=batch,
+    )
+
+
+def grade_git_env() -> dict[str, str]:
+    """GIT_CONFIG_COUNT/KEY_n/VALUE_n for :data:`GRADE_GIT_CONFIG`."""
+    env = {"GIT_CONFIG_COUNT": str(len(GRADE_GIT_CONFIG))}
+    for i, (key, value) in enumerate(GRADE_GIT_CONFIG):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def fresh_grade_home(run_dir: Path) -> Path:
+    """{run_dir}/grade-home, emptied (a link or file in its place is removed, never followed)."""
+    import shutil
+
+    home = run_dir / GRADE_HOME
+    if home.is_symlink() or home.is_file():
+        home.unlink()
+    elif home.is_dir():
+        shutil.rmtree(home)
+    home.mkdir()
+    os.chmod(home, 0o755)
+    return home
+
+
+def grade_spec(
+    *,
+    name: str,
+    image: str,
+    run_dir: Path,
+    argv: Sequence[str],
+    eval_content: Path,
+    source_dir: Path | None,
+    image_config: Image | None,
+    task: str | None,
+    network: str,
+    caches: Sequence[CacheMount] = (),
+    env: Mapping[str, str] | None = None,
+    batch: str | None = None,
+) -> ContainerSpec:
+    """The grade/oracle/static container (the caller has made grade-home fresh and moved the agent's git
+    configuration aside: see dokimi.runner.entrypoints)."""
+    configured = image_env(image_config, task=task)
+    make_scratch_dirs(run_dir, configured.scratch)
+    mounts = [
+        Mount(run_dir, CONTAINER_RUN_DIR),
+        Mount(eval_content, CONTAINER_EVAL_DIR, read_only=True),
+    ]
+    if source_dir is not None:
+        mounts.append(Mount(source_dir, CONTAINER_SOURCE_DIR, read_only=True))
+    mounts += _cache_mounts(caches)
+    full_env = {
+        **configured.env,
+        "HOME": str(CONTAINER_RUN_DIR / GRADE_HOME),
+        "PYTHONNOUSERSITE": "1",
+        **grade_git_env(),
+        **(env or {}),
+    }
+    return ContainerSpec(
+        name=name,
+        image=image,
+        argv=list(argv),
+        mounts=mounts,
+        env=full_env,
+        workdir=CONTAINER_WORKSPACE,
+        network=network,
+        batch=batch,
+    )
