@@ -87,6 +87,15 @@ def claude_bin() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def chromium_bin() -> Path:
+    """Headless Chromium for the HTML report tests (Debian package ``chromium``; .ci/run installs it)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        _require("chromium not installed (apt-get install -y chromium)")
+    return Path(str(found))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield

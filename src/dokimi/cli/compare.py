@@ -1,0 +1,136 @@
+"""``dokimi repo compare BATCH[/ARM] [BATCH/ARM ...] --baseline ARM|BATCH/ARM [--metric NAME ...] [--json]
+[--html FILE]`` (contract §9, docs/statistics.md).
+
+Exit codes: 0 the comparison was made, 2 a refused selector or metric, or a directory that is not a batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dokimi.cli._common import emit_json, json_option, note, stdout_console
+from dokimi.constants import EXIT_OK
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}" if digits < 0 else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+@click.command("compare")
+@click.argument("selectors", metavar="BATCH[/ARM]...", nargs=-1, required=True)
+@click.option(
+    "--baseline",
+    required=True,
+    metavar="ARM|BATCH/ARM",
+    help="The arm every other selected arm is compared with: a bare ARM from every batch given, "
+    "or BATCH/ARM.",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="Also compare this grade.json metric (a number or boolean). Repeatable.",
+)
+@json_option
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML page with a per-task delta chart.",
+)
+def compare(
+    selectors: tuple[str, ...], baseline: str, metrics: tuple[str, ...], as_json: bool, html_file: Path | None
+) -> int:
+    """Compare arms against --baseline with tasks as the unit.
+
+    Each task's cells are first reduced to one value per arm (the mean over its reps). Per treatment arm,
+    model, effort and mode, and per measure (gate share, score, cost, turns, each --metric): the mean per-task
+    delta with a 95% interval over tasks, tasks up/down/tied, and a two-sided sign-flip permutation p; Holm's
+    correction over the gate and score comparisons. BATCH takes every arm of a batch; BATCH/ARM one arm of
+    one batch, so two batches of the same arm compare too. --json prints a repo_compare.v1 document.
+    """
+    from dokimi.compare import compare as build
+
+    doc = build(list(selectors), baseline, list(metrics))
+    if html_file is not None:
+        from dokimi.html import render_compare
+        from dokimi.schemas._base import write_text_atomic
+
+        write_text_atomic(html_file, render_compare(doc))
+        note(f"wrote {html_file}")
+    if as_json:
+        emit_json(doc)
+        return EXIT_OK
+    _print(doc)
+    for warning in doc.warnings:
+        note(f"warning: {warning.code}: {warning.message}")
+    return EXIT_OK
+
+
+def _print(doc: object) -> None:
+    from rich.table import Table
+
+    from dokimi.schemas.compare import CompareDoc
+
+    assert isinstance(doc, CompareDoc)
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = 240  # piped: never squash columns to 80
+    for selector in doc.selectors:
+        console.print(f"{selector.role} {selector.label}:")
+        for b in selector.batches:
+            pin = b.pin
+            where = (
+                f"no pin ({b.pin_error})"
+                if pin is None
+                else f"tree {pin.tree or '(working tree)'}, eval_dir {pin.eval_dir_digest}, "
+                f"image {pin.image} ({pin.image_pin.value})"
+            )
+            console.print(f"  {b.name} ({b.path}): {b.cells} cells, {', '.join(b.harness_versions)}; {where}")
+    for c in doc.comparisons:
+        title = f"{c.treatment} vs {c.baseline}: model {c.model}, effort {c.effort or 'default'}"
+        if c.mode:
+            title += f", mode {c.mode}"
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, header_style="bold")
+        table.add_column("measure")
+        numbers = [
+            "tasks",
+            "baseline",
+            "treatment",
+            "delta",
+            "95% CI",
+            "up/down/tied",
+            "p",
+            "p Holm",
+            "n b/t",
+        ]
+        for name in numbers:
+            table.add_column(name, justify="right")
+        for m in c.measures:
+            table.add_row(
+                m.name,
+                str(m.tasks),
+                _fmt(m.baseline_mean),
+                _fmt(m.treatment_mean),
+                "-" if m.delta is None else f"{m.delta:+.3f}",
+                "-" if m.ci is None else f"[{m.ci[0]:+.3f}, {m.ci[1]:+.3f}]",
+                f"{m.up}/{m.down}/{m.tied}",
+                _p(m.p),
+                _p(m.p_holm),
+                f"{m.n_baseline}/{m.n_treatment}",
+            )
+        console.print(table)
+        for u in c.unpaired:
+            console.print(f"  unpaired: {u.task} ({u.measure}): {u.reason}")
+    console.print(
+        "p: two-sided sign-flip permutation over tasks; "
+        f"Holm over {doc.holm_family} gate/score comparison(s); "
+        "cost, turns and metrics are descriptive."
+    )

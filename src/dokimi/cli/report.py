@@ -1,0 +1,140 @@
+"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html FILE]`` (contract §9).
+
+What each number means: docs/statistics.md.
+
+Exit codes: 0 the report was made (whatever it says), 2 not a batch directory or a bad option.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dokimi.cli._common import emit_json, json_option, note, stdout_console
+from dokimi.constants import EXIT_OK
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+@click.command("report")
+@click.argument("batch", metavar="BATCH", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--cutoff",
+    "cutoffs",
+    multiple=True,
+    metavar="MODEL=DATE",
+    help="Split MODEL's rows by task base date against its training cutoff "
+    "(YYYY-MM, YYYY-MM-DD or ISO 8601). Repeatable.",
+)
+@json_option
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a self-contained HTML page with a chart of pass rates per arm.",
+)
+def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path | None) -> int:
+    """Pass rates with Wilson 95% intervals per (task, arm, model, effort, mode) of BATCH (<out>/<batch>).
+
+    Finished cells only: a grader failure counts as a failure, a cell without result.json is missing (not
+    failed), a result.json that does not validate makes the cell invalid. Score-only tasks show their mean
+    score. Cells that differ in effort or mode are never pooled. --json prints a repo_report.v1 document.
+    """
+    from dokimi.batch import load_batch
+    from dokimi.errors import UsageError
+    from dokimi.report import build_report, parse_cutoffs
+
+    parsed = parse_cutoffs(cutoffs)
+    loaded = load_batch(batch)
+    if not loaded.cells and loaded.pin is None and loaded.plan is None:
+        raise UsageError(
+            f"{batch}: no cells and no _eval/ directory: not a batch",
+            hint="give <out>/<batch>, the directory repo run wrote",
+        )
+    doc = build_report(loaded, cutoffs=parsed, path=str(batch))
+    if html_file is not None:
+        from dokimi.html import render_report
+        from dokimi.schemas._base import write_text_atomic
+
+        write_text_atomic(html_file, render_report(doc))
+        note(f"wrote {html_file}")
+    if as_json:
+        emit_json(doc)
+        return EXIT_OK
+    _print(doc)
+    for warning in doc.warnings:
+        note(f"warning: {warning.code}: {warning.message}")
+    return EXIT_OK
+
+
+def _print(doc: object) -> None:
+    from rich.table import Table
+
+    from dokimi.schemas.report import ReportDoc
+
+    assert isinstance(doc, ReportDoc)
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = 240  # piped: never squash columns to 80
+    counts = doc.counts
+    console.print(
+        f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
+        f"{counts.invalid} invalid"
+    )
+    split = any(r.cutoff for r in doc.rows)
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for name in ["task", "arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
+        table.add_column(name)
+    for name in ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]:
+        table.add_column(name, justify="right")
+    for r in doc.rows:
+        table.add_row(
+            r.task,
+            r.arm,
+            r.model,
+            r.effort or "default",
+            r.mode or "-",
+            *([r.cutoff or "-"] if split else []),
+            f"{r.passes}/{r.gated}" if r.gated else "-",
+            _fmt(r.pass_rate, 2),
+            _ci(r.pass_ci),
+            _fmt(r.score_mean),
+            str(r.grader_failures),
+            str(r.missing),
+            str(r.invalid),
+            _fmt(r.cost_mean, 4),
+            _fmt(r.turns_mean, 1),
+        )
+    console.print(table)
+    if len(doc.rows) > 1:
+        arms = Table(show_edge=False, pad_edge=False, header_style="bold", title="per arm (all tasks)")
+        for name in ["arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
+            arms.add_column(name)
+        for name in ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]:
+            arms.add_column(name, justify="right")
+        for a in doc.arms:
+            arms.add_row(
+                a.arm,
+                a.model,
+                a.effort or "default",
+                a.mode or "-",
+                *([a.cutoff or "-"] if split else []),
+                str(a.tasks),
+                f"{a.passes}/{a.gated}" if a.gated else "-",
+                _fmt(a.pass_rate, 2),
+                _ci(a.pass_ci),
+                _fmt(a.task_pass_mean, 2),
+                _fmt(a.score_mean),
+                str(a.grader_failures),
+                str(a.missing),
+            )
+        console.print(arms)
+    for cell in doc.invalid_cells:
+        console.print(f"invalid: {cell.cell}: {cell.error}")

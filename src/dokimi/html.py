@@ -1,0 +1,461 @@
+"""Self-contained HTML pages for ``repo report --html`` and ``repo compare --html``.
+
+One file, no external assets, no scripts: inline CSS and inline SVG charts, so a page can be attached to a
+pull request or opened offline. Every chart element carries its numbers as ``data-*`` attributes, so a test
+(and a reader with devtools) can check the chart against the JSON document. Deterministic: no timestamps.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from html import escape
+
+from dokimi.schemas.compare import CompareDoc, Comparison, Measure
+from dokimi.schemas.report import ArmSummary, ReportDoc, ReportWarning
+
+__all__ = ["render_compare", "render_report"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
+td.num,td.nowrap{white-space:nowrap}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #dde1e8;padding:3px 10px;text-align:left;vertical-align:top}
+th{background:#f3f5f8;font-weight:600}td.num{text-align:right}
+.muted{color:#667085}.warn{background:#fff6e5;border-left:4px solid #f5a524;padding:6px 10px;margin:4px 0}
+svg text{font:12px system-ui,sans-serif;fill:#1d2330}svg .axis{stroke:#98a2b3}svg .grid{stroke:#eef0f4}
+svg .bar{fill:#4f7cff}svg .score-bar{fill:#8b5cf6}svg .ci{stroke:#1d2330;stroke-width:1.5}
+svg .up{fill:#12b76a}svg .down{fill:#f04438}svg .tied{fill:#98a2b3}svg .mean{stroke:#1d2330;stroke-width:2}
+svg .band{fill:#1d2330;fill-opacity:.08}
+code{background:#f3f5f8;padding:0 3px;border-radius:3px}
+"""
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int = 3) -> str:
+    return "-" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def _attr(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return escape(str(value), quote=True)
+
+
+def _page(title: str, body: list[str]) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    lines = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        lines.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+
+
+def _warnings(warnings: Sequence[ReportWarning]) -> list[str]:
+    if not warnings:
+        return []
+    items = [
+        f'<div class="warn" data-code="{_attr(w.code)}"><b>{escape(w.code)}</b>: {escape(w.message)}</div>'
+        for w in warnings
+    ]
+    return ["<h2>Warnings</h2>", *items]
+
+
+# --- report ------------------------------------------------------------------------------------------------
+
+
+def _panel_title(summary: ArmSummary) -> str:
+    parts = [f"model {summary.model}", f"effort {summary.effort or 'default'}"]
+    if summary.mode:
+        parts.append(f"mode {summary.mode}")
+    if summary.prompt_style:
+        parts.append(f"prompt {summary.prompt_style}")
+    if summary.cutoff:
+        parts.append(f"{summary.cutoff} cutoff")
+    return ", ".join(parts)
+
+
+def _rate_chart(summaries: Sequence[ArmSummary]) -> str:
+    """One bar per arm: the pass rate over the arm's gated cells and its Wilson 95% interval."""
+    width, height, left, bottom, top = 640, 250, 48, 40, 16
+    plot_h = height - bottom - top
+    slot = (width - left - 16) / max(1, len(summaries))
+    bar_w = min(80.0, slot * 0.6)
+    out = [
+        f'<svg class="chart rates" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">'
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        out.append(f'<line class="grid" x1="{left}" x2="{width - 8}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick:.2f}</text>')
+    out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}"/>')
+    for i, s in enumerate(summaries):
+        rate = s.pass_rate or 0.0
+        x = left + slot * i + (slot - bar_w) / 2
+        y = top + plot_h * (1 - rate)
+        lo, hi = s.pass_ci if s.pass_ci is not None else (rate, rate)
+        cx = x + bar_w / 2
+        out.append(
+            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{plot_h * rate:.1f}" '
+            f'data-arm="{_attr(s.arm)}" data-passes="{s.passes}" data-gated="{s.gated}" '
+            f'data-rate="{_attr(s.pass_rate)}" data-lo="{_attr(lo)}" data-hi="{_attr(hi)}">'
+            f"<title>{escape(s.arm)}: {s.passes}/{s.gated} = {_fmt(s.pass_rate)}, "
+            f"95% {_ci(s.pass_ci)}</title>"
+            "</rect>"
+        )
+        y_lo, y_hi = top + plot_h * (1 - lo), top + plot_h * (1 - hi)
+        out.append(f'<line class="ci" x1="{cx:.1f}" x2="{cx:.1f}" y1="{y_lo:.1f}" y2="{y_hi:.1f}"/>')
+        for yy in (y_lo, y_hi):
+            out.append(f'<line class="ci" x1="{cx - 6:.1f}" x2="{cx + 6:.1f}" y1="{yy:.1f}" y2="{yy:.1f}"/>')
+        out.append(
+            f'<text x="{cx:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{escape(s.arm)}</text>'
+            f'<text class="muted" x="{cx:.1f}" y="{top + plot_h + 31}" text-anchor="middle">'
+            f"{s.passes}/{s.gated}</text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _score_chart(summaries: Sequence[ArmSummary]) -> str:
+    """One bar per arm: the mean score of its score-only cells (no interval: cells of a task are not
+    independent; compare gives the interval over tasks)."""
+    top_value = max([1.0, *(s.score_mean or 0.0 for s in summaries)])
+    width, height, left, bottom, top = 640, 220, 48, 40, 16
+    plot_h = height - bottom - top
+    slot = (width - left - 16) / max(1, len(summaries))
+    bar_w = min(80.0, slot * 0.6)
+    out = [f'<svg class="chart scores" width="{width}" height="{height}" viewBox="0 0 {width} {height}">']
+    out.append(f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}"/>')
+    out.append(f'<text x="{left - 6}" y="{top + 4}" text-anchor="end">{top_value:.2f}</text>')
+    out.append(f'<text x="{left - 6}" y="{top + plot_h + 4}" text-anchor="end">0</text>')
+    for i, s in enumerate(summaries):
+        value = max(0.0, s.score_mean or 0.0)
+        x = left + slot * i + (slot - bar_w) / 2
+        h = plot_h * value / top_value
+        out.append(
+            f'<rect class="score-bar" x="{x:.1f}" y="{top + plot_h - h:.1f}" '
+            f'width="{bar_w:.1f}" height="{h:.1f}" '
+            f'data-arm="{_attr(s.arm)}" data-score="{_attr(s.score_mean)}" data-n="{s.score_only}">'
+            f"<title>{escape(s.arm)}: mean score {_fmt(s.score_mean)} over {s.score_only} cells"
+            "</title></rect>"
+            f'<text x="{x + bar_w / 2:.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+            f"{escape(s.arm)}</text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render_report(doc: ReportDoc) -> str:
+    """The report page: per panel (model, effort, mode, prompt style, cutoff side) a chart of pass rates per
+    arm with Wilson intervals, then the per-task table, missing and invalid cells, warnings."""
+    batch = doc.batch
+    body = [f"<h1>dokimi report: {escape(batch.name)}</h1>"]
+    pin = batch.pin
+    if pin is not None:
+        body.append(
+            f'<p class="muted">source <code>{escape(pin.source)}</code>, tree <code>{escape(pin.tree or "-")}'
+            f"</code>, eval_dir <code>{escape(pin.eval_dir_digest)}</code>, "
+            f"image <code>{escape(pin.image)}</code>"
+            f" ({escape(str(pin.image_pin.value))})</p>"
+        )
+    counts = doc.counts
+    body.append(
+        f"<p>{counts.finished} finished, {counts.missing} missing, {counts.invalid} invalid cells"
+        + (
+            "; cutoffs: " + ", ".join(f"{escape(m)} {escape(c)}" for m, c in doc.cutoffs.items())
+            if doc.cutoffs
+            else ""
+        )
+        + "</p>"
+    )
+    body += _warnings(doc.warnings)
+
+    panels: dict[str, list[ArmSummary]] = defaultdict(list)
+    for summary in doc.arms:
+        panels[_panel_title(summary)].append(summary)
+    body.append("<h2>Pass rate per arm</h2>")
+    body.append(
+        '<p class="muted">Bars: passes over finished gated cells of all tasks '
+        "(a grader failure is a failure); "
+        "whiskers: Wilson 95% interval, which treats cells as independent. For the difference between arms, "
+        "with tasks as the unit, use <code>repo compare</code>.</p>"
+    )
+    for title, summaries in panels.items():
+        gated = [s for s in summaries if s.gated]
+        scored = [s for s in summaries if s.score_only]
+        body.append(f'<section class="panel" data-panel="{_attr(title)}"><h3>{escape(title)}</h3>')
+        if gated:
+            body.append(_rate_chart(gated))
+        if scored:
+            body.append('<p class="muted">Mean score of score-only tasks per arm</p>')
+            body.append(_score_chart(scored))
+        body.append(
+            _table(
+                [
+                    "arm",
+                    "tasks",
+                    "passes",
+                    "rate",
+                    "95% CI",
+                    "task mean",
+                    "score",
+                    "grader failures",
+                    "missing",
+                    "invalid",
+                    "cost",
+                    "turns",
+                ],
+                [
+                    [
+                        s.arm,
+                        str(s.tasks),
+                        f"{s.passes}/{s.gated}" if s.gated else "-",
+                        _fmt(s.pass_rate),
+                        _ci(s.pass_ci),
+                        _fmt(s.task_pass_mean),
+                        _fmt(s.score_mean),
+                        str(s.grader_failures),
+                        str(s.missing),
+                        str(s.invalid),
+                        _fmt(s.cost_mean, 4),
+                        _fmt(s.turns_mean, 1),
+                    ]
+                    for s in summaries
+                ],
+                numeric=range(1, 12),
+            )
+        )
+        body.append("</section>")
+
+    body.append("<h2>Per task</h2>")
+    body.append(
+        _table(
+            [
+                "task",
+                "arm",
+                "model",
+                "effort",
+                "mode",
+                "cutoff",
+                "passes",
+                "rate",
+                "95% CI",
+                "score",
+                "grader failures",
+                "missing",
+                "invalid",
+                "cost",
+                "turns",
+                "harness",
+            ],
+            [
+                [
+                    r.task,
+                    r.arm,
+                    r.model,
+                    r.effort or "default",
+                    r.mode or "-",
+                    r.cutoff or "-",
+                    f"{r.passes}/{r.gated}" if r.gated else "-",
+                    _fmt(r.pass_rate),
+                    _ci(r.pass_ci),
+                    _fmt(r.score_mean),
+                    str(r.grader_failures),
+                    str(r.missing),
+                    str(r.invalid),
+                    _fmt(r.cost_mean, 4),
+                    _fmt(r.turns_mean, 1),
+                    ", ".join(r.harness_versions),
+                ]
+                for r in doc.rows
+            ],
+            numeric=(6, 7, 9, 10, 11, 12, 13, 14),
+        )
+    )
+    if doc.missing_cells or doc.invalid_cells:
+        body.append("<h2>Cells not counted</h2>")
+        body.append(
+            _table(
+                ["cell", "status", "reason"],
+                [[c.cell, "missing", ""] for c in doc.missing_cells]
+                + [[c.cell, "invalid", c.error or ""] for c in doc.invalid_cells],
+            )
+        )
+    return _page(f"dokimi report: {batch.name}", body)
+
+
+# --- compare -----------------------------------------------------------------------------------------------
+
+
+def _delta_chart(measure: Measure) -> str:
+    """One horizontal bar per task: its delta; the mean delta as a line and its 95% interval as a band."""
+    values = [v.delta for v in measure.per_task]
+    extent = max([1e-9, *(abs(v) for v in values), *(abs(x) for x in (measure.ci or ()))])
+    if measure.kind in ("gate",):
+        extent = max(extent, 1.0)
+    row_h, left, right, top = 20, 180, 24, 12
+    width = 640
+    height = top + row_h * len(values) + 30
+    plot_w = width - left - right
+    zero = left + plot_w / 2
+
+    def x_of(v: float) -> float:
+        return zero + (v / extent) * (plot_w / 2)
+
+    out = [
+        f'<svg class="chart deltas" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'data-measure="{_attr(measure.name)}">'
+    ]
+    bottom = top + row_h * len(values)
+    if measure.ci is not None:
+        lo, hi = x_of(measure.ci[0]), x_of(measure.ci[1])
+        out.append(
+            f'<rect class="band" x="{min(lo, hi):.1f}" y="{top}" width="{abs(hi - lo):.1f}" '
+            f'height="{bottom - top}" data-lo="{_attr(measure.ci[0])}" data-hi="{_attr(measure.ci[1])}"/>'
+        )
+    for i, value in enumerate(measure.per_task):
+        y = top + row_h * i
+        x0, x1 = sorted((zero, x_of(value.delta)))
+        kind = "up" if value.delta > 0 else "down" if value.delta < 0 else "tied"
+        width_bar = max(x1 - x0, 1.5)
+        out.append(
+            f'<rect class="delta {kind}" x="{x0:.1f}" y="{y + 3}" width="{width_bar:.1f}" '
+            f'height="{row_h - 6}" '
+            f'data-task="{_attr(value.task)}" data-delta="{_attr(value.delta)}">'
+            f"<title>{escape(value.task)}: {value.baseline:.3f} -> {value.treatment:.3f} "
+            f"({value.delta:+.3f})</title></rect>"
+            f'<text x="{left - 8}" y="{y + row_h - 6}" text-anchor="end">{escape(value.task)}</text>'
+        )
+    out.append(f'<line class="axis" x1="{zero:.1f}" x2="{zero:.1f}" y1="{top}" y2="{bottom}"/>')
+    if measure.delta is not None:
+        xm = x_of(measure.delta)
+        out.append(
+            f'<line class="mean" x1="{xm:.1f}" x2="{xm:.1f}" y1="{top}" y2="{bottom}" '
+            f'data-delta="{_attr(measure.delta)}"/>'
+        )
+    out.append(
+        f'<text x="{left}" y="{bottom + 18}">{-extent:+.2f}</text>'
+        f'<text x="{zero:.1f}" y="{bottom + 18}" text-anchor="middle">0</text>'
+        f'<text x="{width - right}" y="{bottom + 18}" text-anchor="end">{extent:+.2f}</text>'
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _comparison_title(c: Comparison) -> str:
+    parts = [f"{c.treatment} vs {c.baseline}", f"model {c.model}", f"effort {c.effort or 'default'}"]
+    if c.mode:
+        parts.append(f"mode {c.mode}")
+    return ", ".join(parts)
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def render_compare(doc: CompareDoc) -> str:
+    """The compare page: selectors with their batches and pins, then per comparison a table of measures and a
+    per-task delta chart for the gate and score measures."""
+    body = ["<h1>dokimi compare</h1>"]
+    rows = []
+    for s in doc.selectors:
+        for b in s.batches:
+            pin = b.pin
+            rows.append(
+                [
+                    s.label,
+                    s.role,
+                    b.name,
+                    "-" if pin is None else (pin.tree or "(working tree)"),
+                    "-" if pin is None else pin.eval_dir_digest,
+                    "-" if pin is None else f"{pin.image} ({pin.image_pin.value})",
+                    ", ".join(b.harness_versions),
+                    str(b.cells),
+                ]
+            )
+    body.append("<h2>Selectors</h2>")
+    body.append(
+        _table(
+            ["selector", "role", "batch", "tree", "eval_dir", "image", "harness", "cells"], rows, numeric=(7,)
+        )
+    )
+    body += _warnings(doc.warnings)
+    body.append(
+        '<p class="muted">One value per task and arm (the mean over its cells); deltas are treatment minus '
+        "baseline over paired tasks. p: two-sided sign-flip permutation; "
+        f"Holm over {doc.holm_family} gate and "
+        "score comparisons; cost, turns and metrics are descriptive.</p>"
+    )
+    for c in doc.comparisons:
+        title = _comparison_title(c)
+        body.append(
+            f'<section class="comparison" data-treatment="{_attr(c.treatment)}"><h2>{escape(title)}</h2>'
+        )
+        body.append(
+            _table(
+                [
+                    "measure",
+                    "tasks",
+                    "baseline",
+                    "treatment",
+                    "delta",
+                    "95% CI",
+                    "up",
+                    "down",
+                    "tied",
+                    "p",
+                    "p (Holm)",
+                    "n base",
+                    "n treat",
+                ],
+                [
+                    [
+                        m.name,
+                        str(m.tasks),
+                        _fmt(m.baseline_mean),
+                        _fmt(m.treatment_mean),
+                        _fmt(m.delta),
+                        _ci(m.ci),
+                        str(m.up),
+                        str(m.down),
+                        str(m.tied),
+                        _p(m.p),
+                        _p(m.p_holm),
+                        str(m.n_baseline),
+                        str(m.n_treatment),
+                    ]
+                    for m in c.measures
+                ],
+                numeric=range(1, 13),
+            )
+        )
+        for m in c.measures:
+            if m.kind in ("gate", "score") and m.per_task:
+                body.append(f"<h3>Per-task {escape(m.name)} delta</h3>")
+                body.append(_delta_chart(m))
+        if c.unpaired:
+            body.append("<h3>Unpaired tasks</h3>")
+            body.append(
+                _table(["task", "measure", "reason"], [[u.task, u.measure, u.reason] for u in c.unpaired])
+            )
+        body.append("</section>")
+    return _page("dokimi compare", body)
