@@ -112,14 +112,15 @@ def test_a_signal_to_the_cli_kills_the_harness_group_and_the_cli_ends_with_it(
 ) -> None:
     fake = make_fake_harness(fake_dir, HANG)
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# rules\n"})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     argv = [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--model", "m",
             "--harness", str(fake.profile), "--timeout", "300", "--out", str(tmp_path / "out")]  # fmt: skip
     cli = subprocess.Popen(
         argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        # a CLI ended by a signal cannot remove its temporary skeleton: keep it inside fake_dir
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(fake_dir)},
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(scratch)},
     )
     try:
         assert wait_for(lambda: stray_pids(fake.marker) or cli.poll() is not None), (
@@ -131,6 +132,9 @@ def test_a_signal_to_the_cli_kills_the_harness_group_and_the_cli_ends_with_it(
         rc = cli.wait(timeout=30)
         assert rc == -sig, f"the CLI must end with {sig.name}, got {rc}"
         assert wait_for(lambda: not stray_pids(fake.marker), 5), "the harness group outlived the CLI"
+        assert sorted(p.name for p in scratch.iterdir() if not p.name.startswith("dokimi-bin-")) == [], (
+            "the CLI left its temporary skeleton behind"
+        )
     finally:
         if cli.poll() is None:
             cli.kill()

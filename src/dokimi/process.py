@@ -79,22 +79,60 @@ def kill_all_groups(sig: int = signal.SIGKILL) -> None:
         kill_group(pgid, sig)
 
 
-def _on_fatal_signal(signum: int, frame: FrameType | None) -> None:
+class Terminated(BaseException):
+    """dokimi got SIGTERM or SIGHUP. Raised in the main thread (like KeyboardInterrupt) after every child group
+    was killed, so ``finally`` blocks and context managers clean up; :func:`exit_with_signal` then ends the
+    process with the signal itself."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_shutting_down = threading.Event()
+
+
+def shutting_down() -> bool:
+    """True once dokimi got SIGTERM, SIGHUP or Ctrl-C: work in flight was killed, so a child that ends now
+    ended because of the signal, and its outcome must not be recorded as a result (a cell stays missing)."""
+    return _shutting_down.is_set()
+
+
+def _kill_children() -> None:
+    _shutting_down.set()
     kill_all_groups(signal.SIGTERM)
     time.sleep(0.2)
     kill_all_groups(signal.SIGKILL)
+
+
+def _on_fatal_signal(signum: int, frame: FrameType | None) -> None:
+    _kill_children()
+    raise Terminated(signum)
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    _kill_children()
+    raise KeyboardInterrupt
+
+
+def exit_with_signal(signum: int) -> None:
+    """End this process with ``signum`` (default action), as the contract asks of SIGTERM and SIGHUP."""
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
 def install_signal_handlers() -> None:
-    """Kill every child group when dokimi gets SIGTERM or SIGHUP, then end with that signal (contract §7).
+    """On SIGTERM or SIGHUP kill every child group, then raise :class:`Terminated` in the main thread; on Ctrl-C
+    kill them and raise KeyboardInterrupt (contract §7).
 
-    The CLI calls this once. A library caller that does not call it keeps its children's groups alive when it is
-    terminated.
+    The CLI calls this once and ends with the signal (:func:`exit_with_signal`) after cleanup. A library caller
+    that does not call it keeps its children's groups alive when it is terminated.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _on_fatal_signal)
+    signal.signal(signal.SIGINT, _on_interrupt)
 
 
 def _missing(argv0: str) -> PrerequisiteError:

@@ -112,7 +112,7 @@ def repo() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130 Ctrl-C)."""
     from dokimi.errors import DokimiError
-    from dokimi.process import install_signal_handlers
+    from dokimi.process import Terminated, exit_with_signal, install_signal_handlers
 
     install_signal_handlers()
     args = list(argv) if argv is not None else sys.argv[1:]
@@ -131,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
+    except Terminated as exc:
+        exit_with_signal(exc.signum)
+        return 128 + exc.signum
     except BrokenPipeError:
         return EXIT_OK
     except Exception:  # a bug in dokimi: keep the traceback, never look like "found problems"
