@@ -44,7 +44,7 @@ KNOWN_EXTS = frozenset(
     tsv svg png jpg jpeg gif pdf whl tar gz zip""".split()
 )
 KNOWN_NAMES = frozenset(
-    """Makefile makefile GNUmakefile Dockerfile Containerfile LICENSE README CONTRIBUTING CHANGELOG AUTHORS NOTICE
+    """Makefile makefile GNUmakefile Dockerfile Containerfile
     BUILD WORKSPACE MODULE Justfile justfile Vagrantfile Gemfile Rakefile Procfile CODEOWNERS Pipfile""".split()
 )
 PATHLIKE = re.compile(r"^[\w.@+~<>{}\-\[\]*?/]+$")
