@@ -326,6 +326,13 @@ def test_an_image_of_its_own_is_compared(two_revisions: tuple[Path, Path]) -> No
     assert codes(compare([f"{rev2}/{RAW}"], f"{rev1}/{RAW}")) == ["different_image"]
 
 
+def test_a_working_tree_image_follows_the_tree_too(two_revisions: tuple[Path, Path]) -> None:
+    rev1, rev2 = two_revisions
+    write_pin(rev1, tree=None, image="dokimi/calc:ctx1", image_pin="digest")
+    write_pin(rev2, tree=None, image="dokimi/calc:ctx2", image_pin="digest", image_context_digest="ctx2")
+    assert codes(compare([f"{rev2}/{RAW}"], f"{rev1}/{RAW}")) == []
+
+
 def test_different_harness_versions_are_warned(two_revisions: tuple[Path, Path]) -> None:
     rev1, rev2 = two_revisions
     write_cell(rev2, "t1", RAW, harness_version="2.1.400")

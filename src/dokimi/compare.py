@@ -30,6 +30,7 @@ from dokimi import stats
 from dokimi.batch import Batch, load_batch, slug
 from dokimi.errors import UsageError
 from dokimi.report import cell_passed, cell_score
+from dokimi.schemas.batch import ImagePin
 from dokimi.schemas.compare import (
     BatchRef,
     CompareDoc,
@@ -43,6 +44,7 @@ from dokimi.schemas.compare import (
 from dokimi.schemas.report import ReportWarning
 
 if TYPE_CHECKING:
+    from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.result import Result
 
 __all__ = ["Selection", "build_comparison", "compare", "resolve_selectors"]
@@ -551,16 +553,14 @@ def warn_no_pin(selections: Sequence[Selection]) -> list[ReportWarning]:
     return out
 
 
-def image_identity(pin: object) -> str | None:
-    """What an image pin compares by; None for an image tagged from the tree.
+def image_identity(pin: BatchPin) -> str | None:
+    """What an image pin compares by: None for an image repo run built from the eval tree, else its name.
 
-    An image repo run tagged from the tree follows the tree, so two revisions are not warned about it; an
-    --image of its own (or a digest-pinned build) is compared by its name.
+    An image built from the tree (``image_pin`` tree, tagged ``dokimi/<id>:<sha>``, or digest, from a working
+    tree's build context) follows the tree, so two revisions are not warned about it: what changed is the
+    tree, and the eval_dir digest speaks for the eval content. An ``--image`` of its own is compared by name.
     """
-    image_pin = getattr(pin, "image_pin", None)
-    if image_pin is None or str(getattr(image_pin, "value", image_pin)) == "tree":
-        return None
-    return str(getattr(pin, "image", None))
+    return pin.image if pin.image_pin == ImagePin.IMAGE else None
 
 
 def warn_different_pins(baseline: Selection, treatment: Selection) -> list[ReportWarning]:
@@ -580,8 +580,8 @@ def warn_different_pins(baseline: Selection, treatment: Selection) -> list[Repor
                 f"({', '.join(treat_eval)} vs {', '.join(base_eval)}): tasks or graders may differ",
             )
         )
-    base_image = sorted({image_identity(p) or "tree" for p in base_pins})
-    treat_image = sorted({image_identity(p) or "tree" for p in treat_pins})
+    base_image = sorted({image_identity(p) or "built from the tree" for p in base_pins})
+    treat_image = sorted({image_identity(p) or "built from the tree" for p in treat_pins})
     if base_image != treat_image:
         out.append(
             ReportWarning(
