@@ -84,7 +84,7 @@ def test_shell_rules_give_the_expected_status_for_every_claim(tmp_path: Path) ->
         (21, "python_script", "scripts/run.py", "ok"),
         (21, "cd", "sub", "ok"),
         (21, "python_script", "tool.py", "ok"),
-        (22, "cd", "nowhere", "fail"),
+        (22, "cd", "nowhere", "unresolved"),
         (22, "python_script", "scripts/run.py", "unresolved"),
         (26, "python_script", "scripts/run.py", "unresolved"),
         (30, "cd", "sub", "ok"),

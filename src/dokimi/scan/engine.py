@@ -259,7 +259,7 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
         work.drafts.append(Draft(path, line, kind, text, verdict))
         return
     if any(ch in location for ch in "*?"):
-        if location.startswith("*") and "." in location:
+        if re.fullmatch(r"\*\.[A-Za-z0-9]+", location) and location[2:].lower() in KNOWN_EXTS:
             work.drafts.append(Draft(path, line, "glob", text, resolve_glob_claim(location, bases, work.tree)))
         return
     if looks_like_file_name(location):
@@ -272,8 +272,10 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
 
 def looks_like_file_name(name: str) -> bool:
     """A bare word read as a path: a known extension, a well-known file name, or a dotfile."""
-    if name in KNOWN_NAMES or (name.startswith(".") and len(name) > 1 and re.match(r"^\.[A-Za-z][\w.-]*$", name)):
+    if name in KNOWN_NAMES:
         return True
+    if name.startswith("."):  # a dotfile, but not an extension alone (`.json`)
+        return bool(re.match(r"^\.[A-Za-z][\w.-]*$", name)) and name[1:].lower() not in KNOWN_EXTS
     stem, dot, ext = name.rpartition(".")
     return bool(dot and stem and ext.lower() in KNOWN_EXTS)
 

@@ -5,7 +5,8 @@ Found (as a whole word) in a file outside the guidance -> ok. Not found -> unres
 tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says so; for the other shapes this is the
 scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a dotted name
 whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next part is a name that
-module never spells (``pkg.mod.gone``): that module is the only place it can live.
+module never spells (``pkg.mod.gone``): that module is the only place it can live. The prefix must be at least
+``pkg.mod`` and importable under that name (``image.env`` does not name ``src/x/sandbox/image.py``).
 """
 
 from __future__ import annotations
@@ -81,14 +82,25 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
 def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:
     """The longest prefix of a dotted name that is a module file in the tree: (module path, prefix, rest)."""
     parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
+    for cut in range(len(parts), 1, -1):  # at least pkg.mod: one word alone is too weak to be a module
         rel = "/".join(parts[:cut])
         for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
             name = posixpath.basename(candidate)
-            paths = [p for p in tree.snapshot.by_basename.get(name, []) if p == candidate or p.endswith("/" + candidate)]
+            paths = [
+                p for p in tree.snapshot.by_basename.get(name, [])
+                if (p == candidate or p.endswith("/" + candidate)) and importable_as(p, candidate, tree)
+            ]
             if paths:
                 return sorted(paths, key=len)[0], ".".join(parts[:cut]), parts[cut:]
     return None
+
+
+def importable_as(path: str, candidate: str, tree: Tree) -> bool:
+    """Whether ``path`` is importable under the dotted name ``candidate`` spells: the directory above its top
+    package is not itself a package (``src/pkg/mod.py`` is ``pkg.mod``; ``a/pkg/mod.py`` with ``a/__init__.py``
+    is not)."""
+    root = path[: len(path) - len(candidate)].rstrip("/")
+    return not tree.snapshot.is_file(f"{root}/__init__.py" if root else "__init__.py")
 
 
 def words_needed(text: str) -> list[str]:

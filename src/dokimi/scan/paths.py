@@ -192,12 +192,17 @@ def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
 
 
 def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
-    """The rules for a path found at no base: ok_basename, fail when the parent exists, ok_suffix, unresolved."""
+    """The rules for a path found at no base: a bare name is ok_basename when some file or directory has that
+    name, else unresolved (the scan's choice: with no directory part, its parent proves nothing); a path with a
+    directory part is fail when that parent exists at a base, ok_suffix when it ends a longer path, else
+    unresolved."""
     if "/" not in rel:
         named = tree.snapshot.by_basename.get(rel)
         if named:
             more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
             return Verdict(OK_BASENAME, f"a bare name; the tree has {sorted(named)[0]}{more}")
+        return unresolved("a bare name of nothing in the tree (a file made at run time?); only a path with a "
+                          "directory part can show a rename")
     for base in bases:
         full = join(base, rel)
         if escapes_root(full):
