@@ -232,3 +232,21 @@ def test_the_document_is_deterministic_and_sorted(tmp_path: Path) -> None:
         ("t1", RAW, "low"),
         ("t2", RAW, None),
     ]
+
+
+def test_mergeable_rate_and_merge_score_when_cells_report_them(tmp_path: Path) -> None:
+    write_cell(tmp_path, "t1", RAW, rep=0, metrics={"mergeable": True, "merge_score": 0.9})
+    write_cell(tmp_path, "t1", RAW, rep=1, metrics={"mergeable": True, "merge_score": 0.7})
+    write_cell(tmp_path, "t1", RAW, rep=2, metrics={"mergeable": False, "merge_score": 0.2})
+    write_cell(tmp_path, "t1", RAW, rep=3, grader_failure=True)  # reports nothing: not mergeable
+    write_cell(tmp_path, "t1", RAW, rep=4, metrics={"mergeable": None})  # not judged: left out
+    r = row(report(tmp_path), "t1", RAW)
+    assert (r.mergeable, r.mergeable_n) == (2, 4)
+    assert r.mergeable_ci == pytest.approx(proportion_confint(2, 4, method="wilson"))
+    assert r.merge_score_mean == pytest.approx(0.8)  # among mergeable cells only
+
+
+def test_no_mergeable_rate_without_a_judged_cell(tmp_path: Path) -> None:
+    write_cell(tmp_path, "t1", RAW, rep=0, grader_failure=True)
+    r = row(report(tmp_path), "t1", RAW)
+    assert (r.mergeable_n, r.mergeable_rate) == (0, None)

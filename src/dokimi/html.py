@@ -223,6 +223,8 @@ def render_report(doc: ReportDoc) -> str:
                     "invalid",
                     "cost",
                     "turns",
+                    "mergeable",
+                    "merge score",
                 ],
                 [
                     [
@@ -238,10 +240,12 @@ def render_report(doc: ReportDoc) -> str:
                         str(s.invalid),
                         _fmt(s.cost_mean, 4),
                         _fmt(s.turns_mean, 1),
+                        f"{s.mergeable}/{s.mergeable_n}" if s.mergeable_n else "-",
+                        _fmt(s.merge_score_mean),
                     ]
                     for s in summaries
                 ],
-                numeric=range(1, 12),
+                numeric=range(1, 14),
             )
         )
         body.append("</section>")

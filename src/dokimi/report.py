@@ -172,6 +172,30 @@ class _TaskFacts:
     family: str | None = None
 
 
+def cell_mergeable(result: Result) -> bool | None:
+    """The ``mergeable`` metric of a cell (mergeability §7); a grader failure is not mergeable; None when the
+    cell does not report it."""
+    value = result.metrics.get("mergeable")
+    if isinstance(value, bool):
+        return value and not result.grader_failure
+    return False if result.grader_failure else None
+
+
+def _merge_outcome(results: Sequence[Result]) -> dict[str, Any]:
+    verdicts = [(r, m) for r in results if (m := cell_mergeable(r)) is not None]
+    mergeable = [r for r, m in verdicts if m]
+    if not any(isinstance(r.metrics.get("mergeable"), bool) for r in results):
+        return {}  # nobody judged mergeability: grader failures alone make no rate
+    scores = [float(v) for r in mergeable if isinstance(v := r.metrics.get("merge_score"), (int, float))]
+    return {
+        "mergeable_n": len(verdicts),
+        "mergeable": len(mergeable),
+        "mergeable_rate": len(mergeable) / len(verdicts),
+        "mergeable_ci": stats.wilson_interval(len(mergeable), len(verdicts)),
+        "merge_score_mean": stats.mean(scores),
+    }
+
+
 def _outcome(results: Sequence[Result], missing: int, invalid: int) -> dict[str, Any]:
     gated = [r for r in results if r.gated]
     passes = sum(1 for r in gated if cell_passed(r))
@@ -194,6 +218,7 @@ def _outcome(results: Sequence[Result], missing: int, invalid: int) -> dict[str,
         "cost_n": len(costs),
         "turns_mean": stats.mean(turns),
         "turns_n": len(turns),
+        **_merge_outcome(results),
     }
 
 

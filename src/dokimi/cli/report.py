@@ -92,7 +92,9 @@ def _print(doc: object) -> None:
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in ["task", "arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
         table.add_column(name)
-    for name in ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]:
+    merge = any(r.mergeable_n for r in doc.rows)
+    numbers = ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
+    for name in numbers + (["mergeable", "merge score"] if merge else []):
         table.add_column(name, justify="right")
     for r in doc.rows:
         table.add_row(
@@ -111,6 +113,7 @@ def _print(doc: object) -> None:
             str(r.invalid),
             _fmt(r.cost_mean, 4),
             _fmt(r.turns_mean, 1),
+            *([f"{r.mergeable}/{r.mergeable_n}", _fmt(r.merge_score_mean)] if merge else []),
         )
     console.print(table)
     if len(doc.rows) > 1:

@@ -54,6 +54,17 @@ class Outcome(Document):
     """Finished cells whose grading failed; counted as failures in passes (and as 0 in score_mean)."""
     timeouts: int = 0
     """Finished cells whose agent was stopped at its timeout (and still graded)."""
+    mergeable_n: int = 0
+    """Finished cells that report the ``mergeable`` metric (mergeability §7), plus grader failures that do
+    not: a grader failure is not mergeable."""
+    mergeable: int = 0
+    """Of those, cells that are mergeable."""
+    mergeable_rate: float | None = None
+    """mergeable / mergeable_n; null when no cell reports it."""
+    mergeable_ci: tuple[float, float] | None = None
+    """Wilson 95% interval of mergeable_rate."""
+    merge_score_mean: float | None = None
+    """Mean ``merge_score`` among mergeable cells."""
     cost_mean: float | None = None
     """Mean cost_usd over the finished cells that report a cost."""
     cost_n: int = 0
