@@ -25,11 +25,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dokimi.errors import UsageError
+
+if TYPE_CHECKING:
+    from dokimi.batch import CellKey
+    from dokimi.runner.cell import CellContext
 
 __all__ = [
     "CHUNK_CHARS",
@@ -50,6 +56,7 @@ CHUNK_CHARS = 48 * 1024
 """Base64 characters per Bash command: well under Linux's 128 KiB limit on one argument string."""
 PATCH_FILE = '"$HOME/.dokimi-dry-run.patch"'
 FIXED_ANSWER = "I applied the fix."
+DERIVE_TIMEOUT_S = 3600.0
 NO_CHANGE_ANSWER = "I made no change."
 
 
@@ -135,3 +142,135 @@ def parse_script_options(values: Sequence[str], arms: Sequence[str]) -> dict[str
 def script_for(arm: str, explicit: Mapping[str | None, Path]) -> Path | None:
     """The explicit script of ``arm`` (its own, else the one for every arm); None: derive from the oracle."""
     return explicit.get(arm) or explicit.get(None)
+
+
+# --- deriving scripts from the oracle (needs docker) --------------------------------------------------------
+
+ORACLE_MODEL = "dry-run-oracle"
+"""The model named in the meta.json of an oracle derivation's scratch run directory."""
+
+
+def oracle_diff(workspace: Path, start_sha: str) -> bytes:
+    """What changed in ``workspace`` since ``start_sha``: every file, new and deleted ones included, binary
+    safe (``git add -A`` into the index, then ``git diff --cached --binary``)."""
+    from dokimi.source.git import run_git
+
+    base = [
+        "-c",
+        "safe.directory=*",
+        "-c",
+        "core.autocrlf=false",
+        "--git-dir",
+        str(workspace / ".git"),
+        "--work-tree",
+        str(workspace),
+    ]
+    run_git([*base, "add", "-A", "-f"], cwd=workspace, what="git add (dry-run oracle diff)")
+    return run_git(
+        [*base, "diff", "--cached", "--binary", "--no-ext-diff", "--no-textconv", "--no-color", start_sha],
+        cwd=workspace,
+        what="git diff (dry-run oracle diff)",
+    )
+
+
+def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -> Path:
+    """Run the task's oracle on a scratch run directory prepared like a cell of ``arm`` and write the script
+    that makes the agent do the same (see the module docstring). Reused when ``dest`` exists already: the
+    batch is pinned to its eval tree, so the oracle is the same."""
+    from dokimi.batch import CellKey
+    from dokimi.runner.cell import prepare, reset_run_dir
+    from dokimi.runner.entrypoints import run_entry_point
+    from dokimi.sandbox.container import container_name
+    from dokimi.schemas._base import write_document, write_text_atomic
+    from dokimi.schemas.meta import Meta
+
+    if dest.is_file():
+        return dest
+    assert ctx.manifest.entry_points is not None
+    task = ctx.task(task_id)
+    scratch = dest.with_suffix(".run")
+    reset_run_dir(scratch)
+    try:
+        prepared = prepare(ctx, CellKey(task_id, arm, ORACLE_MODEL, None, 0), scratch)
+        write_text_atomic(scratch / "task.json", (ctx.task_dir(task_id) / "task.json").read_text("utf-8"))
+        meta = {
+            "schema": "repo_meta.v1",
+            "task": task_id,
+            "batch": ctx.batch,
+            "arm": arm,
+            "harness": ctx.profile.name,
+            "model": ORACLE_MODEL,
+            "mode": task.mode,
+            "rep": 0,
+            "patches": dict(prepared.patches),
+            **{k: v for k, v in prepared.meta_fields().items() if k not in ("arm", "patches")},
+        }
+        write_document(scratch / "meta.json", Meta.model_validate(meta))
+        entry = run_entry_point(
+            "oracle",
+            ctx.manifest.entry_points.oracle,
+            image=ctx.image,
+            run_dir=scratch,
+            eval_content=ctx.eval_content,
+            source_dir=ctx.source_dir,
+            image_config=ctx.manifest.image,
+            task=task_id,
+            network=ctx.grade_network(task),
+            name=container_name(ctx.batch, f"dry-run-{task_id}-{arm}", "oracle"),
+            caches=ctx.caches,
+            batch=ctx.batch,
+        )
+        failure = entry.failure(DERIVE_TIMEOUT_S)
+        if failure:
+            raise UsageError(
+                f"dry run: the oracle of task {task_id} failed, so no script can be derived: {failure}",
+                hint="`dokimi repo tasks check` shows why; or give this arm a script with --dry-run-script",
+            )
+        diff = oracle_diff(scratch / "workspace", prepared.start_sha)
+        answer_file = scratch / "answer.txt"
+        answer = answer_file.read_text("utf-8", errors="replace") if answer_file.is_file() else ""
+        return write_script(dest, oracle_script(diff, answer))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def dry_run_scripts(
+    ctx: CellContext,
+    cells: Sequence[CellKey],
+    explicit: Mapping[str | None, Path],
+    directory: Path,
+    note: Callable[[str], None],
+    *,
+    jobs: int = 1,
+) -> dict[tuple[str, str], Path]:
+    """The script of every (task, arm) among ``cells``: the explicit one, else one derived from the oracle
+    (``<directory>/<task>/<arm>.json``), derived on ``jobs`` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dokimi.batch import slug
+
+    chosen: dict[tuple[str, str], Path] = {}
+    derive: list[tuple[str, str]] = []
+    for key in cells:
+        pair = (key.task, key.arm)
+        if pair in chosen or pair in derive:
+            continue
+        given = script_for(key.arm, explicit)
+        if given is not None:
+            chosen[pair] = given
+        else:
+            derive.append(pair)
+    if derive:
+        note(f"dry run: deriving {len(derive)} script(s) from the oracle")
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="dokimi-oracle") as pool:
+            paths = pool.map(
+                lambda pair: derive_oracle_script(
+                    ctx, pair[0], pair[1], directory / slug(pair[0]) / f"{slug(pair[1])}.json"
+                ),
+                derive,
+            )
+            for pair, path in zip(derive, paths, strict=True):
+                chosen[pair] = path
+    for path in set(chosen.values()):
+        os.chmod(path, 0o644)
+    return chosen

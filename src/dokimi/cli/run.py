@@ -1,0 +1,401 @@
+"""``dokimi repo run SOURCE --arm A[,B] --model M[,N] --reps N --batch NAME [...]`` (docs/running.md).
+
+Exit codes: 0 every planned cell has a result.json; 1 some cells are still missing (a cell failed before its
+agent ran, or ``--max-batch-usd`` stopped new cells): run the same command again to fill them; 2 usage or
+environment (no docker, a batch pinned to another eval tree, an invalid task); 130 Ctrl-C. SIGTERM and SIGHUP
+stop the running containers and end the CLI with that signal; finished cells stay, unfinished ones have no
+result.json.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from dokimi.cli._common import (
+    check_manifest_choice,
+    emit_json,
+    json_option,
+    manifest_options,
+    note,
+    source_argument,
+)
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+if TYPE_CHECKING:
+    from dokimi.batch import CellKey
+    from dokimi.runner.cell import CellOutcome
+    from dokimi.runner.run import BatchRun
+
+
+def _caches(values: tuple[str, ...]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{value!r}: expected NAME=PATH", param_hint="--cache")
+        out[name] = Path(path)
+    return out
+
+
+class _Reporter:
+    """Progress for a human: a rich bar on a terminal, nothing otherwise (errors are noted either way)."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.bar: Any = None
+        self.task_id: Any = None
+
+    def __enter__(self) -> _Reporter:
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            from dokimi.cli._common import stderr_console
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def note(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(text)
+
+    def planned(self, total: int, done: int) -> None:
+        if self.bar is not None:
+            self.task_id = self.bar.add_task("cells", total=total, completed=done)
+
+    def cell_started(self, key: CellKey) -> None:
+        pass
+
+    def cell_done(self, outcome: CellOutcome) -> None:
+        key = outcome.key
+        where = f"{key.task} {key.arm} {key.model} {key.effort or 'default'} rep{key.rep}"
+        if outcome.status == "failed":
+            message = f"cell {where} failed before its agent ran: {outcome.error}"
+            if self.bar is not None:
+                self.bar.console.print(message)
+            else:
+                note(message)
+        if self.bar is not None and self.task_id is not None:
+            self.bar.advance(self.task_id)
+
+
+def _group_rows(run: BatchRun) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
+        lambda: {"cells": 0, "ran": 0, "skipped": 0, "passed": 0, "graded": 0, "grader_failures": 0,
+                 "failed": 0, "not_started": 0, "interrupted": 0}
+    )  # fmt: skip
+    for outcome in run.outcomes:
+        key = outcome.key
+        row = groups[(key.task, key.arm, key.model, key.effort or "default")]
+        row["cells"] += 1
+        if outcome.status == "finished":
+            row["ran"] += 1
+        elif outcome.status in ("skipped", "failed", "not_started", "interrupted"):
+            row[outcome.status] += 1
+        result = outcome.result
+        if result is not None:
+            row["graded"] += 1
+            row["passed"] += int(bool(result.passed) and not result.grader_failure)
+            row["grader_failures"] += int(result.grader_failure)
+    return [
+        {"task": t, "arm": a, "model": m, "effort": e, **counts}
+        for (t, a, m, e), counts in sorted(groups.items())
+    ]
+
+
+def _summary(run: BatchRun) -> dict[str, Any]:
+    return {
+        "batch": str(run.root),
+        "pin": run.pin.model_dump(mode="json", by_alias=True),
+        "harness": run.harness,
+        "harness_version": run.harness_version,
+        "image": run.image,
+        "cells": len(run.outcomes),
+        "ran": run.count("finished"),
+        "skipped": run.count("skipped"),
+        "failed": run.count("failed"),
+        "not_started": run.count("not_started"),
+        "interrupted": run.count("interrupted"),
+        "complete": run.complete,
+        "spent_usd": round(run.spent_usd, 6),
+        "stopped_by_budget": run.stopped_by_budget,
+        "groups": _group_rows(run),
+        "failures": [
+            {"cell": o.key.path(run.root).relative_to(run.root).as_posix(), "error": o.error}
+            for o in run.outcomes
+            if o.status == "failed"
+        ],
+        "warnings": run.warnings,
+    }
+
+
+def _print_table(run: BatchRun) -> None:
+    from rich.table import Table
+
+    from dokimi.cli._common import stdout_console
+
+    table = Table(title=f"batch {run.root}", title_justify="left")
+    for column in (
+        "task",
+        "arm",
+        "model",
+        "effort",
+        "cells",
+        "ran",
+        "skipped",
+        "pass",
+        "grader fail",
+        "failed",
+        "not started",
+    ):
+        table.add_column(column, justify="left" if column in ("task", "arm", "model", "effort") else "right")
+    # fmt: skip
+    for row in _group_rows(run):
+        table.add_row(
+            row["task"], row["arm"], row["model"], row["effort"], str(row["cells"]), str(row["ran"]),
+            str(row["skipped"]), f"{row['passed']}/{row['graded']}", str(row["grader_failures"]),
+            str(row["failed"]), str(row["not_started"] + row["interrupted"]),
+        )  # fmt: skip
+    stdout_console().print(table)
+    click.echo(
+        f"{run.count('finished')} ran, {run.count('skipped')} skipped (finished earlier), "
+        f"{run.count('failed')} failed before the agent ran, {run.count('not_started')} not started; "
+        f"spent ${run.spent_usd:.4f}; harness {run.harness} {run.harness_version}; image {run.image}"
+    )
+
+
+def _on_signal(cancel: threading.Event, batch: str) -> Callable[[int, FrameType | None], None]:
+    """SIGTERM/SIGHUP: no new cell, no result.json for an unfinished one, the batch's containers stopped; then
+    the handler dokimi.process installed (kill every child group, end with the signal)."""
+    previous: dict[int, Any] = {int(sig): signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        cancel.set()
+        from dokimi import process
+
+        process.kill_all_groups(signal.SIGTERM)
+        try:
+            from dokimi.sandbox.docker import remove_batch_containers
+
+            remove_batch_containers(batch)
+        except Exception:
+            pass
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
+        else:
+            signal.signal(signum, signal.SIG_DFL)
+            import os
+
+            os.kill(os.getpid(), signum)
+
+    return handler
+
+
+@click.command("run")
+@source_argument
+@manifest_options
+@click.option(
+    "--arm",
+    "arms",
+    multiple=True,
+    required=True,
+    metavar="A[,B]",
+    help="Arms, e.g. guidance:none,guidance:raw (repeatable or comma-separated).",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    required=True,
+    metavar="ID[,ID]",
+    help="Model ids passed to the harness as they are.",
+)
+@click.option("--reps", type=click.IntRange(min=1), required=True, help="Repetitions per cell.")
+@click.option("--batch", required=True, metavar="NAME", help="Batch name: the directory <out>/<NAME>.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("repo-runs"),
+    show_default=True,
+    help="Where batches live.",
+)
+@click.option("--task", "tasks", multiple=True, metavar="ID", help="Only these tasks (repeatable).")
+@click.option(
+    "--harness",
+    default="claude-code",
+    show_default=True,
+    metavar="NAME|PATH",
+    help="A built-in harness profile or the path of a profile file.",
+)
+@click.option("--bin", "bin_", metavar="PATH", help="The harness executable (mounted at /eval/harness).")
+@click.option(
+    "--effort",
+    "efforts",
+    multiple=True,
+    metavar="E[,E]",
+    help="Reasoning efforts, each a cell dimension (default: the task's, else the harness default).",
+)
+@click.option(
+    "--agent-network",
+    metavar="NET",
+    help="Docker network of the agent's container (the egress proxy is not built: it then reaches "
+    "any host; recorded and warned about).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="Agent wall-clock cap in seconds unless task.json sets timeout_s (default 1800).",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Turn cap unless task.json sets max_turns (default 100).",
+)
+@click.option(
+    "--budget",
+    "budget_usd",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="Cost cap per run unless task.json sets budget_usd (default 1).",
+)
+@click.option(
+    "--max-batch-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="Start no new cell once the batch has spent this much (unknown cost counts as the cap).",
+)
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cells run side by side."
+)
+@click.option("--force", is_flag=True, help="Run cells again even when they have a result.json.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Zero cost: the real harness against the scripted model server inside the container, with "
+    "a script derived from each task's oracle.",
+)
+@click.option(
+    "--dry-run-script",
+    "dry_run_scripts",
+    multiple=True,
+    metavar="[ARM=]FILE",
+    help="With --dry-run: play FILE (a JSON list of turns) for ARM, or for every arm.",
+)
+@click.option("--image", metavar="IMG", help="Run in this image instead of building the eval tree's.")
+@click.option("--cache", "caches", multiple=True, metavar="NAME=PATH", help="Host directory of a cache.")
+@click.option(
+    "--source-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A full clone of the source for {source_dir} (default: the source's own git directory).",
+)
+@json_option
+def run(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    arms: tuple[str, ...],
+    models: tuple[str, ...],
+    reps: int,
+    batch: str,
+    out: Path,
+    tasks: tuple[str, ...],
+    harness: str,
+    bin_: str | None,
+    efforts: tuple[str, ...],
+    agent_network: str | None,
+    timeout_s: float | None,
+    max_turns: int | None,
+    budget_usd: float | None,
+    max_batch_usd: float | None,
+    jobs: int,
+    force: bool,
+    dry_run: bool,
+    dry_run_scripts: tuple[str, ...],
+    image: str | None,
+    caches: tuple[str, ...],
+    source_dir: Path | None,
+    as_json: bool,
+) -> int:
+    """Run agents on SOURCE: one cell per (task, arm, model, effort, rep) under OUT/BATCH.
+
+    Each cell prepares its workspace, runs the harness in the agent's container, converts its trace, grades
+    the run in the grade container and writes result.json last. A rerun skips finished cells and fills the
+    missing ones; a batch stays on the eval tree it started with. Exit 0 when every planned cell is done,
+    1 when some are still missing (rerun to fill them), 2 on a usage or environment problem.
+    """
+    from dokimi.runner.dryrun import parse_script_options
+    from dokimi.runner.plan import parse_list
+    from dokimi.runner.run import RunOptions, run_batch
+
+    check_manifest_choice(manifest, manifest_file)
+    arm_list = parse_list(arms)
+    if dry_run_scripts and not dry_run:
+        raise click.UsageError("--dry-run-script needs --dry-run")
+    options = RunOptions(
+        source=source,
+        manifest=manifest,
+        manifest_file=manifest_file,
+        arms=tuple(arm_list),
+        models=tuple(parse_list(models)),
+        reps=reps,
+        batch=batch,
+        out=out,
+        tasks=tuple(parse_list(tasks)),
+        harness=harness,
+        bin=bin_,
+        efforts=tuple(parse_list(efforts)),
+        agent_network=agent_network,
+        timeout_s=timeout_s,
+        max_turns=max_turns,
+        budget_usd=budget_usd,
+        max_batch_usd=max_batch_usd,
+        jobs=jobs,
+        force=force,
+        dry_run=dry_run,
+        dry_run_scripts=parse_script_options(dry_run_scripts, arm_list),
+        image=image,
+        caches=_caches(caches),
+        source_dir=source_dir,
+    )
+    cancel = threading.Event()
+    handler = _on_signal(cancel, batch)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+    with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
+        result = run_batch(options, progress=reporter, cancel=cancel)
+    for warning in result.warnings:
+        note(f"warning: {warning}")
+    if result.stopped_by_budget:
+        note(
+            f"--max-batch-usd {max_batch_usd}: spent ${result.spent_usd:.4f}, so "
+            f"{result.count('not_started')} cell(s) were not started"
+        )
+    if as_json:
+        emit_json(_summary(result))
+    else:
+        _print_table(result)
+    return EXIT_OK if result.complete else EXIT_FOUND_PROBLEMS

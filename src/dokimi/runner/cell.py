@@ -1,0 +1,427 @@
+"""One cell (task, arm, model, effort, rep) of a batch, start to finish, in its own run directory.
+
+:func:`run_cell` does, in this order (contract §1.1, §3, §4, §9):
+
+1. the workspace: the eight steps of §3 into ``<run_dir>/workspace``;
+2. the agent's container: the harness (read-only at /eval/harness) with the profile's argv, env and config
+   files, the support scripts (read-only at /eval/support), a per-run HOME and config dir, ``--network none``
+   unless ``--agent-network`` (or image.network public), as a non-root user; its stdout is ``agent.stdout``;
+3. after it exits: ``events.jsonl`` and ``answer.txt`` (the trace converted), ``task.json`` (the task's own
+   file, byte for byte) and ``meta.json``;
+4. the grade container (:func:`dokimi.runner.entrypoints.grade_run`);
+5. ``result.json``, the framework's verdict (:func:`build_result`), written last and atomically.
+
+A failure before the agent ran (a patch that does not apply, docker unable to start the container) leaves the
+cell without result.json: it is missing, and the next run fills it. A failure on the host after the agent ran
+(an unreadable trace, a read-only .git) is a grader failure (§4.2): result.json says so, and the batch is
+charged. When the run is cancelled (Ctrl-C, SIGTERM) no result.json is written for an unfinished cell.
+
+The cell function reads only its :class:`CellContext` and its key: no global state, so a pool of threads (or a
+distributed engine) can run cells side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+from dokimi.batch import CellKey
+from dokimi.constants import (
+    AGENT_STDOUT,
+    CONTAINER_HARNESS,
+    CONTAINER_RUN_DIR,
+    CONTAINER_SUPPORT,
+    META_JSON,
+    RESULT_JSON,
+    TASK_JSON,
+)
+from dokimi.errors import DokimiError
+from dokimi.runner.dryrun import DRY_RUN_MOUNT
+from dokimi.runner.gate import GateVerdict, grader_failure
+from dokimi.runner.plan import CellLimits
+
+if TYPE_CHECKING:
+    from dokimi.harness.trace import Conversion
+    from dokimi.manifest import LoadedTask
+    from dokimi.sandbox.specs import CacheMount
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.profile import HarnessProfile
+    from dokimi.schemas.result import Result
+    from dokimi.schemas.task import Task
+    from dokimi.source import Repo
+    from dokimi.workspace import PreparedWorkspace
+
+__all__ = [
+    "AGENT_STDERR",
+    "CellContext",
+    "CellOutcome",
+    "CellStatus",
+    "build_result",
+    "run_cell",
+]
+
+AGENT_STDERR = "agent.stderr"
+DRY_RUN_LAUNCHER = "dryrun_agent.py"
+CONTAINER_CONFIG = CONTAINER_RUN_DIR / "config"
+CONTAINER_HOME = CONTAINER_RUN_DIR / "home"
+
+CellStatus = Literal["finished", "skipped", "failed", "not_started", "interrupted"]
+
+
+@dataclass(frozen=True)
+class CellContext:
+    """Everything a cell reads, fixed for the whole batch. Paths are the host's."""
+
+    root: Path
+    """The batch directory (<out>/<batch>)."""
+    batch: str
+    repo: Repo
+    manifest: RepoManifest
+    tasks: Mapping[str, LoadedTask]
+    eval_content: Path
+    """The exported eval_dir (<batch>/_eval/content), mounted read-only in the grade container."""
+    image: str
+    profile: HarnessProfile
+    harness_bin: Path
+    harness_version: str
+    support_dir: Path
+    caches: tuple[CacheMount, ...]
+    source_dir: Path | None
+    agent_network: str | None
+    """--agent-network as given (recorded in meta.json and result.json); None without it."""
+    network: str
+    """The docker network of the agent's container."""
+    limits: Mapping[str, CellLimits]
+    """Per task id."""
+    dry_run: bool = False
+    dry_run_scripts: Mapping[tuple[str, str], Path] = field(default_factory=dict)
+    """(task, arm) -> the script the scripted model plays."""
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """The caller's environment, read only through the profile's env_allow (empty for a dry run)."""
+    force: bool = False
+    cancel: threading.Event = field(default_factory=threading.Event)
+    prep_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
+
+    def task(self, task_id: str) -> Task:
+        loaded = self.tasks[task_id]
+        assert loaded.task is not None
+        return loaded.task
+
+    def task_dir(self, task_id: str) -> Path:
+        """The task's directory inside the exported eval_dir (where its patches are)."""
+        loaded = self.tasks[task_id]
+        eval_dir = (self.manifest.eval_dir or "").strip("/")
+        rel = PurePosixPath(loaded.dir).relative_to(eval_dir) if eval_dir else PurePosixPath(loaded.dir)
+        return self.eval_content / rel
+
+    def grade_network(self, task: Task) -> str:
+        """Entry points run with image.network; a task with egress gets --agent-network until the proxy
+        exists."""
+        from dokimi.sandbox.specs import docker_network
+
+        if task.egress and self.agent_network:
+            return self.agent_network
+        image_network = self.manifest.image.network if self.manifest.image else "none"
+        return docker_network(image_network)
+
+
+@dataclass
+class CellOutcome:
+    """What happened to one cell in this run."""
+
+    key: CellKey
+    status: CellStatus
+    result: Result | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    charged_usd: float = 0.0
+
+
+# --- result.json --------------------------------------------------------------------------------------------
+
+
+def build_result(
+    *,
+    key: CellKey,
+    task: Task,
+    harness: str,
+    harness_version: str | None,
+    verdict: GateVerdict,
+    metrics: Mapping[str, bool | int | float | None],
+    agent_rc: int | None,
+    agent_timed_out: bool,
+    cost_usd: float | None,
+    turns: int | None,
+    duration_s: float,
+    agent_network: str | None,
+    base_date: str | None,
+) -> Result:
+    """result.json of one cell: the gate verdict, grade.json's metrics and what the agent's run reported."""
+    from dokimi.schemas.result import Result
+
+    return Result.model_validate(
+        {
+            "schema": "repo_result.v1",
+            "task": key.task,
+            "arm": key.arm,
+            "model": key.model,
+            "effort": key.effort,
+            "mode": task.mode,
+            "rep": key.rep,
+            "harness": harness,
+            "harness_version": harness_version,
+            "family": task.family,
+            "gated": verdict.gated,
+            "passed": verdict.passed,
+            "score": verdict.score,
+            "gate_results": dict(verdict.gate_results),
+            "metrics": dict(metrics),
+            "grader_failure": verdict.grader_failure,
+            "grader_error": verdict.grader_error,
+            "agent_rc": agent_rc,
+            "agent_timed_out": agent_timed_out,
+            "cost_usd": cost_usd if cost_usd is None or cost_usd >= 0 else None,
+            "turns": turns if turns is None or turns >= 0 else None,
+            "duration_s": max(0.0, duration_s),
+            "agent_network": agent_network,
+            "base_date": base_date,
+            "prompt_style": task.prompt_style,
+        }
+    )
+
+
+# --- the steps ----------------------------------------------------------------------------------------------
+
+
+def reset_run_dir(run_dir: Path) -> None:
+    """An empty run directory (what an earlier, unfinished attempt left is removed)."""
+    if run_dir.is_symlink() or run_dir.is_file():
+        run_dir.unlink()
+    elif run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+
+
+def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
+    from dokimi.sandbox.container import give_to_container_user
+    from dokimi.workspace import prepare_workspace
+
+    with ctx.prep_lock:
+        prepared = prepare_workspace(
+            ctx.repo,
+            ctx.task(key.task),
+            eval_dir=ctx.manifest.eval_dir or "",
+            guidance_globs=ctx.manifest.guidance.globs,
+            arm=key.arm,
+            profile=ctx.profile,
+            dest=run_dir / "workspace",
+            patches_root=ctx.task_dir(key.task),
+        )
+    give_to_container_user(run_dir / "workspace")
+    return prepared
+
+
+def agent_argv_and_env(ctx: CellContext, key: CellKey, run_dir: Path) -> tuple[list[str], dict[str, str]]:
+    """The agent container's command and environment (and the profile's config files written)."""
+    from dokimi.harness.profile import build_invocation
+
+    task = ctx.task(key.task)
+    limits = ctx.limits[key.task]
+    extra_env = dict(ctx.profile.dry_run_env) if ctx.dry_run else {}
+    invocation = build_invocation(
+        ctx.profile,
+        bin=str(CONTAINER_HARNESS),
+        prompt=task.prompt,
+        model=key.model,
+        max_turns=limits.max_turns,
+        budget=limits.budget_usd,
+        tools="all",
+        config_dir=CONTAINER_CONFIG,
+        support_dir=CONTAINER_SUPPORT,
+        effort=key.effort,
+        environ=ctx.environ,
+        in_container=True,
+        home=str(CONTAINER_HOME),
+        extra_env=extra_env,
+    )
+    invocation.write_config_files(run_dir / "config")
+    argv = list(invocation.argv)
+    if ctx.dry_run:
+        assert ctx.profile.endpoint_env is not None
+        argv = [
+            "python3",
+            str(CONTAINER_SUPPORT / DRY_RUN_LAUNCHER),
+            "--script",
+            str(DRY_RUN_MOUNT),
+            "--endpoint-env",
+            ctx.profile.endpoint_env,
+            "--",
+            *argv,
+        ]
+    return argv, dict(invocation.env)
+
+
+@dataclass
+class AgentRun:
+    rc: int | None
+    timed_out: bool
+    duration_s: float
+
+
+def run_agent(ctx: CellContext, key: CellKey, run_dir: Path) -> AgentRun:
+    """The agent's container, to its end or its timeout; stdout to agent.stdout, stderr to agent.stderr."""
+    from dokimi.sandbox.container import Mount, container_name, run_container
+    from dokimi.sandbox.specs import agent_spec
+
+    (run_dir / "config").mkdir(exist_ok=True)
+    (run_dir / "home").mkdir(exist_ok=True)
+    argv, env = agent_argv_and_env(ctx, key, run_dir)
+    spec = agent_spec(
+        name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), "agent"),
+        image=ctx.image,
+        run_dir=run_dir,
+        argv=argv,
+        image_config=ctx.manifest.image,
+        task=key.task,
+        network=ctx.network,
+        caches=ctx.caches,
+        harness_bin=ctx.harness_bin,
+        support_dir=ctx.support_dir,
+        env=env,
+        batch=ctx.batch,
+    )
+    if ctx.dry_run:
+        script = ctx.dry_run_scripts[(key.task, key.arm)]
+        spec = dataclasses.replace(spec, mounts=[*spec.mounts, Mount(script, DRY_RUN_MOUNT, read_only=True)])
+    limits = ctx.limits[key.task]
+    result = run_container(spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT)
+    (run_dir / AGENT_STDERR).write_text(result.stderr, encoding="utf-8")
+    return AgentRun(result.returncode, result.timed_out, result.duration)
+
+
+def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: PreparedWorkspace) -> Conversion:
+    """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited (§1.1, §4)."""
+    from dokimi.harness.trace import convert_file, write_conversion
+    from dokimi.schemas._base import write_document, write_text_atomic
+    from dokimi.schemas.meta import Meta
+
+    task = ctx.task(key.task)
+    conversion = convert_file(run_dir / AGENT_STDOUT, ctx.profile.trace)
+    write_conversion(conversion, run_dir)
+    task_json = ctx.task_dir(key.task) / TASK_JSON
+    write_text_atomic(run_dir / TASK_JSON, task_json.read_bytes().decode("utf-8"))
+    meta = Meta.model_validate(
+        {
+            "schema": "repo_meta.v1",
+            "task": key.task,
+            "batch": ctx.batch,
+            "arm": key.arm,
+            "harness": ctx.profile.name,
+            "harness_version": ctx.harness_version,
+            "model": key.model,
+            "effort": key.effort,
+            "mode": task.mode,
+            "rep": key.rep,
+            "base_rev": prepared.base_rev,
+            "base_sha": prepared.base_sha,
+            "base_date": prepared.base_date,
+            "patches": dict(prepared.patches),
+            "start_sha": prepared.start_sha,
+            "agent_network": ctx.agent_network,
+        }
+    )
+    write_document(run_dir / META_JSON, meta)
+    return conversion
+
+
+def grade(
+    ctx: CellContext, task: Task, run_dir: Path, *, name: str
+) -> tuple[GateVerdict, dict[str, bool | int | float | None]]:
+    """The grade container on ``run_dir`` and the gate verdict, with grade.json's metrics when it had any."""
+    from dokimi.runner.entrypoints import grade_run
+
+    assert ctx.manifest.entry_points is not None
+    outcome = grade_run(
+        task,
+        ctx.manifest.entry_points.grade,
+        image=ctx.image,
+        run_dir=run_dir,
+        eval_content=ctx.eval_content,
+        source_dir=ctx.source_dir,
+        image_config=ctx.manifest.image,
+        network=ctx.grade_network(task),
+        name=name,
+        caches=ctx.caches,
+        batch=ctx.batch,
+    )
+    metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
+    return outcome.verdict, metrics
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, DokimiError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --- the cell -----------------------------------------------------------------------------------------------
+
+
+def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
+    """Run one cell (see the module docstring). Never raises for the cell's own failures: they are data."""
+    start = time.monotonic()
+    run_dir = key.path(ctx.root)
+    rel = run_dir.relative_to(ctx.root).as_posix()
+    if ctx.cancel.is_set():
+        return CellOutcome(key, "not_started")
+    task = ctx.task(key.task)
+    try:
+        reset_run_dir(run_dir)
+        prepared = prepare(ctx, key, run_dir)
+        agent = run_agent(ctx, key, run_dir)
+    except (DokimiError, OSError) as exc:
+        return CellOutcome(key, "failed", error=_reason(exc), seconds=time.monotonic() - start)
+    if ctx.cancel.is_set():
+        return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
+
+    from dokimi.sandbox.container import container_name
+
+    cost: float | None = None
+    turns: int | None = None
+    metrics: dict[str, bool | int | float | None] = {}
+    try:
+        conversion = write_run_files(ctx, key, run_dir, prepared)
+        cost, turns = conversion.cost_usd, conversion.turns
+        verdict, metrics = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
+    except Exception as exc:
+        # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
+        # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
+        verdict = grader_failure(task, f"host-side failure after the agent ran: {_reason(exc)}")
+    if ctx.cancel.is_set():
+        return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
+    result = build_result(
+        key=key,
+        task=task,
+        harness=ctx.profile.name,
+        harness_version=ctx.harness_version,
+        verdict=verdict,
+        metrics=metrics,
+        agent_rc=agent.rc,
+        agent_timed_out=agent.timed_out,
+        cost_usd=cost,
+        turns=turns,
+        duration_s=agent.duration_s,
+        agent_network=ctx.agent_network,
+        base_date=prepared.base_date,
+    )
+    from dokimi.schemas._base import write_document
+
+    write_document(run_dir / RESULT_JSON, result)
+    return CellOutcome(key, "finished", result=result, seconds=time.monotonic() - start)

@@ -1,0 +1,676 @@
+"""``repo run``: a batch of cells, one per (task, arm, model, effort, rep), under ``<out>/<batch>/`` (§9).
+
+Before any cell (:func:`prepare_batch`):
+
+1. the manifest and its tasks are loaded from the eval tree; a guidance-only manifest, a task that does not
+   validate, and a task with ``egress`` (while the egress proxy is not built, unless ``--agent-network``) are
+   refused;
+2. eval_dir is exported to ``<batch>/_eval/content`` (mounted read-only as {eval_dir} for graders);
+3. the pin (``_eval/batch.json``): a batch stays on its eval tree, its revision or, for a working tree, its
+   eval_dir and image-context digests; a run from another eval tree into the same batch is refused (exit 2)
+   with both pins named;
+4. the image is built from the eval tree (``dokimi/<id>:<sha>``, or a context digest) unless ``--image``;
+5. the harness reports its version inside the image (version_cmd with the harness at /eval/harness);
+6. the isolation probe runs with the agent's mounts and must pass;
+7. ``_eval/plan.json`` gets every planned cell (the union with earlier runs of the batch);
+8. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
+   (:mod:`dokimi.runner.dryrun`).
+
+Then the cells run on a pool of ``-j`` threads (:func:`dokimi.runner.cell.run_cell`). A cell with a valid
+result.json is skipped unless ``--force``. ``--max-batch-usd`` starts no new cell once the batch (its earlier
+cells included) has spent that much; a cell whose cost is unknown is charged its cap. Cancelling (Ctrl-C or
+SIGTERM: set ``cancel``) starts no new cell, stops the running containers, and writes no result.json for an
+unfinished cell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dokimi import __version__
+from dokimi.batch import EVAL_DIR_NAME, CellKey, load_batch, read_pin, read_plan, write_plan
+from dokimi.constants import CONTAINER_HARNESS, RESULT_JSON
+from dokimi.errors import ContainerError, PrerequisiteError, UsageError
+from dokimi.runner.cell import CellContext, CellOutcome, run_cell
+from dokimi.runner.plan import (
+    SpendLedger,
+    cell_limits,
+    check_batch_name,
+    egress_refusal,
+    pin_refusal,
+    plan_cells,
+)
+
+if TYPE_CHECKING:
+    from dokimi.manifest import LoadedTask
+    from dokimi.schemas.batch import BatchPin
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.profile import HarnessProfile
+    from dokimi.schemas.result import Result
+    from dokimi.source import Repo
+
+__all__ = [
+    "BatchRun",
+    "Progress",
+    "RunOptions",
+    "prepare_batch",
+    "run_batch",
+]
+
+CONTENT_DIR = "content"
+SUPPORT_DIR = "support"
+DRY_RUN_DIR = "dry-run"
+MANIFEST_COPY = "manifest.json"
+VERSION_TIMEOUT_S = 120.0
+DERIVE_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``repo run``'s options as plain values."""
+
+    source: str
+    arms: tuple[str, ...]
+    models: tuple[str, ...]
+    reps: int
+    batch: str
+    out: Path = Path("repo-runs")
+    manifest: str | None = None
+    manifest_file: Path | None = None
+    tasks: tuple[str, ...] = ()
+    harness: str = "claude-code"
+    bin: str | None = None
+    efforts: tuple[str, ...] = ()
+    agent_network: str | None = None
+    timeout_s: float | None = None
+    max_turns: int | None = None
+    budget_usd: float | None = None
+    max_batch_usd: float | None = None
+    jobs: int = 1
+    force: bool = False
+    dry_run: bool = False
+    dry_run_scripts: Mapping[str | None, Path] = field(default_factory=dict)
+    """--dry-run-script: arm (None: every arm) -> script file."""
+    image: str | None = None
+    caches: Mapping[str, Path] = field(default_factory=dict)
+    source_dir: Path | None = None
+
+
+class Progress(Protocol):
+    """What a batch reports while it runs (the CLI draws it; the library never prints)."""
+
+    def note(self, text: str) -> None: ...
+
+    def planned(self, total: int, done: int) -> None: ...
+
+    def cell_started(self, key: CellKey) -> None: ...
+
+    def cell_done(self, outcome: CellOutcome) -> None: ...
+
+
+class _Quiet:
+    def note(self, text: str) -> None:
+        pass
+
+    def planned(self, total: int, done: int) -> None:
+        pass
+
+    def cell_started(self, key: CellKey) -> None:
+        pass
+
+    def cell_done(self, outcome: CellOutcome) -> None:
+        pass
+
+
+@dataclass
+class BatchRun:
+    """The outcome of one ``repo run``."""
+
+    root: Path
+    pin: BatchPin
+    harness: str
+    harness_version: str
+    image: str
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    spent_usd: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    stopped_by_budget: bool = False
+    interrupted: bool = False
+
+    def count(self, status: str) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.status == status)
+
+    @property
+    def complete(self) -> bool:
+        """Every planned cell of this run has a result.json (ran now or earlier)."""
+        return all(o.status in ("finished", "skipped") for o in self.outcomes)
+
+
+# --- batch preparation --------------------------------------------------------------------------------------
+
+
+def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedTask], list[str]]:
+    from dokimi.manifest import load_manifest, load_tasks
+
+    loaded = load_manifest(
+        repo.eval_snapshot(), manifest=opts.manifest, manifest_file=opts.manifest_file, required=True
+    )
+    manifest = loaded.manifest
+    assert manifest is not None
+    if not manifest.has_tasks or manifest.entry_points is None:
+        raise UsageError(
+            f"manifest {loaded.path} is guidance-only (no eval_dir, tasks and entry_points), so there is "
+            "nothing to run",
+            path=loaded.path,
+            hint="add eval_dir, tasks and entry_points (contract §2)",
+        )
+    tasks = {t.id: t for t in load_tasks(repo.eval_snapshot(), manifest)}
+    chosen = list(opts.tasks) or sorted(tasks)
+    unknown = [t for t in chosen if t not in tasks]
+    if unknown:
+        raise UsageError(
+            f"--task {unknown[0]}: no such task in {manifest.tasks}",
+            hint=f"tasks: {', '.join(sorted(tasks)) or '(none)'}",
+        )
+    for task_id in chosen:
+        item = tasks[task_id]
+        if item.task is None or item.errors:
+            first = item.errors[0] if item.errors else None
+            raise UsageError(
+                f"task {task_id} is not valid: {first.message if first else 'unreadable'}",
+                path=item.path,
+                hint="`dokimi repo validate` lists every problem; fix them, or leave the task out (--task)",
+            )
+        refusal = egress_refusal(item.task, opts.agent_network)
+        if refusal:
+            raise UsageError(refusal, path=item.path)
+    return manifest, {t: tasks[t] for t in chosen}, chosen
+
+
+def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tuple[Path, str]:
+    """eval_dir of the eval tree into ``<batch>/_eval/content`` (kept when a rerun exports the same content);
+    returns the directory and its digest."""
+    from dokimi.sandbox.image import context_digest
+    from dokimi.workspace import export_tree_as_stored
+
+    eval_root.mkdir(parents=True, exist_ok=True)
+    staging = eval_root / f".{CONTENT_DIR}.{os.getpid()}.{threading.get_ident()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        export_tree_as_stored(repo.eval_snapshot(), staging, under=manifest.eval_dir or "")
+        digest = "sha256:" + context_digest(staging)
+        content = eval_root / CONTENT_DIR
+        if content.is_dir() and "sha256:" + context_digest(content) == digest:
+            shutil.rmtree(staging)
+        else:
+            if content.exists():
+                shutil.rmtree(content)
+            os.replace(staging, content)
+        _world_readable(content)
+        return content, digest
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _world_readable(root: Path) -> None:
+    """Directories 0755 and files a+r, so the container user reads the read-only mount."""
+    for dirpath, _dirs, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444)
+
+
+def compose_support_dir(target: Path) -> Path:
+    """/eval/support: dokimi's helper scripts (dokimi.support), the scripted model server and the dry-run
+    launcher, all standard-library-only files."""
+    import dokimi.mockmodel
+    from dokimi.runner import dryrun_agent
+    from dokimi.support import support_dir
+
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    files = [
+        p for p in support_dir().iterdir() if p.is_file() and p.suffix == ".py" and p.name != "__init__.py"
+    ]
+    files += [Path(dokimi.mockmodel.__file__), Path(dryrun_agent.__file__)]
+    for source in files:
+        shutil.copyfile(source, target / source.name)
+        os.chmod(target / source.name, 0o644)
+    os.chmod(target, 0o755)
+    return target
+
+
+def make_pin(opts: RepoManifest, repo: Repo, source: str, eval_digest: str, image: Any) -> BatchPin:
+    from dokimi.schemas.batch import BatchPin
+
+    return BatchPin.model_validate(
+        {
+            "schema": "repo_batch.v1",
+            "manifest_id": opts.id,
+            "source": source,
+            "tree": repo.rev,
+            "eval_dir_digest": eval_digest,
+            "image": image.ref,
+            "image_pin": image.pin,
+            "image_context_digest": (
+                None if image.context_digest is None else _prefixed(image.context_digest)
+            ),
+            "created_by": __version__,
+        }
+    )
+
+
+def _prefixed(digest: str) -> str:
+    return digest if digest.startswith("sha256:") else "sha256:" + digest
+
+
+def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
+    """Write the pin of a new batch; refuse a run from another eval tree into an existing one."""
+    from dokimi.schemas._base import write_document
+
+    old, error = read_pin(root)
+    if old is None and error is not None and (root / EVAL_DIR_NAME / "batch.json").exists():
+        raise UsageError(f"batch {batch}: its pin cannot be read: {error}", hint="start a new batch")
+    if old is not None:
+        refusal = pin_refusal(old, pin, batch)
+        if refusal is not None:
+            raise refusal
+        return
+    write_document(root / EVAL_DIR_NAME / "batch.json", pin)
+
+
+def harness_version_in_image(
+    profile: HarnessProfile, *, image: str, harness_bin: Path, batch: str, scratch: Path
+) -> str:
+    """version_cmd run inside the image with the harness at /eval/harness (contract §9)."""
+    from dokimi.harness.profile import version_argv
+    from dokimi.sandbox.container import container_name, run_container
+    from dokimi.sandbox.specs import agent_spec
+
+    run_dir = scratch / "version"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    (run_dir / "workspace").mkdir(parents=True)
+    spec = agent_spec(
+        name=container_name(batch, "_eval", "version"),
+        image=image,
+        run_dir=run_dir,
+        argv=version_argv(profile, str(CONTAINER_HARNESS)),
+        image_config=None,
+        task=None,
+        network="none",
+        harness_bin=harness_bin,
+        batch=batch,
+    )
+    result = run_container(spec, timeout=VERSION_TIMEOUT_S)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    text = (result.stdout or result.stderr).strip()
+    if not result.ok or not text:
+        last = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+        raise PrerequisiteError(
+            f"the harness {harness_bin} does not report a version inside image {image} ("
+            + ("timed out" if result.timed_out else f"exit {result.returncode}")
+            + (f": {last}" if last else "")
+            + ")",
+            hint="pass --bin with a harness executable that runs in the image (a self-contained binary), "
+            "or use an image that has its runtime",
+        )
+    return parse_version(text)
+
+
+def parse_version(text: str) -> str:
+    """The first dotted number a version command printed, else its first line."""
+    match = re.search(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?", text)
+    return match.group(0) if match else text.splitlines()[0].strip()
+
+
+def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) -> None:
+    """The isolation probe with the agent's mounts; refuses the batch when the agent could see too much."""
+    from dokimi.sandbox.container import container_name
+    from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, isolation_probe
+    from dokimi.sandbox.specs import agent_spec
+
+    run_dir = scratch / "probe"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    (run_dir / "workspace").mkdir(parents=True)
+    spec = agent_spec(
+        name=container_name(ctx.batch, "_eval", "probe"),
+        image=ctx.image,
+        run_dir=run_dir,
+        argv=["true"],
+        image_config=ctx.manifest.image,
+        task=None,
+        network=ctx.network,
+        caches=ctx.caches,
+        harness_bin=ctx.harness_bin,
+        support_dir=ctx.support_dir,
+        batch=ctx.batch,
+    )
+    literal = [g.rsplit("/", 1)[-1] for g in ctx.manifest.guidance.globs]
+    names = {*DEFAULT_GUIDANCE_NAMES, *ctx.profile.guidance.names, *(n for n in literal if "*" not in n)}
+    result = isolation_probe(
+        spec, task_ids=list(task_ids), guidance_names=sorted(names), expect_no_network=ctx.network == "none"
+    )
+    shutil.rmtree(run_dir, ignore_errors=True)
+    if not result.ok:
+        raise ContainerError(
+            "the isolation probe failed: " + "; ".join(result.problems),
+            hint="the agent's container must see neither the eval content, the source, task names nor "
+            "guidance above the workspace (contract §9)",
+        )
+
+
+def check_efforts(profile: HarnessProfile, efforts: Sequence[str]) -> None:
+    """Refuse, before any cell, an effort the profile cannot pass (the profile carries the effort)."""
+    from dokimi.harness.profile import build_invocation
+
+    for effort in efforts:
+        build_invocation(
+            profile,
+            bin="harness",
+            prompt="",
+            model="model",
+            max_turns=1,
+            budget=1.0,
+            tools="all",
+            config_dir="/config",
+            support_dir="/support",
+            effort=effort,
+            environ={},
+        )
+
+
+def _agent_network(opts: RunOptions, manifest: RepoManifest) -> str:
+    from dokimi.sandbox.specs import docker_network
+
+    if opts.agent_network:
+        return opts.agent_network
+    network = docker_network(manifest.image.network if manifest.image else "none")
+    if network == "none" and not opts.dry_run:
+        raise UsageError(
+            "the agent's container would have no network, so the harness cannot reach its model: the egress "
+            "proxy (contract §2) is not built yet",
+            hint="pass --agent-network NET (for example host; the agent then reaches any host), or --dry-run "
+            "for a zero-cost run against the scripted model server",
+        )
+    return network
+
+
+@dataclass
+class PreparedBatch:
+    ctx: CellContext
+    pin: BatchPin
+    cells: list[CellKey]
+    warnings: list[str]
+
+
+def prepare_batch(
+    opts: RunOptions,
+    repo: Repo,
+    *,
+    cancel: threading.Event,
+    progress: Progress,
+) -> PreparedBatch:
+    """Steps 1-8 of the module docstring; returns the context every cell runs with."""
+    from dokimi.harness.profile import load_profile, resolve_bin
+    from dokimi.harness.runas import harness_identity, reachable_binary
+    from dokimi.sandbox.docker import require_docker
+    from dokimi.sandbox.image import build_image, use_image
+    from dokimi.sandbox.specs import resolve_caches
+
+    check_batch_name(opts.batch)
+    if opts.jobs < 1:
+        raise UsageError(f"-j {opts.jobs}: at least one worker")
+    manifest, tasks, task_ids = _load(opts, repo)
+    profile = load_profile(opts.harness)
+    if opts.dry_run and not profile.endpoint_env:
+        raise UsageError(
+            f"harness {profile.name} has no endpoint_env, so a dry run cannot point it at the scripted model",
+            hint="add endpoint_env to the profile, or run without --dry-run",
+        )
+    check_efforts(profile, opts.efforts)
+    harness_bin = reachable_binary(resolve_bin(profile, opts.bin), harness_identity())
+    network = _agent_network(opts, manifest)
+    warnings: list[str] = []
+    if opts.agent_network:
+        warnings.append(
+            f"--agent-network {opts.agent_network}: the agent's container reaches any host on that network "
+            "(the egress proxy of contract §2 is not built); meta.json and result.json record it"
+        )
+    require_docker()
+
+    root = opts.out / opts.batch
+    eval_root = root / EVAL_DIR_NAME
+    progress.note(f"exporting {manifest.eval_dir} to {eval_root / CONTENT_DIR}")
+    old_pin, _ = read_pin(root)
+    content, eval_digest = export_eval_dir(repo, manifest, eval_root)
+    if old_pin is not None:  # refuse early, before an image build, on what is known already
+        provisional = old_pin.model_copy(
+            update={"manifest_id": manifest.id, "tree": repo.rev, "eval_dir_digest": eval_digest}
+        )
+        early = pin_refusal(old_pin, provisional, opts.batch)
+        if early is not None:
+            raise early
+    progress.note("resolving the image" if opts.image else "building the image (reused when it exists)")
+    image = use_image(opts.image) if opts.image else build_image(repo, manifest, work_dir=eval_root)
+    pin = make_pin(manifest, repo, opts.source, eval_digest, image)
+    check_and_write_pin(root, pin, opts.batch)
+    from dokimi.schemas._base import write_text_atomic
+
+    write_text_atomic(
+        eval_root / MANIFEST_COPY,
+        manifest.model_dump_json(by_alias=True, exclude_none=False, indent=2) + "\n",
+    )
+    support = compose_support_dir(eval_root / SUPPORT_DIR)
+    progress.note("asking the harness for its version inside the image")
+    version = harness_version_in_image(
+        profile, image=image.ref, harness_bin=harness_bin, batch=opts.batch, scratch=eval_root
+    )
+    caches = tuple(resolve_caches(manifest.image, manifest.id, overrides=opts.caches))
+    source_dir = opts.source_dir or (repo.git_dir if repo.git_dir is not None and not repo.promisor else None)
+    limits = {
+        t: cell_limits(
+            tasks[t].task,  # type: ignore[arg-type]
+            timeout_s=opts.timeout_s,
+            max_turns=opts.max_turns,
+            budget_usd=opts.budget_usd,
+        )
+        for t in task_ids
+    }
+    ctx = CellContext(
+        root=root,
+        batch=opts.batch,
+        repo=repo,
+        manifest=manifest,
+        tasks=tasks,
+        eval_content=content,
+        image=image.ref,
+        profile=profile,
+        harness_bin=harness_bin,
+        harness_version=version,
+        support_dir=support,
+        caches=caches,
+        source_dir=source_dir,
+        agent_network=opts.agent_network,
+        network=network,
+        limits=limits,
+        dry_run=opts.dry_run,
+        environ={} if opts.dry_run else dict(os.environ),
+        force=opts.force,
+        cancel=cancel,
+    )
+    progress.note("isolation probe")
+    probe_isolation(ctx, task_ids, eval_root)
+    cells = plan_cells(
+        [tasks[t].task for t in task_ids],  # type: ignore[misc]
+        opts.arms,
+        opts.models,
+        opts.efforts,
+        opts.reps,
+    )
+    earlier, _ = read_plan(root)
+    write_plan(root, [*(earlier or []), *cells])
+    if opts.dry_run:
+        from dokimi.runner.dryrun import dry_run_scripts
+
+        todo = [c for c in cells if opts.force or not _finished(root, c)]
+        scripts = dry_run_scripts(
+            ctx, todo, opts.dry_run_scripts, eval_root / DRY_RUN_DIR, progress.note, jobs=opts.jobs
+        )
+        ctx = _replace_ctx(ctx, dry_run_scripts=scripts)
+    return PreparedBatch(ctx, pin, cells, warnings)
+
+
+def _replace_ctx(ctx: CellContext, **changes: Any) -> CellContext:
+    import dataclasses
+
+    return dataclasses.replace(ctx, **changes)
+
+
+def finished_result(root: Path, key: CellKey) -> Result | None:
+    """The cell's result.json when it validates and names the cell (the only proof a cell is done)."""
+    from dokimi.batch import read_cell
+
+    path = key.path(root)
+    if not (path / RESULT_JSON).is_file():
+        return None
+    return read_cell(root, path, key).result
+
+
+def _finished(root: Path, key: CellKey) -> bool:
+    return finished_result(root, key) is not None
+
+
+def _spent_so_far(root: Path, limits: Mapping[str, Any], budget_usd: float | None) -> float:
+    """What the batch's finished cells cost; a cell with no reported cost is charged its cap."""
+    from dokimi.runner.plan import DEFAULT_BUDGET_USD, charge_of
+
+    total = 0.0
+    for result in load_batch(root).results():
+        cap = limits[result.task].budget_usd if result.task in limits else (budget_usd or DEFAULT_BUDGET_USD)
+        total += charge_of(result.cost_usd, cap)
+    return total
+
+
+# --- running the cells --------------------------------------------------------------------------------------
+
+
+def execute_cells(
+    prepared: PreparedBatch,
+    *,
+    jobs: int,
+    max_batch_usd: float | None,
+    budget_usd: float | None,
+    progress: Progress,
+    cell_function: Callable[[CellContext, CellKey], CellOutcome] = run_cell,
+) -> tuple[list[CellOutcome], SpendLedger, bool]:
+    """Run every planned cell that is not finished (all with --force) on ``jobs`` threads.
+
+    Returns the outcomes in plan order, the ledger, and whether the budget stopped new cells.
+    """
+    ctx = prepared.ctx
+    outcomes: dict[CellKey, CellOutcome] = {}
+    todo: list[CellKey] = []
+    for key in prepared.cells:
+        done = None if ctx.force else finished_result(ctx.root, key)
+        if done is not None:
+            outcomes[key] = CellOutcome(key, "skipped", result=done)
+        else:
+            todo.append(key)
+    ledger = SpendLedger(max_batch_usd, _spent_so_far(ctx.root, ctx.limits, budget_usd))
+    progress.planned(len(prepared.cells), len(prepared.cells) - len(todo))
+    stopped = False
+    pending = list(reversed(todo))
+    running: dict[Future[CellOutcome], CellKey] = {}
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="dokimi-cell") as pool:
+        try:
+            while pending or running:
+                while pending and len(running) < jobs and not ctx.cancel.is_set():
+                    if not ledger.may_start():
+                        stopped = True
+                        break
+                    key = pending.pop()
+                    progress.cell_started(key)
+                    running[pool.submit(cell_function, ctx, key)] = key
+                if not running:
+                    break
+                completed, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in completed:
+                    key = running.pop(future)
+                    outcome = future.result()
+                    if outcome.status == "finished" and outcome.result is not None:
+                        outcome.charged_usd = ledger.charge_result(
+                            outcome.result, ctx.limits[key.task].budget_usd
+                        )
+                    outcomes[key] = outcome
+                    progress.cell_done(outcome)
+        except BaseException:
+            ctx.cancel.set()
+            _stop_containers(ctx.batch)
+            for future in running:
+                future.cancel()
+            raise
+    for key in pending:
+        outcomes[key] = CellOutcome(key, "not_started")
+    return [outcomes[key] for key in prepared.cells if key in outcomes], ledger, stopped
+
+
+def _stop_containers(batch: str) -> None:
+    """Kill the batch's running containers (a cancelled run); never raises."""
+    from dokimi import process
+    from dokimi.sandbox.docker import remove_batch_containers
+
+    process.kill_all_groups()
+    try:
+        remove_batch_containers(batch)
+    except Exception:
+        pass
+
+
+def run_batch(
+    opts: RunOptions,
+    *,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> BatchRun:
+    """Prepare the batch and run its cells (see the module docstring)."""
+    from dokimi.source import open_source
+
+    progress = progress or _Quiet()
+    cancel = cancel or threading.Event()
+    with open_source(opts.source) as repo:
+        prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
+        outcomes, ledger, stopped = execute_cells(
+            prepared,
+            jobs=opts.jobs,
+            max_batch_usd=opts.max_batch_usd,
+            budget_usd=opts.budget_usd,
+            progress=progress,
+        )
+    ctx = prepared.ctx
+    return BatchRun(
+        root=ctx.root,
+        pin=prepared.pin,
+        harness=ctx.profile.name,
+        harness_version=ctx.harness_version,
+        image=ctx.image,
+        outcomes=outcomes,
+        spent_usd=ledger.spent_usd,
+        warnings=prepared.warnings,
+        stopped_by_budget=stopped,
+        interrupted=cancel.is_set(),
+    )
