@@ -1,0 +1,212 @@
+"""``dokimi repo tasks check``: the self-check of contract §4.3 (docs/running.md). Thin: options ->
+dokimi.runner.taskcheck -> a table or --json.
+
+Exit codes: 0 every task is ok, 1 a task is broken or unsupported, 2 could not run (no docker, no manifest, an
+image that does not build).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dokimi.cli._common import (
+    check_manifest_choice,
+    emit_json,
+    json_option,
+    manifest_options,
+    note,
+    source_argument,
+    stderr_console,
+    stdout_console,
+)
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+
+@click.group("tasks")
+def tasks() -> None:
+    """Task self-check: the null workspace fails, the oracle passes (no LLM)."""
+
+
+def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
+    caches: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{value!r}: write NAME=PATH", param_hint="--cache")
+        caches[name] = Path(path).expanduser()
+    return caches
+
+
+@tasks.command("check")
+@source_argument
+@manifest_options
+@click.option("--task", "task_ids", multiple=True, metavar="ID", help="Check only this task (repeatable).")
+@click.option("--warm", is_flag=True, help="Run null and oracle with a network, to fill the caches.")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Null/oracle runs at once."
+)
+@click.option("--image", "image", metavar="IMAGE", help="Use this local image instead of building one.")
+@click.option(
+    "--cache",
+    "caches",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Host directory of a declared cache (default ~/.cache/dokimi/caches/<id>/<name>).",
+)
+@click.option(
+    "--build-network",
+    "build_network",
+    metavar="NET",
+    help="docker network of the image build (and of --warm runs; default: docker's bridge).",
+)
+@click.option(
+    "--source-dir",
+    "source_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Full clone mounted as {source_dir} (default: the source's own git directory).",
+)
+@click.option(
+    "--grade-timeout",
+    "grade_timeout",
+    type=click.FloatRange(min=1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds for each oracle and grade run.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the run directories and tasks-check.json here (default: a temporary directory).",
+)
+@json_option
+def check(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    task_ids: tuple[str, ...],
+    warm: bool,
+    jobs: int,
+    image: str | None,
+    caches: tuple[str, ...],
+    build_network: str | None,
+    source_dir: Path | None,
+    grade_timeout: float,
+    out: Path | None,
+    as_json: bool,
+) -> int:
+    """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
+    the oracle's passes it (score-only tasks reach score.max), grade.json is valid, and the agent's container
+    sees neither the tasks nor {source_dir}. Exit 1 if any task is broken or unsupported."""
+    from dokimi.manifest import load_manifest
+    from dokimi.runner.taskcheck import CheckOptions, check_tasks
+    from dokimi.source import open_source
+
+    check_manifest_choice(manifest, manifest_file)
+    options = CheckOptions(
+        task_ids=list(task_ids) or None,
+        warm=warm,
+        jobs=jobs,
+        image=image,
+        caches=_parse_caches(caches),
+        build_network=build_network,
+        out_dir=out,
+        source_dir=source_dir,
+        grade_timeout_s=grade_timeout,
+    )
+    with open_source(source) as repo:
+        loaded = load_manifest(
+            repo.eval_snapshot(), manifest=manifest, manifest_file=manifest_file, required=True
+        )
+        with _Progress(enabled=sys.stderr.isatty() and not as_json) as progress:
+            report = check_tasks(
+                repo,
+                loaded,
+                options,
+                progress=progress.advance,
+                on_total=progress.set_total,
+                on_image=lambda built: note(
+                    f"image {built.ref} ({'built' if built.built else 'reused'}, pin {built.pin})"
+                ),
+            )
+    if as_json:
+        emit_json(report)
+    else:
+        _table(report)
+        if out is not None:
+            note(f"run directories and tasks-check.json: {out}")
+    return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS
+
+
+class _Progress:
+    """A rich progress bar on a terminal (total: null and oracle of every task); nothing otherwise."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task("tasks check", total=None)
+        return self
+
+    def advance(self, task_id: str, event: str) -> None:
+        if self._bar is None:
+            return
+        self._bar.update(self._task, advance=1, description=f"{task_id}: {event} done")
+
+    def set_total(self, total: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def _phase_cell(phase: Any) -> str:
+    if phase is None:
+        return "-"
+    if phase.grader_failure:
+        return "grader failure"
+    if phase.gated:
+        return "pass" if phase.passed else "fail"
+    return f"score {phase.score:g}" if phase.score is not None else "score -"
+
+
+def _table(report: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"tasks check: {report.manifest_id} ({report.image})", title_justify="left")
+    for column in ("task", "status", "null", "oracle", "problems"):
+        table.add_column(column, overflow="fold")
+    for task in report.tasks:
+        style = {"ok": "green", "broken": "red", "unsupported": "yellow"}[task.status]
+        table.add_row(
+            task.task,
+            f"[{style}]{task.status}[/{style}]",
+            _phase_cell(task.null),
+            _phase_cell(task.oracle),
+            "\n".join(task.problems),
+        )
+    console = stdout_console()
+    console.print(table)
+    broken = sum(1 for t in report.tasks if t.status != "ok")
+    verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
+    console.print(f"{verdict}{' (warm)' if report.warm else ''}")

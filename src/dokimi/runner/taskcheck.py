@@ -1,0 +1,608 @@
+"""``repo tasks check``: every task proven sound before any paid run, with no LLM (contract §4.3).
+
+Per task, in containers from the eval tree's image:
+
+1. **null**: the workspace is prepared (contract §3, arm guidance:raw) and left untouched. The isolation probe
+   runs with the agent's mounts (:func:`dokimi.sandbox.probe.isolation_probe`), then ``grade``. The null
+   workspace must fail the gate; a score-only task must stay below ``score.max``.
+2. **oracle**: a fresh workspace, ``oracle`` in a grade container, then ``grade``. It must pass the gate; a
+   score-only task must reach ``score.max`` on ``score.metric``.
+
+A grader failure on either workspace (a crash, a timeout, no or an invalid grade.json) is a grader bug and is
+reported with its stderr. A task that cannot be prepared (a patch that does not apply), that an isolation rule
+fails, or whose oracle fails, is broken. A task with ``egress`` is unsupported until the egress proxy exists
+(contract §2). Each task runs with its own network: ``image.network`` (none or docker's bridge); ``--warm``
+runs both steps with a network (``--build-network``, default bridge) to fill the read-write caches for later
+offline runs.
+
+Null and oracle of every task are independent units of work; ``jobs`` of them run at once.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from dokimi.constants import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
+from dokimi.errors import DokimiError, UsageError
+from dokimi.globs import is_glob
+from dokimi.runner.entrypoints import (
+    GRADE_TIMEOUT_S,
+    GradeOutcome,
+    grade_run,
+    needs_source_dir,
+    run_entry_point,
+)
+from dokimi.runner.gate import GateVerdict, reaches_score_max
+from dokimi.sandbox.container import container_name
+from dokimi.sandbox.docker import require_docker
+from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
+from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
+from dokimi.sandbox.specs import (
+    CacheMount,
+    agent_spec,
+    docker_network,
+    image_env,
+    prepare_agent_dirs,
+    resolve_caches,
+)
+from dokimi.schemas._base import Document, write_document, write_text_atomic
+from dokimi.schemas.grade import MetricValue
+from dokimi.workspace import ARM_RAW, export_tree_as_stored, prepare_workspace
+
+if TYPE_CHECKING:
+    from dokimi.manifest import LoadedManifest, LoadedTask
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.task import Task
+    from dokimi.source import Repo
+
+SCHEMA = "repo_tasks_check.v1"
+REPORT_FILE = "tasks-check.json"
+EVAL_CONTENT = "_eval/content"
+WARM_NETWORK = "bridge"
+STDERR_TAIL_LINES = 30
+
+Phase = Literal["null", "oracle"]
+Status = Literal["ok", "broken", "unsupported"]
+
+# --- the report (printed by --json, written to <out>/tasks-check.json)
+# -----------------------------------------
+
+
+class CheckItem(Document):
+    """One rule of §4.3 for one task."""
+
+    name: str
+    """``workspace``, ``isolation``, ``null fails the gate``, ``oracle passes the gate``, ..."""
+    ok: bool
+    detail: str | None = None
+    """Why it failed (or what was measured)."""
+
+
+class PhaseReport(Document):
+    """What grading the null or the oracle workspace gave."""
+
+    gated: bool
+    passed: bool | None
+    score: float | None
+    gate_results: dict[str, bool | None]
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    grader_failure: bool
+    grader_error: str | None = None
+    grade_stderr: str | None = None
+    """The last lines of grade's stderr (kept for a grader failure)."""
+    duration_s: float
+
+
+class TaskReport(Document):
+    """The verdict on one task."""
+
+    task: str
+    status: Status
+    """``ok``: ready for paid runs; ``broken``: fix it first; ``unsupported``: needs a missing feature."""
+    problems: list[str] = Field(default_factory=list)
+    """One line per failed check, for people."""
+    checks: list[CheckItem] = Field(default_factory=list)
+    null: PhaseReport | None = None
+    oracle: PhaseReport | None = None
+
+
+class TasksCheck(Document):
+    """repo_tasks_check.v1: the result of ``repo tasks check``."""
+
+    schema_: Literal["repo_tasks_check.v1"] = Field(default="repo_tasks_check.v1", alias="schema")
+    source: str
+    manifest_id: str
+    tree: str | None
+    """The eval tree's commit; null for a working tree."""
+    image: str
+    image_pin: Literal["tree", "digest", "image"]
+    warm: bool
+    tasks: list[TaskReport]
+    ok: bool
+    """True when every task checked is ``ok`` (the exit code is 1 otherwise)."""
+
+
+# --- options and progress
+# -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    task_ids: Sequence[str] | None = None
+    warm: bool = False
+    jobs: int = 1
+    image: str | None = None
+    """--image: use this image instead of building one."""
+    caches: Mapping[str, Path] = field(default_factory=dict)
+    """--cache NAME=PATH overrides."""
+    build_network: str | None = None
+    out_dir: Path | None = None
+    """Where run directories and the report go (kept); None: a temporary directory, removed afterwards."""
+    source_dir: Path | None = None
+    """{source_dir} for graders; default: the source's own git directory when it has full history."""
+    grade_timeout_s: float = GRADE_TIMEOUT_S
+    build_timeout_s: float = BUILD_TIMEOUT_S
+    kill_grace_s: float | None = None
+    """Grace between SIGTERM and the kill of a container at its timeout (default 10 s, contract §9)."""
+
+
+ProgressFn = Callable[[str, str], None]
+"""Called with (task id, event): ``image``, ``null``, ``oracle`` when such a step is done."""
+
+
+@dataclass
+class _Context:
+    repo: Repo
+    loaded: LoadedManifest
+    manifest: RepoManifest
+    options: CheckOptions
+    out: Path
+    content: Path
+    image: BuiltImage
+    caches: list[CacheMount]
+    source_dir: Path | None
+    network: str
+    batch: str
+    all_task_ids: list[str]
+    guidance_names: list[str]
+    progress: ProgressFn | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+# --- entry
+# ----------------------------------------------------------------------------------------------------
+
+
+def require_runnable(manifest: RepoManifest | None) -> RepoManifest:
+    """The manifest, if it has what tasks check needs: eval_dir, tasks and entry_points (contract §2)."""
+    if manifest is None or not (manifest.eval_dir and manifest.tasks and manifest.entry_points):
+        raise UsageError(
+            "tasks check needs a manifest with eval_dir, tasks and entry_points; this one is guidance-only",
+            hint="add eval_dir, tasks and entry_points (grade, oracle) to the manifest",
+        )
+    return manifest
+
+
+def check_tasks(
+    repo: Repo,
+    loaded: LoadedManifest,
+    options: CheckOptions | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    on_image: Callable[[BuiltImage], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> TasksCheck:
+    """Run the self-check of §4.3 over the manifest's tasks (or ``options.task_ids``).
+
+    ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
+    task), ``progress`` each finished step.
+    """
+    from dokimi.manifest import load_tasks
+
+    options = options or CheckOptions()
+    manifest = require_runnable(loaded.manifest)
+    assert manifest.eval_dir is not None and manifest.entry_points is not None
+    snapshot = repo.eval_snapshot()
+    tasks = load_tasks(snapshot, manifest)
+    all_ids = [t.id for t in tasks]
+    if options.task_ids:
+        unknown = sorted(set(options.task_ids) - set(all_ids))
+        if unknown:
+            raise UsageError(
+                f"--task {unknown[0]}: no such task in {manifest.tasks}",
+                hint=f"tasks: {', '.join(all_ids) or '(none)'}",
+            )
+        tasks = [t for t in tasks if t.id in set(options.task_ids)]
+    if options.jobs < 1:
+        raise UsageError("-j must be at least 1")
+    require_docker()
+    source_dir = _source_dir(repo, manifest, options)
+    if on_total is not None:
+        on_total(2 * len(tasks))
+    temporary = options.out_dir is None
+    out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        content = out / EVAL_CONTENT
+        if content.exists():
+            shutil.rmtree(content)
+        export_tree_as_stored(snapshot, content, under=manifest.eval_dir)
+        image = (
+            use_image(options.image)
+            if options.image
+            else build_image(
+                repo,
+                manifest,
+                work_dir=content.parent,
+                network=options.build_network,
+                timeout_s=options.build_timeout_s,
+            )
+        )
+        if on_image is not None:
+            on_image(image)
+        if options.warm:
+            network = options.build_network or WARM_NETWORK
+        else:
+            network = docker_network(manifest.image.network if manifest.image else "none")
+        ctx = _Context(
+            repo=repo,
+            loaded=loaded,
+            manifest=manifest,
+            options=options,
+            out=out,
+            content=content,
+            image=image,
+            caches=resolve_caches(manifest.image, manifest.id, overrides=options.caches),
+            source_dir=source_dir,
+            network=network,
+            batch=f"check{secrets.token_hex(4)}",
+            all_task_ids=all_ids,
+            guidance_names=guidance_names(loaded.guidance_globs),
+            progress=progress,
+        )
+        reports = _run_all(ctx, tasks)
+        report = TasksCheck(
+            source=repo.label,
+            manifest_id=manifest.id,
+            tree=repo.rev,
+            image=image.ref,
+            image_pin=image.pin,
+            warm=options.warm,
+            tasks=reports,
+            ok=all(r.status == "ok" for r in reports),
+        )
+        if not temporary:
+            write_document(out / REPORT_FILE, report)
+        return report
+    finally:
+        if temporary:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def guidance_names(globs: Sequence[str]) -> list[str]:
+    """File names looked for above the workspace: the usual harness names and each glob's literal basename."""
+    names = set(DEFAULT_GUIDANCE_NAMES)
+    for pattern in globs:
+        base = posixpath.basename(pattern)
+        if base and not is_glob(base):
+            names.add(base)
+    return sorted(names)
+
+
+def _source_dir(repo: Repo, manifest: RepoManifest, options: CheckOptions) -> Path | None:
+    entry_points = manifest.entry_points
+    assert entry_points is not None
+    if not any(needs_source_dir(cmd) for cmd in (entry_points.grade, entry_points.oracle)):
+        return None
+    if options.source_dir is not None:
+        return options.source_dir.resolve()
+    if repo.git_dir is None or repo.promisor:
+        raise UsageError(
+            "an entry point uses {source_dir}, which needs a full clone of the source with its blobs",
+            hint="pass --source-dir PATH (a full clone), or run from a local clone (<dir> or <dir>@<rev>)",
+        )
+    return repo.git_dir
+
+
+# --- the units of work
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _PhaseOutcome:
+    phase: Phase
+    checks: list[CheckItem] = field(default_factory=list)
+    report: PhaseReport | None = None
+
+
+def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
+    runnable: list[tuple[LoadedTask, Task]] = []
+    reports: dict[str, TaskReport] = {}
+    for loaded_task in tasks:
+        early = _precheck(loaded_task)
+        if early is not None:
+            reports[loaded_task.id] = early
+            if ctx.progress:
+                ctx.progress(loaded_task.id, "null")
+                ctx.progress(loaded_task.id, "oracle")
+        else:
+            assert loaded_task.task is not None
+            runnable.append((loaded_task, loaded_task.task))
+    units = [(lt, task, phase) for lt, task in runnable for phase in ("null", "oracle")]
+    with ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check") as pool:
+        futures = [pool.submit(_run_phase, ctx, lt, task, phase) for lt, task, phase in units]  # type: ignore[arg-type]
+        outcomes = [future.result() for future in futures]
+    by_task: dict[str, list[_PhaseOutcome]] = {}
+    for (lt, _task, _phase), outcome in zip(units, outcomes, strict=True):
+        by_task.setdefault(lt.id, []).append(outcome)
+    for lt, _task in runnable:
+        reports[lt.id] = _verdict(lt.id, by_task[lt.id])
+    return [reports[t.id] for t in tasks]
+
+
+def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
+    """A task that cannot run at all: invalid task.json, an id that is not its directory, egress."""
+    if loaded_task.task is None:
+        problems = [str(error) for error in loaded_task.errors] or ["task.json cannot be read"]
+        return TaskReport(
+            task=loaded_task.id,
+            status="broken",
+            problems=problems,
+            checks=[CheckItem(name="task.json", ok=False, detail="; ".join(problems))],
+        )
+    task = loaded_task.task
+    if task.id != loaded_task.id:
+        problem = f"task.json id {task.id!r} is not its directory name {loaded_task.id!r}"
+        return TaskReport(
+            task=loaded_task.id,
+            status="broken",
+            problems=[problem],
+            checks=[CheckItem(name="task.json", ok=False, detail=problem)],
+        )
+    if task.egress:
+        problem = (
+            f"egress {', '.join(task.egress)} needs the egress proxy (contract §2), which is not implemented "
+            "yet; bake the dependency into the image instead"
+        )
+        return TaskReport(
+            task=task.id,
+            status="unsupported",
+            problems=[problem],
+            checks=[CheckItem(name="egress", ok=False, detail=problem)],
+        )
+    return None
+
+
+def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
+    assert ctx.manifest.tasks is not None and ctx.manifest.eval_dir is not None
+    rel = posixpath.relpath(ctx.manifest.tasks.strip("/"), ctx.manifest.eval_dir.strip("/"))
+    return ctx.content / rel / task_id
+
+
+def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
+    """The §4 inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
+    answer."""
+    from dokimi.schemas.meta import Meta
+
+    shutil.copyfile(_task_dir_in_content(ctx, task.id) / TASK_JSON, run_dir / TASK_JSON)
+    meta = Meta.model_validate(
+        {
+            **meta_fields,
+            "task": task.id,
+            "batch": None,
+            "harness": "none",
+            "harness_version": None,
+            "model": "none",
+            "mode": task.mode,
+            "effort": None,
+            "rep": 0,
+            "agent_network": None,
+        }
+    )
+    write_document(run_dir / META_JSON, meta)
+    write_text_atomic(run_dir / EVENTS_JSONL, "")
+    write_text_atomic(run_dir / ANSWER_TXT, "")
+
+
+def _run_phase(ctx: _Context, loaded_task: LoadedTask, task: Task, phase: Phase) -> _PhaseOutcome:
+    outcome = _PhaseOutcome(phase)
+    try:
+        _phase_steps(ctx, task, phase, outcome)
+    except DokimiError as exc:
+        outcome.checks.append(CheckItem(name=f"{phase}: {_step_of(exc)}", ok=False, detail=str(exc)))
+    finally:
+        if ctx.progress is not None:
+            with ctx.lock:
+                ctx.progress(task.id, phase)
+    return outcome
+
+
+def _step_of(exc: DokimiError) -> str:
+    from dokimi.errors import ContainerError, WorkspaceError
+
+    if isinstance(exc, WorkspaceError):
+        return "workspace"
+    if isinstance(exc, ContainerError):
+        return "container"
+    return "setup"
+
+
+def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome) -> None:
+    assert ctx.manifest.eval_dir is not None and ctx.manifest.entry_points is not None
+    run_dir = ctx.out / task.id / phase
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    prepared = prepare_workspace(
+        ctx.repo,
+        task,
+        eval_dir=ctx.manifest.eval_dir,
+        guidance_globs=ctx.loaded.guidance_globs,
+        arm=ARM_RAW,
+        profile=None,
+        dest=run_dir / "workspace",
+        patches_root=_task_dir_in_content(ctx, task.id),
+    )
+    outcome.checks.append(CheckItem(name=f"{phase}: workspace", ok=True, detail=prepared.start_sha))
+    _write_inputs(ctx, run_dir, task, prepared.meta_fields())
+    prepare_agent_dirs(run_dir, image_env(ctx.manifest.image, task=task.id).scratch)
+    cell = f"{task.id}-{phase}"
+    if phase == "null":
+        probe = _probe(ctx, task, run_dir, cell)
+        outcome.checks.append(
+            CheckItem(name="isolation", ok=probe.ok, detail="; ".join(probe.problems) or None)
+        )
+    else:
+        oracle = run_entry_point(
+            "oracle",
+            ctx.manifest.entry_points.oracle,
+            image=ctx.image.ref,
+            run_dir=run_dir,
+            eval_content=ctx.content,
+            source_dir=ctx.source_dir,
+            image_config=ctx.manifest.image,
+            task=task.id,
+            network=ctx.network,
+            name=container_name(ctx.batch, cell, "oracle"),
+            caches=ctx.caches,
+            timeout=ctx.options.grade_timeout_s,
+            batch=ctx.batch,
+            kill_grace_s=ctx.options.kill_grace_s,
+        )
+        failure = oracle.failure(ctx.options.grade_timeout_s)
+        outcome.checks.append(CheckItem(name="oracle runs", ok=failure is None, detail=failure))
+        if failure is not None:
+            return
+    started = time.monotonic()
+    graded = grade_run(
+        task,
+        ctx.manifest.entry_points.grade,
+        image=ctx.image.ref,
+        run_dir=run_dir,
+        eval_content=ctx.content,
+        source_dir=ctx.source_dir,
+        image_config=ctx.manifest.image,
+        network=ctx.network,
+        name=container_name(ctx.batch, cell, "grade"),
+        caches=ctx.caches,
+        timeout=ctx.options.grade_timeout_s,
+        batch=ctx.batch,
+        kill_grace_s=ctx.options.kill_grace_s,
+    )
+    outcome.report = _phase_report(graded, time.monotonic() - started)
+    outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded))
+
+
+def _probe(ctx: _Context, task: Task, run_dir: Path, cell: str) -> ProbeResult:
+    spec = agent_spec(
+        name=container_name(ctx.batch, cell, "probe"),
+        image=ctx.image.ref,
+        run_dir=run_dir,
+        argv=["true"],
+        image_config=ctx.manifest.image,
+        task=task.id,
+        network=ctx.network,
+        caches=ctx.caches,
+        batch=ctx.batch,
+    )
+    return isolation_probe(
+        spec,
+        task_ids=ctx.all_task_ids,
+        guidance_names=ctx.guidance_names,
+        expect_no_network=ctx.network == "none",
+    )
+
+
+def _phase_report(graded: GradeOutcome, duration: float) -> PhaseReport:
+    verdict = graded.verdict
+    return PhaseReport(
+        gated=verdict.gated,
+        passed=verdict.passed,
+        score=verdict.score,
+        gate_results=verdict.gate_results,
+        metrics=dict(graded.grade.metrics) if graded.grade is not None else {},
+        grader_failure=verdict.grader_failure,
+        grader_error=verdict.grader_error,
+        grade_stderr=graded.entry.stderr_tail(STDERR_TAIL_LINES) or None if verdict.grader_failure else None,
+        duration_s=round(duration, 3),
+    )
+
+
+def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOutcome) -> list[CheckItem]:
+    """The rules of §4.3 on one graded workspace."""
+    if verdict.grader_failure:
+        stderr = graded.entry.stderr_tail(STDERR_TAIL_LINES)
+        detail = f"grader bug: {verdict.grader_error}"
+        if stderr and stderr not in (verdict.grader_error or ""):
+            detail += f"\n{stderr}"
+        return [CheckItem(name=f"{phase}: grade.json", ok=False, detail=detail)]
+    checks = [CheckItem(name=f"{phase}: grade.json", ok=True)]
+    score_max = float(task.score.max) if task.score is not None else None
+    if phase == "null":
+        if verdict.gated:
+            checks.append(
+                CheckItem(
+                    name="null fails the gate",
+                    ok=verdict.passed is False,
+                    detail=None
+                    if verdict.passed is False
+                    else f"the untouched workspace passes: {_gates(verdict)}",
+                )
+            )
+        elif score_max is not None and task.score is not None:
+            reached = reaches_score_max(task, verdict)
+            checks.append(
+                CheckItem(
+                    name="null stays below score.max",
+                    ok=not reached,
+                    detail=f"{task.score.metric} = {verdict.score} (max {score_max:g})",
+                )
+            )
+    else:
+        if verdict.gated:
+            checks.append(
+                CheckItem(
+                    name="oracle passes the gate",
+                    ok=verdict.passed is True,
+                    detail=None if verdict.passed else f"the oracle workspace fails: {_gates(verdict)}",
+                )
+            )
+        elif task.score is not None:
+            checks.append(
+                CheckItem(
+                    name="oracle reaches score.max",
+                    ok=reaches_score_max(task, verdict),
+                    detail=f"{task.score.metric} = {verdict.score} (max {task.score.max:g})",
+                )
+            )
+    return checks
+
+
+def _gates(verdict: GateVerdict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(verdict.gate_results.items())) or "(no gate entries)"
+
+
+def _verdict(task_id: str, outcomes: Sequence[_PhaseOutcome]) -> TaskReport:
+    checks = [check for outcome in outcomes for check in outcome.checks]
+    problems = [f"{c.name}: {c.detail}" if c.detail else c.name for c in checks if not c.ok]
+    reports = {outcome.phase: outcome.report for outcome in outcomes}
+    return TaskReport(
+        task=task_id,
+        status="ok" if not problems else "broken",
+        problems=problems,
+        checks=checks,
+        null=reports.get("null"),
+        oracle=reports.get("oracle"),
+    )
