@@ -389,7 +389,7 @@ def render_compare(doc: CompareDoc) -> str:
                     s.label,
                     s.role,
                     b.name,
-                    "-" if pin is None else (pin.tree or "(working tree)"),
+                    "-" if pin is None else (pin.tree[:12] if pin.tree else "(working tree)"),
                     "-" if pin is None else pin.eval_dir_digest,
                     "-" if pin is None else f"{pin.image} ({pin.image_pin.value})",
                     ", ".join(b.harness_versions),
