@@ -3,7 +3,8 @@
 For each sampled cell, the grade inputs of its run directory (workspace/, task.json, meta.json, events.jsonl,
 answer.txt, agent.stdout) are copied into a scratch run directory under ``<batch>/_eval/regrade/``; the
 batch's ``grade`` entry point runs there in the batch's image with the batch's exported eval_dir, exactly as
-the cell's own grade did, and the verdict is computed by the same code (:func:`dokimi.runner.cell.verdict`).
+the cell's own grade did, and the verdict is computed by the same code
+(:func:`dokimi.runner.entrypoints.grade_run`).
 The original grade.json and result.json are never touched.
 
 Every metric of either result, every gate entry, the verdict (``passed``), ``score`` and ``grader_failure``
@@ -33,6 +34,8 @@ __all__ = [
     "RegradedCell",
     "compare_results",
     "copy_grade_inputs",
+    "regrade_batch",
+    "regraded_result",
     "sample_cells",
 ]
 
@@ -113,3 +116,141 @@ def copy_grade_inputs(run_dir: Path, scratch: Path, *, copy: Callable[..., Any] 
         source = run_dir / name
         if source.is_file():
             copy(source, scratch / name)
+
+
+# --- regrading a batch (needs docker) -----------------------------------------------------------------------
+
+REGRADE_DIR = "regrade"
+
+
+@dataclass
+class RegradeReport:
+    """The outcome of ``repo regrade``."""
+
+    batch: Path
+    sample: int | None
+    seed: int
+    finished: int
+    """Finished cells in the batch (what the sample was drawn from)."""
+    cells: list[RegradedCell] = field(default_factory=list)
+
+    @property
+    def mismatched(self) -> list[RegradedCell]:
+        return [c for c in self.cells if c.mismatches]
+
+    @property
+    def errors(self) -> list[RegradedCell]:
+        return [c for c in self.cells if c.error is not None]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.matches for c in self.cells)
+
+
+def regraded_result(original: Result, verdict: Any, metrics: dict[str, Any]) -> Result:
+    """The original result with the verdict of the regrade in place of its own (everything the agent's run
+    reported stays as it was)."""
+    from dokimi.schemas.result import Result
+
+    data = original.model_dump(mode="json", by_alias=True)
+    data.update(
+        gated=verdict.gated,
+        passed=verdict.passed,
+        score=verdict.score,
+        gate_results=dict(verdict.gate_results),
+        metrics=metrics,
+        grader_failure=verdict.grader_failure,
+        grader_error=verdict.grader_error,
+    )
+    return Result.model_validate(data)
+
+
+def regrade_batch(
+    root: Path,
+    *,
+    sample: int | None,
+    seed: int,
+    caches: dict[str, Path] | None = None,
+    source_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RegradeReport:
+    """Regrade ``sample`` finished cells of the batch at ``root`` (all of them when None); see the module
+    docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image)."""
+    from dokimi.batch import EVAL_DIR_NAME, load_batch
+    from dokimi.errors import DocumentError, DokimiError, UsageError
+    from dokimi.runner.entrypoints import grade_run, needs_source_dir
+    from dokimi.sandbox.container import container_name
+    from dokimi.sandbox.docker import image_exists, require_docker
+    from dokimi.sandbox.specs import docker_network, resolve_caches
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.task import Task
+
+    root = Path(root).absolute()
+    batch = load_batch(root)
+    if batch.pin is None:
+        raise UsageError(f"{root}: {batch.pin_error}", hint="regrade a batch that repo run wrote")
+    manifest_path = root / EVAL_DIR_NAME / "manifest.json"
+    try:
+        manifest = read_document(manifest_path, RepoManifest)
+    except DocumentError as exc:
+        raise UsageError(f"the batch's manifest copy cannot be read: {exc}", hint="rerun the batch") from None
+    assert manifest.entry_points is not None
+    content = root / EVAL_DIR_NAME / "content"
+    if not content.is_dir():
+        raise UsageError(f"{content} is missing: the batch's exported eval_dir", hint="rerun the batch")
+    require_docker()
+    if not image_exists(batch.pin.image):
+        raise UsageError(
+            f"the batch's image {batch.pin.image} is not on this docker daemon",
+            hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
+        )
+    grade_command = manifest.entry_points.grade
+    if needs_source_dir(grade_command) and source_dir is None:
+        from dokimi.source import open_source
+
+        with open_source(batch.pin.source) as repo:
+            source_dir = repo.git_dir
+    cache_mounts = resolve_caches(manifest.image, manifest.id, overrides=caches)
+    network = docker_network(manifest.image.network if manifest.image else "none")
+    finished = batch.finished()
+    chosen = sample_cells(finished, sample, seed)
+    report = RegradeReport(root, sample, seed, len(finished))
+    scratch_root = root / EVAL_DIR_NAME / REGRADE_DIR
+    for cell in chosen:
+        assert cell.result is not None
+        entry = RegradedCell(cell.rel)
+        report.cells.append(entry)
+        if progress is not None:
+            progress(f"regrading {cell.rel}")
+        scratch = scratch_root / cell.rel
+        try:
+            if scratch.exists():
+                shutil.rmtree(scratch)
+            copy_grade_inputs(cell.dir, scratch)
+            task = read_document(scratch / TASK_JSON, Task)
+            outcome = grade_run(
+                task,
+                grade_command,
+                image=batch.pin.image,
+                run_dir=scratch,
+                eval_content=content,
+                source_dir=source_dir,
+                image_config=manifest.image,
+                network=network,
+                name=container_name(batch.name, cell.rel, "regrade"),
+                caches=cache_mounts,
+                batch=batch.name,
+            )
+        except (DokimiError, OSError) as exc:
+            entry.error = exc.message if isinstance(exc, DokimiError) else str(exc)
+            continue
+        metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
+        again = regraded_result(cell.result, outcome.verdict, metrics)
+        entry.grader_error = again.grader_error
+        entry.mismatches = compare_results(cell.result, again)
+        if not entry.mismatches:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if scratch_root.is_dir() and not any(scratch_root.rglob("grade.json")):
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    return report

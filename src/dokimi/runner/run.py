@@ -453,7 +453,7 @@ def prepare_batch(
         )
     require_docker()
 
-    root = opts.out / opts.batch
+    root = (opts.out / opts.batch).absolute()
     eval_root = root / EVAL_DIR_NAME
     progress.note(f"exporting {manifest.eval_dir} to {eval_root / CONTENT_DIR}")
     old_pin, _ = read_pin(root)
