@@ -1,0 +1,222 @@
+"""The grade container (contract §1.1, §4.2): what it trusts from the agent, and graders that fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import stat
+from pathlib import Path
+
+import pytest
+
+from dokimi.runner.entrypoints import (
+    entry_argv,
+    grade_run,
+    move_agent_git,
+    read_grade,
+    run_entry_point,
+)
+from dokimi.sandbox.container import container_name, run_container
+from dokimi.sandbox.docker import container_names
+from dokimi.sandbox.specs import agent_spec
+from dokimi.schemas.task import Task
+from tests.sandbox.conftest import Toy, prepared_run
+
+pytestmark = pytest.mark.docker
+
+EVIL_SCRIPT = "#!/bin/sh\ntouch /tmp/toy-{what}-ran\n"
+
+
+def _grade(toy: Toy, run_dir: Path, task: Task, *, timeout: float = 120, grace: float | None = None):  # type: ignore[no-untyped-def]
+    assert toy.loaded.manifest is not None and toy.loaded.manifest.entry_points is not None
+    return grade_run(
+        task,
+        toy.loaded.manifest.entry_points.grade,
+        image=toy.image.ref,
+        run_dir=run_dir,
+        eval_content=toy.content,
+        source_dir=toy.repo.git_dir,
+        image_config=toy.loaded.manifest.image,
+        network="none",
+        name=container_name(f"gi{secrets.token_hex(3)}", task.id, "grade"),
+        timeout=timeout,
+        kill_grace_s=grace,
+    )
+
+
+def _plant_agent_git(workspace: Path) -> None:
+    """What an agent could leave in .git: an fsmonitor and an external diff that run code, and a hook."""
+    dot_git = workspace / ".git"
+    for what in ("filter", "hook"):
+        script = dot_git / (f"evil-{what}.sh" if what == "filter" else "hooks/post-index-change")
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(EVIL_SCRIPT.format(what=what))
+        os.chmod(script, 0o755)
+    with open(dot_git / "config", "a") as config:
+        config.write(
+            "[core]\n\tfsmonitor = /eval/run/workspace/.git/evil-filter.sh\n"
+            "\thooksPath = /eval/run/workspace/.git/hooks\n"
+            "[diff]\n\texternal = /eval/run/workspace/.git/evil-filter.sh\n"
+        )
+    os.utime(workspace / "app" / "calc.py", (1, 1))  # a stale index: git status rewrites it
+    os.chmod(workspace / ".git" / "hooks", 0o755)
+
+
+def test_the_planted_git_configuration_would_run_in_the_agents_own_container(
+    toy: Toy, tmp_path: Path
+) -> None:
+    """The control: the same .git runs the agent's code when nothing moves it aside."""
+    run_dir = tmp_path / "run"
+    prepared_run(toy, run_dir, "inspect_grader")
+    _plant_agent_git(run_dir / "workspace")
+    spec = agent_spec(
+        name=container_name(f"gi{secrets.token_hex(3)}", "control", "agent"),
+        image=toy.image.ref,
+        run_dir=run_dir,
+        argv=["sh", "-c", "git status >/dev/null 2>&1; git diff HEAD >/dev/null 2>&1; ls /tmp"],
+        image_config=None,
+        task="inspect_grader",
+        network="none",
+    )
+    spec = dataclasses.replace(
+        spec,
+        env={
+            **spec.env,
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "safe.directory",
+            "GIT_CONFIG_VALUE_0": "*",
+        },
+    )
+    result = run_container(spec, timeout=60)
+    assert "toy-filter-ran" in result.stdout.split() and "toy-hook-ran" in result.stdout.split()
+
+
+def test_a_grader_runs_none_of_the_agents_hooks_filters_or_config(toy: Toy, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    task = prepared_run(toy, run_dir, "inspect_grader")
+    _plant_agent_git(run_dir / "workspace")
+    (run_dir / "grade-home").mkdir()
+    (run_dir / "grade-home" / ".gitconfig").write_text("[alias]\n\tstatus = !touch /tmp/toy-hook-ran\n")
+    outcome = _grade(toy, run_dir, task)
+    assert not outcome.grader_failure, outcome.verdict.grader_error
+    assert outcome.grade is not None
+    metrics = outcome.grade.metrics
+    assert metrics["filter_ran"] is False and metrics["hook_ran"] is False
+    assert metrics["hooks_visible"] is False  # the grader cannot read the agent's .git/hooks
+    assert metrics["git_status_ok"] is True  # a minimal .git/config keeps git working
+    assert metrics["hooks_path_off"] is True
+    assert metrics["home_is_grade_home"] is True and metrics["home_entries"] == 0  # fresh, the old one gone
+    assert metrics["nousersite"] is True
+    assert metrics["eval_dir_writable"] is False
+    assert metrics["source_visible"] is False  # the toy's grade entry point does not name {source_dir}
+    assert metrics["scratch_set"] is True
+    if os.geteuid() == 0:
+        assert metrics["uid"] != 0
+    aside = run_dir / "agent-git"
+    assert "evil-filter.sh" in (aside / "config").read_text()
+    assert (aside / "hooks" / "post-index-change").is_file()
+
+
+def test_move_agent_git_moves_a_linked_git_dir_whole_and_never_follows_it(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "workspace").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config").write_text("host file the agent points at\n")
+    os.symlink(outside, run_dir / "workspace" / ".git")
+    assert move_agent_git(run_dir) == ["dotgit"]
+    assert (outside / "config").read_text() == "host file the agent points at\n"
+    assert os.path.islink(run_dir / "agent-git" / "dotgit")
+    assert not os.path.lexists(run_dir / "workspace" / ".git")
+
+
+def test_moving_the_agents_git_twice_keeps_the_agents_config(tmp_path: Path) -> None:
+    dot_git = tmp_path / "run" / "workspace" / ".git"
+    dot_git.mkdir(parents=True)
+    (dot_git / "config").write_text("[alias]\n\tx = !evil\n")
+    assert move_agent_git(tmp_path / "run") == ["config"]
+    assert move_agent_git(tmp_path / "run") == []
+    assert "evil" in (tmp_path / "run" / "agent-git" / "config").read_text()
+    assert "evil" not in (dot_git / "config").read_text()
+
+
+def test_a_grader_that_crashes_is_a_grader_failure_with_its_stderr(toy: Toy, tmp_path: Path) -> None:
+    task = prepared_run(toy, tmp_path / "run", "crash_grader")
+    outcome = _grade(toy, tmp_path / "run", task)
+    assert outcome.grader_failure and outcome.verdict.passed is False
+    assert "grade exited 1" in (outcome.verdict.grader_error or "")
+    assert "the toy grader exploded" in (outcome.verdict.grader_error or "")
+    assert "the toy grader exploded" in (tmp_path / "run" / "grade.stderr").read_text()
+
+
+def test_a_grader_that_hangs_is_stopped_at_its_timeout_and_leaves_no_container(
+    toy: Toy, tmp_path: Path
+) -> None:
+    task = prepared_run(toy, tmp_path / "run", "hang_grader")
+    outcome = _grade(toy, tmp_path / "run", task, timeout=2, grace=1)
+    assert outcome.grader_failure and outcome.entry.timed_out
+    assert "ran past its timeout of 2 s" in (outcome.verdict.grader_error or "")
+    assert container_names(name=outcome.entry.container.name) == []
+
+
+def test_a_grader_that_writes_invalid_grade_json_is_a_grader_failure_with_the_reason(
+    toy: Toy, tmp_path: Path
+) -> None:
+    task = prepared_run(toy, tmp_path / "run", "invalid_grader")
+    outcome = _grade(toy, tmp_path / "run", task)
+    assert outcome.grader_failure
+    assert "invalid grade.json" in (outcome.verdict.grader_error or "")
+    assert "pass" in (outcome.verdict.grader_error or "")
+
+
+def test_read_grade_refuses_a_missing_file_a_link_and_junk(tmp_path: Path) -> None:
+    assert read_grade(tmp_path / "grade.json") == (None, "grade wrote no grade.json")
+    (tmp_path / "real.json").write_text("{}")
+    os.symlink(tmp_path / "real.json", tmp_path / "grade.json")
+    assert "symbolic link" in (read_grade(tmp_path / "grade.json")[1] or "")
+    os.unlink(tmp_path / "grade.json")
+    (tmp_path / "grade.json").write_text('{"schema": "repo_grade.v1", "schema": "x"}')
+    assert "duplicate key" in (read_grade(tmp_path / "grade.json")[1] or "")
+    (tmp_path / "grade.json").write_text("not json")
+    assert "invalid grade.json" in (read_grade(tmp_path / "grade.json")[1] or "")
+    good = {"schema": "repo_grade.v1", "task": "t", "grader": "g", "pass": True}
+    (tmp_path / "grade.json").write_text(json.dumps(good))
+    grade, error = read_grade(tmp_path / "grade.json")
+    assert error is None and grade is not None and grade.pass_ is True
+
+
+def test_entry_points_are_words_with_placeholders_substituted_once() -> None:
+    argv = entry_argv(
+        "python3 {eval_dir}/run.py grade --contract {run_dir} --task '{task}'", "grade", task="t1"
+    )
+    assert argv == ["python3", "/eval/content/run.py", "grade", "--contract", "/eval/run", "--task", "t1"]
+    assert entry_argv("x --src {source_dir}", "oracle", task="t")[-1] == "/eval/source"
+    assert entry_argv("x {out}", "static", task=None) == ["x", "/eval/run/static.json"]
+    from dokimi.errors import UsageError
+
+    with pytest.raises(UsageError, match="source_dir"):
+        entry_argv("x {source_dir}", "static", task=None)
+
+
+def test_the_oracle_runs_in_a_grade_container_and_changes_the_workspace(toy: Toy, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    task = prepared_run(toy, run_dir, "fix_add")
+    assert toy.loaded.manifest is not None and toy.loaded.manifest.entry_points is not None
+    entry = run_entry_point(
+        "oracle",
+        toy.loaded.manifest.entry_points.oracle,
+        image=toy.image.ref,
+        run_dir=run_dir,
+        eval_content=toy.content,
+        source_dir=None,
+        image_config=toy.loaded.manifest.image,
+        task=task.id,
+        network="none",
+        name=container_name(f"gi{secrets.token_hex(3)}", task.id, "oracle"),
+    )
+    assert entry.ok, entry.stderr_tail()
+    assert "a + b" in (run_dir / "workspace" / "app" / "calc.py").read_text()
+    assert _grade(toy, run_dir, task).verdict.passed is True
+    assert stat.S_ISREG(os.lstat(run_dir / "oracle.stderr").st_mode)
