@@ -383,10 +383,13 @@ def run(
     )
     cancel = threading.Event()
     handler = _on_signal(cancel, batch)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-    with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
-        result = run_batch(options, progress=reporter, cancel=cancel)
+    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
+            result = run_batch(options, progress=reporter, cancel=cancel)
+    finally:
+        for sig, previous in saved.items():
+            signal.signal(sig, previous)
     for warning in result.warnings:
         note(f"warning: {warning}")
     if result.stopped_by_budget:

@@ -394,13 +394,15 @@ def check_efforts(profile: HarnessProfile, efforts: Sequence[str]) -> None:
         )
 
 
-def _agent_network(opts: RunOptions, manifest: RepoManifest) -> str:
+def _agent_network(opts: RunOptions, manifest: RepoManifest, profile: HarnessProfile) -> str:
+    """--agent-network, else image.network. A paid run of a harness that reaches a model (its profile lists
+    egress hosts) with no network at all is refused: nothing could reach the model."""
     from dokimi.sandbox.specs import docker_network
 
     if opts.agent_network:
         return opts.agent_network
     network = docker_network(manifest.image.network if manifest.image else "none")
-    if network == "none" and not opts.dry_run:
+    if network == "none" and not opts.dry_run and profile.egress:
         raise UsageError(
             "the agent's container would have no network, so the harness cannot reach its model: the egress "
             "proxy (contract §2) is not built yet",
@@ -444,9 +446,9 @@ def prepare_batch(
         )
     check_efforts(profile, opts.efforts)
     harness_bin = reachable_binary(resolve_bin(profile, opts.bin), harness_identity())
-    network = _agent_network(opts, manifest)
+    network = _agent_network(opts, manifest, profile)
     warnings: list[str] = []
-    if opts.agent_network:
+    if opts.agent_network and opts.agent_network != "none":
         warnings.append(
             f"--agent-network {opts.agent_network}: the agent's container reaches any host on that network "
             "(the egress proxy of contract §2 is not built); meta.json and result.json record it"
