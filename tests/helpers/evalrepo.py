@@ -50,7 +50,7 @@ COPY .agent-eval/tools/ /opt/toy-tools/
 ENTRYPOINT ["/bin/false"]
 """
 
-GRADER = r'''
+GRADER = r"""
 import json, os, subprocess, sys, time
 from pathlib import Path
 
@@ -104,9 +104,12 @@ elif kind == "inspect":
     }
     grade["details"]["git_status"] = status.stdout + status.stderr
 (run_dir / "grade.json").write_text(json.dumps(grade))
-'''
+cache = Path("/cache/toy")
+if cache.is_dir():  # a declared cache (read-write in every run)
+    (cache / (task["id"] + ".txt")).write_text("filled by grade\n")
+"""
 
-ORACLE = r'''
+ORACLE = r"""
 import shutil, subprocess, sys
 from pathlib import Path
 
@@ -118,14 +121,14 @@ if patch.exists():
 gold = task_dir / "gold_answer.txt"
 if gold.exists():
     shutil.copyfile(gold, run_dir / "answer.txt")
-'''
+"""
 
-STATIC = r'''
+STATIC = r"""
 import json, sys
 out = sys.argv[sys.argv.index("--out") + 1]
 claims = [{"file": "AGENTS.md", "line": 1, "status": "ok", "kind": "path", "claim": "app/calc.py"}]
 open(out, "w").write(json.dumps({"schema": "repo_static.v1", "claims": claims, "checker": "toy"}))
-'''
+"""
 
 ORACLE_PATCH = """\
 diff --git a/app/calc.py b/app/calc.py
@@ -146,7 +149,14 @@ CODE: dict[str, str] = {
 
 
 def task_json(task_id: str, base: str, grader: str, **extra: Any) -> str:
-    data = {"id": task_id, "family": "fix", "base": base, "prompt": f"Do {task_id}.", "grader": grader, **extra}
+    data = {
+        "id": task_id,
+        "family": "fix",
+        "base": base,
+        "prompt": f"Do {task_id}.",
+        "grader": grader,
+        **extra,
+    }
     return json.dumps(data, indent=2) + "\n"
 
 

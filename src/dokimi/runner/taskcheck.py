@@ -129,6 +129,8 @@ class TasksCheck(Document):
     image: str
     image_pin: Literal["tree", "digest", "image"]
     warm: bool
+    network: str
+    """The docker network of every container: image.network's (``none``, ``bridge``), or --warm's."""
     tasks: list[TaskReport]
     ok: bool
     """True when every task checked is ``ok`` (the exit code is 1 otherwise)."""
@@ -280,6 +282,7 @@ def check_tasks(
             image=image.ref,
             image_pin=image.pin,
             warm=options.warm,
+            network=network,
             tasks=reports,
             ok=all(r.status == "ok" for r in reports),
         )
