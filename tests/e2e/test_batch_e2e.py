@@ -1,0 +1,78 @@
+"""The main job end to end: a batch of the bundled example through the real Claude Code CLI and the scripted
+model server (``repo run --dry-run``), then ``repo report`` and ``repo compare``, then a rerun.
+
+Two arms x two reps of fix_power_assoc. guidance:raw plays the script derived from the task's oracle (the
+agent applies the fix with Bash and answers); guidance:none plays an explicit script whose agent only answers.
+So the report must show raw passing 2/2 and none 0/2, and the comparison a gate delta of +1 with the task up.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+from dokimi.batch import cell_dir, load_batch
+from dokimi.report import build_report
+from tests.helpers.runs import dokimi_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TASK = "fix_power_assoc"
+MODEL = "claude-haiku-4-5"
+
+
+def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_cell(
+    docker_available: bool, claude_bin: Path, tmp_path: Path
+) -> None:
+    example = tmp_path / "calc"
+    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
+    no_fix = tmp_path / "no-fix.json"
+    no_fix.write_text(json.dumps([{"final": "I looked at the parser and changed nothing."}]))
+    out = tmp_path / "runs"
+    args = [
+        "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml",
+        "--task", TASK, "--arm", "guidance:none,guidance:raw", "--model", MODEL, "--reps", "2",
+        "--batch", "e2e", "--out", str(out), "--bin", str(claude_bin), "--dry-run",
+        "--dry-run-script", f"guidance:none={no_fix}", "-j", "2", "--json",
+    ]  # fmt: skip
+    first = dokimi_cli(args)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert (summary["ran"], summary["skipped"], summary["harness_version"]) == (4, 0, "2.1.328")
+
+    batch = out / "e2e"
+    for rep in (0, 1):
+        raw = cell_dir(batch, TASK, "guidance:raw", MODEL, None, rep)
+        none = cell_dir(batch, TASK, "guidance:none", MODEL, None, rep)
+        raw_result = json.loads((raw / "result.json").read_text())
+        none_result = json.loads((none / "result.json").read_text())
+        assert raw_result["passed"] is True and none_result["passed"] is False
+        assert raw_result["metrics"]["hidden_pass"] is True and none_result["metrics"]["hidden_pass"] is False
+        assert not raw_result["grader_failure"] and not none_result["grader_failure"]
+        assert raw_result["harness_version"] == "2.1.328" and raw_result["turns"] == 2
+        commands = [json.loads(line) for line in (raw / "events.jsonl").read_text().splitlines()]
+        assert [e["kind"] for e in commands] == ["command"] and commands[0]["rc"] == 0
+        assert "git apply" in commands[0]["text"]
+        assert (none / "events.jsonl").read_text() == ""
+        assert (none / "answer.txt").read_text() == "I looked at the parser and changed nothing."
+
+    report = build_report(load_batch(batch))
+    rates = {row.arm: (row.passes, row.gated, row.grader_failures) for row in report.rows}
+    assert rates == {"guidance:raw": (2, 2, 0), "guidance:none": (0, 2, 0)}
+
+    compared = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--json"])
+    assert compared.returncode == 0, compared.stderr
+    (comparison,) = json.loads(compared.stdout)["comparisons"]
+    assert (comparison["treatment"], comparison["baseline"]) == ("guidance:raw", "guidance:none")
+    gate = next(m for m in comparison["measures"] if m["kind"] == "gate")
+    assert (gate["delta"], gate["up"], gate["down"], gate["tied"]) == (1.0, 1, 0, 0)
+
+    stamps = {p: p.stat().st_mtime_ns for p in batch.glob("*/*/*/*/rep*/result.json")}
+    again = dokimi_cli(args)
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 4)
+    assert {p: p.stat().st_mtime_ns for p in batch.glob("*/*/*/*/rep*/result.json")} == stamps
