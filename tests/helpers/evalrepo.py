@@ -1,9 +1,9 @@
 """A toy repository with a complete eval dir, for the container and tasks check tests.
 
 Commit 1 is the code (a bug in ``add``, nested guidance); commit 2 adds ``.agent-eval/``: the manifest, a
-Dockerfile (FROM the local base image, with an ENTRYPOINT that would fail if dokimi did not empty it), one grader
-script that dispatches on task.json's ``grader``, and an oracle that applies ``oracle.patch`` and copies
-``gold_answer.txt`` to answer.txt. Task bases are commit 1.
+Dockerfile (FROM the local base image, with an ENTRYPOINT that would fail if dokimi did not empty it), one
+grader script that dispatches on task.json's ``grader``, and an oracle that applies ``oracle.patch`` and
+copies ``gold_answer.txt`` to answer.txt. Task bases are commit 1.
 
 Graders (task.json ``grader``):
 
@@ -71,7 +71,8 @@ if kind == "calc":
     grade["pass"] = ok
     grade["metrics"]["add_ok"] = ok
 elif kind == "recall":
-    gold = [l for l in (Path(os.environ["TOY_EVAL"]) / "tasks" / task["id"] / "gold.txt").read_text().splitlines() if l]
+    gold_file = Path("/eval/content") / "tasks" / task["id"] / "gold.txt"
+    gold = [line for line in gold_file.read_text().splitlines() if line]
     answer = (run_dir / "answer.txt").read_text() if (run_dir / "answer.txt").exists() else ""
     grade["metrics"]["recall"] = sum(1 for g in gold if g in answer) / len(gold)
 elif kind == "always_pass":
@@ -186,7 +187,7 @@ def make_eval_repo(
         MANIFEST_PATH: manifest,
         f"{EVAL_DIR}/Dockerfile": dockerfile,
         f"{EVAL_DIR}/tools/marker.txt": "toy tooling\n",
-        f"{EVAL_DIR}/grade.py": GRADER.replace('os.environ["TOY_EVAL"]', '"/eval/content"'),
+        f"{EVAL_DIR}/grade.py": GRADER,
         f"{EVAL_DIR}/oracle.py": ORACLE,
         f"{EVAL_DIR}/static.py": STATIC,
     }

@@ -56,7 +56,7 @@ MAX_GRADE_BYTES = 16 * 1024 * 1024
 STDERR_TAIL_LINES = 20
 
 MINIMAL_GIT_CONFIG = f"""\
-# Written by dokimi before grading. The agent's .git/config and .git/hooks are in {{{{run_dir}}}}/{AGENT_GIT}/.
+# Written by dokimi before grading. The agent's .git/config and .git/hooks are in {{{{run_dir}}}}/{AGENT_GIT}.
 [core]
 \trepositoryformatversion = {{version}}
 \tfilemode = true
