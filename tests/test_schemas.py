@@ -163,6 +163,18 @@ def test_the_committed_schemas_equal_a_fresh_export_of_the_whole_registry() -> N
     assert len(result.written) == len(SCHEMAS)
 
 
+def test_the_example_manifest_points_editors_at_the_committed_manifest_schema() -> None:
+    """The `# yaml-language-server: $schema=` line resolves, from the manifest's own directory, to the file
+    `dokimi schema repo_manifest.v1` writes under schemas/."""
+    manifest = ROOT / "examples" / "calc" / ".agent-eval" / "repo-eval.yaml"
+    first = manifest.read_text().splitlines()[0]
+    prefix = "# yaml-language-server: $schema="
+    assert first.startswith(prefix)
+    target = (manifest.parent / first.removeprefix(prefix)).resolve()
+    assert target == (ROOT / "schemas" / schema_file_name("repo_manifest.v1")).resolve()
+    assert target.is_file()
+
+
 def test_export_writes_one_file_per_name_under_the_stem_rule(tmp_path: Path) -> None:
     result = export_all(tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
