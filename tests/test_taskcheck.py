@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,8 @@ def test_sound_tasks_pass_and_the_cli_exits_0_with_a_table(
         assert (null_dir / name).exists(), name
     meta = json.loads((null_dir / "meta.json").read_text())
     assert meta["arm"] == "guidance:raw" and len(meta["start_sha"]) == 40
+    # a tree-pinned tag is new each session (the toy's SHAs carry the date): do not let them pile up
+    subprocess.run(["docker", "rmi", report.image], capture_output=True, check=False)
 
 
 @pytest.mark.docker

@@ -1,0 +1,189 @@
+"""The checks of ``dokimi doctor``: is this machine ready to run dokimi, and what to do about each gap.
+
+Required (``dokimi doctor`` exits 1 without them): git, the docker client, a docker daemon that answers, and
+the harness CLI when ``--bin`` names one. Recommended: the local base image (the bundled example and the tests
+build FROM it), the Claude Code CLI at its default install path, free disk, and no dokimi container left
+behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi import process
+from dokimi.constants import BASE_IMAGE, LABEL_MANAGED
+from dokimi.errors import PrerequisiteError
+from dokimi.sandbox.docker import SETUP_HINT, container_names, docker, docker_status, image_exists
+from dokimi.schemas._base import Document
+
+#: The Claude Code version scripts/install-harness.sh installs, and where.
+CLAUDE_CODE_VERSION = "2.1.328"
+MIN_GIT = (2, 30)
+MIN_FREE_BYTES = 5 * 1024**3
+CHECK_TIMEOUT_S = 30.0
+
+Status = Literal["ok", "missing", "warn"]
+
+
+class DoctorCheck(Document):
+    """One thing dokimi needs or wants, and the fix when it is not there."""
+
+    name: str
+    status: Status
+    """``ok``; ``missing`` (required and absent: exit 1); ``warn`` (recommended, or a limit is close)."""
+    required: bool
+    detail: str
+    fix: str | None = None
+
+
+class DoctorReport(Document):
+    """dokimi_doctor.v1: what ``dokimi doctor --json`` prints."""
+
+    schema_: Literal["dokimi_doctor.v1"] = Field(default="dokimi_doctor.v1", alias="schema")
+    checks: list[DoctorCheck]
+    ok: bool
+    """False when a required check is missing."""
+
+
+def default_claude_bin() -> Path:
+    """DOKIMI_CLAUDE_BIN, else the native binary scripts/install-harness.sh installs."""
+    configured = os.environ.get("DOKIMI_CLAUDE_BIN")
+    if configured:
+        return Path(configured)
+    tools = Path(os.environ.get("DOKIMI_TOOLS", Path.home() / ".cache" / "dokimi" / "tools"))
+    return (
+        tools
+        / f"claude-code-{CLAUDE_CODE_VERSION}"
+        / "node_modules"
+        / "@anthropic-ai"
+        / "claude-code-linux-x64"
+        / "claude"
+    )
+
+
+def _check(name: str, ok: bool, *, required: bool, detail: str, fix: str | None) -> DoctorCheck:
+    status: Status = "ok" if ok else ("missing" if required else "warn")
+    return DoctorCheck(name=name, status=status, required=required, detail=detail, fix=None if ok else fix)
+
+
+def check_git() -> DoctorCheck:
+    fix = "install git 2.30 or later (Debian: apt-get install -y git)"
+    try:
+        result = process.run(["git", "--version"], timeout=CHECK_TIMEOUT_S)
+    except PrerequisiteError as exc:
+        return _check("git", False, required=True, detail=exc.message, fix=fix)
+    match = re.search(r"(\d+)\.(\d+)", result.stdout)
+    version = tuple(int(x) for x in match.groups()) if match else (0, 0)
+    text = result.stdout.strip() or "no version"
+    if version < MIN_GIT:
+        return _check("git", False, required=True, detail=f"{text} (2.30 or later needed)", fix=fix)
+    return _check("git", True, required=True, detail=text, fix=None)
+
+
+def check_docker() -> list[DoctorCheck]:
+    status = docker_status()
+    checks = [
+        _check(
+            "docker client",
+            status.client is not None,
+            required=True,
+            detail=f"docker {status.client}" if status.client else (status.error or "not installed"),
+            fix=SETUP_HINT,
+        )
+    ]
+    daemon_detail = f"server {status.server}" if status.server else (status.error or "does not answer")
+    checks.append(_check("docker daemon", status.ok, required=True, detail=daemon_detail, fix=SETUP_HINT))
+    if not status.ok:
+        return checks
+    present = image_exists(BASE_IMAGE)
+    checks.append(
+        _check(
+            "base image",
+            present,
+            required=False,
+            detail=BASE_IMAGE if present else f"{BASE_IMAGE} is not on the daemon",
+            fix="scripts/setup.sh builds it offline from the Debian mirror (about a minute)",
+        )
+    )
+    images = docker(
+        ["images", "--filter", f"label={LABEL_MANAGED}=1", "--format", "{{.Repository}}:{{.Tag}}"]
+    )
+    tags = sorted({line for line in images.stdout.split() if line and "<none>" not in line})
+    checks.append(
+        _check("dokimi images", True, required=False, detail=f"{len(tags)} tagged image(s)", fix=None)
+    )
+    left = container_names(label=f"{LABEL_MANAGED}=1")
+    checks.append(
+        _check(
+            "dokimi containers",
+            not left,
+            required=False,
+            detail="none running" if not left else f"{len(left)} container(s): {', '.join(left[:5])}",
+            fix=f"if no dokimi run is active: docker rm -f $(docker ps -aq --filter label={LABEL_MANAGED}=1)",
+        )
+    )
+    return checks
+
+
+def check_claude(bin_path: Path | None) -> DoctorCheck:
+    """The Claude Code CLI: ``--bin`` (then required), else the default install path (recommended)."""
+    required = bin_path is not None
+    path = bin_path or default_claude_bin()
+    fix = "scripts/install-harness.sh installs it (then pass --bin PATH, or set DOKIMI_CLAUDE_BIN)"
+    if not path.is_file() or not os.access(path, os.X_OK):
+        return _check("claude code", False, required=required, detail=f"no executable at {path}", fix=fix)
+    try:
+        result = process.run([str(path), "--version"], timeout=CHECK_TIMEOUT_S)
+    except PrerequisiteError as exc:
+        return _check("claude code", False, required=required, detail=exc.message, fix=fix)
+    if not result.ok:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        return _check("claude code", False, required=required, detail=f"{path}: {tail[0]}", fix=fix)
+    return _check(
+        "claude code", True, required=required, detail=f"{result.stdout.strip()} at {path}", fix=None
+    )
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_disk(paths: Sequence[tuple[str, Path]]) -> list[DoctorCheck]:
+    checks = []
+    for label, path in paths:
+        usage = shutil.disk_usage(_existing(path))
+        free_gb = usage.free / 1024**3
+        checks.append(
+            _check(
+                f"disk ({label})",
+                usage.free >= MIN_FREE_BYTES,
+                required=False,
+                detail=f"{free_gb:.1f} GB free at {_existing(path)}",
+                fix="free some space: docker image prune, or remove old batches and caches",
+            )
+        )
+    return checks
+
+
+def run_doctor(*, claude_bin: Path | None = None) -> DoctorReport:
+    """Every check, in the order a person fixes them."""
+    from dokimi.source.fetch import default_directory
+
+    checks = [check_git(), *check_docker(), check_claude(claude_bin)]
+    disks = [("dokimi cache", default_directory())]
+    daemon = next((c for c in checks if c.name == "docker daemon"), None)
+    if daemon is not None and daemon.status == "ok":
+        root = docker(["info", "--format", "{{.DockerRootDir}}"], check=False).stdout.strip()
+        if root and Path(root).is_absolute():
+            disks.append(("docker", Path(root)))
+    checks += check_disk(disks)
+    return DoctorReport(checks=checks, ok=not any(c.status == "missing" for c in checks))
