@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from dokimi.runner.run import RunOptions, _Quiet, execute_cells, prepare_batch
+from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch
 from dokimi.source import open_source
 
 HARNESS = '#!/bin/sh\nif [ "$1" = "--version" ]; then echo 1.0.0; exit 0; fi\necho done\n'
@@ -121,10 +121,10 @@ def cells_per_second(repo: Path, root: Path, *, cells: int, jobs: int, batch: st
         jobs=jobs,
     )
     with open_source(opts.source) as source:
-        prepared = prepare_batch(opts, source, cancel=threading.Event(), progress=_Quiet())
+        prepared = prepare_batch(opts, source, cancel=threading.Event(), progress=QuietProgress())
         start = time.monotonic()
         outcomes, _, _ = execute_cells(
-            prepared, jobs=jobs, max_batch_usd=None, budget_usd=None, progress=_Quiet()
+            prepared, jobs=jobs, max_batch_usd=None, budget_usd=None, progress=QuietProgress()
         )
         elapsed = time.monotonic() - start
     passed = sum(1 for o in outcomes if o.result is not None and o.result.passed)

@@ -150,9 +150,8 @@ def _summary(run: BatchRun) -> dict[str, Any]:
 
 
 def _print_table(run: BatchRun) -> None:
+    from rich.console import Console
     from rich.table import Table
-
-    from dokimi.cli._common import stdout_console
 
     table = Table(title=f"batch {run.root}", title_justify="left")
     for column in (
@@ -176,11 +175,12 @@ def _print_table(run: BatchRun) -> None:
             str(row["skipped"]), f"{row['passed']}/{row['graded']}", str(row["grader_failures"]),
             str(row["failed"]), str(row["not_started"] + row["interrupted"]),
         )  # fmt: skip
-    stdout_console().print(table)
+    Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
     click.echo(
         f"{run.count('finished')} ran, {run.count('skipped')} skipped (finished earlier), "
         f"{run.count('failed')} failed before the agent ran, {run.count('not_started')} not started; "
-        f"spent ${run.spent_usd:.4f}; harness {run.harness} {run.harness_version}; image {run.image}"
+        f"batch spend so far ${run.spent_usd:.4f}; "
+        f"harness {run.harness} {run.harness_version}; image {run.image}"
     )
 
 

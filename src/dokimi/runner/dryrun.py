@@ -261,7 +261,9 @@ def dry_run_scripts(
         else:
             derive.append(pair)
     if derive:
-        note(f"dry run: deriving {len(derive)} script(s) from the oracle")
+        fresh = [p for p in derive if not (directory / slug(p[0]) / f"{slug(p[1])}.json").is_file()]
+        if fresh:
+            note(f"dry run: deriving {len(fresh)} script(s) from the oracle")
         with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="dokimi-oracle") as pool:
             paths = pool.map(
                 lambda pair: derive_oracle_script(

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchRun",
     "Progress",
+    "QuietProgress",
     "RunOptions",
     "prepare_batch",
     "run_batch",
@@ -116,7 +117,9 @@ class Progress(Protocol):
     def cell_done(self, outcome: CellOutcome) -> None: ...
 
 
-class _Quiet:
+class QuietProgress:
+    """Reports nothing (library callers, benchmarks)."""
+
     def note(self, text: str) -> None:
         pass
 
@@ -652,7 +655,7 @@ def run_batch(
     """Prepare the batch and run its cells (see the module docstring)."""
     from dokimi.source import open_source
 
-    progress = progress or _Quiet()
+    progress = progress or QuietProgress()
     cancel = cancel or threading.Event()
     with open_source(opts.source) as repo:
         prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
