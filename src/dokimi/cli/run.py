@@ -3,19 +3,15 @@
 Exit codes: 0 every planned cell has a result.json; 1 some cells are still missing (a cell failed before its
 agent ran, or ``--max-batch-usd`` stopped new cells): run the same command again to fill them; 2 usage or
 environment (no docker, a batch pinned to another eval tree, an invalid task); 130 Ctrl-C. SIGTERM and SIGHUP
-stop the running containers and end the CLI with that signal; finished cells stay, unfinished ones have no
-result.json.
+(dokimi.process) kill the running children, the runner then removes the batch's containers, and the CLI ends
+with that signal; finished cells stay, unfinished ones have no result.json.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -182,34 +178,6 @@ def _print_table(run: BatchRun) -> None:
         f"batch spend so far ${run.spent_usd:.4f}; "
         f"harness {run.harness} {run.harness_version}; image {run.image}"
     )
-
-
-def _on_signal(cancel: threading.Event, batch: str) -> Callable[[int, FrameType | None], None]:
-    """SIGTERM/SIGHUP: no new cell, no result.json for an unfinished one, the batch's containers stopped; then
-    the handler dokimi.process installed (kill every child group, end with the signal)."""
-    previous: dict[int, Any] = {int(sig): signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        cancel.set()
-        from dokimi import process
-
-        process.kill_all_groups(signal.SIGTERM)
-        try:
-            from dokimi.sandbox.docker import remove_batch_containers
-
-            remove_batch_containers(batch)
-        except Exception:
-            pass
-        before = previous.get(signum)
-        if callable(before):
-            before(signum, frame)
-        else:
-            signal.signal(signum, signal.SIG_DFL)
-            import os
-
-            os.kill(os.getpid(), signum)
-
-    return handler
 
 
 @click.command("run")
@@ -381,15 +349,8 @@ def run(
         caches=_caches(caches),
         source_dir=source_dir,
     )
-    cancel = threading.Event()
-    handler = _on_signal(cancel, batch)
-    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
-            result = run_batch(options, progress=reporter, cancel=cancel)
-    finally:
-        for sig, previous in saved.items():
-            signal.signal(sig, previous)
+    with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
+        result = run_batch(options, progress=reporter)
     for warning in result.warnings:
         note(f"warning: {warning}")
     if result.stopped_by_budget:

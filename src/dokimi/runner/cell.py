@@ -365,6 +365,14 @@ def grade(
     return outcome.verdict, metrics
 
 
+def cancelled(ctx: CellContext) -> bool:
+    """The run is being stopped (Ctrl-C, SIGTERM, SIGHUP, or the caller's ``cancel``): what ends now ended
+    because of it, and must not become a result."""
+    from dokimi.process import shutting_down
+
+    return ctx.cancel.is_set() or shutting_down()
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, DokimiError):
         return exc.message
@@ -379,7 +387,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     start = time.monotonic()
     run_dir = key.path(ctx.root)
     rel = run_dir.relative_to(ctx.root).as_posix()
-    if ctx.cancel.is_set():
+    if cancelled(ctx):
         return CellOutcome(key, "not_started")
     task = ctx.task(key.task)
     try:
@@ -388,7 +396,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         agent = run_agent(ctx, key, run_dir)
     except (DokimiError, OSError) as exc:
         return CellOutcome(key, "failed", error=_reason(exc), seconds=time.monotonic() - start)
-    if ctx.cancel.is_set():
+    if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
 
     from dokimi.sandbox.container import container_name
@@ -404,7 +412,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
         verdict = grader_failure(task, f"host-side failure after the agent ran: {_reason(exc)}")
-    if ctx.cancel.is_set():
+    if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
     result = build_result(
         key=key,
