@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dokimi.constants import MAX_GUIDANCE_BYTES
 from dokimi.errors import SourceError
-from dokimi.globs import filter_paths, is_glob
+from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.scan.adapters import ADAPTERS, ALIASES, Check, Ctx, Inputs
 from dokimi.scan.adapters.bazel import BazelAdapter
 from dokimi.scan.identifiers import identifier_shape, module_prefix, resolve_identifier, search_words, words_needed
@@ -89,7 +89,7 @@ def select_guidance(
     chosen: dict[str, str] = {}
     warnings: list[Warning_] = []
     for glob in globs:
-        matched = [p for p in filter_paths(glob, paths) if not snapshot.entries[p].is_submodule]
+        matched = [p for p in glob_matches(snapshot, glob, paths) if not snapshot.entries[p].is_submodule]
         if not matched:
             warnings.append(Warning_(kind="glob_no_match", path=glob, message=f"the guidance glob {glob} matches no file", gate=False))
         for path in matched:
@@ -103,6 +103,19 @@ def select_guidance(
         for path in matched:
             chosen.setdefault(path, "also_scan")
     return chosen, warnings
+
+
+def glob_matches(snapshot: Snapshot, glob: str, paths: list[str]) -> list[str]:
+    """The files a guidance glob matches (dokimi.globs), looking only at the candidates its literal parts allow."""
+    if not is_glob(glob):
+        return [glob] if glob in snapshot.entries else []
+    last = glob.rsplit("/", 1)[-1]
+    if not is_glob(last):
+        return filter_paths(glob, sorted(p for p in snapshot.by_basename.get(last, []) if p in snapshot.entries))
+    prefix = literal_prefix(glob)
+    if prefix:
+        paths = [p for p in paths if p.startswith(prefix + "/")]
+    return filter_paths(glob, paths)
 
 
 def read_guidance(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -64,12 +65,10 @@ class Tree:
         """Every file and directory (not the root), sorted: a prefix is a contiguous range."""
         return sorted({*self.snapshot.entries, *(d for d in self.snapshot.dirs if d)})
 
-    @cached_property
-    def children(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for path in self.sorted_paths:
-            out.setdefault(posixpath.dirname(path), []).append(posixpath.basename(path))
-        return out
+    def children(self, directory: str) -> list[str]:
+        """Names directly inside ``directory`` (a range of the sorted listing, no index over the whole tree)."""
+        cut = len(directory) + 1 if directory else 0
+        return [p[cut:] for p in self.under(directory) if "/" not in p[cut:]]
 
     def under(self, directory: str) -> list[str]:
         """Files and directories below ``directory`` ('' is everything)."""
@@ -109,9 +108,31 @@ class Tree:
     # --- suggestions -------------------------------------------------------------------------------------
 
     @cached_property
-    def basenames(self) -> list[str]:
-        return sorted(self.snapshot.by_basename)
+    def basenames_by_shape(self) -> dict[tuple[str, int], list[str]]:
+        """Basenames by (extension, length): the pool a similar name is looked for in."""
+        out: dict[tuple[str, int], list[str]] = {}
+        for name in sorted(self.snapshot.by_basename):
+            dot = name.rfind(".")
+            out.setdefault((name[dot:] if dot > 0 else "", len(name)), []).append(name)
+        return out
 
+    @cached_property
+    def by_extension(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for path in self.sorted_paths:
+            name = path.rpartition("/")[2]
+            dot = name.rfind(".")
+            out.setdefault(name[dot:] if dot > 0 else "", []).append(path)
+        return out
+
+    def similar_names(self, name: str) -> list[str]:
+        ext = posixpath.splitext(name)[1]
+        pool: list[str] = []
+        for length in range(len(name) - 2, len(name) + 3):
+            pool.extend(self.basenames_by_shape.get((ext, length), []))
+        return pool
+
+    @functools.lru_cache(maxsize=65536)  # noqa: B019 (one Tree per scan)
     def suggest_path(self, missing: str) -> str | None:
         """The closest path in the tree: the same name elsewhere (a move), a similar name in the parent
         directory (a rename), or a similar name anywhere."""
@@ -120,11 +141,11 @@ class Tree:
         moved = self.snapshot.by_basename.get(name, [])
         if moved:
             return _closest(missing, moved)
-        siblings = self.children.get(parent, []) if self.is_dir(parent) else []
+        siblings = self.children(parent) if self.is_dir(parent) else []
         close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)
         if close:
             return join(parent, close[0])
-        close = difflib.get_close_matches(name, self.basenames, n=1, cutoff=0.75)
+        close = difflib.get_close_matches(name, self.similar_names(name), n=1, cutoff=0.75)
         if close:
             return _closest(missing, self.snapshot.by_basename[close[0]])
         return None
@@ -222,6 +243,7 @@ def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
 # --- globs -------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=16384)
 def scan_glob_regex(pattern: str) -> re.Pattern[str]:
     """The claim-glob dialect of §8: ``*`` may span directories, ``**/`` matches zero or more directories,
     ``?`` one character but ``/``, ``[...]`` a class. Placeholders (``<x>``, ``{x}``) match like ``*``."""
@@ -273,6 +295,17 @@ def _glob_prefix(pattern: str) -> str:
     return "/".join(literal)
 
 
+def suffix_candidates(pattern: str, tree: Tree) -> list[str]:
+    """Paths a glob could end: those with its last segment's name when literal, else its extension, else all."""
+    last = PLACEHOLDER.sub("*", pattern.rstrip("/")).rsplit("/", 1)[-1]
+    if not any(ch in last for ch in "*?["):
+        return sorted(tree.snapshot.by_basename.get(last, []))
+    ext = posixpath.splitext(last)[1]
+    if ext and not any(ch in ext for ch in "*?["):
+        return tree.by_extension.get(ext, [])
+    return tree.sorted_paths
+
+
 def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     """A glob (or a placeholder path) tried at each base: ok when something matches; fail when its literal
     parent directory exists and nothing in it matches; ok_suffix; unresolved. Placeholders and wildcard
@@ -297,7 +330,7 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
                 where = f"{full_dir}/" if full_dir else "the repository root"
                 return fail(f"nothing in {where} matches {join(base, rel)}")
     suffix = scan_glob_regex("**/" + rel)
-    for path in tree.sorted_paths:
+    for path in suffix_candidates(rel, tree):
         if suffix.match(path):
             return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
     why = "a placeholder" if is_placeholder_path(text) else "a wildcard directory" if never_fail else "a glob"

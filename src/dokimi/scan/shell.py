@@ -9,6 +9,7 @@ continuation; the body of a heredoc is not a command. A word holding an expansio
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -114,6 +115,12 @@ def _continues(text: str) -> bool:
     return trailing % 2 == 1
 
 
+@functools.lru_cache(maxsize=8192)
+def _parse(text: str) -> tuple[Any, ...]:
+    """bashlex's parse, cached by text (guidance repeats its commands); raises when it cannot parse."""
+    return tuple(bashlex.parse(text))
+
+
 def strip_heredocs(text: str) -> str:
     return HEREDOC.sub("", text)
 
@@ -122,7 +129,7 @@ def split_commands(text: str, line: int) -> list[Item]:
     """Simple commands of one logical shell line (heredoc operators removed first)."""
     text = strip_heredocs(text)
     try:
-        nodes = bashlex.parse(text)
+        nodes = _parse(text)
     except Exception as exc:  # bashlex raises several error types, all mean "cannot parse"
         return _shlex_split(text, line, f"{type(exc).__name__}: {exc}")
     items: list[Item] = []
@@ -145,7 +152,7 @@ def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> 
             if j > i:
                 joined += "\n" + logical[j][1]
             try:
-                nodes = bashlex.parse(strip_heredocs(joined))
+                nodes = _parse(strip_heredocs(joined))
             except Exception:
                 continue
             parsed = []
