@@ -143,7 +143,7 @@ class PreparedWorkspace:
     """Committer date of base_sha, strict ISO 8601."""
     arm: str
     applied: tuple[tuple[str, str, str], ...]
-    """Each applied patch in order: (path as task.json names it, sha256 of its bytes, ``setup``|``review``)."""
+    """Each applied patch in order: (path as task.json names it, sha256 of its bytes, setup or review)."""
     start_sha: str
     """The workspace HEAD after step 7: the commit the agent starts from."""
     arm_result: ArmResult = field(default_factory=lambda: ArmResult(ARM_RAW))
