@@ -31,9 +31,16 @@ CLAIMS_PER_GUIDE = 200
 
 
 def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
-           "GIT_COMMITTER_EMAIL": "b@b"}
-    return subprocess.run(["git", *args], cwd=repo, input=input, env=env, check=True, capture_output=True).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, input=input, env=env, check=True, capture_output=True
+    ).stdout
 
 
 def guide_text(index: int, files: list[str], rng: random.Random) -> str:
@@ -42,13 +49,17 @@ def guide_text(index: int, files: list[str], rng: random.Random) -> str:
         path = rng.choice(files)
         kind = n % 5
         if kind == 0:
-            lines.append(f"See [{path}](/{path}) and `{path}` and `{path.rsplit('/', 1)[0]}/*.py` and `func_{n % 97}_x`.")
+            lines.append(
+                f"See [{path}](/{path}) and `{path}` and `{path.rsplit('/', 1)[0]}/*.py` and `func_{n % 97}_x`."
+            )
         elif kind == 1:
             lines.append(f"`{path}` `gone/{n}.py` `{path}.old` and `CONFIG_{n}_KEY`.")
         elif kind == 2:
             lines.append(f"`make target{n % 50}` and `python {path}` and [x](missing/{n}.md) `src/**/*.txt`.")
         elif kind == 3:
-            lines.append(f"```bash\nmake target{n % 50} && python {path}\ncd pkg{n % 10} && ls\n```\n`a_{n}` `b_{n}`")
+            lines.append(
+                f"```bash\nmake target{n % 50} && python {path}\ncd pkg{n % 10} && ls\n```\n`a_{n}` `b_{n}`"
+            )
         else:
             lines.append(f"`{path}` `{path}` [y]({path}) `ModuleName{n % 40}`")
     return "\n".join(lines) + "\n"
@@ -69,13 +80,17 @@ def build_repo(root: Path, size: int) -> tuple[Path, str]:
         path = f"pkg{i % 10}/mod{(i // 10) % 100}/sub{(i // 1000) % 50}/file_{i}.py"
         files.append(path)
     # blobs: few distinct contents (hash-object once each), so building 50k files stays fast
-    contents = [f"def func_{k}_x():\n    return {k}\n\nclass ModuleName{k % 40}:\n    pass\n" for k in range(97)]
+    contents = [
+        f"def func_{k}_x():\n    return {k}\n\nclass ModuleName{k % 40}:\n    pass\n" for k in range(97)
+    ]
     oids = [
         _git(repo, "hash-object", "-w", "--stdin", input=text.encode()).decode().strip() for text in contents
     ]
     index = [f"100644 {oids[i % len(oids)]}\t{path}" for i, path in enumerate(files)]
     makefile = "".join(f"target{k}:\n\ttrue\n" for k in range(50)).encode()
-    index.append(f"100644 {_git(repo, 'hash-object', '-w', '--stdin', input=makefile).decode().strip()}\tMakefile")
+    index.append(
+        f"100644 {_git(repo, 'hash-object', '-w', '--stdin', input=makefile).decode().strip()}\tMakefile"
+    )
     for g in range(GUIDES):
         text = guide_text(g, files, rng).encode()
         oid = _git(repo, "hash-object", "-w", "--stdin", input=text).decode().strip()
@@ -93,7 +108,9 @@ def time_ls_tree(repo: Path, sha: str, runs: int) -> float:
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(["git", "ls-tree", "-r", "-z", "--full-tree", sha], cwd=repo, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "ls-tree", "-r", "-z", "--full-tree", sha], cwd=repo, check=True, capture_output=True
+        )
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -119,7 +136,9 @@ def time_scan(repo: Path, sha: str, guides: int, runs: int) -> tuple[float, int]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--root", type=Path, default=Path("/tmp/dokimi-bench-scan"))
     args = parser.parse_args()
@@ -135,13 +154,17 @@ def main() -> None:
     print("time vs guidance size (50000 files):")
     for guides in (10, 20, 30):
         t, n = time_scan(repo, sha, guides, args.runs)
-        print(f"  {guides:2d} guidance files, {n:5d} claims: {t * 1000:8.1f} ms  ({t / baseline:5.2f}x ls-tree)")
+        print(
+            f"  {guides:2d} guidance files, {n:5d} claims: {t * 1000:8.1f} ms  ({t / baseline:5.2f}x ls-tree)"
+        )
     print(f"time vs repository size ({GUIDES} guidance files):")
     for size in SIZES:
         r, s = repos[size]
         base = time_ls_tree(r, s, args.runs)
         t, n = time_scan(r, s, GUIDES, args.runs)
-        print(f"  {size:6d} files: scan {t * 1000:8.1f} ms, ls-tree {base * 1000:7.1f} ms, ratio {t / base:5.2f}x")
+        print(
+            f"  {size:6d} files: scan {t * 1000:8.1f} ms, ls-tree {base * 1000:7.1f} ms, ratio {t / base:5.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -35,9 +35,7 @@ def scan_dir(
 
 def rows(result: ScanResult, file: str | None = None) -> list[tuple[int, str, str, str]]:
     return [
-        (d.line, d.kind, d.claim, d.verdict.status)
-        for d in result.drafts
-        if file is None or d.file == file
+        (d.line, d.kind, d.claim, d.verdict.status) for d in result.drafts if file is None or d.file == file
     ]
 
 

@@ -133,7 +133,7 @@ def test_cmake_variables_and_presets(tmp_path: Path) -> None:
         tmp_path,
         {
             "AGENTS.md": CMAKE_GUIDE,
-            "CMakeLists.txt": "option(WITH_FOO \"foo\" OFF)\nfind_package(Boost)\ninclude(cmake/bar.cmake)\n",
+            "CMakeLists.txt": 'option(WITH_FOO "foo" OFF)\nfind_package(Boost)\ninclude(cmake/bar.cmake)\n',
             "cmake/bar.cmake": "if(WITH_BAR)\nendif()\n",
             "CMakePresets.json": '{"version": 3, "configurePresets": [{"name": "dev"}],'
             ' "buildPresets": [{"name": "ci-build"}]}\n',
@@ -238,7 +238,10 @@ def test_pre_commit_hook_ids_and_aliases(tmp_path: Path) -> None:
         (1, "precommit_hook", "ruff", "ok"),
         (1, "precommit_hook", "rufff", "fail"),
     ]
-    assert next(d for d in result.drafts if d.claim == "rufff").verdict.fix == "did you mean pre-commit run ruff?"
+    assert (
+        next(d for d in result.drafts if d.claim == "rufff").verdict.fix
+        == "did you mean pre-commit run ruff?"
+    )
 
 
 def test_adapters_are_detected_from_root_files_and_the_report_says_why(tmp_path: Path) -> None:

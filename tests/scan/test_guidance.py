@@ -73,8 +73,9 @@ def test_a_symlinked_guidance_file_is_scanned_once_as_the_file_it_names(tmp_path
         (1, "path", "src/a.py", "ok"),
         (1, "path", "../src/a.py", "ok"),
         (1, "path", "a.py", "ok_basename"),
-    ] or sorted(rows(result)) == sorted([(1, "path", "src/a.py", "ok"), (1, "path", "../src/a.py", "ok"),
-                                         (1, "path", "a.py", "ok_basename")])
+    ] or sorted(rows(result)) == sorted(
+        [(1, "path", "src/a.py", "ok"), (1, "path", "../src/a.py", "ok"), (1, "path", "a.py", "ok_basename")]
+    )
     kinds = sorted((w.kind, w.path, w.gate) for w in result.warnings)
     assert kinds == [
         ("also_scan_missing", "CONTRIBUTING.md", True),
@@ -116,14 +117,25 @@ def test_static_claims_replace_framework_claims_and_by_source_keeps_both(
 ) -> None:
     repo = git_repo(tmp_path / "r", {"AGENTS.md": "`src/b.py` `src/a.py`\n", "src/a.py": ""})
     static = tmp_path / "static.json"
-    static.write_text(json.dumps({
-        "schema": "repo_static.v1",
-        "checker": "ours",
-        "claims": [
-            {"file": "AGENTS.md", "line": 1, "claim": "src/b.py", "status": "ok_generated", "kind": "path", "why": "built"},
-            {"file": "AGENTS.md", "line": 9, "status": "unresolved", "note": "free-form"},
-        ],
-    }))
+    static.write_text(
+        json.dumps(
+            {
+                "schema": "repo_static.v1",
+                "checker": "ours",
+                "claims": [
+                    {
+                        "file": "AGENTS.md",
+                        "line": 1,
+                        "claim": "src/b.py",
+                        "status": "ok_generated",
+                        "kind": "path",
+                        "why": "built",
+                    },
+                    {"file": "AGENTS.md", "line": 9, "status": "unresolved", "note": "free-form"},
+                ],
+            }
+        )
+    )
     out_file = tmp_path / "readiness.json"
     rc, _, _ = _cli([str(repo), "--static", str(static), "--out", str(out_file), "--fail-on-fail"], capsys)
     assert rc == 0
@@ -141,7 +153,9 @@ def test_static_claims_replace_framework_claims_and_by_source_keeps_both(
         (1, "src/b.py", "ok_generated", "repository"),
         (9, "", "unresolved", "repository"),
     ]
-    static.write_text(json.dumps({"schema": "repo_static.v1", "claims": [{"file": "A.md", "status": "broken"}]}))
+    static.write_text(
+        json.dumps({"schema": "repo_static.v1", "claims": [{"file": "A.md", "status": "broken"}]})
+    )
     rc, out, _ = _cli([str(repo), "--static", str(static)], capsys)
     assert rc == 1 and "was not merged" in out
 
@@ -168,7 +182,10 @@ def test_sarif_has_one_result_per_fail_and_notes_for_unresolved(
         )
         for r in run["results"]
     ]
-    assert results == [("error", "dokimi/path", "docs/AGENTS.md", 2), ("note", "dokimi/path", "docs/AGENTS.md", 2)]
+    assert results == [
+        ("error", "dokimi/path", "docs/AGENTS.md", 2),
+        ("note", "dokimi/path", "docs/AGENTS.md", 2),
+    ]
     assert {rule["id"] for rule in run["tool"]["driver"]["rules"]} == {"dokimi/path"}
 
 
@@ -209,11 +226,14 @@ def test_a_working_tree_a_commit_and_a_blobless_clone_give_identical_claims(tmp_
     clone = tmp_path / "clone.git"
     subprocess.run(
         ["git", "clone", "-q", "--bare", "--filter=blob:none", f"file://{served}", str(clone)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     missing = subprocess.run(
         ["git", "--git-dir", str(clone), "rev-list", "--objects", "--missing=print", "--all"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     assert "?" in missing  # really blob-less
     globs = ["**/AGENTS.md", "**/CLAUDE.md"]

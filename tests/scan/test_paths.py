@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.git import Symlink
-from tests.helpers.git import git_repo
+from tests.helpers.git import Symlink, git_repo
 from tests.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
 
 GUIDE = """\
@@ -32,6 +31,7 @@ GUIDE = """\
 `linkdir/core.py` goes through a directory symlink.
 `libs/sub/file.c` is inside a submodule.
 `src/pkg/core.py:12` names a line.
+`*.mk` is a bare glob: no directory part, so never fail.
 """
 
 
@@ -70,6 +70,7 @@ def test_every_path_and_glob_rule_gives_its_status(tmp_path: Path) -> None:
         (21, "path", "linkdir/core.py", "ok"),
         (22, "path", "libs/sub/file.c", "unresolved"),
         (23, "path", "src/pkg/core.py:12", "ok"),
+        (24, "glob", "*.mk", "unresolved"),
     ]
     assert "submodule libs/sub" in find(result, "libs/sub/file.c").verdict.why  # type: ignore[attr-defined]
 

@@ -121,7 +121,12 @@ def test_words_with_expansions_are_marked_and_the_literal_key_of_an_assignment_s
     command = items[0]
     assert isinstance(command, Command)
     assert [(w.text, w.literal) for w in command.words] == [
-        ("make", True), ("A=$(x)", False), ("$T", False), ("${U}", False), ("`v`", False), ("~/w", False),
+        ("make", True),
+        ("A=$(x)", False),
+        ("$T", False),
+        ("${U}", False),
+        ("`v`", False),
+        ("~/w", False),
         ("plain", True),
     ]
 

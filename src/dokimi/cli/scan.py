@@ -15,18 +15,41 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, EXIT_USAGE
 @click.command("scan")
 @source_argument
 @manifest_options
-@click.option("--static", "static", type=click.Path(dir_okay=False, path_type=Path),
-              help="Merge a repo_static.v1 document (the repository's own checks).")
-@click.option("--run-static", "run_static", is_flag=True,
-              help="Run the manifest's static entry point in its image and merge its output like --static.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the repo_readiness.v1 document to this file.")
+@click.option(
+    "--static",
+    "static",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Merge a repo_static.v1 document (the repository's own checks).",
+)
+@click.option(
+    "--run-static",
+    "run_static",
+    is_flag=True,
+    help="Run the manifest's static entry point in its image and merge its output like --static.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the repo_readiness.v1 document to this file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the repo_readiness.v1 document on stdout.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]), default=None,
-              help="stdout format: text (default), json (repo_readiness.v1) or sarif (SARIF 2.1.0).")
-@click.option("--all", "show_all", is_flag=True, help="Text: list ok claims too, not only fail and unresolved.")
-@click.option("--fail-on-fail", "fail_on_fail", is_flag=True,
-              help="Exit 1 on a fail claim, a missing also_scan file, an unreadable guidance file or no guidance.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif"]),
+    default=None,
+    help="stdout format: text (default), json (repo_readiness.v1) or sarif (SARIF 2.1.0).",
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="Text: list ok claims too, not only fail and unresolved."
+)
+@click.option(
+    "--fail-on-fail",
+    "fail_on_fail",
+    is_flag=True,
+    help="Exit 1 on a fail claim, a missing also_scan file, an unreadable guidance file or no guidance.",
+)
 def scan(
     source: str,
     manifest: str | None,
@@ -56,7 +79,9 @@ def scan(
         try:
             from dokimi.runner.static import run_static as run_static_entry_point
         except ImportError:
-            note("error: --run-static is not available in this build of dokimi (dokimi.runner.static is missing)")
+            note(
+                "error: --run-static is not available in this build of dokimi (dokimi.runner.static is missing)"
+            )
             return EXIT_USAGE
         static_path = _run_static(source, manifest, manifest_file, run_static_entry_point)
     document, defaulted = scan_repo(source, manifest=manifest, manifest_file=manifest_file)

@@ -8,8 +8,17 @@ from dokimi.scan.engine import ScanResult, scan_snapshot
 from dokimi.scan.report import build_readiness, merge_static, render_text, static_not_merged, to_sarif
 from dokimi.schemas.readiness import RepoReadiness
 
-__all__ = ["ScanResult", "build_readiness", "merge_static", "render_text", "scan_repo", "scan_snapshot",
-           "static_not_merged", "to_sarif", "RepoReadiness"]
+__all__ = [
+    "ScanResult",
+    "build_readiness",
+    "merge_static",
+    "render_text",
+    "scan_repo",
+    "scan_snapshot",
+    "static_not_merged",
+    "to_sarif",
+    "RepoReadiness",
+]
 
 
 def scan_repo(
@@ -35,7 +44,9 @@ def scan_repo(
                 snapshot,
                 globs=list(loaded.guidance_globs),
                 also_scan=list(loaded.also_scan),
-                build_systems=list(model.build_systems) if model is not None and model.build_systems else None,
+                build_systems=list(model.build_systems)
+                if model is not None and model.build_systems
+                else None,
                 source_url=url,
             )
         finally:

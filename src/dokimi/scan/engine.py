@@ -12,16 +12,24 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from dokimi.constants import MAX_GUIDANCE_BYTES
 from dokimi.errors import SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
-from dokimi.scan.adapters import ADAPTERS, ALIASES, Check, Ctx, Inputs
+from dokimi.scan.adapters import ADAPTERS, ALIASES, Adapter, Check, Ctx, Inputs
 from dokimi.scan.adapters.bazel import BazelAdapter
-from dokimi.scan.identifiers import identifier_shape, module_prefix, resolve_identifier, search_words, words_needed
+from dokimi.scan.identifiers import (
+    identifier_shape,
+    module_prefix,
+    resolve_identifier,
+    search_words,
+    words_needed,
+)
 from dokimi.scan.markdown import extract
 from dokimi.scan.paths import (
     DEFAULT_BRANCHES,
+    RepoUrl,
     Tree,
     bases_of,
     is_github_action_ref,
@@ -30,10 +38,21 @@ from dokimi.scan.paths import (
     resolve_link,
     resolve_path_claim,
 )
-from dokimi.scan.shell import Command, Item, ScopeClose, ScopeOpen, Word, is_shell_fence, split_commands, split_fence
+from dokimi.scan.shell import (
+    Command,
+    Item,
+    ScopeClose,
+    ScopeOpen,
+    Word,
+    is_shell_fence,
+    split_commands,
+    split_fence,
+)
 from dokimi.scan.verdict import Draft, Verdict, ok, unresolved
 from dokimi.schemas.readiness import BuildSystems, GuidanceFile, Warning_
 from dokimi.source.snapshot import Snapshot
+
+Origin = Literal["glob", "also_scan"]
 
 ROOT_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini")
 STARLARK_FENCES = frozenset({"starlark", "bzl", "bazel", "skylark"})
@@ -53,8 +72,32 @@ RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm", "rye"})
 PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
 SCRIPT_SHELLS = frozenset({"bash", "sh", "zsh", "source", "."})
 SPAN_COMMANDS = frozenset(
-    {"cd", "pushd", "make", "gmake", "cmake", "ctest", "bazel", "bazelisk", "pytest", "py.test", "pre-commit", "prek",
-     "python", "python3", "bash", "sh", "source", "uv", "poetry", "sudo", "env", "pipenv", "hatch", "pdm"}
+    {
+        "cd",
+        "pushd",
+        "make",
+        "gmake",
+        "cmake",
+        "ctest",
+        "bazel",
+        "bazelisk",
+        "pytest",
+        "py.test",
+        "pre-commit",
+        "prek",
+        "python",
+        "python3",
+        "bash",
+        "sh",
+        "source",
+        "uv",
+        "poetry",
+        "sudo",
+        "env",
+        "pipenv",
+        "hatch",
+        "pdm",
+    }
 )
 
 
@@ -69,8 +112,8 @@ class ScanResult:
 @dataclass
 class _Work:
     tree: Tree
-    adapters: dict[str, object]
-    source: object
+    adapters: dict[str, Adapter]
+    source: RepoUrl | None
     branches: frozenset[str]
     drafts: list[Draft] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
@@ -83,22 +126,34 @@ class _Work:
 
 def select_guidance(
     snapshot: Snapshot, globs: list[str], also_scan: list[str]
-) -> tuple[dict[str, str], list[Warning_]]:
+) -> tuple[dict[str, Origin], list[Warning_]]:
     """Files the globs and also_scan name (path -> origin), and warnings for what matched nothing."""
     paths = sorted(snapshot.entries)
-    chosen: dict[str, str] = {}
+    chosen: dict[str, Origin] = {}
     warnings: list[Warning_] = []
     for glob in globs:
         matched = [p for p in glob_matches(snapshot, glob, paths) if not snapshot.entries[p].is_submodule]
         if not matched:
-            warnings.append(Warning_(kind="glob_no_match", path=glob, message=f"the guidance glob {glob} matches no file", gate=False))
+            warnings.append(
+                Warning_(
+                    kind="glob_no_match",
+                    path=glob,
+                    message=f"the guidance glob {glob} matches no file",
+                    gate=False,
+                )
+            )
         for path in matched:
             chosen.setdefault(path, "glob")
     for item in also_scan:
         matched = filter_paths(item, paths) if is_glob(item) else ([item] if item in snapshot.entries else [])
         if not matched:
             warnings.append(
-                Warning_(kind="also_scan_missing", path=item, message=f"also_scan names {item}, which the tree lacks", gate=True)
+                Warning_(
+                    kind="also_scan_missing",
+                    path=item,
+                    message=f"also_scan names {item}, which the tree lacks",
+                    gate=True,
+                )
             )
         for path in matched:
             chosen.setdefault(path, "also_scan")
@@ -111,7 +166,9 @@ def glob_matches(snapshot: Snapshot, glob: str, paths: list[str]) -> list[str]:
         return [glob] if glob in snapshot.entries else []
     last = glob.rsplit("/", 1)[-1]
     if not is_glob(last):
-        return filter_paths(glob, sorted(p for p in snapshot.by_basename.get(last, []) if p in snapshot.entries))
+        return filter_paths(
+            glob, sorted(p for p in snapshot.by_basename.get(last, []) if p in snapshot.entries)
+        )
     prefix = literal_prefix(glob)
     if prefix:
         paths = [p for p in paths if p.startswith(prefix + "/")]
@@ -119,7 +176,7 @@ def glob_matches(snapshot: Snapshot, glob: str, paths: list[str]) -> list[str]:
 
 
 def read_guidance(
-    snapshot: Snapshot, chosen: dict[str, str]
+    snapshot: Snapshot, chosen: dict[str, Origin]
 ) -> tuple[list[GuidanceFile], dict[str, str], dict[str, str], list[Warning_]]:
     """Resolve symlinks (a file linking to another is scanned once, as the file it names) and read every
     guidance file plus the root configs adapters detect from, in one batch."""
@@ -131,8 +188,14 @@ def read_guidance(
         if resolved.path is None or resolved.path in snapshot.dirs:
             reason = resolved.reason or "a directory"
             reason = f"a link that {reason}" if resolved.reason in ("dangles", "loops") else reason
-            files.append(GuidanceFile(path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=reason))
-            warnings.append(Warning_(kind="unreadable", path=path, message=f"{path} cannot be read: {reason}", gate=True))
+            files.append(
+                GuidanceFile(
+                    path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=reason
+                )
+            )
+            warnings.append(
+                Warning_(kind="unreadable", path=path, message=f"{path} cannot be read: {reason}", gate=True)
+            )
             continue
         real_of[path] = resolved.path
     wanted = sorted(set(real_of.values()))
@@ -156,10 +219,21 @@ def read_guidance(
     for path in order:
         real = real_of[path]
         if real in problems:
-            files.append(GuidanceFile(path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=problems[real]))
-            warnings.append(Warning_(kind="unreadable", path=path, message=f"{path} cannot be read: {problems[real]}", gate=True))
+            files.append(
+                GuidanceFile(
+                    path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=problems[real]
+                )
+            )
+            warnings.append(
+                Warning_(
+                    kind="unreadable",
+                    path=path,
+                    message=f"{path} cannot be read: {problems[real]}",
+                    gate=True,
+                )
+            )
             continue
-        state = "alias" if real in scanned else "scanned"
+        state: Literal["alias", "scanned"] = "alias" if real in scanned else "scanned"
         scanned.add(real)
         files.append(GuidanceFile(path=path, origin=chosen[path], scanned_as=real, state=state))
     root_texts = {p: blobs[p].decode("utf-8", "replace") for p in roots if p in blobs}
@@ -213,9 +287,11 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
 def scan_file(path: str, text: str, work: _Work) -> None:
     items = extract(text)
     for link in items.links:
-        verdict = resolve_link(link.target, path, work.tree, source=work.source, default_branches=work.branches)  # type: ignore[arg-type]
+        verdict = resolve_link(link.target, path, work.tree, source=work.source, default_branches=work.branches)
         if verdict is not None:
-            work.drafts.append(Draft(path, link.line, "image" if link.image else "link", link.target, verdict))
+            work.drafts.append(
+                Draft(path, link.line, "image" if link.image else "link", link.target, verdict)
+            )
     for span in items.spans:
         scan_span(path, span.line, span.text, work)
     for fence in items.fences:
@@ -244,14 +320,20 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
     if len(words) > 1 or first in ("make",):
         if first == "$" and len(words) > 1:
             text, first = text[1:].strip(), words[1]
-        if first in SPAN_COMMANDS or PYTHON.match(first) or (first.startswith(("./", "../")) and len(words) > 1):
+        if (
+            first in SPAN_COMMANDS
+            or PYTHON.match(first)
+            or (first.startswith(("./", "../")) and len(words) > 1)
+        ):
             run_commands(split_commands(text, line), path, work)
         return
     if "://" in text or text.startswith(("-", "/", "~", "$", "@", "#", "%")) or "=" in text or "$" in text:
         return
     if text.startswith("//") or (text.startswith(":") and "bazel" in work.adapters):
         if "bazel" in work.adapters:
-            run_commands([Command(line, [Word("bazel", True), Word("build", True), Word(text, True)])], path, work)
+            run_commands(
+                [Command(line, [Word("bazel", True), Word("build", True), Word(text, True)])], path, work
+            )
         return
     if is_github_action_ref(text):
         return
@@ -268,12 +350,18 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
     bases = bases_of(path)
     if "/" in location.rstrip("/") or location.endswith("/"):
         kind = "glob" if any(ch in location for ch in "*?[") else "path"
-        verdict = resolve_glob_claim(location, bases, work.tree) if kind == "glob" else resolve_path_claim(location, bases, work.tree)
+        verdict = (
+            resolve_glob_claim(location, bases, work.tree)
+            if kind == "glob"
+            else resolve_path_claim(location, bases, work.tree)
+        )
         work.drafts.append(Draft(path, line, kind, text, verdict))
         return
     if any(ch in location for ch in "*?"):
         if re.fullmatch(r"\*\.[A-Za-z0-9]+", location) and location[2:].lower() in KNOWN_EXTS:
-            work.drafts.append(Draft(path, line, "glob", text, resolve_glob_claim(location, bases, work.tree)))
+            work.drafts.append(
+                Draft(path, line, "glob", text, resolve_glob_claim(location, bases, work.tree))
+            )
         return
     if looks_like_file_name(location):
         work.drafts.append(Draft(path, line, "path", text, resolve_path_claim(location, bases, work.tree)))
@@ -345,7 +433,10 @@ def change_directory(name: str, args: list[Word], item: Command, ctx: Ctx, work:
     if target is None or not target.literal or target.text.startswith(("/", "~", "-")):
         return _Cwd(None, "after a cd to a non-literal directory")
     if located is None:
-        return _Cwd(None, f"after cd {target.text}, a directory the tree lacks" if state.bases is not None else state.why)
+        return _Cwd(
+            None,
+            f"after cd {target.text}, a directory the tree lacks" if state.bases is not None else state.why,
+        )
     return _Cwd([located], None)
 
 
@@ -402,9 +493,22 @@ def python_checks(words: list[Word], ctx: Ctx, work: _Work) -> list[Check]:
             if module.text == "pytest" and "pytest" in work.adapters:
                 work.used_adapters.add("pytest")
                 return ADAPTERS["pytest"].checks([Word("pytest", True), *words[i + 2 :]], ctx)
-            if module.literal and module.text not in ("pip", "venv", "pytest", "http.server", "build", "twine", "mypy", "ruff"):
+            if module.literal and module.text not in (
+                "pip",
+                "venv",
+                "pytest",
+                "http.server",
+                "build",
+                "twine",
+                "mypy",
+                "ruff",
+            ):
                 found = module_prefix(module.text, work.tree)
-                verdict = ok(f"the module {found[0]}") if found and not found[2] else unresolved("no module of that name in the tree (installed?)")
+                verdict = (
+                    ok(f"the module {found[0]}")
+                    if found and not found[2]
+                    else unresolved("no module of that name in the tree (installed?)")
+                )
                 return [ctx.check("python_module", module.text, verdict)]
             return []
         if text == "-c":
@@ -439,10 +543,18 @@ def scan_snapshot(
     files, texts, root_texts, unreadable = read_guidance(snapshot, chosen)
     warnings.extend(unreadable)
     if not any(f.state == "scanned" for f in files):
-        warnings.append(Warning_(kind="no_guidance", message="no guidance file matched, so nothing was scanned (incomplete)", gate=True))
+        warnings.append(
+            Warning_(
+                kind="no_guidance",
+                message="no guidance file matched, so nothing was scanned (incomplete)",
+                gate=True,
+            )
+        )
     systems = select_adapters(tree, build_systems, root_texts)
     branches = DEFAULT_BRANCHES | ({default_branch} if default_branch else set())
-    work = _Work(tree, {n: ADAPTERS[n] for n in systems.adapters}, parse_repo_url(source_url), frozenset(branches))
+    work = _Work(
+        tree, {n: ADAPTERS[n] for n in systems.adapters}, parse_repo_url(source_url), frozenset(branches)
+    )
     for path in sorted(texts):
         scan_file(path, texts[path], work)
     # round two: the files the checks need, in one batch
@@ -459,7 +571,9 @@ def scan_snapshot(
             if found is not None:
                 needs.add(found[0])
     blobs = _read_many_lenient(snapshot, [n for n in needs if tree.is_file(n)])
-    inputs = Inputs(tree, {p: b.decode("utf-8", "replace") for p, b in blobs.items() if b"\0" not in b[:8192]})
+    inputs = Inputs(
+        tree, {p: b.decode("utf-8", "replace") for p, b in blobs.items() if b"\0" not in b[:8192]}
+    )
     for check in work.checks:
         verdict = check.run(inputs)
         if verdict is None:
@@ -480,6 +594,9 @@ def scan_snapshot(
     counts: dict[str, int] = {}
     for draft in work.drafts:
         counts[draft.file] = counts.get(draft.file, 0) + 1
-    files = [f.model_copy(update={"claims": counts.get(f.scanned_as or "", 0)}) if f.state == "scanned" else f for f in files]
+    files = [
+        f.model_copy(update={"claims": counts.get(f.scanned_as or "", 0)}) if f.state == "scanned" else f
+        for f in files
+    ]
     drafts = sorted(set(work.drafts), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
     return ScanResult(files, drafts, warnings, systems)

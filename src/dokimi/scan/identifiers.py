@@ -26,7 +26,9 @@ ALL_CAPS = re.compile(r"^_*[A-Z][A-Z0-9]*(_[A-Z0-9]+)+_*$")
 SNAKE = re.compile(r"^_*[a-z][a-z0-9]*(_[a-z0-9]+)+_*$|^__[a-z][a-z0-9_]*__$")
 CAMEL = re.compile(r"^[A-Z][a-z0-9]+([A-Z][A-Za-z0-9]*)+$|^[a-z][a-z0-9]*([A-Z][a-z0-9]+)+$")
 DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)|^([A-Za-z_][A-Za-z0-9_]*)\s*[:=]", re.M)
+DEFINED = re.compile(
+    r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_][A-Za-z0-9_]*)|^([A-Za-z_][A-Za-z0-9_]*)\s*[:=]", re.M
+)
 
 
 def identifier_shape(text: str) -> str | None:
@@ -58,7 +60,9 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
             oids = [e.oid for e in snapshot.entries.values() if e.kind == "blob" and e.oid]
             prefetch_blobs(snapshot.git_dir, oids, commit=snapshot.rev)
         argv = [*args, snapshot.rev, "--", ".", *(f":(exclude,literal){p}" for p in excluded)]
-        out = git.run_git(argv, git_dir=snapshot.git_dir, input="\n".join(wanted).encode() + b"\n", check=False)
+        out = git.run_git(
+            argv, git_dir=snapshot.git_dir, input="\n".join(wanted).encode() + b"\n", check=False
+        )
         prefix = f"{snapshot.rev}:".encode()
     else:
         root = snapshot.work_tree
@@ -87,7 +91,8 @@ def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:
         for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
             name = posixpath.basename(candidate)
             paths = [
-                p for p in tree.snapshot.by_basename.get(name, [])
+                p
+                for p in tree.snapshot.by_basename.get(name, [])
                 if (p == candidate or p.endswith("/" + candidate)) and importable_as(p, candidate, tree)
             ]
             if paths:
@@ -109,7 +114,13 @@ def words_needed(text: str) -> list[str]:
     return [text, text.rsplit(".", 1)[-1]] if "." in text else [text]
 
 
-def resolve_identifier(text: str, shape: str, hits: dict[str, set[str]], module_text: str | None, module: tuple[str, str, list[str]] | None) -> Verdict:
+def resolve_identifier(
+    text: str,
+    shape: str,
+    hits: dict[str, set[str]],
+    module_text: str | None,
+    module: tuple[str, str, list[str]] | None,
+) -> Verdict:
     name = text[:-2] if text.endswith("()") else text
     files = hits.get(name, set())
     if shape == "dotted" and module is not None:
@@ -123,7 +134,10 @@ def resolve_identifier(text: str, shape: str, hits: dict[str, set[str]], module_
             return ok(f"{member} is in {path}")
         defined = sorted({a or b for a, b in DEFINED.findall(module_text)})
         close = difflib.get_close_matches(member, defined, n=1)
-        return fail(f"the module {prefix} ({path}) never spells {member}", f"did you mean {prefix}.{close[0]}?" if close else None)
+        return fail(
+            f"the module {prefix} ({path}) never spells {member}",
+            f"did you mean {prefix}.{close[0]}?" if close else None,
+        )
     if files:
         first = sorted(files)[0]
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""

@@ -206,7 +206,9 @@ def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
         real = tree.resolve(full)
         if real is not None:
             if trailing_slash_on_file(text, tree, real):
-                return fail(f"{full} is a file, but the trailing slash names a directory", f"write {text[:-1]}")
+                return fail(
+                    f"{full} is a file, but the trailing slash names a directory", f"write {text[:-1]}"
+                )
             shown = full if real == full else f"{full} (-> {real})"
             return ok(f"found: {shown}")
     return missing_path(text, rel, bases, tree)
@@ -222,8 +224,10 @@ def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
         if named:
             more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
             return Verdict(OK_BASENAME, f"a bare name; the tree has {sorted(named)[0]}{more}")
-        return unresolved("a bare name of nothing in the tree (a file made at run time?); only a path with a "
-                          "directory part can show a rename")
+        return unresolved(
+            "a bare name of nothing in the tree (a file made at run time?); only a path with a "
+            "directory part can show a rename"
+        )
     for base in bases:
         full = join(base, rel)
         if escapes_root(full):
@@ -231,7 +235,9 @@ def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
         parent = posixpath.dirname(full)
         if tree.is_dir(parent):
             where = f"{parent}/" if parent else "the repository root"
-            return fail(f"no such file or directory: {full} ({where} exists)", did_you_mean(tree.suggest_path(full)))
+            return fail(
+                f"no such file or directory: {full} ({where} exists)", did_you_mean(tree.suggest_path(full))
+            )
     longer = tree.with_suffix(rel)
     if longer:
         more = f" (and {len(longer) - 1} more)" if len(longer) > 1 else ""
@@ -311,7 +317,8 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     parent directory exists and nothing in it matches; ok_suffix; unresolved. Placeholders and wildcard
     directories are never fail."""
     rel = normalize(text.rstrip("/")) if text.rstrip("/") else ""
-    never_fail = is_placeholder_path(text) or has_wildcard_dir(text)
+    # a glob without a directory part (`*.mk`) has no parent to prove anything, like a bare name
+    never_fail = is_placeholder_path(text) or has_wildcard_dir(text) or "/" not in rel
     for base in bases:
         full = join(base, rel)
         if escapes_root(full):
@@ -333,7 +340,15 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     for path in suffix_candidates(rel, tree):
         if suffix.match(path):
             return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
-    why = "a placeholder" if is_placeholder_path(text) else "a wildcard directory" if never_fail else "a glob"
+    why = (
+        "a placeholder"
+        if is_placeholder_path(text)
+        else "a wildcard directory"
+        if has_wildcard_dir(text)
+        else "a bare glob"
+        if "/" not in rel
+        else "a glob"
+    )
     return unresolved(f"{why} that matches nothing in the tree (a build output?)")
 
 
@@ -412,7 +427,9 @@ def resolve_blob_tree_link(
             f"{kind} link: no <ref>/<path> split names a path in the tree (tried {tried})",
             did_you_mean(tree.suggest_path(splits[0][1])),
         )
-    return unresolved(f"tree link: no split names a path in the tree (tried {tried}); the ref may be a branch")
+    return unresolved(
+        f"tree link: no split names a path in the tree (tried {tried}); the ref may be a branch"
+    )
 
 
 def resolve_link(
@@ -442,7 +459,9 @@ def resolve_link(
         if trailing_slash_on_file(path, tree, real):
             return fail(f"{full} is a file, but the trailing slash names a directory", f"write {path[:-1]}")
         return ok(f"found: {full}" if real == full else f"found: {full} (-> {real})")
-    return fail(f"no such file or directory: {full}", did_you_mean(tree.suggest_path(full), posixpath.dirname(file)))
+    return fail(
+        f"no such file or directory: {full}", did_you_mean(tree.suggest_path(full), posixpath.dirname(file))
+    )
 
 
 def _absolute_link(

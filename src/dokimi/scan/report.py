@@ -32,11 +32,20 @@ def build_readiness(
     defaulted: bool,
 ) -> RepoReadiness:
     claims = [
-        Claim(file=d.file, line=d.line, kind=d.kind, claim=d.claim, status=d.verdict.status, why=d.verdict.why, fix=d.verdict.fix)
+        Claim(
+            file=d.file,
+            line=d.line,
+            kind=d.kind,
+            claim=d.claim,
+            status=d.verdict.status,
+            why=d.verdict.why,
+            fix=d.verdict.fix,
+        )
         for d in result.drafts
     ]
     framework = count_classes(claims)
     document = RepoReadiness(
+        schema="repo_readiness.v1",
         source=source,
         rev=rev,
         manifest=manifest,
@@ -60,7 +69,11 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
     repo_claims = []
     for item in static.claims:
         data = item.model_dump(mode="json", by_alias=True)
-        extra = {k: v for k, v in data.items() if k not in ("file", "line", "status", "kind", "claim", "why", "fix")}
+        extra = {
+            k: v
+            for k, v in data.items()
+            if k not in ("file", "line", "status", "kind", "claim", "why", "fix")
+        }
         repo_claims.append(
             Claim(
                 file=item.file,
@@ -80,7 +93,11 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
     merged = sorted([*kept, *repo_claims], key=lambda c: (c.file, c.line, c.claim, c.kind, c.source))
     by_source = dict(document.by_source)
     by_source["repository"] = count_classes(repo_claims)
-    top = {k: v for k, v in static.model_dump(mode="json", by_alias=True).items() if k not in ("schema", "claims")}
+    top = {
+        k: v
+        for k, v in static.model_dump(mode="json", by_alias=True).items()
+        if k not in ("schema", "claims")
+    }
     updated = document.model_copy(
         update={
             "claims": merged,
@@ -93,9 +110,14 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
 
 
 def static_not_merged(document: RepoReadiness, *, path: str, error: str) -> RepoReadiness:
-    warning = Warning_(kind="static", path=path, message=f"--static {path} was not merged: {error}", gate=True)
+    warning = Warning_(
+        kind="static", path=path, message=f"--static {path} was not merged: {error}", gate=True
+    )
     updated = document.model_copy(
-        update={"static": StaticMerge(path=path, merged=False, error=error), "warnings": [*document.warnings, warning]}
+        update={
+            "static": StaticMerge(path=path, merged=False, error=error),
+            "warnings": [*document.warnings, warning],
+        }
     )
     return with_gate(updated)
 

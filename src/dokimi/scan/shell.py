@@ -21,7 +21,9 @@ PROMPT = re.compile(r"^\s*[$%]\s+")
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 EXPANSION = re.compile(r"\$|`")
 MAX_JOIN_LINES = 30
-SHELL_FENCES = frozenset({"bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal", "ksh"})
+SHELL_FENCES = frozenset(
+    {"bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal", "ksh"}
+)
 SESSION_FENCES = frozenset({"console", "shell-session", "shellsession", "terminal"})
 
 
@@ -168,7 +170,10 @@ def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> 
 
 
 def _word(node: Any) -> Word:
-    literal = not any(p.kind in ("parameter", "commandsubstitution", "processsubstitution", "tilde") for p in getattr(node, "parts", []))
+    literal = not any(
+        p.kind in ("parameter", "commandsubstitution", "processsubstitution", "tilde")
+        for p in getattr(node, "parts", [])
+    )
     return Word(node.word, literal)
 
 
@@ -236,7 +241,9 @@ def _shlex_split(text: str, line: int, error: str) -> list[Item]:
             assignments = []
             while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0].text):
                 assignments.append(words.pop(0))
-            items.append(Command(line, words, assignments, after=after, piped=piped or next_after == "|", note=note))
+            items.append(
+                Command(line, words, assignments, after=after, piped=piped or next_after == "|", note=note)
+            )
         words = []
         after = next_after
         piped = next_after == "|"

@@ -18,6 +18,12 @@ ADAPTERS: dict[str, Adapter] = {
 }
 
 #: Other spellings accepted in the manifest's build_systems.
-ALIASES = {"precommit": "pre-commit", "pre_commit": "pre-commit", "bazelisk": "bazel", "gmake": "make", "ctest": "cmake"}
+ALIASES = {
+    "precommit": "pre-commit",
+    "pre_commit": "pre-commit",
+    "bazelisk": "bazel",
+    "gmake": "make",
+    "ctest": "cmake",
+}
 
 __all__ = ["ADAPTERS", "ALIASES", "Adapter", "Check", "Ctx", "Inputs"]

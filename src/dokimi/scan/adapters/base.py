@@ -3,6 +3,8 @@ are read (all checks' files are read together, in one batch)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,8 +53,14 @@ class Ctx:
     unknown_why: str | None = None
     note: str | None = None
 
-    def check(self, kind: str, claim: str, verdict: Verdict | Callable[[Inputs], Verdict | None], needs: tuple[str, ...] = ()) -> Check:
-        run = verdict if callable(verdict) else (lambda _inputs, v=verdict: v)
+    def check(
+        self,
+        kind: str,
+        claim: str,
+        verdict: Verdict | Callable[[Inputs], Verdict | None],
+        needs: tuple[str, ...] = (),
+    ) -> Check:
+        run = verdict if callable(verdict) else partial(_constant, verdict)
         return Check(self.file, self.line, kind, claim, run, needs, self.note)
 
     def path_verdict(self, text: str) -> Verdict:
@@ -94,6 +102,10 @@ class Adapter(Protocol):
     def checks(self, command: list[Word], ctx: Ctx) -> list[Check]:
         """Checks for one simple command whose argv[0] is one of ``commands`` (after wrappers are removed)."""
         ...
+
+
+def _constant(verdict: Verdict, _inputs: Inputs) -> Verdict:
+    return verdict
 
 
 def literal(word: Word) -> bool:

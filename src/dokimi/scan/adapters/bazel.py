@@ -8,6 +8,8 @@ A label missing from a package that calls a macro (a function that is not a nati
 
 from __future__ import annotations
 
+from functools import partial
+
 import ast
 import difflib
 import posixpath
@@ -39,7 +41,9 @@ NATIVE = frozenset(
 )
 SUBCOMMANDS_WITH_TARGETS = frozenset({"build", "test", "run", "coverage", "fetch", "mobile-install"})
 QUERIES = frozenset({"query", "cquery", "aquery"})
-VALUE_STARTUP = frozenset({"--output_base", "--output_user_root", "--bazelrc", "--host_jvm_args", "--install_base"})
+VALUE_STARTUP = frozenset(
+    {"--output_base", "--output_user_root", "--bazelrc", "--host_jvm_args", "--install_base"}
+)
 
 
 class BazelAdapter:
@@ -53,8 +57,13 @@ class BazelAdapter:
         return None
 
     def inputs(self, tree: Tree) -> list[str]:
-        return [p for p in tree.snapshot.entries
-                if "bazelrc" in posixpath.basename(p) or p.endswith(".bzl") or posixpath.basename(p) in WORKSPACE_FILES]
+        return [
+            p
+            for p in tree.snapshot.entries
+            if "bazelrc" in posixpath.basename(p)
+            or p.endswith(".bzl")
+            or posixpath.basename(p) in WORKSPACE_FILES
+        ]
 
     # --- commands ------------------------------------------------------------------------------------------
 
@@ -84,12 +93,22 @@ class BazelAdapter:
                 continue
             if not after_dashes and text.startswith("--"):
                 if text == "--config" or text.startswith("--config="):
-                    value = text.split("=", 1)[1] if "=" in text else (command[i].text if i < len(command) else "")
+                    value = (
+                        text.split("=", 1)[1]
+                        if "=" in text
+                        else (command[i].text if i < len(command) else "")
+                    )
                     literal = word.literal if "=" in text else (i < len(command) and command[i].literal)
                     if "=" not in text:
                         i += 1
                     if value and literal:
-                        out.append(ctx.check("bazel_config", value, lambda inputs, v=value, w=workspace: check_config(v, w, inputs)))
+                        out.append(
+                            ctx.check(
+                                "bazel_config",
+                                value,
+                                partial(check_config, value, workspace),
+                            )
+                        )
                     continue
                 flag = text[2:].split("=", 1)[0]
                 if flag.startswith("//") and word.literal:
@@ -97,7 +116,13 @@ class BazelAdapter:
                 elif flag.startswith("no//") and word.literal:
                     out.append(self._label(flag[2:], ctx, workspace))
                 elif word.literal and re.fullmatch(r"[A-Za-z0-9_-]+", flag):
-                    out.append(ctx.check("bazel_flag", "--" + flag, lambda inputs, f=flag, w=workspace: check_flag_alias(f, w, inputs)))
+                    out.append(
+                        ctx.check(
+                            "bazel_flag",
+                            "--" + flag,
+                            partial(check_flag_alias, flag, workspace),
+                        )
+                    )
                 continue
             if text.startswith("-") and not text.startswith("-/") and not after_dashes:
                 continue
@@ -115,24 +140,48 @@ class BazelAdapter:
         package, name, relative = parse_label(label)
         if relative:
             if ctx.bases is None or workspace is None:
-                return ctx.check("bazel_label", label, unresolved(f"a relative label, directory unknown {ctx.unknown_why or ''}".strip()))
+                return ctx.check(
+                    "bazel_label",
+                    label,
+                    unresolved(f"a relative label, directory unknown {ctx.unknown_why or ''}".strip()),
+                )
             cwd = ctx.bases[0]
             rel_pkg = posixpath.relpath(cwd, workspace) if workspace else cwd
             rel_pkg = "" if rel_pkg == "." else rel_pkg
             package = posixpath.join(rel_pkg, package) if package else rel_pkg
         if workspace is None:
-            return ctx.check("bazel_label", label, unresolved("no MODULE.bazel, WORKSPACE or .bazelrc in the tree"))
+            return ctx.check(
+                "bazel_label", label, unresolved("no MODULE.bazel, WORKSPACE or .bazelrc in the tree")
+            )
         pkg_dir = posixpath.join(workspace, package) if workspace else package
-        build = next((f"{pkg_dir}/{b}" if pkg_dir else b for b in BUILD_FILES if ctx.tree.snapshot.is_file(f"{pkg_dir}/{b}" if pkg_dir else b)), None)
+        build = next(
+            (
+                f"{pkg_dir}/{b}" if pkg_dir else b
+                for b in BUILD_FILES
+                if ctx.tree.snapshot.is_file(f"{pkg_dir}/{b}" if pkg_dir else b)
+            ),
+            None,
+        )
         if name in ("...",):
             return ctx.check("bazel_label", label, _package_dir_verdict(pkg_dir, ctx.tree))
         if build is None:
             if ctx.tree.is_dir(pkg_dir):
-                return ctx.check("bazel_label", label, fail(f"{pkg_dir or 'the workspace root'} has no BUILD.bazel or BUILD file, so it is not a package"))
+                return ctx.check(
+                    "bazel_label",
+                    label,
+                    fail(
+                        f"{pkg_dir or 'the workspace root'} has no BUILD.bazel or BUILD file, so it is not a package"
+                    ),
+                )
             return ctx.check("bazel_label", label, _package_dir_verdict(pkg_dir, ctx.tree))
         if name in ("all", "*", "all-targets"):
             return ctx.check("bazel_label", label, ok(f"package {build}"))
-        return ctx.check("bazel_label", label, lambda inputs, b=build, n=name, d=pkg_dir: check_target(b, d, n, inputs), (build,))
+        return ctx.check(
+            "bazel_label",
+            label,
+            partial(check_target, build, pkg_dir, name),
+            (build,),
+        )
 
     # --- Starlark fences -----------------------------------------------------------------------------------
 
@@ -150,7 +199,15 @@ class BazelAdapter:
                 continue
             line = first_line + node.lineno - 1
             keywords = [k.arg for k in node.keywords if k.arg]
-            out.append(Check(file, line, "starlark_macro", name, lambda inputs, n=name, k=tuple(keywords): check_macro(n, k, inputs)))
+            out.append(
+                Check(
+                    file,
+                    line,
+                    "starlark_macro",
+                    name,
+                    partial(check_macro, name, tuple(keywords)),
+                )
+            )
         return out
 
 
@@ -321,5 +378,7 @@ def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict
     unknown = [k for k in keywords if k not in params and k != "name"]
     if unknown and not any_kw:
         close = difflib.get_close_matches(unknown[0], params, n=1)
-        return fail(f"{name} in {path} takes no argument {unknown[0]}", f"did you mean {close[0]}?" if close else None)
+        return fail(
+            f"{name} in {path} takes no argument {unknown[0]}", f"did you mean {close[0]}?" if close else None
+        )
     return ok(f"defined in {path}")

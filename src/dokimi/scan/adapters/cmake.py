@@ -9,6 +9,8 @@ specified variables were not used by the project". Without CMake sources in the 
 
 from __future__ import annotations
 
+from functools import partial
+
 import difflib
 import json
 import posixpath
@@ -22,8 +24,16 @@ from dokimi.scan.verdict import Verdict, fail, ok, unresolved
 PRESET_FILES = frozenset({"CMakePresets.json", "CMakeUserPresets.json"})
 PRESET_KINDS = ("configurePresets", "buildPresets", "testPresets", "packagePresets", "workflowPresets")
 BUILTINS = frozenset(
-    {"BUILD_SHARED_LIBS", "BUILD_TESTING", "CTEST_OUTPUT_ON_FAILURE", "CTEST_PARALLEL_LEVEL", "VCPKG_TARGET_TRIPLET",
-     "VCPKG_MANIFEST_MODE", "VCPKG_INSTALLED_DIR", "VCPKG_ROOT"}
+    {
+        "BUILD_SHARED_LIBS",
+        "BUILD_TESTING",
+        "CTEST_OUTPUT_ON_FAILURE",
+        "CTEST_PARALLEL_LEVEL",
+        "VCPKG_TARGET_TRIPLET",
+        "VCPKG_MANIFEST_MODE",
+        "VCPKG_INSTALLED_DIR",
+        "VCPKG_ROOT",
+    }
 )
 PKG_HINT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_(DIR|ROOT)$")
 FIND_PACKAGE = re.compile(r"find_package\s*\(\s*([A-Za-z0-9_]+)", re.I)
@@ -51,8 +61,13 @@ class CMakeAdapter:
         return None
 
     def inputs(self, tree: Tree) -> list[str]:
-        return [p for p in tree.snapshot.entries if is_cmake_source(p) or posixpath.basename(p) in PRESET_FILES
-                or (p.endswith(".json") and "preset" in p.lower())]
+        return [
+            p
+            for p in tree.snapshot.entries
+            if is_cmake_source(p)
+            or posixpath.basename(p) in PRESET_FILES
+            or (p.endswith(".json") and "preset" in p.lower())
+        ]
 
     def checks(self, command: list[Word], ctx: Ctx) -> list[Check]:
         out: list[Check] = []
@@ -66,14 +81,22 @@ class CMakeAdapter:
                     continue
                 key = re.split(r"[:=]", value.text, maxsplit=1)[0]
                 if key and "$" not in key and "`" not in key:  # literal key of -DVAR=$(cmd) still checked
-                    out.append(ctx.check("cmake_var", key, lambda inputs, k=key: self.check_var(k, inputs)))
+                    out.append(ctx.check("cmake_var", key, partial(self.check_var, key)))
                 continue
             if text == "--preset" or text.startswith("--preset="):
                 value, i = option_value(command, i, ("--preset",))
                 if value is not None and value.literal:
-                    out.append(ctx.check("cmake_preset", value.text, lambda inputs, v=value.text: self.check_preset(v, inputs)))
+                    out.append(
+                        ctx.check(
+                            "cmake_preset",
+                            value.text,
+                            partial(self.check_preset, value.text),
+                        )
+                    )
                 continue
-            if text in ("-S", "-C") or (text.startswith(("-S", "-C")) and len(text) > 2 and not text.startswith("--")):
+            if text in ("-S", "-C") or (
+                text.startswith(("-S", "-C")) and len(text) > 2 and not text.startswith("--")
+            ):
                 value, i = option_value(command, i, (text[:2],))
                 if value is not None and value.literal:
                     out.append(ctx.check("path", value.text, ctx.path_verdict(value.text)))
@@ -111,7 +134,11 @@ class CMakeAdapter:
         )
 
     def check_preset(self, name: str, inputs: Inputs) -> Verdict:
-        files = {p: t for p, t in inputs.texts.items() if posixpath.basename(p) in PRESET_FILES or "preset" in p.lower() and p.endswith(".json")}
+        files = {
+            p: t
+            for p, t in inputs.texts.items()
+            if posixpath.basename(p) in PRESET_FILES or "preset" in p.lower() and p.endswith(".json")
+        }
         if not any(posixpath.basename(p) in PRESET_FILES for p in files):
             return fail("no CMakePresets.json or CMakeUserPresets.json in the tree")
         names: set[str] = set()
@@ -133,4 +160,7 @@ class CMakeAdapter:
         if broken:
             return unresolved(f"not found, and {broken[0]}")
         close = difflib.get_close_matches(name, sorted(names), n=1)
-        return fail("no preset of that name in CMakePresets.json", f"did you mean --preset {close[0]}?" if close else None)
+        return fail(
+            "no preset of that name in CMakePresets.json",
+            f"did you mean --preset {close[0]}?" if close else None,
+        )

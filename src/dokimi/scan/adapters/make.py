@@ -8,6 +8,8 @@ is unresolved: make exports command-line variables to every recipe, so a tool ou
 
 from __future__ import annotations
 
+from functools import partial
+
 import difflib
 import posixpath
 import re
@@ -111,15 +113,21 @@ class MakeAdapter:
             if var:
                 key = var.group(1)
                 if "$" not in key:  # the literal key of VAR=$(cmd) is still checked
-                    out.append(ctx.check("make_var", key, lambda inputs, k=key: self.check_var(k, inputs)))
+                    out.append(ctx.check("make_var", key, partial(self.check_var, key)))
                 continue
             if not word.literal:
                 continue
             target = word.text
             if ctx.bases is None:
-                out.append(ctx.check("make_target", target, unresolved(f"make target, directory unknown {ctx.unknown_why}")))
+                out.append(
+                    ctx.check(
+                        "make_target", target, unresolved(f"make target, directory unknown {ctx.unknown_why}")
+                    )
+                )
                 continue
-            out.append(ctx.check("make_target", target, lambda inputs, t=target: self.check_target(t, inputs)))
+            out.append(
+                ctx.check("make_target", target, partial(self.check_target, target))
+            )
         return out
 
     def check_target(self, target: str, inputs: Inputs) -> Verdict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import difflib
 from typing import Any
 
@@ -12,8 +14,23 @@ from dokimi.scan.verdict import Verdict, fail, ok, unresolved
 
 CONFIG = ".pre-commit-config.yaml"
 VALUE_OPTIONS = frozenset(
-    {"-c", "--config", "--hook-stage", "--from-ref", "--to-ref", "-s", "-o", "--source", "--origin", "--color",
-     "--commit-msg-filename", "--remote-name", "--remote-url", "--checkout-type", "--rewrite-command"}
+    {
+        "-c",
+        "--config",
+        "--hook-stage",
+        "--from-ref",
+        "--to-ref",
+        "-s",
+        "-o",
+        "--source",
+        "--origin",
+        "--color",
+        "--commit-msg-filename",
+        "--remote-name",
+        "--remote-url",
+        "--checkout-type",
+        "--rewrite-command",
+    }
 )
 
 
@@ -48,9 +65,19 @@ class PreCommitAdapter:
             break
         if hook is None or not hook.literal:
             return []
-        path = ctx.located(config) if config != CONFIG else (CONFIG if ctx.tree.snapshot.is_file(CONFIG) else None)
-        return [ctx.check("precommit_hook", hook.text, lambda inputs, h=hook.text, p=path: check_hook(h, p, config, inputs),
-                          (path,) if path else ())]
+        path = (
+            ctx.located(config)
+            if config != CONFIG
+            else (CONFIG if ctx.tree.snapshot.is_file(CONFIG) else None)
+        )
+        return [
+            ctx.check(
+                "precommit_hook",
+                hook.text,
+                partial(check_hook, hook.text, path, config),
+                (path,) if path else (),
+            )
+        ]
 
 
 def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verdict:
@@ -76,4 +103,7 @@ def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verd
     if hook in ids:
         return ok(f"a hook {ids[hook]} in {path}")
     close = difflib.get_close_matches(hook, sorted(ids), n=1)
-    return fail(f"{path} has no hook with id or alias {hook}", f"did you mean pre-commit run {close[0]}?" if close else None)
+    return fail(
+        f"{path} has no hook with id or alias {hook}",
+        f"did you mean pre-commit run {close[0]}?" if close else None,
+    )

@@ -7,6 +7,8 @@ stripped.
 
 from __future__ import annotations
 
+from functools import partial
+
 import difflib
 import re
 
@@ -16,10 +18,44 @@ from dokimi.scan.shell import Word
 from dokimi.scan.verdict import Verdict, fail, ok, unresolved
 
 VALUE_OPTIONS = frozenset(
-    {"-k", "-m", "-p", "-c", "-n", "-o", "-W", "-r", "--tb", "--maxfail", "--durations", "--rootdir", "--basetemp",
-     "--junitxml", "--junit-xml", "--cov", "--cov-report", "--cov-config", "--confcutdir", "--override-ini",
-     "--log-level", "--log-file", "--log-cli-level", "--timeout", "--dist", "--numprocesses", "--import-mode",
-     "--capture", "--color", "--ignore", "--ignore-glob", "--deselect", "--count", "--reruns", "-x", "--pyargs"}
+    {
+        "-k",
+        "-m",
+        "-p",
+        "-c",
+        "-n",
+        "-o",
+        "-W",
+        "-r",
+        "--tb",
+        "--maxfail",
+        "--durations",
+        "--rootdir",
+        "--basetemp",
+        "--junitxml",
+        "--junit-xml",
+        "--cov",
+        "--cov-report",
+        "--cov-config",
+        "--confcutdir",
+        "--override-ini",
+        "--log-level",
+        "--log-file",
+        "--log-cli-level",
+        "--timeout",
+        "--dist",
+        "--numprocesses",
+        "--import-mode",
+        "--capture",
+        "--color",
+        "--ignore",
+        "--ignore-glob",
+        "--deselect",
+        "--count",
+        "--reruns",
+        "-x",
+        "--pyargs",
+    }
 )
 FLAG_ONLY = frozenset({"-x", "--pyargs"})
 DEF = re.compile(r"^([ \t]*)(?:async\s+)?(def|class)\s+([A-Za-z_][A-Za-z0-9_]*)\s*(\(([^)]*)\))?", re.M)
@@ -37,7 +73,11 @@ class PytestAdapter:
         conftests = tree.snapshot.by_basename.get("conftest.py", [])
         if conftests:
             return sorted(conftests)[0]
-        for name, needle in (("pyproject.toml", "[tool.pytest"), ("setup.cfg", "[tool:pytest]"), ("tox.ini", "[pytest]")):
+        for name, needle in (
+            ("pyproject.toml", "[tool.pytest"),
+            ("setup.cfg", "[tool:pytest]"),
+            ("tox.ini", "[pytest]"),
+        ):
             if needle in root_texts.get(name, ""):
                 return f"{name} {needle}"
         return None
@@ -65,16 +105,27 @@ class PytestAdapter:
                 continue
             real = ctx.located(path) if verdict.status.startswith("ok") else None
             if real is None or not real.endswith(".py"):
-                status = verdict if not verdict.status.startswith("ok") else unresolved("the node's file is not a .py file found from here")
+                status = (
+                    verdict
+                    if not verdict.status.startswith("ok")
+                    else unresolved("the node's file is not a .py file found from here")
+                )
                 out.append(ctx.check("pytest_node", text, status))
                 continue
-            out.append(ctx.check("pytest_node", text, lambda inputs, r=real, n=node: check_node(r, n, inputs), (real,)))
+            out.append(
+                ctx.check(
+                    "pytest_node", text, partial(check_node, real, node), (real,)
+                )
+            )
         return out
 
 
 def _blocks(text: str) -> list[tuple[int, str, str, str, int]]:
     """(indent, kind, name, bases, offset) of every def/class."""
-    return [(len(m.group(1).expandtabs()), m.group(2), m.group(3), m.group(5) or "", m.start()) for m in DEF.finditer(text)]
+    return [
+        (len(m.group(1).expandtabs()), m.group(2), m.group(3), m.group(5) or "", m.start())
+        for m in DEF.finditer(text)
+    ]
 
 
 def check_node(path: str, node: str, inputs: Inputs) -> Verdict:
@@ -102,9 +153,13 @@ def check_node(path: str, node: str, inputs: Inputs) -> Verdict:
             close = difflib.get_close_matches(name, names, n=1)
             fix = f"did you mean {close[0]}?" if close else None
             if depth > 0 and owner_bases.strip() not in ("", "object", "unittest.TestCase", "TestCase"):
-                return unresolved(f"{name} is not defined in {parts[depth - 1]}, which may inherit it ({owner_bases})")
+                return unresolved(
+                    f"{name} is not defined in {parts[depth - 1]}, which may inherit it ({owner_bases})"
+                )
             if word.search(text[scope_start:scope_end]):
-                return unresolved(f"{name} is in {path} but not defined by def/class there (generated or imported?)")
+                return unresolved(
+                    f"{name} is in {path} but not defined by def/class there (generated or imported?)"
+                )
             where = f"class {parts[depth - 1]}" if depth else path
             return fail(f"{where} defines no {name}", fix)
         index, ind, kind, bases, offset = found
