@@ -121,7 +121,7 @@ class _Work:
     used_adapters: set[str] = field(default_factory=set)
 
 
-# --- guidance files ------------------------------------------------------------------------------------------
+# --- guidance files -----------------------------------------------------------------------------------------
 
 
 def select_guidance(
@@ -258,7 +258,7 @@ def _read_many_lenient(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, by
         return out
 
 
-# --- adapters ------------------------------------------------------------------------------------------------
+# --- adapters -----------------------------------------------------------------------------------------------
 
 
 def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dict[str, str]) -> BuildSystems:
@@ -281,7 +281,7 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
     return BuildSystems(adapters=list(why), selected_by="detected", why=why)
 
 
-# --- claims of one file ---------------------------------------------------------------------------------------
+# --- claims of one file -------------------------------------------------------------------------------------
 
 
 def scan_file(path: str, text: str, work: _Work) -> None:
@@ -381,7 +381,7 @@ def looks_like_file_name(name: str) -> bool:
     return bool(dot and stem and ext.lower() in KNOWN_EXTS)
 
 
-# --- commands ------------------------------------------------------------------------------------------------
+# --- commands -----------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -525,7 +525,7 @@ def python_checks(words: list[Word], ctx: Ctx, work: _Work) -> list[Check]:
     return []
 
 
-# --- the scan ------------------------------------------------------------------------------------------------
+# --- the scan -----------------------------------------------------------------------------------------------
 
 
 def scan_snapshot(

@@ -186,7 +186,7 @@ def trailing_slash_on_file(text: str, tree: Tree, real: str) -> bool:
     return text.endswith("/") and real in tree.snapshot.entries and real not in tree.snapshot.dirs
 
 
-# --- path claims ---------------------------------------------------------------------------------------------
+# --- path claims --------------------------------------------------------------------------------------------
 
 
 def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:

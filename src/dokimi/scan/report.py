@@ -135,7 +135,7 @@ def with_gate(document: RepoReadiness) -> RepoReadiness:
     return document.model_copy(update={"gate": Gate(passed=not reasons, reasons=reasons)})
 
 
-# --- renderings ----------------------------------------------------------------------------------------------
+# --- renderings ---------------------------------------------------------------------------------------------
 
 
 def summary_line(document: RepoReadiness) -> str:

@@ -3,11 +3,10 @@ are read (all checks' files are read together, in one batch)."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from dokimi.scan.paths import Tree, resolve_path_claim

@@ -8,12 +8,11 @@ A label missing from a package that calls a macro (a function that is not a nati
 
 from __future__ import annotations
 
-from functools import partial
-
 import ast
 import difflib
 import posixpath
 import re
+from functools import partial
 
 from dokimi.scan.adapters.base import Check, Ctx, Inputs
 from dokimi.scan.paths import Tree

@@ -9,12 +9,11 @@ specified variables were not used by the project". Without CMake sources in the 
 
 from __future__ import annotations
 
-from functools import partial
-
 import difflib
 import json
 import posixpath
 import re
+from functools import partial
 
 from dokimi.scan.adapters.base import Check, Ctx, Inputs, option_value
 from dokimi.scan.paths import Tree

@@ -8,12 +8,11 @@ is unresolved: make exports command-line variables to every recipe, so a tool ou
 
 from __future__ import annotations
 
-from functools import partial
-
 import difflib
 import posixpath
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from dokimi.scan.adapters.base import Check, Ctx, Inputs, option_value
 from dokimi.scan.paths import Tree

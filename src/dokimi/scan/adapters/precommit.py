@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import difflib
+from functools import partial
 from typing import Any
 
 from dokimi.scan.adapters.base import Check, Ctx, Inputs

@@ -7,10 +7,9 @@ stripped.
 
 from __future__ import annotations
 
-from functools import partial
-
 import difflib
 import re
+from functools import partial
 
 from dokimi.scan.adapters.base import Check, Ctx, Inputs
 from dokimi.scan.paths import Tree
