@@ -1,9 +1,9 @@
 """The L0 scan of one snapshot (contract §8): guidance files -> claims -> verdicts, with batched I/O.
 
 I/O: the tree is listed once (the Snapshot); the guidance files (and the root files that detect adapters) are
-read in one ``read_many``; the files the claims need (makefiles, BUILD files, .bazelrc and imports, CMake sources
-and presets, .pre-commit-config.yaml, .bzl files, test files of pytest node ids, modules of dotted identifiers) in a
-second; identifiers are looked up in one ``git grep``. Nothing runs per file.
+read in one ``read_many``; the files the claims need (makefiles, BUILD files, .bazelrc and imports, CMake
+sources and presets, .pre-commit-config.yaml, .bzl files, test files of pytest node ids, modules of dotted
+identifiers) in a second; identifiers are looked up in one ``git grep``. Nothing runs per file.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ ROOT_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini")
 STARLARK_FENCES = frozenset({"starlark", "bzl", "bazel", "skylark"})
 KNOWN_EXTS = frozenset(
     """py pyi pyx md mdc rst txt toml yaml yml json jsonl cfg ini conf sh bash zsh fish ps1 bat c h cc cpp cxx hpp hh
-    hxx cu cuh inl rs go java kt kts scala js ts tsx jsx mjs cjs vue rb php cs fs swift m mm r jl lua pl bzl bazel
-    bazelrc cmake mk mak lock xml html htm css scss sql proto ipynb dockerfile tf gradle properties in patch diff csv
+    hxx cu cuh inl rs go java kt kts scala js ts tsx jsx mjs cjs vue rb php cs fs swift m mm r jl lua pl bzl
+    bazel bazelrc cmake mk mak lock xml html htm css scss sql proto ipynb dockerfile tf gradle properties in patch diff csv
     tsv svg png jpg jpeg gif pdf whl tar gz zip""".split()
 )
 KNOWN_NAMES = frozenset(

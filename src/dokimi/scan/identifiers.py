@@ -1,12 +1,12 @@
 """Identifiers in code spans, looked up in the text of every tracked file in ONE ``git grep`` call.
 
 Shapes: snake_case, CamelCase (two humps), ALL_CAPS with an underscore, and dotted names (``pkg.mod.func``).
-Found (as a whole word) in a file outside the guidance -> ok. Not found -> unresolved: the name may belong to a
-tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says so; for the other shapes this is the
-scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a dotted name
-whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next part is a name that
-module never spells (``pkg.mod.gone``): that module is the only place it can live. The prefix must be at least
-``pkg.mod`` and importable under that name (``image.env`` does not name ``src/x/sandbox/image.py``).
+Found (as a whole word) in a file outside the guidance -> ok. Not found -> unresolved: the name may belong to
+a tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says so; for the other shapes this
+is the scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a
+dotted name whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next
+part is a name that module never spells (``pkg.mod.gone``): that module is the only place it can live. The
+prefix must be at least ``pkg.mod`` and importable under that name (``image.env`` does not name ``src/x/sandbox/image.py``).
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:
 
 def importable_as(path: str, candidate: str, tree: Tree) -> bool:
     """Whether ``path`` is importable under the dotted name ``candidate`` spells: the directory above its top
-    package is not itself a package (``src/pkg/mod.py`` is ``pkg.mod``; ``a/pkg/mod.py`` with ``a/__init__.py``
-    is not)."""
+    package is not itself a package (``src/pkg/mod.py`` is ``pkg.mod``; ``a/pkg/mod.py`` with
+    ``a/__init__.py`` is not)."""
     root = path[: len(path) - len(candidate)].rstrip("/")
     return not tree.snapshot.is_file(f"{root}/__init__.py" if root else "__init__.py")
 

@@ -216,8 +216,8 @@ def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
 
 def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
     """The rules for a path found at no base: a bare name is ok_basename when some file or directory has that
-    name, else unresolved (the scan's choice: with no directory part, its parent proves nothing); a path with a
-    directory part is fail when that parent exists at a base, ok_suffix when it ends a longer path, else
+    name, else unresolved (the scan's choice: with no directory part, its parent proves nothing); a path with
+    a directory part is fail when that parent exists at a base, ok_suffix when it ends a longer path, else
     unresolved."""
     if "/" not in rel:
         named = tree.snapshot.by_basename.get(rel)
@@ -394,8 +394,8 @@ def ref_start(segs: list[str]) -> int:
 def split_blob_tree_link(segs: list[str], default_branches: frozenset[str]) -> list[tuple[str, str]]:
     """The (ref, path) splits to try for the ``<ref>/<path>`` part of a blob or tree link, shortest ref first.
 
-    ``refs/heads/`` and ``refs/tags/`` belong to the ref. A one-segment ref (default branch, commit, version tag)
-    is tried alone; any other ref at each slash. A split that leaves no path (a link to a ref alone) is dropped.
+    ``refs/heads/`` and ``refs/tags/`` belong to the ref. A one-segment ref (default branch, commit, version
+    tag) is tried alone; any other ref at each slash. A split that leaves no path (a link to a ref alone) is dropped.
     """
     start = ref_start(segs)
     if start < len(segs) and is_one_segment_ref(segs[start], default_branches):

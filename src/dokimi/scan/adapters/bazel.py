@@ -1,6 +1,6 @@
 """bazel: ``--config`` values against .bazelrc and its imports (and flag aliases), labels against the names
-(``name``, ``outs``) the package's BUILD.bazel, else BUILD, spells out in either quote style, and Starlark macros
-and keyword arguments in ``starlark`` fences against tracked .bzl files.
+(``name``, ``outs``) the package's BUILD.bazel, else BUILD, spells out in either quote style, and Starlark
+macros and keyword arguments in ``starlark`` fences against tracked .bzl files.
 
 A label missing from a package that calls a macro (a function that is not a native rule) or computes a name
 (``name = "t_" + s``, a comprehension) is unresolved, not fail. External labels (``@repo//...``) are not checked.
@@ -353,7 +353,9 @@ def check_flag_alias(flag: str, workspace: str | None, inputs: Inputs) -> Verdic
 
 
 def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict:
-    defs: dict[str, tuple[str, list[str], bool]] = inputs.cache.setdefault("bzl_defs", {})  # type: ignore[assignment]
+    cached = inputs.cache.setdefault("bzl_defs", {})
+    assert isinstance(cached, dict)
+    defs: dict[str, tuple[str, list[str], bool]] = cached
     if not defs:
         for path, text in sorted(inputs.texts.items()):
             if not path.endswith(".bzl"):

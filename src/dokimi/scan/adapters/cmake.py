@@ -1,10 +1,10 @@
 """cmake: ``-D`` variables against the CMake sources, ``--preset`` against CMake(User)Presets.json.
 
-A ``-D`` variable passes when it is a CMake built-in (``CMAKE_*``, ``BUILD_SHARED_LIBS``, ...) or a package hint
-(``<Pkg>_DIR``, ``<Pkg>_ROOT``), or when some CMakeLists.txt or *.cmake file mentions it. One that starts with a
-package the project finds (``find_package(Boost)`` and ``Boost_USE_STATIC_LIBS``) is unresolved: that package's
-own find module may read it. Any other is fail: no CMake source reads it, and CMake itself warns "Manually-
-specified variables were not used by the project". Without CMake sources in the tree, unresolved.
+A ``-D`` variable passes when it is a CMake built-in (``CMAKE_*``, ``BUILD_SHARED_LIBS``, ...) or a package
+hint (``<Pkg>_DIR``, ``<Pkg>_ROOT``), or when some CMakeLists.txt or *.cmake file mentions it. One that starts
+with a package the project finds (``find_package(Boost)`` and ``Boost_USE_STATIC_LIBS``) is unresolved: that
+package's own find module may read it. Any other is fail: no CMake source reads it, and CMake itself warns
+"Manually-specified variables were not used by the project". Without CMake sources in the tree, unresolved.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """pytest: path arguments and ``::`` node ids, down to the test function or a class's method.
 
-A node whose name the test file never spells is fail; one spelled but not defined by ``def``/``class`` (generated,
-imported), or a method missing from a class with a base class (inherited), is unresolved. ``[param]`` ids are
-stripped.
+A node whose name the test file never spells is fail; one spelled but not defined by ``def``/``class``
+(generated, imported), or a method missing from a class with a base class (inherited), is unresolved.
+``[param]`` ids are stripped.
 """
 
 from __future__ import annotations
