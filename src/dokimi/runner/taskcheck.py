@@ -46,7 +46,7 @@ from dokimi.runner.entrypoints import (
 )
 from dokimi.runner.gate import GateVerdict, reaches_score_max
 from dokimi.sandbox.container import container_name
-from dokimi.sandbox.docker import require_docker
+from dokimi.sandbox.docker import remove_batch_containers, require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
 from dokimi.sandbox.specs import (
@@ -344,9 +344,18 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
             assert loaded_task.task is not None
             runnable.append((loaded_task, loaded_task.task))
     units = [(lt, task, phase) for lt, task in runnable for phase in ("null", "oracle")]
-    with ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check") as pool:
+    pool = ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check")
+    try:
         futures = [pool.submit(_run_phase, ctx, lt, task, phase) for lt, task, phase in units]  # type: ignore[arg-type]
         outcomes = [future.result() for future in futures]
+    except BaseException:
+        # Ctrl-C: start nothing new, and end the running containers (their `docker run` then returns), so the
+        # pool does not wait for a grader's full timeout.
+        pool.shutdown(wait=False, cancel_futures=True)
+        remove_batch_containers(ctx.batch)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     by_task: dict[str, list[_PhaseOutcome]] = {}
     for (lt, _task, _phase), outcome in zip(units, outcomes, strict=True):
         by_task.setdefault(lt.id, []).append(outcome)
