@@ -220,3 +220,15 @@ def test_a_script_that_does_not_play_is_refused(tmp_path: Path) -> None:
     bad.write_text(json.dumps([{"bash": "ls"}]))
     with pytest.raises(UsageError, match="turns\\[0\\]"):
         parse_script_options([str(bad)], ["guidance:raw"])
+
+
+def test_a_dry_run_script_without_dry_run_is_refused(tmp_path: Path) -> None:
+    from tests.helpers.runs import dokimi_cli
+
+    script = tmp_path / "s.json"
+    script.write_text("[]")
+    proc = dokimi_cli(
+        ["repo", "run", str(tmp_path), "--arm", "guidance:raw", "--model", "m", "--reps", "1", "--batch", "b",
+         "--dry-run-script", str(script)]
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--dry-run-script needs --dry-run" in proc.stderr
