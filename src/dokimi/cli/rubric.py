@@ -1,0 +1,112 @@
+"""``dokimi repo rubric check``: admit rubrics by calibrating the judge (mergeability §5,
+docs/mergeability.md). Thin: options -> dokimi.merge.calibrate -> a table or --json.
+
+Exit codes: 0 every expectation held, 1 one did not (or no task has a rubric), 2 could not run (bad model id,
+no harness binary, no manifest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dokimi.cli._common import (
+    check_manifest_choice,
+    emit_json,
+    json_option,
+    manifest_options,
+    source_argument,
+    stdout_console,
+)
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+
+@click.group("rubric")
+def rubric() -> None:
+    """Mergeability rubrics: calibrate the judge on known diffs (paid: it calls the judge model)."""
+
+
+@rubric.command("check")
+@source_argument
+@manifest_options
+@click.option("--task", "task_ids", multiple=True, metavar="ID", help="Check only this task (repeatable).")
+@click.option("--model", "model", required=True, metavar="FULL_ID", help="The primary judge's full model id.")
+@click.option(
+    "--second-model",
+    "second_model",
+    metavar="FULL_ID",
+    help="A second judge (another model family): report Cohen's kappa and the disagreements.",
+)
+@click.option(
+    "--bin", "bin_", type=click.Path(dir_okay=False, path_type=Path), help="The Claude Code binary to run."
+)
+@click.option(
+    "--cache-dir",
+    "cache_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Verdict cache (keyed by the rendered input, the model id and the decoding parameters).",
+)
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True, help="Per judge call."
+)
+@json_option
+def check(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    task_ids: tuple[str, ...],
+    model: str,
+    second_model: str | None,
+    bin_: Path | None,
+    cache_dir: Path | None,
+    timeout: float,
+    as_json: bool,
+) -> int:
+    """For every task of SOURCE with a rubric.json: the untouched workspace must fail a blocker, the oracle's
+    change must be mergeable with every blocker passing, each calibration.lazy diff must fail the blocker it
+    targets (also with a persuasive reviewer comment inserted), and each calibration.alt diff must be
+    mergeable. Exit 1 if any expectation fails."""
+    from dokimi.manifest import load_manifest
+    from dokimi.merge.calibrate import CheckInputs, check_rubrics
+    from dokimi.merge.judge import JudgeOptions, require_full_model_id
+    from dokimi.source import open_source
+
+    check_manifest_choice(manifest, manifest_file)
+    require_full_model_id(model)
+    if second_model is not None:
+        require_full_model_id(second_model)
+    inputs = CheckInputs(
+        model=model,
+        second_model=second_model,
+        judge=JudgeOptions(bin=bin_, cache_dir=cache_dir, timeout=timeout),
+        task_ids=list(task_ids) or None,
+    )
+    with open_source(source) as repo:
+        loaded = load_manifest(
+            repo.eval_snapshot(), manifest=manifest, manifest_file=manifest_file, required=True
+        )
+        report = check_rubrics(repo, loaded, inputs)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        console = stdout_console()
+        for row in report.rows:
+            mark = {True: "ok  ", False: "FAIL", None: "n/a "}[row.ok]
+            failed = ", ".join(row.verdict.blockers_failed()) if row.verdict and row.verdict.ok else "-"
+            line = (
+                f"{mark} {row.task}  {row.kind:<12} {row.name}  (expect {row.expectation}; blockers failed: "
+            )
+            console.print(line + f"{failed})" + (f"\n     {row.detail}" if row.detail else ""), markup=False)
+        if report.skipped:
+            console.print(f"no rubric.json: {', '.join(report.skipped)}", markup=False)
+        if report.agreement is not None:
+            a = report.agreement
+            console.print(
+                f"second judge {a.model}: kappa mergeable {a.kappa_mergeable}, blockers {a.kappa_blockers} "
+                f"over {a.items} items",
+                markup=False,
+            )
+            for item in a.disagreements:
+                console.print(f"  disagree: {item}", markup=False)
+    return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS
