@@ -247,10 +247,41 @@ def parse_numstat(data: bytes) -> dict[str, tuple[int, int]]:
     return counts
 
 
-def _changes(raw: list[tuple[ChangeStatus, str]], counts: dict[str, tuple[int, int]]) -> list[ChangedFile]:
+def _sections(patch: bytes) -> list[list[bytes]]:
+    """The file sections of a patch: a section starts at each ``diff --git`` line (content lines never do,
+    they start with a space, ``+`` or ``-``)."""
+    sections: list[list[bytes]] = []
+    for line in patch.split(b"\n"):
+        if line.startswith(b"diff --git "):
+            sections.append([])
+        elif sections:
+            sections[-1].append(line)
+    return sections
+
+
+def _count(section: list[bytes]) -> tuple[int, int]:
+    """(added, deleted) lines of one file section. numstat reports a file that ``.gitattributes`` marks
+    ``-diff`` as binary even with ``--text``; the ``--text`` patch shows its lines, so they count here."""
+    added = deleted = 0
+    in_hunk = False
+    for line in section:
+        if line.startswith(b"@@ "):
+            in_hunk = True
+        elif in_hunk and line.startswith(b"+"):
+            added += 1
+        elif in_hunk and line.startswith(b"-"):
+            deleted += 1
+    return added, deleted
+
+
+def _changes(
+    raw: list[tuple[ChangeStatus, str]], counts: dict[str, tuple[int, int]], patch: bytes
+) -> list[ChangedFile]:
+    sections = _sections(patch)
+    per_file = [_count(section) for section in sections] if len(sections) == len(raw) else None
     files = []
-    for status, path in raw:
-        added, deleted = counts.get(path, (0, 0))
+    for index, (status, path) in enumerate(raw):
+        added, deleted = per_file[index] if per_file is not None else counts.get(path, (0, 0))
         files.append(
             ChangedFile(
                 status=status,
@@ -293,7 +324,7 @@ def take_workspace_diff(
     created = sorted(ignored_now - ignored_before) if ignored_before is not None else []
     return WorkspaceDiff(
         start_sha=start_sha,
-        files=tuple(_changes(parse_raw(raw), parse_numstat(numstat))),
+        files=tuple(_changes(parse_raw(raw), parse_numstat(numstat), text)),
         text=text.decode("utf-8", "replace").replace("\0", ""),
         ignored_created=tuple(created),
         ignored_measured=ignored_before is not None,

@@ -317,6 +317,10 @@ class JudgeVerdict:
     cache_key: str | None = None
     cached: bool = False
     cost_usd: float | None = None
+    argv: tuple[str, ...] = ()
+    """The harness argv of the (first) judge call; empty for a cached verdict."""
+    calls: int = 0
+    """Harness calls made for this verdict (2 when an item was judged again, 0 when cached)."""
 
     @property
     def ok(self) -> bool:
@@ -340,6 +344,8 @@ class JudgeVerdict:
             "cache_key": self.cache_key,
             "cached": self.cached,
             "cost_usd": self.cost_usd,
+            "argv": list(self.argv),
+            "calls": self.calls,
         }
 
     @classmethod
@@ -707,11 +713,12 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
         return JudgeVerdict(model=model, not_measured=judge_input.not_measured, cache_key=key)
     first = _call(judge_input.prompt, model, options, binary, profile)
     cost = first.cost_usd
+    argv = tuple(first.argv)
     if first.error is not None:
-        return JudgeVerdict(model, failure=first.error, cache_key=key, cost_usd=cost)
+        return JudgeVerdict(model, failure=first.error, cache_key=key, cost_usd=cost, argv=argv, calls=1)
     verdicts, problem = parse_verdicts(first.answer, judge_input.ids)
     if problem is not None:
-        return JudgeVerdict(model, failure=problem, cache_key=key, cost_usd=cost)
+        return JudgeVerdict(model, failure=problem, cache_key=key, cost_usd=cost, argv=argv, calls=1)
     flagged = [i for i in judge_input.ids if argues_the_other_way(*verdicts[i])]
     if flagged:
         second = _call(judge_input.prompt, model, options, binary, profile)
@@ -726,6 +733,8 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
         not_measured=judge_input.not_measured,
         cache_key=key,
         cost_usd=cost,
+        argv=argv,
+        calls=2 if flagged else 1,
     )
     if options.cache_dir is not None:
         write_cached(options.cache_dir, key, verdict)
