@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from dokimi.source import open_source
 from dokimi.validate import RULES, Finding, ValidationReport, validate_repo
-from tests.helpers.git import commit, git, git_repo
+from tests.helpers.git import bare_clone_for_serving, commit, git, git_repo
 
 EVAL = ".agent-eval"
 MANIFEST_PATH = f"{EVAL}/repo-eval.yaml"
@@ -52,7 +53,7 @@ class Repo:
         self,
         manifest: str = MANIFEST,
         tasks: dict[str, Any] | None = None,
-        files: dict[str, str | bytes | None] | None = None,
+        files: Mapping[str, str | bytes | None] | None = None,
     ) -> str:
         content: dict[str, str | bytes | None] = {
             MANIFEST_PATH: manifest,
@@ -606,3 +607,88 @@ def test_findings_render_as_file_line_key_message_fix_code() -> None:
         "error: eval/repo-eval.yaml:14: tasks[2].base: 'abc123' does not resolve; "
         "fetch full history or fix the sha [base_resolves]"
     )
+
+
+# --- batched git: the number of git processes does not grow with tasks or files ---------------------------
+
+
+class _GitSpy:
+    """Records every child process dokimi starts; the real ``subprocess.Popen`` still runs (a spy)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import subprocess
+
+        self.argvs: list[list[str]] = []
+        real = subprocess.Popen
+        argvs = self.argvs
+
+        class Spy(real):  # type: ignore[misc,valid-type]
+            def __init__(self, args: Any, *a: Any, **kw: Any) -> None:
+                argvs.append([str(x) for x in args])
+                super().__init__(args, *a, **kw)
+
+        monkeypatch.setattr(subprocess, "Popen", Spy)
+
+    def git_commands(self) -> list[str]:
+        """The git subcommand of each call (after git's own ``-c``/``--git-dir`` options)."""
+        out = []
+        for argv in self.argvs:
+            assert argv[0] == "git", argv
+            rest = argv[1:]
+            while rest and rest[0] in ("-c", "--git-dir"):
+                rest = rest[2:]
+            out.append(rest[0])
+        return out
+
+
+def _bases_and_tasks(path: Path, *, files: int, tasks: int) -> Path:
+    """A repository with ``files`` extra files, 3 bases, and ``tasks`` tasks (each with a setup patch)
+    spread over those bases, the last commit adding the eval dir."""
+    code = {f"src/m{i:03d}.py": f"x = {i}\n" for i in range(files)}
+    repo = git_repo(path, {"AGENTS.md": "root\n", "old/AGENTS.md": "old\n", **code})
+    bases = [git(repo, "rev-parse", "HEAD").strip()]
+    bases.append(commit(repo, "b2", files={"old/AGENTS.md": None, "src/b2.py": "b\n"}))
+    bases.append(commit(repo, "b3", files={"src/b3.py": "c\n"}))
+    content: dict[str, str | bytes | None] = {
+        MANIFEST_PATH: MANIFEST.replace('"**/AGENTS.md"]', '"**/AGENTS.md", "old/AGENTS.md"]'),
+        f"{EVAL}/Dockerfile": "FROM dokimi-base:bookworm\n",
+        f"{EVAL}/run.py": "print('grade')\n",
+    }
+    for t in range(tasks):
+        task = {
+            "id": f"t{t:02d}",
+            "family": "fix",
+            "base": bases[t % 3] + ("^" if t % 3 == 1 and t % 2 else ""),
+            "prompt": "fix it",
+            "grader": "test_pass",
+            "setup_patch": "bug.patch",
+        }
+        content[f"{EVAL}/tasks/t{t:02d}/task.json"] = json.dumps(task, indent=2)
+        content[f"{EVAL}/tasks/t{t:02d}/bug.patch"] = "diff\n"
+    commit(repo, "add eval", files=content)
+    return repo
+
+
+@pytest.mark.parametrize("source_kind", ["commit", "worktree", "blobless_url"])
+def test_validate_starts_the_same_git_processes_for_10_tasks_as_for_30_tasks_and_10x_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source_kind: str
+) -> None:
+    """One ls-tree per base, one batch resolve, one ``cat-file --batch`` per snapshot: never one per file."""
+    calls = {}
+    for name, files, tasks in (("small", 5, 10), ("large", 50, 30)):
+        repo = _bases_and_tasks(tmp_path / name, files=files, tasks=tasks)
+        source = {"commit": f"{repo}@HEAD", "worktree": str(repo)}.get(source_kind, "")
+        if source_kind == "blobless_url":  # every blob read must arrive in one fetch, not one per file
+            bare = bare_clone_for_serving(repo, tmp_path / f"{name}.git")
+            source = f"file://{bare}@{git(repo, 'rev-parse', 'HEAD').strip()}"
+        with monkeypatch.context() as patch:
+            spy = _GitSpy(patch)
+            with open_source(source) as opened:
+                report = validate_repo(opened, manifest=MANIFEST_PATH)
+        assert report.valid, [f.text() for f in report.errors]
+        assert report.bases == 3 and report.warnings == []
+        calls[name] = spy.git_commands()
+    assert calls["small"] == calls["large"], calls
+    assert calls["small"].count("cat-file") <= 2  # one batch resolve of every base, one --batch reader
+    assert sum(argv[-1] == "--batch" for argv in spy.argvs) <= 1
+    assert calls["small"].count("ls-tree") <= 4  # the eval tree and each of the 3 bases
