@@ -6,7 +6,7 @@ import pytest
 
 from dokimi.errors import SourceError
 from dokimi.source import open_source, parse_source
-from tests.helpers.git import Symlink, commit, git_repo
+from tests.helpers.git import Symlink, commit, git, git_repo
 
 
 def test_a_dir_with_rev_reads_blobs_of_that_commit_not_of_the_worktree(tmp_path: Path) -> None:
@@ -57,3 +57,31 @@ def test_an_unresolvable_revision_names_the_source(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "r", {"a": "1"})
     with pytest.raises(SourceError, match="does not resolve"):
         open_source(f"{repo}@deadbeef")
+
+
+def test_a_file_given_as_a_source_is_named_a_file_not_a_missing_directory(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "r", {"README.md": "x\n"})
+    with pytest.raises(SourceError, match="is a file, not a directory") as info:
+        parse_source(str(repo / "README.md"))
+    assert info.value.hint is not None and str(repo) in info.value.hint
+    with pytest.raises(SourceError, match="is a file, not a directory"):
+        parse_source(f"{repo / 'README.md'}@HEAD")
+
+
+def test_a_subdirectory_of_a_repository_is_refused_with_the_repository_root(tmp_path: Path) -> None:
+    """Manifest paths are relative to the repository root; a subdirectory would silently shift them."""
+    repo = git_repo(tmp_path / "r", {"sub/a.py": "x\n"})
+    with pytest.raises(SourceError, match="inside the git repository") as info:
+        open_source(str(repo / "sub"))
+    assert info.value.hint is not None and str(repo.resolve()) in info.value.hint
+
+
+def test_a_bare_repository_without_a_revision_asks_for_one(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "r", {"a.py": "x\n"})
+    bare = tmp_path / "r.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    with pytest.raises(SourceError, match="has no working tree") as info:
+        open_source(str(bare))
+    assert info.value.hint is not None and f"{bare}@<rev>" in info.value.hint
+    with open_source(f"{bare}@HEAD") as opened:
+        assert opened.eval_snapshot().is_file("a.py")

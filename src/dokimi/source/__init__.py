@@ -61,6 +61,12 @@ def parse_source(text: str) -> SourceSpec:
         if not rev:
             raise SourceError(f"{text}: empty revision after @", hint="write <dir>@<rev>")
         return SourceSpec(text, "dir_rev", path=Path(head), rev=rev)
+    for candidate in (text, head if sep else None):
+        if candidate and Path(candidate).exists():
+            raise SourceError(
+                f"{candidate}: is a file, not a directory",
+                hint=f"give the repository's directory ({Path(candidate).resolve().parent} or its root)",
+            )
     raise SourceError(
         f"{text}: no such directory",
         hint="give an existing <dir>, <dir>@<rev> or <url>@<rev>",
@@ -137,6 +143,7 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
     path = spec.path.resolve()
     git_dir = git.git_dir_of(path)
     if spec.kind == "dir":
+        _refuse_part_of_a_repository(spec, path, git_dir)
         return Repo(spec, git_dir, path, None, url=_origin_url(git_dir))
     if git_dir is None:
         raise SourceError(f"{spec.path}: not a git repository, so @{spec.rev} cannot be read", hint="drop @<rev>")
@@ -148,6 +155,24 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
             hint="check the revision (git log), or fetch it into the repository",
         )
     return Repo(spec, git_dir, path, sha, url=_origin_url(git_dir), promisor=_is_promisor(git_dir))
+
+
+def _refuse_part_of_a_repository(spec: SourceSpec, path: Path, git_dir: Path | None) -> None:
+    """A bare ``<dir>`` is a working tree read as a whole: a subdirectory of a repository would shift every
+    manifest path (they are relative to the repository root), and a bare repository has no working tree."""
+    if git_dir is None:
+        return
+    top = git.toplevel(path)
+    if top is None:
+        raise SourceError(
+            f"{spec.text}: a bare repository (or a .git directory) has no working tree",
+            hint=f"name a commit: {spec.text}@<rev>, for example {spec.text}@HEAD",
+        )
+    if top.resolve() != path:
+        raise SourceError(
+            f"{spec.text}: is inside the git repository {top}",
+            hint=f"give the repository root {top.resolve()}; manifest and task paths are relative to it",
+        )
 
 
 def _origin_url(git_dir: Path | None) -> str | None:
