@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,22 @@ from tests.helpers.git import commit
 from tests.helpers.runs import dokimi_cli, fake_harness, run_args, tiny_repo
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def name() -> str:
+    """A batch name of this test only: containers are labelled with it on a daemon other tests share."""
+    return f"run-{uuid.uuid4().hex[:10]}"
+
+
+def containers_gone(batch: str, wait_s: float = 15.0) -> bool:
+    """No container of the batch is left (``--rm`` removal is asynchronous: give it a moment)."""
+    deadline = time.monotonic() + wait_s
+    while container_names(label=f"dokimi.batch={batch}"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def summary(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
@@ -38,21 +55,21 @@ def result_of(batch: Path, task: str, arm: str = "guidance:raw", rep: int = 0) -
 
 
 def test_a_cell_writes_the_contract_files_and_a_passing_verdict(
-    docker_available: bool, tmp_path: Path
+    docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
-    proc = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary, "--json"))
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json"))
     assert proc.returncode == 0, proc.stderr
-    batch = tmp_path / "out" / "b"
+    batch = tmp_path / "out" / name
     run_dir = cell_dir(batch, "fix_f", "guidance:raw", "m", None, 0)
-    for name in ("task.json", "meta.json", "events.jsonl", "answer.txt", "agent.stdout", "grade.json"):
-        assert (run_dir / name).is_file(), name
+    for entry in ("task.json", "meta.json", "events.jsonl", "answer.txt", "agent.stdout", "grade.json"):
+        assert (run_dir / entry).is_file(), entry
     result = result_of(batch, "fix_f")
     assert result["passed"] is True and result["harness_version"] == "1.0.0"
     assert result["cost_usd"] is None and result["agent_rc"] == 0
     meta = json.loads((run_dir / "meta.json").read_text())
-    assert meta["base_sha"] == tiny.base and meta["batch"] == "b" and meta["agent_network"] is None
+    assert meta["base_sha"] == tiny.base and meta["batch"] == name and meta["agent_network"] is None
     assert (run_dir / "answer.txt").read_text().startswith("done: EDIT")
     pin = json.loads((batch / "_eval" / "batch.json").read_text())
     assert pin["tree"] == tiny.eval_sha and pin["image"] == f"dokimi/tiny:{tiny.eval_sha}"
@@ -60,44 +77,46 @@ def test_a_cell_writes_the_contract_files_and_a_passing_verdict(
     assert plan["cells"] == [{"task": "fix_f", "arm": "guidance:raw", "model": "m", "effort": None, "rep": 0}]
     assert (batch / "_eval" / "content" / "grade.py").is_file()
     assert not (batch / "_eval" / "content" / "tasks" / "fix_f" / "task.json").is_symlink()
-    assert container_names(label="dokimi.batch=b") == []
+    assert containers_gone(name)
 
 
-def test_a_harness_past_its_timeout_is_still_graded(docker_available: bool, tmp_path: Path) -> None:
+def test_a_harness_past_its_timeout_is_still_graded(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"prompt": "SLEEP", "timeout_s": 2}})
     profile, binary = fake_harness(tmp_path / "harness")
-    proc = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary, "--json"))
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json"))
     assert proc.returncode == 0, proc.stderr
-    result = result_of(tmp_path / "out" / "b", "fix_f")
+    result = result_of(tmp_path / "out" / name, "fix_f")
     assert result["agent_timed_out"] is True and result["agent_rc"] is None
     assert result["grader_failure"] is False and result["passed"] is False  # graded: f.txt unchanged
-    assert (cell_dir(tmp_path / "out" / "b", "fix_f", "guidance:raw", "m", None, 0) / "grade.json").is_file()
-    assert container_names(label="dokimi.batch=b") == []
+    assert (cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 0) / "grade.json").is_file()
+    assert containers_gone(name)
 
 
 def test_a_crashing_grader_is_a_grader_failure_counted_as_a_failure(
-    docker_available: bool, tmp_path: Path
+    docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"grader": "crash"}})
     profile, binary = fake_harness(tmp_path / "harness")
-    proc = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary, "--json"))
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json"))
     assert proc.returncode == 0, proc.stderr
-    result = result_of(tmp_path / "out" / "b", "fix_f")
+    result = result_of(tmp_path / "out" / name, "fix_f")
     assert result["grader_failure"] is True and result["passed"] is False
     assert "grade exited 3" in str(result["grader_error"])
     assert result["gate_results"] == {"pass": False}
-    report = build_report(load_batch(tmp_path / "out" / "b"))
+    report = build_report(load_batch(tmp_path / "out" / name))
     (row,) = report.rows
     assert (row.finished, row.gated, row.passes, row.grader_failures) == (1, 1, 0, 1)
 
 
 def test_a_killed_batch_keeps_its_finished_cells_and_a_rerun_fills_only_the_missing(
-    docker_available: bool, tmp_path: Path
+    docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"prompt": "SLOW EDIT"}})
     profile, binary = fake_harness(tmp_path / "harness")
-    args = run_args(tiny, tmp_path / "out", "b", profile, binary, "--json", reps=4)
-    batch = tmp_path / "out" / "b"
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, "--json", reps=4)
+    batch = tmp_path / "out" / name
     proc = subprocess.Popen(
         [sys.executable, "-m", "dokimi", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -111,7 +130,7 @@ def test_a_killed_batch_keeps_its_finished_cells_and_a_rerun_fills_only_the_miss
     assert proc.returncode == -signal.SIGTERM
     done = sorted(p.parent for p in batch.glob("fix_f/*/*/*/rep*/result.json"))
     assert 1 <= len(done) < 4
-    assert container_names(label="dokimi.batch=b") == []
+    assert containers_gone(name)
     stamps = {p: (p / "result.json").stat().st_mtime_ns for p in done}
 
     rerun = dokimi_cli(args)
@@ -122,28 +141,32 @@ def test_a_killed_batch_keeps_its_finished_cells_and_a_rerun_fills_only_the_miss
     assert len(load_batch(batch).finished()) == 4
 
 
-def test_a_batch_started_from_another_eval_tree_is_refused(docker_available: bool, tmp_path: Path) -> None:
+def test_a_batch_started_from_another_eval_tree_is_refused(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
-    first = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary))
+    first = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary))
     assert first.returncode == 0, first.stderr
     newer = commit(tiny.path, "grader change", files={".agent-eval/oracle.py": "# changed\n"})
-    refused = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary, rev=newer, reps=2))
+    refused = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, rev=newer, reps=2))
     assert refused.returncode == 2
     assert tiny.eval_sha in refused.stderr and newer in refused.stderr
-    assert not cell_dir(tmp_path / "out" / "b", "fix_f", "guidance:raw", "m", None, 1).exists()
-    args = run_args(tiny, tmp_path / "out", "b", profile, binary, reps=2)
+    assert not cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 1).exists()
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, reps=2)
     args[2] = str(tiny.path)  # the working tree (at the newer commit): compared by digests
     worktree = dokimi_cli(args)
     assert worktree.returncode == 2 and "pinned to another eval tree" in worktree.stderr
 
 
-def test_the_batch_budget_starts_no_new_cell_once_spent(docker_available: bool, tmp_path: Path) -> None:
+def test_the_batch_budget_starts_no_new_cell_once_spent(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
     # The fake harness reports no cost, so each cell is charged its cap (--budget 1): after two cells the
     # batch has spent 2 >= 1.5 and the last two cells never start.
-    args = run_args(tiny, tmp_path / "out", "b", profile, binary, "--json", "--budget", "1", reps=4)
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, "--json", "--budget", "1", reps=4)
     proc = dokimi_cli([*args, "--max-batch-usd", "1.5"])
     assert proc.returncode == 1, proc.stderr
     data = summary(proc)
@@ -154,33 +177,35 @@ def test_the_batch_budget_starts_no_new_cell_once_spent(docker_available: bool, 
 
 
 def test_a_task_with_egress_is_refused_without_an_agent_network(
-    docker_available: bool, tmp_path: Path
+    docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"egress": ["pypi.org"]}})
     profile, binary = fake_harness(tmp_path / "harness")
-    proc = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary))
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary))
     assert proc.returncode == 2 and "--agent-network" in proc.stderr
-    assert not (tmp_path / "out" / "b").exists()
+    assert not (tmp_path / "out" / name).exists()
 
 
-def test_the_agent_network_is_recorded_and_warned_about(docker_available: bool, tmp_path: Path) -> None:
+def test_the_agent_network_is_recorded_and_warned_about(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
-    proc = dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary, "--agent-network", "bridge"))
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--agent-network", "bridge"))
     assert proc.returncode == 0, proc.stderr
     assert "warning: --agent-network bridge" in proc.stderr
-    run_dir = cell_dir(tmp_path / "out" / "b", "fix_f", "guidance:raw", "m", None, 0)
+    run_dir = cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 0)
     assert json.loads((run_dir / "meta.json").read_text())["agent_network"] == "bridge"
-    assert result_of(tmp_path / "out" / "b", "fix_f")["agent_network"] == "bridge"
+    assert result_of(tmp_path / "out" / name, "fix_f")["agent_network"] == "bridge"
 
 
 def test_regrade_flags_the_metric_a_nondeterministic_grader_moved(
-    docker_available: bool, tmp_path: Path
+    docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"steady_task": {}, "noisy_task": {"grader": "random"}})
     profile, binary = fake_harness(tmp_path / "harness")
-    assert dokimi_cli(run_args(tiny, tmp_path / "out", "b", profile, binary)).returncode == 0
-    batch = tmp_path / "out" / "b"
+    assert dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary)).returncode == 0
+    batch = tmp_path / "out" / name
     originals = {p: p.read_bytes() for p in batch.glob("*/*/*/*/rep0/*.json")}
     proc = dokimi_cli(["repo", "regrade", str(batch), "--json"])
     assert proc.returncode == 1, proc.stderr
@@ -194,7 +219,9 @@ def test_regrade_flags_the_metric_a_nondeterministic_grader_moved(
     assert json.loads(one.stdout)["regraded"] == 1
 
 
-def test_report_numbers_survive_a_working_tree_source(docker_available: bool, tmp_path: Path) -> None:
+def test_a_working_tree_batch_is_pinned_by_its_digests_and_refuses_an_edited_eval_dir(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {}})
     profile, binary = fake_harness(tmp_path / "harness")
     args = run_args(tiny, tmp_path / "out", "w", profile, binary, "--json")
