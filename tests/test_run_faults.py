@@ -152,6 +152,9 @@ def test_a_batch_started_from_another_eval_tree_is_refused(
     refused = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, rev=newer, reps=2))
     assert refused.returncode == 2
     assert tiny.eval_sha in refused.stderr and newer in refused.stderr
+    content = tmp_path / "out" / name / "_eval" / "content"
+    assert (content / "oracle.py").read_text() != "# changed\n"  # the batch's eval content is untouched
+    assert not list((tmp_path / "out" / name / "_eval").glob(".content*"))
     assert not cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 1).exists()
     args = run_args(tiny, tmp_path / "out", name, profile, binary, reps=2)
     args[2] = str(tiny.path)  # the working tree (at the newer commit): compared by digests

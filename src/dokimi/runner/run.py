@@ -199,8 +199,8 @@ def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedT
 
 
 def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tuple[Path, str]:
-    """eval_dir of the eval tree into ``<batch>/_eval/content`` (kept when a rerun exports the same content);
-    returns the directory and its digest."""
+    """eval_dir of the eval tree into a staging directory under ``<batch>/_eval``; returns it and its digest.
+    :func:`publish_eval_dir` makes it the batch's content once the pin allows it."""
     from dokimi.sandbox.image import context_digest
     from dokimi.workspace import export_tree_as_stored
 
@@ -208,21 +208,23 @@ def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tupl
     staging = eval_root / f".{CONTENT_DIR}.{os.getpid()}.{threading.get_ident()}"
     if staging.exists():
         shutil.rmtree(staging)
-    try:
-        export_tree_as_stored(repo.eval_snapshot(), staging, under=manifest.eval_dir or "")
-        digest = "sha256:" + context_digest(staging)
-        content = eval_root / CONTENT_DIR
-        if content.is_dir() and "sha256:" + context_digest(content) == digest:
-            shutil.rmtree(staging)
-        else:
-            if content.exists():
-                shutil.rmtree(content)
-            os.replace(staging, content)
-        _world_readable(content)
-        return content, digest
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    export_tree_as_stored(repo.eval_snapshot(), staging, under=manifest.eval_dir or "")
+    return staging, "sha256:" + context_digest(staging)
+
+
+def publish_eval_dir(staging: Path, digest: str, eval_root: Path) -> Path:
+    """``<batch>/_eval/content`` from the staging export: kept as it is when it holds the same content."""
+    from dokimi.sandbox.image import context_digest
+
+    content = eval_root / CONTENT_DIR
+    if content.is_dir() and "sha256:" + context_digest(content) == digest:
+        shutil.rmtree(staging)
+    else:
+        if content.exists():
+            shutil.rmtree(content)
+        os.replace(staging, content)
+    _world_readable(content)
+    return content
 
 
 def _world_readable(root: Path) -> None:
@@ -462,18 +464,23 @@ def prepare_batch(
     eval_root = root / EVAL_DIR_NAME
     progress.note(f"exporting {manifest.eval_dir} to {eval_root / CONTENT_DIR}")
     old_pin, _ = read_pin(root)
-    content, eval_digest = export_eval_dir(repo, manifest, eval_root)
-    if old_pin is not None:  # refuse early, before an image build, on what is known already
-        provisional = old_pin.model_copy(
-            update={"manifest_id": manifest.id, "tree": repo.rev, "eval_dir_digest": eval_digest}
-        )
-        early = pin_refusal(old_pin, provisional, opts.batch)
-        if early is not None:
-            raise early
-    progress.note("resolving the image" if opts.image else "building the image (reused when it exists)")
-    image = use_image(opts.image) if opts.image else build_image(repo, manifest, work_dir=eval_root)
-    pin = make_pin(manifest, repo, opts.source, eval_digest, image)
-    check_and_write_pin(root, pin, opts.batch)
+    staging, eval_digest = export_eval_dir(repo, manifest, eval_root)
+    try:
+        if old_pin is not None:  # refuse early, before an image build, on what is known already
+            provisional = old_pin.model_copy(
+                update={"manifest_id": manifest.id, "tree": repo.rev, "eval_dir_digest": eval_digest}
+            )
+            early = pin_refusal(old_pin, provisional, opts.batch)
+            if early is not None:
+                raise early
+        progress.note("resolving the image" if opts.image else "building the image (reused when it exists)")
+        image = use_image(opts.image) if opts.image else build_image(repo, manifest, work_dir=eval_root)
+        pin = make_pin(manifest, repo, opts.source, eval_digest, image)
+        check_and_write_pin(root, pin, opts.batch)
+        content = publish_eval_dir(staging, eval_digest, eval_root)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     from dokimi.schemas._base import write_text_atomic
 
     write_text_atomic(
