@@ -7,7 +7,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 
-from dokimi.cli.main import main  # noqa: E402
-
 if __name__ == "__main__":
+    try:
+        from dokimi.cli.main import main
+    except KeyboardInterrupt:  # Ctrl-C while importing: no traceback, the CLI's exit code
+        sys.exit(130)
     sys.exit(main())

@@ -7,6 +7,7 @@ Commands are listed in tables (name -> "module:attribute", short help) and impor
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import traceback
 from collections.abc import Sequence
@@ -56,6 +57,12 @@ def _not_built(name: str, short: str) -> click.Command:
     )
 
 
+def _built(target: str) -> bool:
+    """Whether the module of ``target`` ("module:attribute") exists."""
+    module_name = target.split(":")[0]
+    return module_name == __name__ or importlib.util.find_spec(module_name) is not None
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use."""
 
@@ -84,8 +91,12 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Short help comes from the table, so listing commands imports none of them.
-        rows = [(name, short) for name, (_, short) in self.lazy.items()]
+        # Short help comes from the table, so listing commands imports none of them; a command whose module
+        # does not exist yet says so here too (find_spec locates a module without importing it).
+        rows = [
+            (name, short if _built(target) else f"{short} (not implemented yet)")
+            for name, (target, short) in self.lazy.items()
+        ]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -111,10 +122,13 @@ def repo() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130 Ctrl-C)."""
-    from dokimi.errors import DokimiError
-    from dokimi.process import Terminated, exit_with_signal, install_signal_handlers
+    try:
+        from dokimi.errors import DokimiError
+        from dokimi.process import Terminated, exit_with_signal, install_signal_handlers
 
-    install_signal_handlers()
+        install_signal_handlers()
+    except KeyboardInterrupt:  # Ctrl-C before the handlers are in place: no traceback either
+        return EXIT_INTERRUPTED
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
         rv = cli.main(args=args, prog_name="dokimi", standalone_mode=False)
