@@ -157,3 +157,18 @@ def test_a_working_tree_edit_is_validated_before_commit(
     assert f"error: {MANIFEST_PATH}:1: id: required key is missing;" in capsys.readouterr().out
     commit(repo.path, "restore", files={MANIFEST_PATH: MANIFEST})
     assert main(["repo", "validate", str(repo.path)]) == 0
+
+
+def test_docs_validate_md_names_every_rule_and_every_field_of_the_json_document() -> None:
+    """docs/validate.md is the documentation of --json and of the rules: it must not drift from the code."""
+    import re
+
+    from dokimi.validate import RULES, Finding
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "validate.md").read_text()
+    documented_codes = re.findall(r"^\| `([a-z_]+)` \| (?:error|warning)", docs, flags=re.M)
+    assert documented_codes == [r.__name__.removeprefix("check_") for r in RULES]
+    field_rows = docs.split("| field | meaning |", 1)[1].split("\n\n", 1)[0]
+    documented_fields = set(re.findall(r"`([a-z_]+)`", field_rows))
+    assert {f.alias or name for name, f in ValidationReport.model_fields.items()} <= documented_fields
+    assert set(Finding.model_fields) <= documented_fields
