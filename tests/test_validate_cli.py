@@ -87,6 +87,7 @@ def test_the_default_manifest_location_is_used_without_options(
         (b"id: \xff\xfe\n", "not UTF-8 text"),
         ("schema: repo_manifest.v1\nid: [unclosed\n", "not valid YAML"),
         ("schema: repo_manifest.v1\nid: a\nid: b\n", f"{MANIFEST_PATH}:3: duplicate key"),
+        ("schema: repo_manifest.v1\nguidance:\n\tglobs: []\n", "fix: YAML indents with spaces"),
     ],
 )
 def test_an_unreadable_manifest_exits_2_without_a_traceback(

@@ -91,6 +91,9 @@ def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
     return node
 
 
+YAML_TAB_HINT = "YAML indents with spaces, never tabs: replace the tab on that line"
+
+
 def parse_yaml(text: str, path: str) -> Marked:
     """YAML (safe constructs only) with line marks; duplicate keys and syntax errors name file:line."""
     from ruamel.yaml import YAML
@@ -111,10 +114,12 @@ def parse_yaml(text: str, path: str) -> Marked:
         ) from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or ""
         raise DocumentError(
-            f"not valid YAML: {exc.problem or exc.context}",
+            f"not valid YAML: {problem}",
             path=path,
             line=mark.line + 1 if mark else None,
+            hint=YAML_TAB_HINT if "\\t" in problem or "\t" in problem else None,
         ) from None
     except YAMLError as exc:
         raise DocumentError(f"not valid YAML: {exc}", path=path) from None
