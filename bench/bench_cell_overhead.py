@@ -154,6 +154,14 @@ def main() -> None:
             )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        built = subprocess.run(
+            ["docker", "images", "-q", "--filter", "label=dokimi.manifest-id=bench"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if built:
+            subprocess.run(["docker", "rmi", "-f", *sorted(set(built))], capture_output=True, check=False)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +21,17 @@ from dokimi.batch import cell_dir, load_batch
 from dokimi.report import build_report
 from dokimi.sandbox.docker import container_names
 from tests.helpers.git import commit
-from tests.helpers.runs import dokimi_cli, fake_harness, run_args, tiny_repo
+from tests.helpers.runs import dokimi_cli, fake_harness, remove_tiny_images, run_args, tiny_repo
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def name() -> str:
-    """A batch name of this test only: containers are labelled with it on a daemon other tests share."""
-    return f"run-{uuid.uuid4().hex[:10]}"
+def name() -> Iterator[str]:
+    """A batch name of this test only: containers are labelled with it on a daemon other tests share. The
+    images the test built are removed afterwards."""
+    yield f"run-{uuid.uuid4().hex[:10]}"
+    remove_tiny_images()
 
 
 def containers_gone(batch: str, wait_s: float = 15.0) -> bool:
@@ -72,7 +75,7 @@ def test_a_cell_writes_the_contract_files_and_a_passing_verdict(
     assert meta["base_sha"] == tiny.base and meta["batch"] == name and meta["agent_network"] is None
     assert (run_dir / "answer.txt").read_text().startswith("done: EDIT")
     pin = json.loads((batch / "_eval" / "batch.json").read_text())
-    assert pin["tree"] == tiny.eval_sha and pin["image"] == f"dokimi/tiny:{tiny.eval_sha}"
+    assert pin["tree"] == tiny.eval_sha and pin["image"] == f"dokimi/runner-tiny:{tiny.eval_sha}"
     plan = json.loads((batch / "_eval" / "plan.json").read_text())
     assert plan["cells"] == [{"task": "fix_f", "arm": "guidance:raw", "model": "m", "effort": None, "rep": 0}]
     assert (batch / "_eval" / "content" / "grade.py").is_file()

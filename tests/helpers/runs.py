@@ -60,7 +60,7 @@ with open(os.path.join(sys.argv[1], "workspace", "f.txt"), "w") as out:
 
 MANIFEST = """\
 schema: repo_manifest.v1
-id: tiny
+id: runner-tiny
 eval_dir: .agent-eval
 image:
   dockerfile: .agent-eval/Dockerfile
@@ -131,6 +131,17 @@ def tiny_repo(path: Path, tasks: Mapping[str, Mapping[str, Any]] | None = None) 
         files[f".agent-eval/tasks/{task_id}/task.json"] = task_json(task_id, base, **keys)
     eval_sha = commit(path, "add the eval dir", files=files)
     return Tiny(path, base, eval_sha)
+
+
+def remove_tiny_images() -> None:
+    """Remove the images the tiny repository's batches built (one per eval commit, so one per test)."""
+    listed = subprocess.run(
+        ["docker", "images", "-q", "--filter", "label=dokimi.manifest-id=runner-tiny"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    ids = sorted(set(listed.stdout.split()))
+    if ids:
+        subprocess.run(["docker", "rmi", "-f", *ids], capture_output=True, check=False)
 
 
 def fake_harness(directory: Path) -> tuple[Path, Path]:
