@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dokimi.schemas._base import Marked
 from dokimi.source import open_source
 from dokimi.validate import RULES, Finding, ValidationReport, validate_repo
 from tests.helpers.git import bare_clone_for_serving, commit, git, git_repo
@@ -673,7 +674,8 @@ def _bases_and_tasks(path: Path, *, files: int, tasks: int) -> Path:
 def test_validate_starts_the_same_git_processes_for_10_tasks_as_for_30_tasks_and_10x_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source_kind: str
 ) -> None:
-    """One ls-tree per base, one batch resolve, one ``cat-file --batch`` per snapshot: never one per file."""
+    """One listing, one diff-tree for all bases, one batch resolve, one ``cat-file --batch`` per snapshot:
+    never a process per file or per task."""
     calls = {}
     for name, files, tasks in (("small", 5, 10), ("large", 50, 30)):
         repo = _bases_and_tasks(tmp_path / name, files=files, tasks=tasks)
@@ -691,4 +693,31 @@ def test_validate_starts_the_same_git_processes_for_10_tasks_as_for_30_tasks_and
     assert calls["small"] == calls["large"], calls
     assert calls["small"].count("cat-file") <= 2  # one batch resolve of every base, one --batch reader
     assert sum(argv[-1] == "--batch" for argv in spy.argvs) <= 1
-    assert calls["small"].count("ls-tree") <= 4  # the eval tree and each of the 3 bases
+    assert calls["small"].count("ls-tree") <= 1  # the eval tree (or, for a working tree, the first base)
+    assert calls["small"].count("diff-tree") == 1  # every other base against it
+
+
+@pytest.mark.parametrize("source_kind", ["commit", "worktree"])
+def test_the_union_of_paths_over_bases_equals_one_ls_tree_per_base(tmp_path: Path, source_kind: str) -> None:
+    """One diff-tree against a reference tree gives the same union as listing every base on its own: a path
+    deleted at some bases, added at one, only in the eval tree, or renamed."""
+    import itertools
+
+    from dokimi.validate import Context
+
+    path = git_repo(tmp_path / "r", {"keep.md": "k\n", "gone_later.md": "g\n", "dir/AGENTS.md": "a\n"})
+    shas = [git(path, "rev-parse", "HEAD").strip()]
+    shas.append(commit(path, "b", files={"gone_later.md": None, "new.md": "n\n"}))
+    shas.append(commit(path, "c", files={"dir/AGENTS.md": None, "moved/AGENTS.md": "a\n", "new.md": None}))
+    shas.append(commit(path, "d", files={"only_at_d/x.md": "x\n"}))
+    commit(path, "eval", files={"only_at_d/x.md": None, "eval_only.md": "e\n", MANIFEST_PATH: MANIFEST})
+    source = f"{path}@HEAD" if source_kind == "commit" else str(path)
+    with open_source(source) as opened:
+        snapshot = opened.eval_snapshot()
+        ctx = Context(opened, snapshot, MANIFEST_PATH, Marked({}, MANIFEST_PATH), False)
+        for n in range(1, len(shas) + 1):
+            for bases in itertools.combinations(shas, n):
+                expected: set[str] = set()
+                for sha in bases:
+                    expected.update(git(path, "ls-tree", "-r", "--name-only", sha).split())
+                assert ctx.union_of_paths_at(list(bases)) == expected, bases

@@ -5,8 +5,9 @@ Each rule of the spec that can be decided from the manifest, the tasks and the t
 code, message, file:line or task and key, fix), never an exception: only a manifest that cannot be read at all
 raises (:class:`~dokimi.errors.ManifestError`, exit 2).
 
-Git work is batched: every task base is resolved in one ``cat-file --batch-check`` call, the guidance globs
-cost one ``ls-tree`` per distinct base, and every task.json is read through one ``cat-file --batch`` process.
+Git work is batched: every task base is resolved in one ``cat-file --batch-check`` call, the trees of all
+bases come from one ``diff-tree --stdin`` against the eval tree's listing, and every task.json is read through
+one ``cat-file --batch`` process.
 """
 
 from __future__ import annotations
@@ -205,6 +206,26 @@ class Context:
             what=f"git ls-tree {sha}",
         )
         return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+    def union_of_paths_at(self, shas: Sequence[str]) -> set[str]:
+        """Every path that exists at one or more of ``shas``: the listing of one reference tree (the eval
+        tree's, already read, when it is a commit) and ONE ``git diff-tree`` of the others against it."""
+        assert self.repo is not None and self.repo.git_dir is not None
+        if self.snapshot.rev is not None:
+            reference, ref_paths = self.snapshot.rev, set(self.snapshot.entries)
+            others = list(shas)
+        else:
+            reference, ref_paths = shas[0], set(self.paths_at(shas[0]))
+            others = list(shas[1:])
+        union = set(ref_paths) if len(others) < len(shas) else set()
+        deletions: dict[str, int] = {}
+        for added, deleted in gitcmd.tree_changes(self.repo.git_dir, reference, others).values():
+            union.update(added)
+            for path in deleted:
+                deletions[path] = deletions.get(path, 0) + 1
+        if others and len(others) == len(shas):  # the reference is not a base: keep what some base keeps
+            union.update(p for p in ref_paths if deletions.get(p, 0) < len(others))
+        return union
 
     @property
     def shallow(self) -> bool:
@@ -1045,29 +1066,31 @@ def check_task_schema(ctx: Context) -> Iterator[Finding]:
 
 
 def check_guidance_globs_at_every_base(ctx: Context) -> Iterator[Finding]:
-    """Guidance globs are evaluated at every task base (one ls-tree per distinct base); a glob warns only when
-    it matches nothing at every base. A guidance-only manifest is evaluated at the eval tree."""
+    """Guidance globs are evaluated at every task base (over the union of the bases' trees, from one
+    ``diff-tree``); a glob warns only when it matches nothing at every base. A guidance-only manifest is
+    evaluated at the eval tree."""
     m = ctx.manifest
     if m is None:
         return
     globs = [g for g in m.guidance.globs if not _bad_relative_path(g) and not _UNSUPPORTED_GLOB.search(g)]
     shas = ctx.base_shas
-    trees: list[tuple[str, Sequence[str]]]
+    # A glob matches something at some base exactly when it matches a path of the union of the bases' trees,
+    # and the files it matches at any base are its matches in that union: one pass over the union, however
+    # many bases share most of their paths.
+    union: set[str] = set()
     if shas:
-        trees = [(sha, ctx.paths_at(sha)) for sha in shas]
+        union = ctx.union_of_paths_at(shas)
         where = (
             f"at any of the {len(shas)} task bases" if len(shas) > 1 else f"at the task base {shas[0][:12]}"
         )
     else:
-        trees = [(ctx.snapshot.rev or "worktree", list(ctx.snapshot.entries))]
+        union.update(ctx.snapshot.entries)
         where = f"in {ctx.snapshot.label}"
-    matched: dict[str, bool] = {g: False for g in globs}
     files: set[str] = set()
-    for _sha, paths in trees:
-        for pattern, hits in match_globs(globs, paths).items():
-            if hits:
-                matched[pattern] = True
-                files.update(hits)
+    matched: dict[str, bool] = {}
+    for pattern, hits in match_globs(globs, sorted(union)).items():
+        matched[pattern] = bool(hits)
+        files.update(hits)
     ctx.guidance_files = len(files)
     for i, pattern in enumerate(m.guidance.globs):
         if pattern in matched and not matched[pattern]:
