@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,10 +23,10 @@ from dokimi.scan.identifiers import (
     identifier_shape,
     module_prefix,
     resolve_identifier,
-    search_words,
+    start_search,
     words_needed,
 )
-from dokimi.scan.markdown import extract
+from dokimi.scan.markdown import MarkdownItems, extract
 from dokimi.scan.paths import (
     DEFAULT_BRANCHES,
     RepoUrl,
@@ -284,8 +284,7 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
 # --- claims of one file -------------------------------------------------------------------------------------
 
 
-def scan_file(path: str, text: str, work: _Work) -> None:
-    items = extract(text)
+def scan_file(path: str, items: MarkdownItems, work: _Work) -> None:
     for link in items.links:
         verdict = resolve_link(link.target, path, work.tree, source=work.source, default_branches=work.branches)
         if verdict is not None:
@@ -310,11 +309,16 @@ def scan_file(path: str, text: str, work: _Work) -> None:
             run_commands(split_fence(fence.lines, fence.line, session=True), path, work)
 
 
-def scan_span(path: str, line: int, text: str, work: _Work) -> None:
-    """One code span: a command, a path, a glob, a label, a pytest node, an identifier, or nothing."""
-    text = text.strip()
+SpanClaim = tuple[Literal["none", "commands", "label", "node", "path", "glob", "identifier"], str]
+NO_CLAIM: SpanClaim = ("none", "")
+
+
+def classify_span(text: str, adapters: Container[str]) -> SpanClaim:
+    """What one code span (stripped) claims, from its text alone: ``commands`` (the command text), a bazel
+    ``label``, a pytest ``node``, a ``path`` or ``glob`` (its location), an ``identifier`` (its shape), or
+    nothing. The scan asks this twice, once to start the identifier search early and once to check the span."""
     if not text:
-        return
+        return NO_CLAIM
     words = text.split()
     first = words[0]
     if len(words) > 1 or first in ("make",):
@@ -325,50 +329,52 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
             or PYTHON.match(first)
             or (first.startswith(("./", "../")) and len(words) > 1)
         ):
-            run_commands(split_commands(text, line), path, work)
-        return
+            return ("commands", text)
+        return NO_CLAIM
     if "://" in text or text.startswith(("-", "/", "~", "$", "@", "#", "%")) or "=" in text or "$" in text:
-        return
-    if text.startswith("//") or (text.startswith(":") and "bazel" in work.adapters):
-        if "bazel" in work.adapters:
-            run_commands(
-                [Command(line, [Word("bazel", True), Word("build", True), Word(text, True)])], path, work
-            )
-        return
+        return NO_CLAIM
+    if text.startswith("//") or (text.startswith(":") and "bazel" in adapters):
+        return ("label", text) if "bazel" in adapters else NO_CLAIM
     if is_github_action_ref(text):
-        return
+        return NO_CLAIM
     if "::" in text and ".py" in text:
-        if "pytest" in work.adapters:
-            run_commands([Command(line, [Word("pytest", True), Word(text, True)])], path, work)
-        return
+        return ("node", text) if "pytest" in adapters else NO_CLAIM
     location = re.sub(r":\d+(:\d+)?(-\d+)?$", "", text)  # src/x.py:12 names src/x.py
     if ":" in location or not PATHLIKE.match(location) or not re.search(r"[A-Za-z]", location):
-        shape = identifier_shape(text)
-        if shape is not None:
-            work.identifiers.append((path, line, text, shape))
-        return
-    bases = bases_of(path)
+        return _identifier_claim(text)
     if "/" in location.rstrip("/") or location.endswith("/"):
-        kind = "glob" if any(ch in location for ch in "*?[") else "path"
-        verdict = (
-            resolve_glob_claim(location, bases, work.tree)
-            if kind == "glob"
-            else resolve_path_claim(location, bases, work.tree)
-        )
-        work.drafts.append(Draft(path, line, kind, text, verdict))
-        return
+        return ("glob" if any(ch in location for ch in "*?[") else "path", location)
     if any(ch in location for ch in "*?"):
         if re.fullmatch(r"\*\.[A-Za-z0-9]+", location) and location[2:].lower() in KNOWN_EXTS:
-            work.drafts.append(
-                Draft(path, line, "glob", text, resolve_glob_claim(location, bases, work.tree))
-            )
-        return
+            return ("glob", location)
+        return NO_CLAIM
     if looks_like_file_name(location):
-        work.drafts.append(Draft(path, line, "path", text, resolve_path_claim(location, bases, work.tree)))
-        return
+        return ("path", location)
+    return _identifier_claim(text)
+
+
+def _identifier_claim(text: str) -> SpanClaim:
     shape = identifier_shape(text)
-    if shape is not None:
-        work.identifiers.append((path, line, text, shape))
+    return ("identifier", shape) if shape is not None else NO_CLAIM
+
+
+def scan_span(path: str, line: int, text: str, work: _Work) -> None:
+    """One code span: a command, a path, a glob, a label, a pytest node, an identifier, or nothing."""
+    text = text.strip()
+    what, detail = classify_span(text, work.adapters)
+    if what == "commands":
+        run_commands(split_commands(detail, line), path, work)
+    elif what == "label":
+        words = [Word("bazel", True), Word("build", True), Word(detail, True)]
+        run_commands([Command(line, words)], path, work)
+    elif what == "node":
+        run_commands([Command(line, [Word("pytest", True), Word(detail, True)])], path, work)
+    elif what == "identifier":
+        work.identifiers.append((path, line, text, detail))
+    elif what == "glob":
+        work.drafts.append(Draft(path, line, what, text, resolve_glob_claim(detail, bases_of(path), work.tree)))
+    elif what == "path":
+        work.drafts.append(Draft(path, line, what, text, resolve_path_claim(detail, bases_of(path), work.tree)))
 
 
 def looks_like_file_name(name: str) -> bool:
@@ -525,6 +531,17 @@ def python_checks(words: list[Word], ctx: Ctx, work: _Work) -> list[Check]:
     return []
 
 
+def identifier_words(items: dict[str, MarkdownItems], adapters: Container[str]) -> list[str]:
+    """The words the identifier claims of these files need searched (what :func:`scan_span` will record)."""
+    words: list[str] = []
+    for found in items.values():
+        for span in found.spans:
+            text = span.text.strip()
+            if classify_span(text, adapters)[0] == "identifier":
+                words.extend(words_needed(text))
+    return words
+
+
 # --- the scan -----------------------------------------------------------------------------------------------
 
 
@@ -555,8 +572,13 @@ def scan_snapshot(
     work = _Work(
         tree, {n: ADAPTERS[n] for n in systems.adapters}, parse_repo_url(source_url), frozenset(branches)
     )
-    for path in sorted(texts):
-        scan_file(path, texts[path], work)
+    items = {path: extract(texts[path]) for path in sorted(texts)}
+    # The identifier search reads every file of the tree, so it starts before the other claims are checked and
+    # runs (git grep, another process) while they are.
+    exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
+    search = start_search(snapshot, identifier_words(items, work.adapters), exclude=exclude)
+    for path, parsed in items.items():
+        scan_file(path, parsed, work)
     # round two: the files the checks need, in one batch
     needs: set[str] = set()
     for check in work.checks:
@@ -582,10 +604,8 @@ def scan_snapshot(
             verdict = Verdict(verdict.status, f"{verdict.why}; {check.note}", verdict.fix)
         work.drafts.append(Draft(check.file, check.line, check.kind, check.claim, verdict))
     # identifiers: one content search for all of them
+    hits = search.result()
     if work.identifiers:
-        wanted = [w for _, _, text, _ in work.identifiers for w in words_needed(text)]
-        exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
-        hits = search_words(snapshot, wanted, exclude=exclude)
         for file, line, text, shape in work.identifiers:
             module = modules.get((file, line, text))
             module_text = inputs.text(module[0]) if module else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -81,6 +82,39 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
         if word in found:
             found[word].add(path.decode("utf-8", "surrogateescape"))
     return found
+
+
+class Search:
+    """:func:`search_words` running in a thread: git grep reads the tree while the scan checks other claims."""
+
+    def __init__(self, snapshot: Snapshot, words: list[str], exclude: set[str]) -> None:
+        self._result: dict[str, set[str]] = {}
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if words:
+            self._thread = threading.Thread(
+                target=self._run, args=(snapshot, words, exclude), name="dokimi-scan-grep", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self, snapshot: Snapshot, words: list[str], exclude: set[str]) -> None:
+        try:
+            self._result = search_words(snapshot, words, exclude=exclude)
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> dict[str, set[str]]:
+        """Which files hold each word (waits for the search; raises what the search raised)."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def start_search(snapshot: Snapshot, words: list[str], *, exclude: set[str]) -> Search:
+    """Start the one ``git grep`` for ``words`` (none when there are no words); ``.result()`` collects it."""
+    return Search(snapshot, words, exclude)
 
 
 def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:

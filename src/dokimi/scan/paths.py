@@ -59,11 +59,17 @@ class Tree:
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
+        self._by_extension: dict[str, list[str]] = {}
 
     @cached_property
     def sorted_paths(self) -> list[str]:
-        """Every file and directory (not the root), sorted: a prefix is a contiguous range."""
-        return sorted({*self.snapshot.entries, *(d for d in self.snapshot.dirs if d)})
+        """Every file and directory (not the root), sorted: a prefix is a contiguous range.
+
+        The listing is already in path order (git's tree order), so this is a merge of two sorted runs, not a
+        sort of the whole tree."""
+        entries = self.snapshot.entries
+        dirs = sorted(d for d in self.snapshot.dirs if d and d not in entries)
+        return sorted([*entries, *dirs])
 
     def children(self, directory: str) -> list[str]:
         """Names directly inside ``directory`` (a range of the sorted listing, no index over the whole tree)."""
@@ -111,19 +117,27 @@ class Tree:
     def basenames_by_shape(self) -> dict[tuple[str, int], list[str]]:
         """Basenames by (extension, length): the pool a similar name is looked for in."""
         out: dict[tuple[str, int], list[str]] = {}
-        for name in sorted(self.snapshot.by_basename):
+        for name in self.snapshot.by_basename:  # unsorted: difflib ranks a pool by (score, name), not by order
             dot = name.rfind(".")
             out.setdefault((name[dot:] if dot > 0 else "", len(name)), []).append(name)
         return out
 
-    @cached_property
-    def by_extension(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for path in self.sorted_paths:
-            name = path.rpartition("/")[2]
-            dot = name.rfind(".")
-            out.setdefault(name[dot:] if dot > 0 else "", []).append(path)
-        return out
+    def with_extension(self, ext: str) -> list[str]:
+        """Files and directories, sorted, whose name ends with ``ext`` (``.txt``) and is longer than it.
+
+        One filter of the listing per extension asked for, not an index of every extension."""
+        found = self._by_extension.get(ext)
+        if found is None:
+            found = [
+                p for p in self.sorted_paths if p.endswith(ext) and p != ext and not p.endswith("/" + ext)
+            ]
+            self._by_extension[ext] = found
+        return found
+
+    def files_ending(self, suffixes: tuple[str, ...]) -> list[str]:
+        """Listed paths that end with one of ``suffixes``: the candidates an adapter's inputs are chosen from,
+        found by one C-level test per path instead of a Python function call per path."""
+        return [p for p in self.snapshot.entries if p.endswith(suffixes)]
 
     def similar_names(self, name: str) -> list[str]:
         ext = posixpath.splitext(name)[1]
@@ -308,7 +322,7 @@ def suffix_candidates(pattern: str, tree: Tree) -> list[str]:
         return sorted(tree.snapshot.by_basename.get(last, []))
     ext = posixpath.splitext(last)[1]
     if ext and not any(ch in ext for ch in "*?["):
-        return tree.by_extension.get(ext, [])
+        return tree.with_extension(ext)
     return tree.sorted_paths
 
 

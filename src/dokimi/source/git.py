@@ -12,9 +12,8 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 from dokimi import process
 from dokimi.errors import ProcessError, SourceError
@@ -215,9 +214,11 @@ def commit_dates(git_dir: Path, shas: Sequence[str]) -> dict[str, str]:
 EntryKind = Literal["blob", "tree", "commit"]
 
 
-@dataclass(frozen=True)
-class TreeEntry:
-    """One entry of a tree listing: a file (mode 100644/100755), a symlink (120000) or a submodule (160000)."""
+class TreeEntry(NamedTuple):
+    """One entry of a tree listing: a file (mode 100644/100755), a symlink (120000) or a submodule (160000).
+
+    A named tuple, not a dataclass: a listing builds one per file (50,000 in a large tree), and a tuple is made
+    in a third of the time."""
 
     path: str
     mode: str
@@ -235,16 +236,19 @@ class TreeEntry:
 
 
 def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
-    """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call."""
+    """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call.
+
+    The entries keep git's order, which is the byte order of the paths. The output is decoded once and split in a
+    tight loop: this parse is most of a listing's cost in Python."""
     out = run_git(["ls-tree", "-r", "-z", "--full-tree", rev], git_dir=git_dir, what=f"git ls-tree {rev}")
+    records = out.decode("utf-8", "surrogateescape").split("\0")
+    records.pop()  # the empty string after the last NUL (or the empty listing)
+    make = tuple.__new__
     entries: dict[str, TreeEntry] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw_path = record.partition(b"\t")
-        mode, kind, oid = meta.decode().split()
-        path = raw_path.decode("utf-8", "surrogateescape")
-        entries[path] = TreeEntry(path, mode, kind, oid)  # type: ignore[arg-type]
+    for record in records:
+        meta, path = record.split("\t", 1)
+        mode, kind, oid = meta.split(" ")
+        entries[path] = make(TreeEntry, (path, mode, kind, oid))
     return entries
 
 

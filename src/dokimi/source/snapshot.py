@@ -48,23 +48,35 @@ class Snapshot:
 
     @cached_property
     def dirs(self) -> frozenset[str]:
-        """Every directory that holds a tracked entry ('' is the root)."""
-        out = {""}
-        for path in self.entries:
-            parent = posixpath.dirname(path)
-            while parent not in out:
+        """Every directory that holds a tracked entry ('' is the root).
+
+        One pass over the listing for the direct parents (a set comprehension), then the ancestors of those few
+        parents: a tree of 50,000 files has a few thousand directories."""
+        parents = {path.rpartition("/")[0] for path in self.entries}
+        out = set(parents)
+        for parent in parents:
+            while parent:
+                parent = parent.rpartition("/")[0]
+                if parent in out:
+                    break
                 out.add(parent)
-                parent = posixpath.dirname(parent)
+        out.add("")
         return frozenset(out)
 
     @cached_property
     def by_basename(self) -> dict[str, list[str]]:
+        """Paths by their last segment: the files in listing order, then the directories. Built on first use."""
         index: dict[str, list[str]] = {}
         for path in self.entries:
-            index.setdefault(posixpath.basename(path), []).append(path)
+            name = path.rpartition("/")[2]
+            found = index.get(name)
+            if found is None:
+                index[name] = [path]
+            else:
+                found.append(path)
         for directory in self.dirs:
             if directory:
-                index.setdefault(posixpath.basename(directory), []).append(directory)
+                index.setdefault(directory.rpartition("/")[2], []).append(directory)
         return index
 
     def paths(self) -> list[str]:

@@ -56,9 +56,11 @@ class BazelAdapter:
         return None
 
     def inputs(self, tree: Tree) -> list[str]:
+        # a C-level filter of the listing first, then the exact test on the few paths left
+        candidates = [p for p in tree.snapshot.entries if "bazelrc" in p or p.endswith((".bzl", *WORKSPACE_FILES))]
         return [
             p
-            for p in tree.snapshot.entries
+            for p in candidates
             if "bazelrc" in posixpath.basename(p)
             or p.endswith(".bzl")
             or posixpath.basename(p) in WORKSPACE_FILES

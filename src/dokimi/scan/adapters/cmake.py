@@ -62,7 +62,7 @@ class CMakeAdapter:
     def inputs(self, tree: Tree) -> list[str]:
         return [
             p
-            for p in tree.snapshot.entries
+            for p in tree.files_ending(("CMakeLists.txt", ".cmake", ".json"))
             if is_cmake_source(p)
             or posixpath.basename(p) in PRESET_FILES
             or (p.endswith(".json") and "preset" in p.lower())

@@ -87,7 +87,7 @@ class MakeAdapter:
         return None
 
     def inputs(self, tree: Tree) -> list[str]:
-        return [p for p in tree.snapshot.entries if is_makefile(p)]
+        return [p for p in tree.files_ending((*sorted(MAKEFILE_NAMES), *MAKEFILE_EXTS)) if is_makefile(p)]
 
     def _rules(self, inputs: Inputs) -> MakeRules:
         cached = inputs.cache.get("make")
