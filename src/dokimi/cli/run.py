@@ -280,6 +280,12 @@ def _print_table(run: BatchRun) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="A full clone of the source for {source_dir} (default: the source's own git directory).",
 )
+@click.option(
+    "--judge-model",
+    metavar="FULL_ID",
+    help="Judge tasks that have a rubric.json with this model (a full model id, never an alias).",
+)
+@click.option("--judge-bin", metavar="PATH", help="Claude Code executable for the judge (default: --bin).")
 @json_option
 def run(
     source: str,
@@ -306,6 +312,8 @@ def run(
     image: str | None,
     caches: tuple[str, ...],
     source_dir: Path | None,
+    judge_model: str | None,
+    judge_bin: str | None,
     as_json: bool,
 ) -> int:
     """Run agents on SOURCE: one cell per (task, arm, model, effort, rep) under OUT/BATCH.
@@ -348,6 +356,8 @@ def run(
         image=image,
         caches=_caches(caches),
         source_dir=source_dir,
+        judge_model=judge_model,
+        judge_bin=judge_bin,
     )
     with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
         result = run_batch(options, progress=reporter)

@@ -42,17 +42,21 @@ from dokimi.constants import (
     TASK_JSON,
 )
 from dokimi.errors import DokimiError
+from dokimi.runner import mergegrade
 from dokimi.runner.dryrun import DRY_RUN_MOUNT
-from dokimi.runner.gate import GateVerdict, grader_failure
+from dokimi.runner.gate import GateVerdict, evaluate_gate, grader_failure
+from dokimi.runner.mergegrade import JudgeSettings
 from dokimi.runner.plan import CellLimits
 
 if TYPE_CHECKING:
     from dokimi.harness.trace import Conversion
     from dokimi.manifest import LoadedTask
     from dokimi.sandbox.specs import CacheMount
+    from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
+    from dokimi.schemas.review_rules import RepoReviewRules
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
     from dokimi.workspace import PreparedWorkspace
@@ -105,6 +109,10 @@ class CellContext:
     environ: Mapping[str, str] = field(default_factory=dict)
     """The caller's environment, read only through the profile's env_allow (empty for a dry run)."""
     force: bool = False
+    judge: JudgeSettings | None = None
+    """--judge-model: the rubric judge for tasks with a rubric.json (mergeability §4); None: not run."""
+    review_rules: RepoReviewRules | None = None
+    """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
     cancel: threading.Event = field(default_factory=threading.Event)
     prep_lock: threading.Lock = field(default_factory=threading.Lock)
     """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
@@ -343,7 +351,7 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
 
 def grade(
     ctx: CellContext, task: Task, run_dir: Path, *, name: str
-) -> tuple[GateVerdict, dict[str, bool | int | float | None]]:
+) -> tuple[GateVerdict, dict[str, bool | int | float | None], RepoGrade | None]:
     """The grade container on ``run_dir`` and the gate verdict, with grade.json's metrics when it had any."""
     from dokimi.runner.entrypoints import grade_run
 
@@ -362,7 +370,7 @@ def grade(
         batch=ctx.batch,
     )
     metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
-    return outcome.verdict, metrics
+    return outcome.verdict, metrics, None if outcome.grader_failure else outcome.grade
 
 
 def cancelled(ctx: CellContext) -> bool:
@@ -393,6 +401,10 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     try:
         reset_run_dir(run_dir)
         prepared = prepare(ctx, key, run_dir)
+        rubric = mergegrade.load_rubric(ctx.task_dir(key.task))
+        ignored_before: set[str] = set()
+        if rubric is not None:
+            ignored_before = mergegrade.before_agent(run_dir / "workspace", prepared.start_sha)
         agent = run_agent(ctx, key, run_dir)
     except (DokimiError, OSError) as exc:
         return CellOutcome(key, "failed", error=_reason(exc), seconds=time.monotonic() - start)
@@ -407,7 +419,24 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
         cost, turns = conversion.cost_usd, conversion.turns
-        verdict, metrics = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
+        checks = None
+        if rubric is not None:  # the diff is taken before grade restores its hidden files (mergeability §3)
+            checks = mergegrade.after_agent(
+                workspace=run_dir / "workspace",
+                start_sha=prepared.start_sha,
+                ignored_before=ignored_before,
+                rubric=rubric,
+                task=task,
+                tests=ctx.manifest.tests,
+                rules=ctx.review_rules,
+                judge=ctx.judge,
+                run_dir=run_dir,
+            )
+        verdict, metrics, grade_doc = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
+        if checks is not None and not verdict.grader_failure:
+            extra = mergegrade.merge_metrics(checks, grade_doc, task, ctx.manifest.tests, run_dir=run_dir)
+            verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
+            metrics.update(extra)
     except Exception as exc:
         # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.

@@ -179,10 +179,12 @@ def regrade_batch(
     from dokimi.batch import EVAL_DIR_NAME, load_batch
     from dokimi.errors import DocumentError, DokimiError, UsageError
     from dokimi.runner.entrypoints import grade_run, needs_source_dir
+    from dokimi.runner.gate import evaluate_gate
     from dokimi.sandbox.container import container_name
     from dokimi.sandbox.docker import image_exists, require_docker
     from dokimi.sandbox.specs import docker_network, resolve_caches
     from dokimi.schemas._base import read_document
+    from dokimi.schemas.grade import FRAMEWORK_METRICS
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
 
@@ -246,7 +248,14 @@ def regrade_batch(
             entry.error = exc.message if isinstance(exc, DokimiError) else str(exc)
             continue
         metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
-        again = regraded_result(cell.result, outcome.verdict, metrics)
+        verdict = outcome.verdict
+        # mergeable and merge_score come from the framework's checks, not from grade: carry them over so the
+        # regrade tests the grader alone (the judge is not run again here).
+        framework = {k: v for k, v in cell.result.metrics.items() if k in FRAMEWORK_METRICS}
+        if framework and outcome.grade is not None and not verdict.grader_failure:
+            verdict = evaluate_gate(task, outcome.grade, extra_metrics=framework)
+        metrics.update(framework)
+        again = regraded_result(cell.result, verdict, metrics)
         entry.grader_error = again.grader_error
         entry.mismatches = compare_results(cell.result, again)
         if not entry.mismatches:

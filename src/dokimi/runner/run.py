@@ -40,6 +40,7 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey, load_batch, read_pin, read_plan
 from dokimi.constants import CONTAINER_HARNESS, RESULT_JSON
 from dokimi.errors import ContainerError, PrerequisiteError, UsageError
 from dokimi.runner.cell import CellContext, CellOutcome, run_cell
+from dokimi.runner.mergegrade import JudgeSettings, load_review_rules
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
@@ -103,6 +104,10 @@ class RunOptions:
     image: str | None = None
     caches: Mapping[str, Path] = field(default_factory=dict)
     source_dir: Path | None = None
+    judge_model: str | None = None
+    """--judge-model: the full model id of the rubric judge (mergeability §4); None: the judge is not run."""
+    judge_bin: str | None = None
+    """--judge-bin: the Claude Code executable the judge runs on the host (default: --bin)."""
 
 
 class Progress(Protocol):
@@ -417,6 +422,19 @@ def _agent_network(opts: RunOptions, manifest: RepoManifest, profile: HarnessPro
     return network
 
 
+def judge_settings(opts: RunOptions, root: Path) -> JudgeSettings | None:
+    """The rubric judge of this batch: a full model id only (never an alias), verdicts cached per batch."""
+    if opts.judge_model is None:
+        return None
+    from dokimi.merge import JudgeOptions, require_full_model_id
+
+    require_full_model_id(opts.judge_model)
+    return JudgeSettings(
+        opts.judge_model,
+        JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=root / "_eval" / "judge-cache"),
+    )
+
+
 @dataclass
 class PreparedBatch:
     ctx: CellContext
@@ -523,6 +541,8 @@ def prepare_batch(
         dry_run=opts.dry_run,
         environ={} if opts.dry_run else dict(os.environ),
         force=opts.force,
+        judge=judge_settings(opts, root),
+        review_rules=load_review_rules(content),
         cancel=cancel,
     )
     progress.note("isolation probe")

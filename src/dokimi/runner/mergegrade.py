@@ -1,0 +1,147 @@
+"""Mergeability inside a cell (mergeability.md §1, §3, §4), for a task with ``tasks/<id>/rubric.json``.
+
+The order is the spec's:
+
+1. before the agent runs, the ignored files of the prepared workspace (:func:`before_agent`);
+2. after the agent, BEFORE grade runs (a grader restores hidden tests, which would replace the agent's test
+   edits in the diff): the workspace diff, stored as ``workspace.diff`` and ``workspace_diff.json``, the scope
+   check, and the judge when a judge model is configured (:func:`after_agent`);
+3. after grade: test integrity (it needs grade.json's ``tests_skipped``) and the outcome, ``mergeable`` and
+   ``merge_score``, added to the run's metrics so a gate can name them (:func:`merge_metrics`). The reasons go
+   to ``merge.json``.
+
+Without a judge model the judge is not run: a run that fails a deterministic check is not mergeable, any other
+is ``mergeable: null`` (not measured), never true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dokimi.merge import (
+    IntegrityVerdict,
+    JudgeOptions,
+    JudgeVerdict,
+    ScopeVerdict,
+    WorkspaceDiff,
+    check_scope,
+    check_test_integrity,
+    explain_merge,
+    grade_metrics_of,
+    list_ignored,
+    render_judge_input,
+    run_judge,
+    take_workspace_diff,
+)
+from dokimi.schemas._base import read_document, write_text_atomic
+from dokimi.schemas.grade import RepoGrade
+from dokimi.schemas.manifest import TestsBlock
+from dokimi.schemas.review_rules import RepoReviewRules
+from dokimi.schemas.rubric import RepoRubric
+from dokimi.schemas.task import Task
+
+RUBRIC_JSON = "rubric.json"
+REVIEW_RULES_JSON = "review_rules.json"
+WORKSPACE_DIFF = "workspace.diff"
+WORKSPACE_DIFF_JSON = "workspace_diff.json"
+MERGE_JSON = "merge.json"
+
+MetricValue = bool | int | float | None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """``repo run --judge-model``: the primary judge (its verdict is the only one that counts)."""
+
+    model: str
+    options: JudgeOptions
+
+
+@dataclass
+class MergeChecks:
+    """What a cell measured of its diff before grade ran."""
+
+    rubric: RepoRubric
+    diff: WorkspaceDiff
+    scope: ScopeVerdict
+    verdict: JudgeVerdict | None
+
+
+def load_rubric(task_dir: Path) -> RepoRubric | None:
+    """The task's rubric.json from the exported eval_dir, or None when the task has none."""
+    path = task_dir / RUBRIC_JSON
+    return read_document(path, RepoRubric) if path.is_file() else None
+
+
+def load_review_rules(eval_content: Path) -> RepoReviewRules | None:
+    """``<eval_dir>/review_rules.json`` (agent-modes §4), or None."""
+    path = eval_content / REVIEW_RULES_JSON
+    return read_document(path, RepoReviewRules) if path.is_file() else None
+
+
+def before_agent(workspace: Path, start_sha: str) -> set[str]:
+    """The ignored files that exist before the run, so the diff lists only those the run created. The
+    workspace's own .git is not read (the agent's uid owns it): ``start_sha`` is known."""
+    return list_ignored(workspace, start_sha)
+
+
+def after_agent(
+    *,
+    workspace: Path,
+    start_sha: str,
+    ignored_before: set[str],
+    rubric: RepoRubric,
+    task: Task,
+    tests: TestsBlock | None,
+    rules: RepoReviewRules | None,
+    judge: JudgeSettings | None,
+    run_dir: Path,
+) -> MergeChecks:
+    """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs."""
+    diff = take_workspace_diff(workspace, start_sha, ignored_before=ignored_before)
+    write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
+    _write_json(run_dir / WORKSPACE_DIFF_JSON, diff.to_json())
+    scope = check_scope(diff, rubric.scope)
+    verdict = None
+    if judge is not None:
+        # The config-edit blocker depends on the diff only, so the judge can run before grade.
+        edits = check_test_integrity(diff, tests)
+        judge_input = render_judge_input(
+            task.prompt, rubric, diff, rules, extra_blockers=edits.judge_blockers
+        )
+        verdict = run_judge(judge_input, model=judge.model, options=judge.options)
+    return MergeChecks(rubric=rubric, diff=diff, scope=scope, verdict=verdict)
+
+
+def merge_metrics(
+    checks: MergeChecks, grade: RepoGrade | None, task: Task, tests: TestsBlock | None, *, run_dir: Path
+) -> dict[str, MetricValue]:
+    """``mergeable`` and ``merge_score`` for the run's metrics; the reasons are written to merge.json."""
+    grade_metrics = grade_metrics_of(grade) if grade is not None else None
+    tests_skipped = grade.metrics.get("tests_skipped") if grade is not None else None
+    integrity: IntegrityVerdict = check_test_integrity(
+        checks.diff,
+        tests,
+        tests_skipped=tests_skipped if isinstance(tests_skipped, (int, float)) else None,
+    )
+    outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.verdict)
+    _write_json(
+        run_dir / MERGE_JSON,
+        {
+            "mergeable": outcome.mergeable,
+            "merge_score": outcome.merge_score,
+            "reasons": outcome.reasons,
+            "scope": checks.scope.to_json(),
+            "integrity": integrity.to_json(),
+            "judge": checks.verdict.to_json() if checks.verdict is not None else None,
+        },
+    )
+    return dict(outcome.metrics)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    import json
+
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

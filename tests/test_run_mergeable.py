@@ -1,0 +1,103 @@
+"""repo run on tasks with a rubric.json: the diff taken before grade, scope, and mergeable in the gate.
+
+Real containers and the fake harness of tests/helpers/runs.py (its EDIT prompt writes "after" to f.txt); no
+judge model, so a run that passes every deterministic check is not measured (mergeable null), never true.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi.batch import cell_dir
+from tests.helpers.git import commit
+from tests.helpers.runs import dokimi_cli, fake_harness, remove_tiny_images, run_args, tiny_repo
+
+pytestmark = pytest.mark.docker
+
+
+def rubric(task: str, allowed: list[str]) -> str:
+    doc: dict[str, Any] = {
+        "schema": "repo_rubric.v1",
+        "task": task,
+        "intent": "f.txt says after",
+        "scope": {"allowed_globs": allowed, "denied_globs": [".agent-eval/**"], "max_files": 2},
+        "blockers": [{"id": "B1", "criterion": "f.txt holds exactly 'after'", "rationale": "the task",
+                      "evidence": "f.txt:1"}],
+        "non_blockers": [],
+        "hack_report": {"lazy_solution": "none", "alt_valid_solution": "none"},
+    }  # fmt: skip
+    return json.dumps(doc, indent=2) + "\n"
+
+
+@pytest.fixture
+def name() -> Iterator[str]:
+    yield f"merge-{uuid.uuid4().hex[:10]}"
+    remove_tiny_images()
+
+
+def test_mergeable_is_measured_from_the_agent_diff_and_gates_the_run(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    gate = ["pass", "mergeable"]
+    tiny = tiny_repo(tmp_path / "tiny", {"out_of_scope": {"gate": gate}, "in_scope": {"gate": gate}})
+    eval_sha = commit(
+        tiny.path,
+        "rubrics",
+        files={
+            ".agent-eval/tasks/out_of_scope/rubric.json": rubric("out_of_scope", ["docs/**"]),
+            ".agent-eval/tasks/in_scope/rubric.json": rubric("in_scope", ["*.txt"]),
+        },
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json", rev=eval_sha))
+    assert proc.returncode == 0, proc.stderr
+    batch = tmp_path / "out" / name
+
+    out_dir = cell_dir(batch, "out_of_scope", "guidance:raw", "m", None, 0)
+    result = json.loads((out_dir / "result.json").read_text())
+    assert result["metrics"]["changed"] is True  # the tests pass ...
+    assert result["metrics"]["mergeable"] is False and result["metrics"]["merge_score"] == 0.0
+    assert result["gate_results"] == {"pass": True, "mergeable": False}
+    assert result["passed"] is False  # ... and the change is still not mergeable: it left its scope
+    merge = json.loads((out_dir / "merge.json").read_text())
+    assert any("f.txt" in reason and "scope" in reason for reason in merge["reasons"]), merge["reasons"]
+    assert "+after" in (out_dir / "workspace.diff").read_text()
+    changed = json.loads((out_dir / "workspace_diff.json").read_text())["files"]
+    assert [f["new_path"] for f in changed] == ["f.txt"]
+
+    in_dir = cell_dir(batch, "in_scope", "guidance:raw", "m", None, 0)
+    result = json.loads((in_dir / "result.json").read_text())
+    assert result["metrics"]["mergeable"] is None  # no judge: not measured, never true
+    assert result["passed"] is False
+    assert json.loads((in_dir / "merge.json").read_text())["reasons"] == ["the judge was not run"]
+
+    # regrade tests the grader alone: the framework's mergeable is carried over, so nothing moved
+    regrade = dokimi_cli(["repo", "regrade", str(batch), "--json"])
+    assert regrade.returncode == 0, regrade.stdout + regrade.stderr
+
+
+def test_a_task_without_a_rubric_reports_no_mergeable_and_writes_no_diff(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    tiny = tiny_repo(tmp_path / "tiny")
+    profile, binary = fake_harness(tmp_path / "harness")
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json"))
+    assert proc.returncode == 0, proc.stderr
+    run_dir = cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 0)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["passed"] is True and "mergeable" not in result["metrics"]
+    assert not (run_dir / "merge.json").exists() and not (run_dir / "workspace.diff").exists()
+
+
+def test_the_judge_model_must_be_a_full_id(docker_available: bool, tmp_path: Path, name: str) -> None:
+    tiny = tiny_repo(tmp_path / "tiny")
+    profile, binary = fake_harness(tmp_path / "harness")
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--judge-model", "sonnet"))
+    assert proc.returncode == 2
+    assert "sonnet" in proc.stderr and "full model id" in proc.stderr
