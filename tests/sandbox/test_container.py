@@ -160,3 +160,91 @@ def test_a_command_failing_is_data_not_an_error(toy: Toy) -> None:
         timeout=60,
     )
     assert result.returncode == 7 and result.stderr.strip() == "oops" and not result.ok
+
+
+#: A library caller that installed dokimi's signal handlers runs two containers in a worker thread, as tasks
+#: check and repo run do; the first ignores SIGTERM. The main thread waits, then ends with the signal.
+SIGNAL_SCRIPT = r"""
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dokimi import process
+from dokimi.errors import ContainerError
+from dokimi.sandbox.container import ContainerSpec, run_container
+
+image, first, second = sys.argv[1:4]
+process.install_signal_handlers()
+
+def work():
+    stubborn = "trap '' TERM; echo started; while :; do sleep 1; done"
+    run_container(ContainerSpec(name=first, image=image, argv=["sh", "-c", stubborn]), timeout=120)
+    try:
+        run_container(ContainerSpec(name=second, image=image, argv=["sleep", "300"]), timeout=120)
+        print("second ran", flush=True)
+    except ContainerError as exc:
+        print("second refused:", exc.message, flush=True)
+
+pool = ThreadPoolExecutor(max_workers=1)
+try:
+    pool.submit(work).result()
+except process.Terminated as exc:
+    pool.shutdown(wait=True)
+    process.exit_with_signal(exc.signum)
+"""
+
+
+def _wait_for_container(name: str, seconds: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while "Up" not in subprocess.run(
+        ["docker", "ps", "--filter", f"name={name}", "--format", "{{.Status}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout:
+        assert time.monotonic() < deadline, f"{name} never started"
+        time.sleep(0.2)
+
+
+def test_sigterm_to_dokimi_removes_a_workers_container_and_starts_no_new_one(toy: Toy) -> None:
+    import signal
+    import sys
+
+    first, second = _name("first"), _name("second")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGNAL_SCRIPT, toy.image.ref, first, second],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_container(first)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=100)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "second refused" in out and "second ran" not in out, out + err
+    assert _leftovers(first) == "" and _leftovers(second) == ""
+
+
+def test_two_removals_of_one_container_at_once_both_succeed(toy: Toy) -> None:
+    """A worker removing its container while a Ctrl-C cleanup removes the batch's: docker answers the second
+    `rm -f` with "removal ... is already in progress", which is not an error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dokimi.sandbox.docker import remove_container
+
+    for _ in range(3):
+        name = _name("race")
+        subprocess.run(
+            ["docker", "run", "-d", "--rm", "--name", name, toy.image.ref, "sleep", "300"],
+            capture_output=True,
+            check=True,
+        )
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(remove_container, name) for _ in range(2)]
+            for future in futures:
+                future.result()
+        assert _leftovers(name) == ""

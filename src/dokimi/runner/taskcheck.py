@@ -352,7 +352,10 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         # Ctrl-C: start nothing new, and end the running containers (their `docker run` then returns), so the
         # pool does not wait for a grader's full timeout.
         pool.shutdown(wait=False, cancel_futures=True)
-        remove_batch_containers(ctx.batch)
+        try:
+            remove_batch_containers(ctx.batch)
+        except DokimiError:
+            pass  # each worker removes its own container too; the interruption is what to report
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

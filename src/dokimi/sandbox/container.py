@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,18 @@ def docker_run_argv(spec: ContainerSpec, *, env_file: Path | None) -> list[str]:
     return [*argv, spec.image, *spec.argv]
 
 
+def _kill_and_remove(name: str) -> None:
+    """Kill and remove a container by name. Called from ``finally``: while an exception (Ctrl-C, SIGTERM) is
+    on its way up, a failure here must not replace it, so it is swallowed then; otherwise it is raised."""
+    unwinding = sys.exc_info()[1] is not None
+    try:
+        kill_container(name)
+        remove_container(name)
+    except ContainerError:
+        if not unwinding:
+            raise
+
+
 def _write_env_file(env: Mapping[str, str], directory: Path) -> Path:
     lines = []
     for key, value in sorted(env.items()):
@@ -183,7 +196,16 @@ def run_container(
     A non-zero exit of the command is data. docker failing to run it at all (exit 125: no such image, a mount
     source that does not exist, the daemon refused) is a ContainerError. A container of the same name left by
     an interrupted earlier run is removed first.
+
+    Shutdown (Ctrl-C, SIGTERM, SIGHUP: :func:`dokimi.process.shutting_down`). dokimi's signal handler kills
+    every child group, so the ``docker run`` CLI of a container running in a worker thread dies while its
+    container may live on (one that ignores SIGTERM does): the container is then killed and removed by name
+    here, in the thread that started it. Once dokimi is shutting down no new container is started: that is a
+    ContainerError, so a worker does not go on to its next step (grade after the probe) while the main thread
+    waits for it.
     """
+    if process.shutting_down():
+        raise ContainerError(f"container {spec.name} not started: dokimi is stopping")
     remove_container(spec.name)
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-run."))
     env_file = _write_env_file(spec.env, scratch) if spec.env else None
@@ -191,14 +213,13 @@ def run_container(
     finished = False
     try:
         completed = process.run(argv, timeout=timeout, grace=kill_grace_s, stdout_file=stdout_file)
-        finished = not completed.timed_out
+        finished = not completed.timed_out and not process.shutting_down()
     finally:
         if env_file is not None:
             env_file.unlink(missing_ok=True)
         scratch.rmdir()
         if not finished:  # timed out, or dokimi itself was interrupted: the container may outlive its CLI
-            kill_container(spec.name)
-            remove_container(spec.name)
+            _kill_and_remove(spec.name)
     if completed.returncode == DOCKER_RUN_FAILED and completed.stderr.lstrip().startswith("docker:"):
         tail = "\n    ".join(completed.stderr.strip().splitlines()[-6:])
         raise ContainerError(f"docker could not run container {spec.name}:\n    {tail}")

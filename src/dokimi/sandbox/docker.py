@@ -143,10 +143,15 @@ def kill_container(name: str) -> None:
     docker(["kill", name], check=False)
 
 
+#: What ``docker rm -f`` says when the container is gone already, or another ``rm`` is removing it (the
+#: worker that ran it and a Ctrl-C cleanup can both remove one container).
+_ALREADY_GONE = ("No such container", "is already in progress")
+
+
 def remove_container(name: str) -> None:
-    """``docker rm -f NAME``; a container that is gone already is fine."""
+    """``docker rm -f NAME``; a container that is gone already, or being removed already, is fine."""
     result = docker(["rm", "-f", name], check=False)
-    if not result.ok and "No such container" not in result.stderr:
+    if not result.ok and not any(text in result.stderr for text in _ALREADY_GONE):
         raise ContainerError(_failure(["rm", "-f", name], result), hint=_hint(result.stderr))
 
 
