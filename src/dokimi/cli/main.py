@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -151,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception:  # a bug in dokimi: keep the traceback, never look like "found problems"
+        import traceback  # only here: it costs every start a few ms (textwrap, linecache, tokenize)
+
         traceback.print_exc()
         click.echo(
             f"dokimi {__version__}, Python {sys.version.split()[0]}: this is a bug in dokimi; "
