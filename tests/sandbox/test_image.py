@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -93,19 +94,37 @@ def test_a_working_tree_image_follows_its_context_digest(tmp_path: Path) -> None
         _rmi(first.ref)
 
 
+def _build_containers(token: str) -> list[str]:
+    """Containers (any state) whose command holds ``token``: what a build step left behind."""
+    listed = subprocess.run(
+        ["docker", "ps", "-a", "--no-trunc", "--format", "{{.Names}} {{.Command}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in listed.splitlines() if token in line]
+
+
 def test_a_failing_build_is_a_container_error_with_the_end_of_its_log(tmp_path: Path) -> None:
-    path = _repo(tmp_path, f"FROM {BASE_IMAGE}\nRUN echo building-the-toy && exit 3\n")
+    token = f"building-the-toy-{secrets.token_hex(4)}"
+    path = _repo(tmp_path, f"FROM {BASE_IMAGE}\nRUN echo {token} && exit 3\n")
     with pytest.raises(ContainerError, match="failed") as caught:
         _build(str(path), work_dir=tmp_path)
-    assert (
-        "building-the-toy" in str(caught.value) or "building-the-toy" in (tmp_path / "build.log").read_text()
-    )
+    assert token in str(caught.value) or token in (tmp_path / "build.log").read_text()
+    assert _build_containers(token) == []  # the failed step's container is removed too
 
 
 def test_an_image_build_past_its_time_limit_is_a_container_error(tmp_path: Path) -> None:
-    path = _repo(tmp_path, f"FROM {BASE_IMAGE}\nRUN sleep 30\n")
+    token = secrets.token_hex(4)
+    path = _repo(tmp_path, f"FROM {BASE_IMAGE}\nRUN sleep 30 && echo {token}\n")
     with pytest.raises(ContainerError, match="ran past 2 s"):
         _build(str(path), timeout_s=2)
+    # the daemon cancels the running step once the stopped client is gone (it takes it a moment), well before
+    # the step would have ended on its own
+    deadline = time.monotonic() + 15
+    while _build_containers(token) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _build_containers(token) == []
 
 
 def test_a_dockerfile_outside_the_committed_tree_is_a_usage_error(tmp_path: Path) -> None:

@@ -150,7 +150,8 @@ def build_image(
                 f"image.dockerfile {manifest.image.dockerfile} is not a file of the eval tree",
                 hint="commit the Dockerfile (the build context holds only tracked files), or fix the path",
             )
-        argv = [DOCKER, "build", "--file", str(dockerfile), "--tag", tag]
+        # --force-rm: the container of a step that fails is removed too (docker keeps it by default).
+        argv = [DOCKER, "build", "--force-rm", "--file", str(dockerfile), "--tag", tag]
         argv += ["--label", f"{LABEL_CONTEXT_DIGEST}={digest}", "--label", f"{LABEL_MANAGED}=1"]
         argv += ["--label", f"{LABEL_MANIFEST_ID}={manifest.id}"]
         if network:
