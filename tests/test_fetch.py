@@ -32,7 +32,9 @@ def served(tmp_path: Path) -> tuple[Path, str, str]:
     return bare, f"file://{bare}", second
 
 
-def test_fetch_makes_a_bare_blobless_clone_and_reuses_it(served: tuple[Path, str, str], tmp_path: Path) -> None:
+def test_fetch_makes_a_bare_blobless_clone_and_reuses_it(
+    served: tuple[Path, str, str], tmp_path: Path
+) -> None:
     _, url, sha = served
     cache = tmp_path / "cache"
     first = ensure_clone(url, sha, cache_dir=cache)
@@ -44,7 +46,9 @@ def test_fetch_makes_a_bare_blobless_clone_and_reuses_it(served: tuple[Path, str
     assert again.git_dir == first.git_dir and not again.fetched  # a full SHA in the cache needs no network
 
 
-def test_a_branch_name_is_fetched_again_so_the_cache_is_updated(served: tuple[Path, str, str], tmp_path: Path) -> None:
+def test_a_branch_name_is_fetched_again_so_the_cache_is_updated(
+    served: tuple[Path, str, str], tmp_path: Path
+) -> None:
     bare, url, sha = served
     cache = tmp_path / "cache"
     assert ensure_clone(url, "main", cache_dir=cache).sha == sha
@@ -82,7 +86,9 @@ def test_a_revision_the_remote_lacks_is_a_clear_error(served: tuple[Path, str, s
         ensure_clone(url, "no-such-branch", cache_dir=tmp_path / "cache")
 
 
-def test_cli_fetch_prints_sha_and_path(served: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_fetch_prints_sha_and_path(
+    served: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, url, sha = served
     assert main(["repo", "fetch", f"{url}@{sha}", "--cache-dir", str(tmp_path / "c"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -104,9 +110,19 @@ def test_fetch_through_git_daemon_on_loopback(served: tuple[Path, str, str], tmp
     bare, _, sha = served
     port = _free_port()
     daemon = subprocess.Popen(
-        ["git", "daemon", "--reuseaddr", "--export-all", "--listen=127.0.0.1", f"--port={port}",
-         f"--base-path={bare.parent}", str(bare.parent)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={bare.parent}",
+            str(bare.parent),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         url = f"git://127.0.0.1:{port}/{bare.name}"
@@ -143,9 +159,24 @@ def unauthorized_url(
     if request.param == "https":
         key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-             "-keyout", str(key), "-out", str(cert)],
-            check=True, capture_output=True,
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+            ],
+            check=True,
+            capture_output=True,
         )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
@@ -160,7 +191,9 @@ def unauthorized_url(
         server.server_close()
 
 
-def test_a_url_that_would_prompt_fails_fast_with_the_line_and_the_fix(unauthorized_url: str, tmp_path: Path) -> None:
+def test_a_url_that_would_prompt_fails_fast_with_the_line_and_the_fix(
+    unauthorized_url: str, tmp_path: Path
+) -> None:
     start = time.monotonic()
     with pytest.raises(SourceError) as caught:
         ensure_clone(unauthorized_url, "main", cache_dir=tmp_path / "cache")
@@ -168,10 +201,14 @@ def test_a_url_that_would_prompt_fails_fast_with_the_line_and_the_fix(unauthoriz
     text = str(caught.value)
     assert "terminal prompts disabled" in text
     assert "credential helper" in text
-    assert not any(p.name.startswith("repo") and p.suffix == ".git" for p in (tmp_path / "cache" / "repos").iterdir())
+    assert not any(
+        p.name.startswith("repo") and p.suffix == ".git" for p in (tmp_path / "cache" / "repos").iterdir()
+    )
 
 
-def test_an_askpass_program_is_still_honoured(unauthorized_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_askpass_program_is_still_honoured(
+    unauthorized_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = tmp_path / "askpass-called"
     askpass = tmp_path / "askpass.sh"
     askpass.write_text(f'#!/bin/sh\necho "$1" >> "{marker}"\necho token\n')
@@ -185,12 +222,22 @@ def test_an_askpass_program_is_still_honoured(unauthorized_url: str, tmp_path: P
 @pytest.mark.parametrize(
     ("stderr", "line", "fix"),
     [
-        ("Host key verification failed.\nfatal: Could not read from remote repository.",
-         "Host key verification failed.", "known_hosts"),
-        ("git@example.invalid: Permission denied (publickey).\nfatal: Could not read from remote repository.",
-         "Permission denied (publickey)", "ssh-agent"),
-        ("fatal: could not read Username for 'https://example.invalid': terminal prompts disabled",
-         "terminal prompts disabled", "credential helper"),
+        (
+            "Host key verification failed.\nfatal: Could not read from remote repository.",
+            "Host key verification failed.",
+            "known_hosts",
+        ),
+        (
+            "git@example.invalid: Permission denied (publickey).\n"
+            "fatal: Could not read from remote repository.",
+            "Permission denied (publickey)",
+            "ssh-agent",
+        ),
+        (
+            "fatal: could not read Username for 'https://example.invalid': terminal prompts disabled",
+            "terminal prompts disabled",
+            "credential helper",
+        ),
     ],
 )
 def test_a_prompt_git_would_have_shown_is_named_with_its_fix(stderr: str, line: str, fix: str) -> None:

@@ -1,7 +1,8 @@
 """The errors dokimi raises for situations a user can fix.
 
 A DokimiError is printed without a traceback and ends the CLI with exit code 2 (usage or environment). What a
-*check* finds (a dead link, an invalid task) is data in a report, never an exception. Anything else that escapes
+*check* finds (a dead link, an invalid task) is data in a report, never an exception. Anything else that
+escapes
 is a bug in dokimi: it keeps its traceback and exits 3.
 """
 
@@ -98,4 +99,5 @@ class ProcessError(DokimiError):
 
 
 class WorkspaceError(DokimiError):
-    """A workspace cannot be prepared (contract §3): a base that does not resolve, a patch that does not apply."""
+    """A workspace cannot be prepared (contract §3): a base that does not resolve, a patch that does not
+    apply."""

@@ -1,6 +1,7 @@
 """The one glob dialect of dokimi (mergeability §2), used by validate, scan, arms, scope and review rules.
 
-- ``**`` crosses ``/`` (``a/**`` is everything under ``a``; ``**/x`` matches ``x`` at any depth, the root too);
+- ``**`` crosses ``/`` (``a/**`` is everything under ``a``; ``**/x`` matches ``x`` at any depth, the root
+too);
 - ``*`` and ``?`` never cross ``/``;
 - ``[...]`` character classes; no extglob (``!(a|b)``), no brace expansion, no negation;
 - dot files are matched like any other file;

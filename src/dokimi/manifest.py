@@ -127,8 +127,8 @@ def _parse_manifest(raw: bytes, name: str) -> Marked:
 
 
 def manifest_model_errors(marked: Marked) -> tuple[RepoManifest | None, list[DocumentError]]:
-    """Validate parsed manifest data against repo_manifest.v1: the model, or None and one error per problem.
-    """
+    """Validate parsed manifest data against repo_manifest.v1: the model, or None and one error per
+    problem."""
     try:
         return RepoManifest.model_validate(marked.data), []
     except ValidationError as exc:
@@ -186,7 +186,7 @@ def load_tasks(snapshot: Snapshot, manifest: RepoManifest) -> list[LoadedTask]:
 
     A directory without task.json is not a task (``repo validate`` warns about it). Parse and schema problems
     go into ``LoadedTask.errors``; nothing is raised for a bad task.
-"""
+    """
     if manifest.tasks is None:
         return []
     dirs = [d for d in task_dirs(snapshot, manifest.tasks) if snapshot.exists(f"{d}/{TASK_FILE}")]
@@ -231,7 +231,7 @@ class LazyMarked(Marked):
 
     Marking a document costs a second (YAML) parse; a valid task.json never needs its marks, so most never
     pay.
-"""
+    """
 
     text: str = ""
     _marked: bool = False
@@ -278,7 +278,7 @@ def match_globs(globs: Sequence[str], paths: Sequence[str]) -> dict[str, list[st
     One pass over ``paths`` narrows the candidates of every glob at once (a literal last segment is looked up
     by basename, a literal directory prefix by prefix), so 20,000 paths cost little; the match itself is
     always :func:`dokimi.globs.filter_paths`.
-"""
+    """
     candidates: dict[str, list[str]] = {}
     by_basename: dict[str, list[str]] = {}
     by_prefix: list[tuple[str, str]] = []

@@ -1,7 +1,9 @@
 """Every subprocess dokimi starts goes through here.
 
-argv lists (never a shell), a required timeout, each child in its own process group (POSIX) that is killed as a
-whole on timeout, on SIGTERM/SIGHUP to dokimi (once :func:`install_signal_handlers` ran), and when the child exits
+argv lists (never a shell), a required timeout, each child in its own process group (POSIX) that is killed as
+a
+whole on timeout, on SIGTERM/SIGHUP to dokimi (once :func:`install_signal_handlers` ran), and when the child
+exits
 leaving members behind. A non-zero exit is data (:class:`Completed`); ``check=True`` turns it into a
 :class:`~dokimi.errors.ProcessError`. A missing executable is a :class:`~dokimi.errors.PrerequisiteError`.
 """
@@ -80,7 +82,8 @@ def kill_all_groups(sig: int = signal.SIGKILL) -> None:
 
 
 class Terminated(BaseException):
-    """dokimi got SIGTERM or SIGHUP. Raised in the main thread (like KeyboardInterrupt) after every child group
+    """dokimi got SIGTERM or SIGHUP. Raised in the main thread (like KeyboardInterrupt) after every child
+    group
     was killed, so ``finally`` blocks and context managers clean up; :func:`exit_with_signal` then ends the
     process with the signal itself."""
 
@@ -122,10 +125,12 @@ def exit_with_signal(signum: int) -> None:
 
 
 def install_signal_handlers() -> None:
-    """On SIGTERM or SIGHUP kill every child group, then raise :class:`Terminated` in the main thread; on Ctrl-C
+    """On SIGTERM or SIGHUP kill every child group, then raise :class:`Terminated` in the main thread; on
+    Ctrl-C
     kill them and raise KeyboardInterrupt (contract §7).
 
-    The CLI calls this once and ends with the signal (:func:`exit_with_signal`) after cleanup. A library caller
+    The CLI calls this once and ends with the signal (:func:`exit_with_signal`) after cleanup. A library
+    caller
     that does not call it keeps its children's groups alive when it is terminated.
     """
     if threading.current_thread() is not threading.main_thread():
@@ -170,8 +175,10 @@ def run(
 ) -> Completed:
     """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
 
-    On timeout the group gets SIGTERM, ``grace`` seconds, then SIGKILL; what the child printed up to the kill is
-    kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that file as it
+    On timeout the group gets SIGTERM, ``grace`` seconds, then SIGKILL; what the child printed up to the kill
+    is
+    kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that file
+    as it
     is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout`` holds its content.
     Members of the group still alive after the child exits are killed too.
     """
@@ -180,7 +187,7 @@ def run(
     out_handle: IO[bytes] | None = None
     if stdout_file is not None:
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
-        out_handle = open(stdout_file, "wb")  # noqa: SIM115 - closed below
+        out_handle = open(stdout_file, "wb")
     try:
         proc = subprocess.Popen(
             argv,

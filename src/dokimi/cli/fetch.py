@@ -34,8 +34,13 @@ def fetch(source: str, cache_dir: Path | None, as_json: bool) -> int:
     clone = ensure_clone(spec.url, spec.rev, cache_dir=cache_dir)
     if as_json:
         emit_json(
-            {"url": clone.url, "rev": spec.rev, "sha": clone.sha, "git_dir": str(clone.git_dir),
-             "fetched": clone.fetched}
+            {
+                "url": clone.url,
+                "rev": spec.rev,
+                "sha": clone.sha,
+                "git_dir": str(clone.git_dir),
+                "fetched": clone.fetched,
+            }
         )
     else:
         click.echo(f"{clone.sha}  {clone.git_dir}")

@@ -1,7 +1,8 @@
 """The ``dokimi`` command: assembles the command groups, nothing else.
 
 Commands are listed in tables (name -> "module:attribute", short help) and imported only when invoked, so that
-``dokimi --help`` and ``dokimi --version`` stay fast. A command whose module is not built yet says so and exits 2.
+``dokimi --help`` and ``dokimi --version`` stay fast. A command whose module is not built yet says so and
+exits 2.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from dokimi.constants import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 TOP_COMMANDS: dict[str, tuple[str, str]] = {
     "repo": ("dokimi.cli.main:repo", "Evaluate agents on a repository (the contract's commands)."),
     "schema": ("dokimi.cli.schema:schema", "Print the JSON Schema of a document (repo_manifest.v1, ...)."),
-    "doctor": ("dokimi.cli.doctor:doctor", "Check docker, git, harness CLIs and images, with the fix for each."),
+    "doctor": (
+        "dokimi.cli.doctor:doctor",
+        "Check docker, git, harness CLIs and images, with the fix for each.",
+    ),
     "mock-model": ("dokimi.cli.mockmodel:mock_model", "A scripted model server for zero-cost dry runs."),
 }
 
@@ -29,11 +33,17 @@ TOP_COMMANDS: dict[str, tuple[str, str]] = {
 REPO_COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("dokimi.cli.validate:validate", "Validate the manifest and every task against a snapshot."),
     "fetch": ("dokimi.cli.fetch:fetch", "Clone or update a bare, blob-less cache of <url>@<rev>."),
-    "scan": ("dokimi.cli.scan:scan", "L0: check every mechanically checkable claim in the guidance, offline."),
+    "scan": (
+        "dokimi.cli.scan:scan",
+        "L0: check every mechanically checkable claim in the guidance, offline.",
+    ),
     "reach": ("dokimi.cli.reach:reach", "Probe which guidance files a harness really loads."),
     "tasks": ("dokimi.cli.tasks:tasks", "Task self-check: null fails, oracle passes (no LLM)."),
     "run": ("dokimi.cli.run:run", "Run agents: one cell per (task, arm, model, effort, rep)."),
-    "report": ("dokimi.cli.report:report", "Pass rates with Wilson intervals per (task, arm, model, effort)."),
+    "report": (
+        "dokimi.cli.report:report",
+        "Pass rates with Wilson intervals per (task, arm, model, effort).",
+    ),
     "compare": ("dokimi.cli.compare:compare", "Compare arms with paired, task-level statistics."),
     "regrade": ("dokimi.cli.regrade:regrade", "Regrade a sample of finished cells and flag every mismatch."),
     "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
@@ -120,7 +130,8 @@ def repo() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130 Ctrl-C)."""
+    """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130
+    Ctrl-C)."""
     try:
         from dokimi.errors import DokimiError
         from dokimi.process import Terminated, exit_with_signal, install_signal_handlers

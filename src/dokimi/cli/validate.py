@@ -30,7 +30,7 @@ def validate(source: str, manifest: str | None, manifest_file: Path | None, as_j
     Every task base must resolve in the source, and the guidance globs are evaluated at each base. One line
     per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed),
     1 invalid, 2 could not run.
-"""
+    """
     from dokimi.source import open_source
     from dokimi.validate import validate_repo
 

@@ -1,8 +1,10 @@
 """One reader and one writer for every document dokimi reads or writes.
 
-``read_document`` keeps line marks (YAML and JSON), rejects duplicate keys, and turns a pydantic ValidationError
+``read_document`` keeps line marks (YAML and JSON), rejects duplicate keys, and turns a pydantic
+ValidationError
 into a :class:`~dokimi.errors.DocumentError` that names ``file:line: key``. ``write_document`` sorts keys and
-writes atomically. Documents from outside (a grader's grade.json, a --static file) go through the same reader; the
+writes atomically. Documents from outside (a grader's grade.json, a --static file) go through the same
+reader; the
 caller decides whether a failure is an error or a finding.
 """
 
@@ -30,7 +32,8 @@ class Document(BaseModel):
 
 
 class OpenDocument(BaseModel):
-    """Base of a document whose other keys belong to someone else (task.json, repo_static.v1): kept, unread."""
+    """Base of a document whose other keys belong to someone else (task.json, repo_static.v1): kept,
+    unread."""
 
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True, populate_by_name=True)
 

@@ -91,7 +91,7 @@ class RepoManifest(Document):
 
     Without ``eval_dir``, ``tasks`` and ``entry_points`` the manifest is guidance-only: scan and reach run on
     it, validate checks its globs, and ``tasks check`` and ``run`` refuse it.
-"""
+    """
 
     schema_: Literal["repo_manifest.v1"] = Field(alias="schema")
     """Document type and version: ``repo_manifest.v1``."""

@@ -57,7 +57,7 @@ def egress_host_problem(host: str) -> str | None:
 
     A DNS name with an optional ``:port``; ``*`` stands for one whole label; the last two labels are literal,
     so ``*.pythonhosted.org`` passes and ``*``, ``*.org`` or ``pypi.*`` do not.
-"""
+    """
     if not isinstance(host, str) or not host:
         return "empty host"
     if host != host.strip() or any(c.isspace() for c in host):

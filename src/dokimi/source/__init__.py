@@ -109,7 +109,11 @@ class Repo:
         if self.git_dir is None:
             raise SourceError(f"{self.label}: not a git repository, so it has no commits")
         return snapshot_of_commit(
-            self.git_dir, sha, label=f"{self.label}@{sha[:12]}", catfile=self.catfile(), promisor=self.promisor
+            self.git_dir,
+            sha,
+            label=f"{self.label}@{sha[:12]}",
+            catfile=self.catfile(),
+            promisor=self.promisor,
         )
 
     def resolve(self, rev: str) -> str | None:
@@ -146,7 +150,9 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
         _refuse_part_of_a_repository(spec, path, git_dir)
         return Repo(spec, git_dir, path, None, url=_origin_url(git_dir))
     if git_dir is None:
-        raise SourceError(f"{spec.path}: not a git repository, so @{spec.rev} cannot be read", hint="drop @<rev>")
+        raise SourceError(
+            f"{spec.path}: not a git repository, so @{spec.rev} cannot be read", hint="drop @<rev>"
+        )
     assert spec.rev is not None
     sha = git.rev_parse_commit(git_dir, spec.rev)
     if sha is None:

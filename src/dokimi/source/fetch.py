@@ -2,7 +2,8 @@
 
 Layout: ``<cache>/repos/<name>-<hash>.git`` where ``<cache>`` is DOKIMI_HOME, else ``$XDG_CACHE_HOME/dokimi``,
 else ``~/.cache/dokimi``. A first clone is built in a temporary directory beside its final place and published
-with ``os.replace`` under an exclusive lock, so Ctrl-C or a concurrent dokimi never leaves a half clone behind.
+with ``os.replace`` under an exclusive lock, so Ctrl-C or a concurrent dokimi never leaves a half clone
+behind.
 
 Git runs non-interactively (dokimi.source.git): no terminal, stdin closed, GIT_TERMINAL_PROMPT=0; an askpass
 program named by the environment still runs. Blobs are fetched on demand, many in one request

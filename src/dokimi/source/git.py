@@ -1,6 +1,7 @@
 """Git as a set of small named functions: one question each, -z output, a scrubbed environment.
 
-Every call runs with ``core.hooksPath=/dev/null`` and ``core.fsmonitor=false``, GIT_TERMINAL_PROMPT=0, stdin closed
+Every call runs with ``core.hooksPath=/dev/null`` and ``core.fsmonitor=false``, GIT_TERMINAL_PROMPT=0, stdin
+closed
 and no terminal (its own session), so git and ssh never prompt; an askpass program the environment names still
 runs (contract §9). Failures go through :func:`diagnose` into a SourceError that names the fix.
 """
@@ -183,7 +184,8 @@ def rev_parse_commit(git_dir: Path, rev: str) -> str | None:
 
 
 def rev_parse_many(git_dir: Path, revs: Sequence[str]) -> dict[str, str | None]:
-    """Resolve many revisions in one batch (``cat-file --batch-check``), commits only; None when unresolved."""
+    """Resolve many revisions in one batch (``cat-file --batch-check``), commits only; None when
+    unresolved."""
     if not revs:
         return {}
     unique = list(dict.fromkeys(revs))
@@ -193,7 +195,9 @@ def rev_parse_many(git_dir: Path, revs: Sequence[str]) -> dict[str, str | None]:
     result: dict[str, str | None] = {}
     for rev, answer in zip(unique, answers, strict=False):
         parts = answer.split()
-        result[rev] = parts[0] if len(parts) == 2 and parts[1] == "commit" and FULL_SHA.match(parts[0]) else None
+        result[rev] = (
+            parts[0] if len(parts) == 2 and parts[1] == "commit" and FULL_SHA.match(parts[0]) else None
+        )
     return result
 
 
@@ -217,7 +221,8 @@ EntryKind = Literal["blob", "tree", "commit"]
 class TreeEntry(NamedTuple):
     """One entry of a tree listing: a file (mode 100644/100755), a symlink (120000) or a submodule (160000).
 
-    A named tuple, not a dataclass: a listing builds one per file (50,000 in a large tree), and a tuple is made
+    A named tuple, not a dataclass: a listing builds one per file (50,000 in a large tree), and a tuple is
+    made
     in a third of the time."""
 
     path: str
@@ -238,7 +243,8 @@ class TreeEntry(NamedTuple):
 def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
     """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call.
 
-    The entries keep git's order, which is the byte order of the paths. The output is decoded once and split in a
+    The entries keep git's order, which is the byte order of the paths. The output is decoded once and split
+    in a
     tight loop: this parse is most of a listing's cost in Python."""
     out = run_git(["ls-tree", "-r", "-z", "--full-tree", rev], git_dir=git_dir, what=f"git ls-tree {rev}")
     records = out.decode("utf-8", "surrogateescape").split("\0")
@@ -332,7 +338,9 @@ def _write_all(stream: IO[bytes], data: bytes) -> None:
         pass
 
 
-def tree_changes(git_dir: Path, reference: str, revs: Sequence[str]) -> dict[str, tuple[list[str], list[str]]]:
+def tree_changes(
+    git_dir: Path, reference: str, revs: Sequence[str]
+) -> dict[str, tuple[list[str], list[str]]]:
     """For each of ``revs``: the paths its tree has and ``reference``'s lacks, and the paths ``reference`` has
     and its tree lacks, as ``rev -> (added, deleted)``. ONE ``git diff-tree --stdin`` for every rev; its cost
     follows the differences, not the size of the trees. No rename detection: a rename is a delete and an add.

@@ -50,7 +50,8 @@ class Snapshot:
     def dirs(self) -> frozenset[str]:
         """Every directory that holds a tracked entry ('' is the root).
 
-        One pass over the listing for the direct parents (a set comprehension), then the ancestors of those few
+        One pass over the listing for the direct parents (a set comprehension), then the ancestors of those
+        few
         parents: a tree of 50,000 files has a few thousand directories."""
         parents = {path.rpartition("/")[0] for path in self.entries}
         out = set(parents)
@@ -65,7 +66,8 @@ class Snapshot:
 
     @cached_property
     def by_basename(self) -> dict[str, list[str]]:
-        """Paths by their last segment: the files in listing order, then the directories. Built on first use."""
+        """Paths by their last segment: the files in listing order, then the directories. Built on first
+        use."""
         index: dict[str, list[str]] = {}
         for path in self.entries:
             name = path.rpartition("/")[2]
@@ -95,8 +97,18 @@ class Snapshot:
     def entry(self, path: str) -> TreeEntry | None:
         return self.entries.get(normalize(path))
 
+    @cached_property
+    def _submodules(self) -> frozenset[str]:
+        return frozenset(path for path, entry in self.entries.items() if entry.kind == "commit")
+
+    @cached_property
+    def _symlinks(self) -> frozenset[str]:
+        return frozenset(path for path, entry in self.entries.items() if entry.mode == "120000")
+
     def submodule_of(self, path: str) -> str | None:
         """The submodule path that contains ``path`` (or is it), if any."""
+        if not self._submodules:  # most trees have none: no prefix to try
+            return None
         path = normalize(path)
         parts = path.split("/")
         for i in range(1, len(parts) + 1):
@@ -115,6 +127,8 @@ class Snapshot:
     def resolve(self, path: str) -> Resolved:
         """Follow symlinks (of the path and of its directories) inside the tree, as a checkout would."""
         path = normalize(path)
+        if not self._symlinks:  # no link to follow: the path is there or it dangles
+            return Resolved(path) if path in self.entries or path in self.dirs else Resolved(None, "dangles")
         seen: set[str] = set()
         for _ in range(MAX_LINK_HOPS):
             parts = path.split("/") if path else []
@@ -192,6 +206,8 @@ class Snapshot:
         return self._catfile.read_many(oids)
 
     def _under_link(self, path: str) -> bool:
+        if not self._symlinks:
+            return False
         parent = posixpath.dirname(path)
         while parent:
             entry = self.entries.get(parent)
@@ -244,7 +260,8 @@ def snapshot_of_commit(
 
 
 def snapshot_of_worktree(root: Path, *, label: str) -> Snapshot:
-    """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain dir."""
+    """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain
+    dir."""
     git_dir = git.git_dir_of(root)
     top = git.toplevel(root) if git_dir else None
     entries: dict[str, TreeEntry] = {}
