@@ -160,3 +160,17 @@ def test_the_bundled_example_passes_tasks_check(docker_available: bool, tmp_path
     report = _check(f"{tmp_path / 'calc'}@{shas['eval']}", jobs=2)
     assert [task.problems for task in report.tasks if task.status != "ok"] == []
     assert report.ok and len(report.tasks) >= 4
+
+
+@pytest.mark.docker
+def test_an_unknown_cache_is_refused_before_the_image_is_built(
+    docker_available: bool, tmp_path: Path
+) -> None:
+    # a Dockerfile that cannot build: the --cache typo must be what the user hears about, at once
+    path, _, _ = make_eval_repo(
+        tmp_path / "repo",
+        tasks={"fix_add": TASKS["fix_add"]},
+        dockerfile="FROM dokimi-base:bookworm\nRUN exit 3\n",
+    )
+    with pytest.raises(UsageError, match="no cache named 'typo'"):
+        _check(str(path), caches={"typo": tmp_path / "cache"})

@@ -231,6 +231,8 @@ def check_tasks(
         raise UsageError("-j must be at least 1")
     require_docker()
     source_dir = _source_dir(repo, manifest, options)
+    # before the image build, which may take hours: a --cache NAME the manifest does not declare is a typo
+    caches = resolve_caches(manifest.image, manifest.id, overrides=options.caches)
     if on_total is not None:
         on_total(2 * len(tasks))
     temporary = options.out_dir is None
@@ -266,7 +268,7 @@ def check_tasks(
             out=out,
             content=content,
             image=image,
-            caches=resolve_caches(manifest.image, manifest.id, overrides=options.caches),
+            caches=caches,
             source_dir=source_dir,
             network=network,
             batch=f"check{secrets.token_hex(4)}",
