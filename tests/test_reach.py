@@ -136,6 +136,11 @@ def test_an_unknown_only_lists_the_scenarios() -> None:
         plan_scenarios(["."], ["roots"])
 
 
+def test_scenarios_naming_no_kind_are_refused_rather_than_probing_nothing() -> None:
+    with pytest.raises(UsageError, match="no scenario kind"):
+        plan_scenarios([".", "sub"], [])
+
+
 # --- the skeleton -------------------------------------------------------------------------------------------
 
 

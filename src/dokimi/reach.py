@@ -344,6 +344,11 @@ def plan_scenarios(
 ) -> list[PlannedScenario]:
     """cwd=. (root), cwd=<dir> for every other guidance dir (cwd), read=<dir> for every one (read)."""
     kinds = set(kinds)
+    if not kinds:
+        raise UsageError(
+            "--scenarios names no scenario kind, so nothing would be probed",
+            hint=f"use some of {','.join(SCENARIO_KINDS)}",
+        )
     unknown = kinds - set(SCENARIO_KINDS)
     if unknown:
         raise UsageError(
