@@ -196,12 +196,8 @@ def _wait_for_container(name: str, seconds: float = 60) -> None:
     import time
 
     deadline = time.monotonic() + seconds
-    while "Up" not in subprocess.run(
-        ["docker", "ps", "--filter", f"name={name}", "--format", "{{.Status}}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout:
+    status = ["docker", "ps", "--filter", f"name={name}", "--format", "{{.Status}}"]
+    while "Up" not in subprocess.run(status, capture_output=True, text=True, check=True).stdout:
         assert time.monotonic() < deadline, f"{name} never started"
         time.sleep(0.2)
 
