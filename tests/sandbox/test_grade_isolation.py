@@ -220,3 +220,43 @@ def test_the_oracle_runs_in_a_grade_container_and_changes_the_workspace(toy: Toy
     assert "a + b" in (run_dir / "workspace" / "app" / "calc.py").read_text()
     assert _grade(toy, run_dir, task).verdict.passed is True
     assert stat.S_ISREG(os.lstat(run_dir / "oracle.stderr").st_mode)
+
+
+def test_a_grader_can_read_eval_dir_and_source_dir_but_a_write_to_either_fails(
+    toy: Toy, tmp_path: Path
+) -> None:
+    """{eval_dir} and {source_dir} are read-only mounts: a write fails even where the host's modes allow it
+    (both copies here are world-writable), and git reads the source's history as another uid."""
+    import shutil
+
+    content = tmp_path / "content"
+    shutil.copytree(toy.content, content)
+    assert toy.repo.git_dir is not None
+    source = tmp_path / "source.git"
+    shutil.copytree(toy.repo.git_dir, source)
+    for root in (content, source):
+        for dirpath, _dirs, _files in os.walk(root):
+            os.chmod(dirpath, 0o777)
+    run_dir = tmp_path / "run"
+    task = prepared_run(toy, run_dir, "fix_add")
+    script = (
+        "for d in /eval/content /eval/source; do touch $d/written 2>/dev/null && echo wrote-$d; done; "
+        "git -C {source_dir} log -1 --format=head=%H; cat {eval_dir}/tools/marker.txt"
+    )
+    entry = run_entry_point(
+        "grade",
+        f"sh -c '{script}'",
+        image=toy.image.ref,
+        run_dir=run_dir,
+        eval_content=content,
+        source_dir=source,
+        image_config=None,
+        task=task.id,
+        network="none",
+        name=container_name(f"gi{secrets.token_hex(3)}", task.id, "grade"),
+    )
+    assert entry.ok, entry.stderr_tail()
+    assert "wrote-" not in entry.container.stdout
+    assert f"head={toy.head}" in entry.container.stdout
+    assert "toy tooling" in entry.container.stdout
+    assert not (content / "written").exists() and not (source / "written").exists()
