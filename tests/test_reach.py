@@ -299,6 +299,26 @@ def test_a_hanging_harness_is_an_error_at_the_timeout_and_leaves_no_orphan(
         kill_strays(fake.marker)
 
 
+def test_a_repository_without_guidance_is_refused_before_any_harness_runs(
+    fake_dir: Path, tmp_path: Path
+) -> None:
+    fake = make_fake_harness(fake_dir, CAT)
+    repo = git_repo(tmp_path / "repo", {"README.md": "no guidance here\n", "docs/CLAUDE.md": Symlink("../x")})
+    with pytest.raises(UsageError, match="no guidance file to probe") as info:
+        _run(repo, fake.profile, tmp_path / "out")
+    assert "**/AGENTS.md" in (info.value.hint or "")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refused_guidance_path_is_reported_before_the_harness_binary_is_needed(
+    fake_dir: Path, tmp_path: Path
+) -> None:
+    fake = make_fake_harness(fake_dir, CAT)
+    repo = git_repo(tmp_path / "repo", {"a:b/AGENTS.md": "x\n"})
+    with pytest.raises(UsageError, match="':'"):
+        _run(repo, fake.profile, tmp_path / "out", bin=str(tmp_path / "no-such-harness"))
+
+
 def test_dry_run_needs_an_endpoint_env(fake_dir: Path, tmp_path: Path) -> None:
     fake = make_fake_harness(fake_dir, CAT)
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# root\n"})

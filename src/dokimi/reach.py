@@ -59,6 +59,7 @@ __all__ = [
     "parse_answer",
     "plan_scenarios",
     "plan_skeleton",
+    "refuse_empty_plan",
     "refuse_guidance_ancestors",
     "run_reach",
     "seed_text",
@@ -250,6 +251,20 @@ def _refuse_path(path: str, snapshot: Snapshot) -> None:
             path=path,
             hint="rename the file in the repository, or leave it out of guidance.globs",
         )
+
+
+def refuse_empty_plan(plan: Skeleton, *, globs: Sequence[str], names: Sequence[str]) -> None:
+    """A tree with no guidance file to seed has nothing to probe: say so instead of running the harness on an
+    empty skeleton (whose commit would fail with nothing to commit)."""
+    if plan.files:
+        return
+    links = f"; links not followed: {', '.join(p for p, _ in plan.unresolved)}" if plan.unresolved else ""
+    raise UsageError(
+        "no guidance file to probe: nothing outside eval_dir matches the guidance globs or the harness's "
+        f"guidance names{links}",
+        hint=f"globs: {', '.join(globs) or 'none'}; names: {', '.join(names) or 'none'}. "
+        "Check guidance.globs in the manifest, or --manifest/--manifest-file",
+    )
 
 
 def guidance_dirs(plan: Skeleton) -> list[str]:
@@ -585,14 +600,16 @@ def run_reach(
             f"harness {profile.name!r} has no endpoint_env: --dry-run cannot point it at the scripted server",
             hint="add endpoint_env to the profile, or run without --dry-run",
         )
+    # Everything decided from the tree alone comes first: a refusal needs no harness binary.
+    plan = plan_skeleton(snapshot, globs=globs, names=profile.guidance.names, eval_dir=eval_dir)
+    refuse_empty_plan(plan, globs=globs, names=profile.guidance.names)
+    dirs = guidance_dirs(plan)
+    planned = plan_scenarios(dirs, options.scenarios, options.only)
     binary = resolve_bin(profile, options.bin)
     version = harness_version(profile, binary)
     who = harness_identity()
     run_binary = reachable_binary(binary, who)
     salt = options.salt if options.salt is not None else secrets.token_hex(4)
-    plan = plan_skeleton(snapshot, globs=globs, names=profile.guidance.names, eval_dir=eval_dir)
-    dirs = guidance_dirs(plan)
-    planned = plan_scenarios(dirs, options.scenarios, options.only)
     trace_dirs = _trace_dirs(planned)
     say = options.progress or (lambda _msg: None)
 
