@@ -100,3 +100,30 @@ def test_a_probe_that_does_not_finish_is_a_problem() -> None:
         "runs as root" in p
         for p in parse_probe_output("uid 0\nprobe-done\n", expect_no_network=False, returncode=0).problems
     )
+
+
+def test_the_agents_home_is_its_per_run_directory_and_caches_are_writable(toy: Toy, tmp_path: Path) -> None:
+    from dokimi.sandbox.container import give_to_container_user
+    from dokimi.sandbox.specs import CacheMount
+
+    run_dir = tmp_path / "run"
+    prepared_run(toy, run_dir, "fix_add")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    give_to_container_user(cache)
+    script = 'echo "home=$HOME cwd=$(pwd) scratch=$TOY_SCRATCH"; touch "$HOME/h" /cache/c/f "$TOY_SCRATCH/s"'
+    spec = agent_spec(
+        name=container_name(f"probe{secrets.token_hex(3)}", "fix_add", "agent"),
+        image=toy.image.ref,
+        run_dir=run_dir,
+        argv=["sh", "-c", script],
+        image_config=toy.loaded.manifest.image if toy.loaded.manifest else None,
+        task="fix_add",
+        network="none",
+        caches=[CacheMount("c", cache, PurePosixPath("/cache/c"))],
+    )
+    result = run_container(spec, timeout=60)
+    assert result.ok, result.stderr
+    assert "home=/eval/run/home cwd=/eval/run/workspace scratch=/eval/run/scratch" in result.stdout
+    assert (run_dir / "home" / "h").is_file()  # HOME is the run's own directory, not the container layer
+    assert (cache / "f").is_file() and (run_dir / "scratch" / "s").is_file()
