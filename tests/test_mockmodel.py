@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -346,3 +347,20 @@ def test_dokimi_mock_model_serve_plays_a_script_and_rejects_a_bad_one(tmp_path: 
     )
     assert bad.returncode == 2
     assert "unknown key(s) ['bogus']" in bad.stderr and "docs/mock-model.md" in bad.stderr
+
+
+def test_serving_on_a_port_already_in_use_is_an_environment_error_not_a_bug(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps([{"final": "x"}]))
+    env = {**os.environ, "PYTHONPATH": str(Path(mockmodel_module.__file__).parents[1])}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "dokimi", "mock-model", "serve", "--script", str(tmp_path / "s.json"),
+             "--port", str(port)],
+            check=False, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr and "--port" in done.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from dokimi.constants import EXIT_OK
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, PrerequisiteError
 
 
 @click.group("mock-model")
@@ -43,6 +43,13 @@ def serve(script: Path, port: int, capture: Path | None, main_model: str | None)
         server = MockModelServer(script, capture_path=capture, main_model=main_model, port=port)
     except ScriptError as exc:
         raise DocumentError(str(exc), hint="see docs/mock-model.md for the script format") from exc
+    try:
+        server.start()
+    except OSError as exc:
+        raise PrerequisiteError(
+            f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}",
+            hint="pick another --port, or --port 0 for any free one",
+        ) from None
     with server:
         click.echo(server.url)
         click.echo(
