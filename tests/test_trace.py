@@ -205,6 +205,24 @@ def test_output_over_8_kb_keeps_first_and_last_4_kb_around_the_omission_line() -
     assert out == "H" * OUTPUT_KEEP_BYTES + "\n[... 1000 bytes omitted ...]\n" + "T" * OUTPUT_KEEP_BYTES
 
 
+def test_one_byte_over_8_kb_is_truncated_and_says_1_byte_omitted() -> None:
+    text = "H" * OUTPUT_KEEP_BYTES + "m" + "T" * OUTPUT_KEEP_BYTES
+    assert len(text.encode()) == OUTPUT_LIMIT_BYTES + 1
+    assert truncate_output(text) == (
+        "H" * OUTPUT_KEEP_BYTES + "\n[... 1 bytes omitted ...]\n" + "T" * OUTPUT_KEEP_BYTES,
+        True,
+    )
+
+
+def test_a_character_cut_at_a_boundary_is_counted_among_the_omitted_bytes() -> None:
+    text = "x" + "é" * 5000  # 10001 bytes: the 4096th byte is the first half of an é
+    out, truncated = truncate_output(text)
+    head, omitted, tail = out.split("\n")
+    kept = len(head.encode()) + len(tail.encode())
+    assert truncated and len(head.encode()) == OUTPUT_KEEP_BYTES - 1
+    assert omitted == f"[... {10001 - kept} bytes omitted ...]"
+
+
 def test_truncation_counts_utf8_bytes_and_never_splits_a_character() -> None:
     text = "é" * 5000  # 10000 bytes, 5000 characters
     out, truncated = truncate_output(text)

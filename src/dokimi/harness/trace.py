@@ -88,16 +88,20 @@ def truncate_output(output: str) -> tuple[str, bool]:
 
     Returns (text, truncated).
 
-    Sizes are UTF-8 bytes; a multi-byte character cut at either boundary is dropped rather than mangled.
+    Sizes are UTF-8 bytes; a multi-byte character cut at either boundary is dropped rather than mangled, and
+    its bytes are counted among the N omitted.
     """
     if len(output) * 4 <= OUTPUT_LIMIT_BYTES:  # cannot exceed the limit even if every char took 4 bytes
         return output, False
     data = output.encode("utf-8", "surrogatepass")
     if len(data) <= OUTPUT_LIMIT_BYTES:
         return output, False
-    omitted = len(data) - 2 * OUTPUT_KEEP_BYTES
     head = data[:OUTPUT_KEEP_BYTES].decode("utf-8", "ignore")
     tail = data[-OUTPUT_KEEP_BYTES:].decode("utf-8", "ignore")
+    # N counts every byte not shown, including the pieces of a character cut at either boundary.
+    omitted = (
+        len(data) - len(head.encode("utf-8", "surrogatepass")) - len(tail.encode("utf-8", "surrogatepass"))
+    )
     return f"{head}\n[... {omitted} bytes omitted ...]\n{tail}", True
 
 
