@@ -174,3 +174,27 @@ def test_an_unknown_cache_is_refused_before_the_image_is_built(
     )
     with pytest.raises(UsageError, match="no cache named 'typo'"):
         _check(str(path), caches={"typo": tmp_path / "cache"})
+
+
+@pytest.mark.docker
+def test_scan_run_static_merges_the_entry_points_claims_and_refuses_an_invalid_document(
+    docker_available: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _, head = make_eval_repo(tmp_path / "repo")
+    assert main(["repo", "scan", f"{path}@{head}", "--run-static", "--json"]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert merged["by_source"]["repository"] == {"fail": 0, "ok": 1, "unresolved": 0}
+    assert merged["static"]["merged"] is True and merged["static"]["top_level"] == {"checker": "toy"}
+    assert [(c["file"], c["claim"], c["source"]) for c in merged["claims"]] == [
+        ("AGENTS.md", "app/calc.py", "repository")
+    ]
+    # a static entry point that writes something that is not repo_static.v1: not merged, exit 1
+    bad = MANIFEST.replace(
+        'static: "python3 {eval_dir}/static.py --out {out}"', "static: \"sh -c 'echo {{}} > {out}'\""
+    )
+    bad_path, _, bad_head = make_eval_repo(tmp_path / "bad", manifest=bad)
+    assert main(["repo", "scan", f"{bad_path}@{bad_head}", "--run-static", "--json"]) == 1
+    refused = json.loads(capsys.readouterr().out)
+    assert "repository" not in refused["by_source"] and refused["static"]["merged"] is False
+    for image in (head, bad_head):
+        subprocess.run(["docker", "rmi", f"dokimi/toy:{image}"], capture_output=True, check=False)
