@@ -13,6 +13,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 from dokimi.harness.trace import convert_claude_stream_json
 
@@ -93,7 +94,7 @@ def make_trace(target_bytes: int, seed: int = 0) -> list[str]:
             output = "\n".join(f"cpp/x_{i}.cpp:{i}: kmeans" for i in range(rng.randint(1, 50)))
             result = {"mode": "content", "numFiles": 3}
             is_error = False
-        text = {
+        text: dict[str, Any] = {
             "type": "assistant",
             "message": {
                 "id": f"msg_{n}",

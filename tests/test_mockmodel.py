@@ -51,6 +51,7 @@ def request(
     url: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     parts = urlsplit(url)
+    assert parts.hostname is not None
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     data = json.dumps(body).encode() if body is not None else None
     hdrs = {"content-type": "application/json", **(headers or {})}
@@ -73,7 +74,7 @@ def sse_events(payload: bytes) -> list[tuple[str, dict[str, Any]]]:
 
 def message_from_sse(events: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """Reassemble a message the way an SDK does: text deltas concatenated, input_json_delta parsed."""
-    message = events[0][1]["message"]
+    message: dict[str, Any] = events[0][1]["message"]
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
     for name, data in events[1:]:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_backgroun
     from tests.helpers.harness import harness_dir, kill_strays, stray_pids
 
     marker = "dokimi-hook-e2e-4417"
-    script = [
+    script: list[dict[str, Any]] = [
         {"tool_use": {"name": "Bash", "input": {"command": f"sleep 300 & echo {marker}"}}},
         {"tool_use": {"name": "Bash", "input": {"command": "echo foreground-ok"}}},
         {"final": "finished"},

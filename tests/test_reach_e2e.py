@@ -21,7 +21,7 @@ from tests.helpers.git import Symlink, git_repo
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.harness
 
-FIXTURE = {
+FIXTURE: dict[str, str | Symlink] = {
     "AGENTS.md": "# Root rules\nRun make test.\n",
     "CLAUDE.md": Symlink("AGENTS.md"),
     "sub/AGENTS.md": "# Sub rules\nUse the sub toolchain.\n",

@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def sandbox() -> Iterator[Path]:
 def test_a_scripted_bash_call_really_edits_the_file_and_converts_with_rc_0(
     claude_bin: Path, sandbox: Path, tmp_path: Path
 ) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "tool_use": {
                 "name": "Bash",
@@ -71,7 +72,7 @@ def test_a_run_killed_at_its_timeout_mid_command_converts_with_rc_null(
     claude_bin: Path, sandbox: Path, tmp_path: Path, hard_kill: bool
 ) -> None:
     marker = f"dokimi-e2e-{uuid.uuid4().hex[:12]}"
-    script = [
+    script: list[dict[str, Any]] = [
         {
             "tool_use": {
                 "name": "Bash",
