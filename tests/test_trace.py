@@ -384,3 +384,19 @@ def test_invalid_utf8_in_a_trace_file_does_not_crash(tmp_path: Path) -> None:
     trace.write_bytes(b"\xff\xfe garbage\n" + INIT.encode() + b"\n" + RESULT.encode() + b"\n")
     conv = convert_file(trace, "claude-stream-json")
     assert conv.garbage_lines == 1 and conv.answer == "all done"
+
+
+def test_convert_takes_the_converter_name_and_the_whole_stdout_as_the_shared_interface_names_it() -> None:
+    from dokimi.harness.trace import convert
+
+    conv = convert("text", "final answer\n")
+    assert conv.answer == "final answer" and conv.events == [] and not conv.is_error
+    stream = (TRACES / "claude-2.1.328-bash-edit.jsonl").read_text()
+    expected = convert_claude_stream_json(stream.splitlines())
+    assert expected.events and convert("claude-stream-json", stream).events == expected.events
+    separator = json.dumps({"type": "result", "subtype": "success", "result": "a\u2028b"}, ensure_ascii=False)
+    assert convert("claude-stream-json", separator + "\n").answer == "a\u2028b"  # ends lines at \n only
+    from dokimi.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown trace converter"):
+        convert("nope", "")

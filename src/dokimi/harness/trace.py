@@ -16,6 +16,7 @@ Rules every converter keeps (each is one named function below, with a test):
 
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 import re
@@ -34,6 +35,7 @@ __all__ = [
     "Conversion",
     "Converter",
     "command_rc",
+    "convert",
     "convert_claude_stream_json",
     "convert_file",
     "convert_text",
@@ -390,10 +392,9 @@ TRACE_CONVERTERS: dict[str, Converter] = {
 # --- files --------------------------------------------------------------------------------------------------
 
 
-def convert_file(path: str | Path, trace: str) -> Conversion:
-    """Convert a stored trace (a harness's raw stdout) with the converter the profile names."""
+def _converter(trace: str) -> Converter:
     try:
-        converter = TRACE_CONVERTERS[trace]
+        return TRACE_CONVERTERS[trace]
     except KeyError:
         from dokimi.errors import UsageError
 
@@ -401,6 +402,18 @@ def convert_file(path: str | Path, trace: str) -> Conversion:
         raise UsageError(
             f"unknown trace converter {trace!r}", key="trace", hint=f"use one of: {known}"
         ) from None
+
+
+def convert(trace: str, stdout_text: str) -> Conversion:
+    """Convert a harness's whole stdout, held in memory, with the converter named ``trace``.
+
+    Lines end at ``\\n`` only, as when reading the file (a JSON string may hold a raw U+2028)."""
+    return _converter(trace)(io.StringIO(stdout_text, newline="\n"))
+
+
+def convert_file(path: str | Path, trace: str) -> Conversion:
+    """Convert a stored trace (a harness's raw stdout) with the converter the profile names."""
+    converter = _converter(trace)
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         return converter(f)
 
