@@ -4,8 +4,9 @@ Builds (once, reused from /tmp) repositories of 10k, 25k and 50k tracked files, 
 200 claims (links, paths, globs, identifiers, make targets, shell commands). Prints, every figure the best of
 ``--runs``:
 
-- the ratio scan / ls-tree at 50k files with 30 guidance files (target: at most 5x), in-process (a library call
-  on a commit snapshot, ``dir@sha``, imports excluded) and once as the CLI (a subprocess, imports included);
+- the ratio scan / ls-tree at 50k files with 30 guidance files (target: at most 5x), in-process (a library
+  call on a commit snapshot, ``dir@sha``, imports excluded) and once as the CLI (a subprocess, imports
+  included);
 - time vs guidance size (10, 20, 30 files) at 50k files;
 - time vs repository size (10k, 25k, 50k files) at 30 guidance files, split into the identifier search alone
   (the one ``git grep``, which reads every file of the tree) and the scan without it (listing, guidance,
@@ -55,7 +56,8 @@ def guide_text(index: int, files: list[str], rng: random.Random) -> str:
         kind = n % 5
         if kind == 0:
             lines.append(
-                f"See [{path}](/{path}) and `{path}` and `{path.rsplit('/', 1)[0]}/*.py` and `func_{n % 97}_x`."
+                f"See [{path}](/{path}) and `{path}` and `{path.rsplit('/', 1)[0]}/*.py` "
+                f"and `func_{n % 97}_x`."
             )
         elif kind == 1:
             lines.append(f"`{path}` `gone/{n}.py` `{path}.old` and `CONFIG_{n}_KEY`.")
@@ -71,7 +73,8 @@ def guide_text(index: int, files: list[str], rng: random.Random) -> str:
 
 
 def build_repo(root: Path, size: int, guides: int = GUIDES) -> tuple[Path, str]:
-    """A commit of ``size`` tracked files, ``guides`` of them guidance (docs/gNN/AGENTS.md); reused when built."""
+    """A commit of ``size`` tracked files, ``guides`` of them guidance files (docs/gNN/AGENTS.md), kept for
+    reuse."""
     repo = root / (f"repo-{size}" if guides == GUIDES else f"repo-{size}-g{guides}")
     marker = repo / ".bench-done"
     if marker.exists():
@@ -220,7 +223,7 @@ def main() -> None:
     print(f"50000 files, {GUIDES} guidance files, {claims} claims (best of {args.runs})")
     print(f"  git ls-tree -r:        {ms(baseline)}")
     print(f"  scan (in-process):     {ms(scan)}  {scan / baseline:6.2f}x  (target <= 5x)")
-    print(f"  scan (CLI, 1 run):     {ms(cli)}  {cli / baseline:6.2f}x  (interpreter start and imports included)")
+    print(f"  scan (CLI, 1 run):     {ms(cli)}  {cli / baseline:6.2f}x  (with interpreter start and imports)")
     print("time vs guidance size (50000 files):")
     for guides in (10, 20, 30):
         t, n = time_scan(repo, sha, guides, args.runs)

@@ -1,8 +1,9 @@
 """The scan of the benchmark's repository gives exactly the claims it gave before the scan was made faster.
 
-tests/scan/data/bench_scan_claims.txt was written by the scan as it was before the speed work (commit d99ad3f),
-from the benchmark's own generator at 2,000 files and 2 guidance files: every claim's file, line, kind, text,
-status, why and fix, plus the guidance files, warnings and adapters. Any change there is a change of behaviour.
+tests/scan/data/bench_scan_claims.txt was written by the scan as it was before the speed work (commit
+d99ad3f), from the benchmark's own generator at 2,000 files and 2 guidance files: every claim's file, line,
+kind, text, status, why and fix, plus the guidance files, warnings and adapters. Any change there is a change
+of behaviour.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def bench_module() -> ModuleType:
 def render(result: ScanResult) -> str:
     """One line per claim (tab-separated), then the files, warnings and adapters as JSON lines."""
     lines = [
-        "\t".join([d.file, str(d.line), d.kind, d.claim, d.verdict.status, d.verdict.why, d.verdict.fix or "-"])
+        "\t".join([d.file, str(d.line), d.kind, d.claim, d.verdict.status, d.verdict.why, fix])
         for d in result.drafts
+        for fix in [d.verdict.fix or "-"]
     ]
     lines += [json.dumps(f.model_dump(mode="json"), sort_keys=True) for f in result.files]
     lines += [json.dumps(w.model_dump(mode="json"), sort_keys=True) for w in result.warnings]

@@ -1,4 +1,4 @@
-"""Guidance files, warnings, the gate, identifiers, --static, SARIF, the CLI, and the three kinds of source."""
+"""Guidance files, warnings, the gate, identifiers, --static, SARIF, the CLI and the three kinds of source."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def test_identifiers_are_found_in_one_search_and_only_module_members_can_fail(tm
         {
             "AGENTS.md": IDENT_GUIDE,
             "src/pkg/__init__.py": "",
-            "src/pkg/util.py": "MAX_WORKERS = 4\n\ndef load_config():\n    pass\n\ndef load_configs():\n    pass\n",
+            "src/pkg/util.py": (
+                "MAX_WORKERS = 4\n\ndef load_config():\n    pass\n\ndef load_configs():\n    pass\n"
+            ),
             "src/pkg/runner.py": "class TaskRunner:\n    pass\n",
         },
         build_systems=["none"],

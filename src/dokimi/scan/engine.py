@@ -57,14 +57,14 @@ Origin = Literal["glob", "also_scan"]
 ROOT_CONFIGS = ("pyproject.toml", "setup.cfg", "tox.ini")
 STARLARK_FENCES = frozenset({"starlark", "bzl", "bazel", "skylark"})
 KNOWN_EXTS = frozenset(
-    """py pyi pyx md mdc rst txt toml yaml yml json jsonl cfg ini conf sh bash zsh fish ps1 bat c h cc cpp cxx hpp hh
-    hxx cu cuh inl rs go java kt kts scala js ts tsx jsx mjs cjs vue rb php cs fs swift m mm r jl lua pl bzl
-    bazel bazelrc cmake mk mak lock xml html htm css scss sql proto ipynb dockerfile tf gradle properties in patch diff csv
-    tsv svg png jpg jpeg gif pdf whl tar gz zip""".split()
+    """py pyi pyx md mdc rst txt toml yaml yml json jsonl cfg ini conf sh bash zsh fish ps1 bat c h cc cpp
+    cxx hpp hh hxx cu cuh inl rs go java kt kts scala js ts tsx jsx mjs cjs vue rb php cs fs swift m mm r
+    jl lua pl bzl bazel bazelrc cmake mk mak lock xml html htm css scss sql proto ipynb dockerfile tf
+    gradle properties in patch diff csv tsv svg png jpg jpeg gif pdf whl tar gz zip""".split()
 )
 KNOWN_NAMES = frozenset(
-    """Makefile makefile GNUmakefile Dockerfile Containerfile
-    BUILD WORKSPACE MODULE Justfile justfile Vagrantfile Gemfile Rakefile Procfile CODEOWNERS Pipfile""".split()
+    """Makefile makefile GNUmakefile Dockerfile Containerfile BUILD WORKSPACE MODULE Justfile justfile
+    Vagrantfile Gemfile Rakefile Procfile CODEOWNERS Pipfile""".split()
 )
 PATHLIKE = re.compile(r"^[\w.@+~<>{}\-\[\]*?/]+$")
 WRAPPERS = frozenset({"sudo", "time", "nohup", "exec", "command", "xvfb-run"})
@@ -161,7 +161,8 @@ def select_guidance(
 
 
 def glob_matches(snapshot: Snapshot, glob: str, paths: list[str]) -> list[str]:
-    """The files a guidance glob matches (dokimi.globs), looking only at the candidates its literal parts allow."""
+    """The files a guidance glob matches (dokimi.globs), looking only at the candidates its literal parts
+    allow."""
     if not is_glob(glob):
         return [glob] if glob in snapshot.entries else []
     last = glob.rsplit("/", 1)[-1]
@@ -262,8 +263,8 @@ def _read_many_lenient(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, by
 
 
 def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dict[str, str]) -> BuildSystems:
-    """The manifest's build_systems, else the adapters whose files are at the root (any conftest.py or a pytest
-    section also selects pytest)."""
+    """The manifest's build_systems, else the adapters whose files are at the root (any conftest.py or a
+    pytest section also selects pytest)."""
     if build_systems:
         names = []
         why = {}
@@ -286,7 +287,9 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
 
 def scan_file(path: str, items: MarkdownItems, work: _Work) -> None:
     for link in items.links:
-        verdict = resolve_link(link.target, path, work.tree, source=work.source, default_branches=work.branches)
+        verdict = resolve_link(
+            link.target, path, work.tree, source=work.source, default_branches=work.branches
+        )
         if verdict is not None:
             work.drafts.append(
                 Draft(path, link.line, "image" if link.image else "link", link.target, verdict)
@@ -316,7 +319,7 @@ NO_CLAIM: SpanClaim = ("none", "")
 def classify_span(text: str, adapters: Container[str]) -> SpanClaim:
     """What one code span (stripped) claims, from its text alone: ``commands`` (the command text), a bazel
     ``label``, a pytest ``node``, a ``path`` or ``glob`` (its location), an ``identifier`` (its shape), or
-    nothing. The scan asks this twice, once to start the identifier search early and once to check the span."""
+    nothing. The scan asks this twice: once to start the identifier search early, once to check the span."""
     if not text:
         return NO_CLAIM
     words = text.split()
@@ -372,9 +375,13 @@ def scan_span(path: str, line: int, text: str, work: _Work) -> None:
     elif what == "identifier":
         work.identifiers.append((path, line, text, detail))
     elif what == "glob":
-        work.drafts.append(Draft(path, line, what, text, resolve_glob_claim(detail, bases_of(path), work.tree)))
+        work.drafts.append(
+            Draft(path, line, what, text, resolve_glob_claim(detail, bases_of(path), work.tree))
+        )
     elif what == "path":
-        work.drafts.append(Draft(path, line, what, text, resolve_path_claim(detail, bases_of(path), work.tree)))
+        work.drafts.append(
+            Draft(path, line, what, text, resolve_path_claim(detail, bases_of(path), work.tree))
+        )
 
 
 def looks_like_file_name(name: str) -> bool:
@@ -397,8 +404,8 @@ class _Cwd:
 
 
 def run_commands(items: list[Item], path: str, work: _Work) -> None:
-    """Check each simple command, tracking literal ``cd`` (which moves later relative paths in the same fence or
-    span), subshells (a cd inside ends at ``)``) and what makes the directory unknown."""
+    """Check each simple command, tracking literal ``cd`` (which moves later relative paths in the same fence
+    or span), subshells (a cd inside ends at ``)``) and what makes the directory unknown."""
     state = _Cwd(bases_of(path))
     stack: list[_Cwd] = []
     for item in items:

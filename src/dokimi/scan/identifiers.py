@@ -6,7 +6,8 @@ a tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says
 is the scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a
 dotted name whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next
 part is a name that module never spells (``pkg.mod.gone``): that module is the only place it can live. The
-prefix must be at least ``pkg.mod`` and importable under that name (``image.env`` does not name ``src/x/sandbox/image.py``).
+prefix must be at least ``pkg.mod`` and importable under that name (``image.env`` does not name
+``src/x/sandbox/image.py``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
 
 
 class Search:
-    """:func:`search_words` running in a thread: git grep reads the tree while the scan checks other claims."""
+    """:func:`search_words` in a thread: git grep reads the tree while the scan checks the other claims."""
 
     def __init__(self, snapshot: Snapshot, words: list[str], exclude: set[str]) -> None:
         self._result: dict[str, set[str]] = {}

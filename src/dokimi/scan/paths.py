@@ -1,9 +1,11 @@
 """Path, glob and link claims resolved against one snapshot: contract §8, one function per rule.
 
-- :func:`resolve_path_claim`: a path in a code span or a command, tried at the file's directory and each ancestor;
-  ok where found; else fail when its parent directory exists at one of those bases, ok_suffix when it ends a
-  longer path in the tree, unresolved otherwise. A bare name that names some file or directory is ok_basename.
-- :func:`resolve_glob_claim`: the same for a glob; ``*`` may span directories and ``**/`` matches zero or more.
+- :func:`resolve_path_claim`: a path in a code span or a command, tried at the file's directory and each
+  ancestor; ok where found; else fail when its parent directory exists at one of those bases, ok_suffix when
+  it ends a longer path in the tree, unresolved otherwise. A bare name that names some file or directory is
+  ok_basename.
+- :func:`resolve_glob_claim`: the same for a glob; ``*`` may span directories and ``**/`` matches zero or
+  more.
 - :func:`is_placeholder_path` / :func:`has_wildcard_dir`: such a claim is never fail.
 - :func:`trailing_slash_on_file`: ``src/mod.py/`` is fail.
 - :func:`is_github_action_ref`: ``actions/checkout@v6`` is not a path claim.
@@ -72,7 +74,7 @@ class Tree:
         return sorted([*entries, *dirs])
 
     def children(self, directory: str) -> list[str]:
-        """Names directly inside ``directory`` (a range of the sorted listing, no index over the whole tree)."""
+        """Names directly inside ``directory`` (a range of the sorted listing, no index of the whole tree)."""
         cut = len(directory) + 1 if directory else 0
         return [p[cut:] for p in self.under(directory) if "/" not in p[cut:]]
 
@@ -117,7 +119,8 @@ class Tree:
     def basenames_by_shape(self) -> dict[tuple[str, int], list[str]]:
         """Basenames by (extension, length): the pool a similar name is looked for in."""
         out: dict[tuple[str, int], list[str]] = {}
-        for name in self.snapshot.by_basename:  # unsorted: difflib ranks a pool by (score, name), not by order
+        # unsorted: difflib ranks a pool by (score, name), not by its order
+        for name in self.snapshot.by_basename:
             dot = name.rfind(".")
             out.setdefault((name[dot:] if dot > 0 else "", len(name)), []).append(name)
         return out
@@ -316,7 +319,7 @@ def _glob_prefix(pattern: str) -> str:
 
 
 def suffix_candidates(pattern: str, tree: Tree) -> list[str]:
-    """Paths a glob could end: those with its last segment's name when literal, else its extension, else all."""
+    """Paths a glob could end: with its last segment's name when literal, else its extension, else all."""
     last = PLACEHOLDER.sub("*", pattern.rstrip("/")).rsplit("/", 1)[-1]
     if not any(ch in last for ch in "*?["):
         return sorted(tree.snapshot.by_basename.get(last, []))
@@ -377,7 +380,8 @@ class RepoUrl:
 
 
 def parse_repo_url(url: str | None) -> RepoUrl | None:
-    """``https://github.com/o/r(.git)``, ``git@github.com:o/r.git`` or ``ssh://git@host/o/r`` -> host/owner/name."""
+    """``https://github.com/o/r(.git)``, ``git@github.com:o/r.git`` or ``ssh://git@host/o/r``: host, owner,
+    name."""
     if not url:
         return None
     scp = re.match(r"^[^/@:]+@([^/:]+):(.+)$", url)
@@ -409,7 +413,8 @@ def split_blob_tree_link(segs: list[str], default_branches: frozenset[str]) -> l
     """The (ref, path) splits to try for the ``<ref>/<path>`` part of a blob or tree link, shortest ref first.
 
     ``refs/heads/`` and ``refs/tags/`` belong to the ref. A one-segment ref (default branch, commit, version
-    tag) is tried alone; any other ref at each slash. A split that leaves no path (a link to a ref alone) is dropped.
+    tag) is tried alone; any other ref at each slash. A split that leaves no path (a link to a ref alone) is
+    dropped.
     """
     start = ref_start(segs)
     if start < len(segs) and is_one_segment_ref(segs[start], default_branches):
@@ -422,8 +427,9 @@ def split_blob_tree_link(segs: list[str], default_branches: frozenset[str]) -> l
 def resolve_blob_tree_link(
     kind: str, segs: list[str], tree: Tree, default_branches: frozenset[str]
 ) -> Verdict | None:
-    """ok when some split's path is in the tree; else a blob link fails, and so does a tree link on a one-segment
-    ref; a tree link on any other ref is unresolved (it may name a branch). None: a link to a ref alone."""
+    """ok when some split's path is in the tree; else a blob link fails, and so does a tree link on a
+    one-segment ref; a tree link on any other ref is unresolved (it may name a branch). None: a link to a ref
+    alone."""
     splits = split_blob_tree_link(segs, default_branches)
     if not splits:
         return None
@@ -449,8 +455,8 @@ def resolve_blob_tree_link(
 def resolve_link(
     target: str, file: str, tree: Tree, *, source: RepoUrl | None, default_branches: frozenset[str]
 ) -> Verdict | None:
-    """A Markdown link target from ``file``. None when it is not checked (external, bare #anchor, a ref alone).
-    The #fragment and ?query are not checked (contract §8)."""
+    """A Markdown link target from ``file``. None when it is not checked (external, a bare #anchor, a ref
+    alone). The #fragment and ?query are not checked (contract §8)."""
     target = target.strip()
     if not target or target.startswith("#"):
         return None

@@ -64,8 +64,8 @@ def build_readiness(
 
 
 def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> RepoReadiness:
-    """A repository claim replaces the framework claim on the same (file, line, claim text); by_source keeps both
-    sides' counts from before the merge."""
+    """A repository claim replaces the framework claim on the same (file, line, claim text); by_source keeps
+    both sides' counts from before the merge."""
     repo_claims = []
     for item in static.claims:
         data = item.model_dump(mode="json", by_alias=True)
@@ -143,7 +143,8 @@ def summary_line(document: RepoReadiness) -> str:
     counts = document.counts
     total = sum(counts.values())
     text = (
-        f"scan: {scanned} guidance file{'s' if scanned != 1 else ''}, {total} claims: {counts.get('ok', 0)} ok, "
+        f"scan: {scanned} guidance file{'s' if scanned != 1 else ''}, {total} claims: "
+        f"{counts.get('ok', 0)} ok, "
         f"{counts.get('unresolved', 0)} unresolved, {counts.get('fail', 0)} fail"
     )
     if document.warnings:
@@ -177,8 +178,8 @@ def render_text(document: RepoReadiness, *, show_all: bool = False) -> str:
 
 
 def to_sarif(document: RepoReadiness) -> dict[str, Any]:
-    """SARIF 2.1.0: one result per fail claim (level error) and per unresolved claim (level note), located at the
-    repository-relative file and line, so GitHub code scanning shows them inline."""
+    """SARIF 2.1.0: one result per fail claim (level error) and per unresolved claim (level note), located at
+    the repository-relative file and line, so GitHub code scanning shows them inline."""
     kinds = sorted({c.kind for c in document.claims if status_class(c.status) != "ok"})
     rules = [
         {

@@ -112,7 +112,8 @@ def literal(word: Word) -> bool:
 
 
 def option_value(words: list[Word], i: int, names: tuple[str, ...]) -> tuple[Word | None, int]:
-    """The value of option ``words[i]`` (``--x=v`` or ``--x v``) when it is one of ``names``; and the next index."""
+    """The value of option ``words[i]`` (``--x=v`` or ``--x v``) when it is one of ``names``; and the next
+    index."""
     text = words[i].text
     for name in names:
         if text == name:

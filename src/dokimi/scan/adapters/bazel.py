@@ -3,7 +3,8 @@
 macros and keyword arguments in ``starlark`` fences against tracked .bzl files.
 
 A label missing from a package that calls a macro (a function that is not a native rule) or computes a name
-(``name = "t_" + s``, a comprehension) is unresolved, not fail. External labels (``@repo//...``) are not checked.
+(``name = "t_" + s``, a comprehension) is unresolved, not fail. External labels (``@repo//...``) are not
+checked.
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ NAME = re.compile(r"\b(name|outs?)\s*=\s*")
 STRING = re.compile(r"""(["'])((?:(?!\1).)*)\1""")
 CALL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*\(", re.M)
 NATIVE = frozenset(
-    """load package exports_files licenses glob select package_group filegroup genrule test_suite alias config_setting
-    cc_library cc_binary cc_test cc_import cc_proto_library cc_toolchain cc_shared_library objc_library
-    py_library py_binary py_test py_runtime py_runtime_pair java_library java_binary java_test java_import
-    java_plugin java_proto_library sh_library sh_binary sh_test proto_library platform constraint_setting
-    constraint_value toolchain toolchain_type environment workspace existing_rules label_flag label_setting
-    bool_flag bool_setting string_flag string_setting int_flag int_setting string_list_flag genquery
-    starlark_doc_extract bzl_library pkg_tar pkg_zip pkg_files package_info module bazel_dep use_extension
-    use_repo register_toolchains local_repository http_archive git_repository""".split()
+    """load package exports_files licenses glob select package_group filegroup genrule test_suite alias
+    config_setting cc_library cc_binary cc_test cc_import cc_proto_library cc_toolchain cc_shared_library
+    objc_library py_library py_binary py_test py_runtime py_runtime_pair java_library java_binary
+    java_test java_import java_plugin java_proto_library sh_library sh_binary sh_test proto_library
+    platform constraint_setting constraint_value toolchain toolchain_type environment workspace
+    existing_rules label_flag label_setting bool_flag bool_setting string_flag string_setting int_flag
+    int_setting string_list_flag genquery starlark_doc_extract bzl_library pkg_tar pkg_zip pkg_files
+    package_info module bazel_dep use_extension use_repo register_toolchains local_repository
+    http_archive git_repository""".split()
 )
 SUBCOMMANDS_WITH_TARGETS = frozenset({"build", "test", "run", "coverage", "fetch", "mobile-install"})
 QUERIES = frozenset({"query", "cquery", "aquery"})
@@ -57,7 +59,9 @@ class BazelAdapter:
 
     def inputs(self, tree: Tree) -> list[str]:
         # a C-level filter of the listing first, then the exact test on the few paths left
-        candidates = [p for p in tree.snapshot.entries if "bazelrc" in p or p.endswith((".bzl", *WORKSPACE_FILES))]
+        candidates = [
+            p for p in tree.snapshot.entries if "bazelrc" in p or p.endswith((".bzl", *WORKSPACE_FILES))
+        ]
         return [
             p
             for p in candidates
@@ -171,7 +175,8 @@ class BazelAdapter:
                     "bazel_label",
                     label,
                     fail(
-                        f"{pkg_dir or 'the workspace root'} has no BUILD.bazel or BUILD file, so it is not a package"
+                        f"{pkg_dir or 'the workspace root'} has no BUILD.bazel or BUILD file, "
+                        "so it is not a package"
                     ),
                 )
             return ctx.check("bazel_label", label, _package_dir_verdict(pkg_dir, ctx.tree))
@@ -213,7 +218,8 @@ class BazelAdapter:
 
 
 def parse_label(label: str) -> tuple[str, str, bool]:
-    """(package, name, relative): ``//a/b:c`` -> (a/b, c); ``//a/b`` -> (a/b, b); ``:c`` -> ('', c, relative)."""
+    """(package, name, relative): ``//a/b:c`` -> (a/b, c); ``//a/b`` -> (a/b, b); ``:c`` -> ('', c,
+    relative)."""
     text = label
     if text.startswith("@@//") or text.startswith("@//"):
         text = text[text.index("//") :]

@@ -111,11 +111,7 @@ class PytestAdapter:
                 )
                 out.append(ctx.check("pytest_node", text, status))
                 continue
-            out.append(
-                ctx.check(
-                    "pytest_node", text, partial(check_node, real, node), (real,)
-                )
-            )
+            out.append(ctx.check("pytest_node", text, partial(check_node, real, node), (real,)))
         return out
 
 
