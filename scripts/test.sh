@@ -10,13 +10,22 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'test: %s\n' "$*" >&2; }
 
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2 \
+        || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2; }
+}
+
 bash scripts/setup.sh
+if ! command -v npm >/dev/null 2>&1; then
+    # scripts/install-harness.sh needs npm (only to install Claude Code; its native binary runs without Node)
+    log "installing npm (Claude Code is installed with it)"
+    apt_install npm
+fi
 DOKIMI_CLAUDE_BIN="$(bash scripts/install-harness.sh)"
 export DOKIMI_CLAUDE_BIN
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium (headless HTML report test)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >&2 \
-        || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >&2; }
+    apt_install chromium
 fi
 
 log "installing dokimi with its test extras"
