@@ -1,0 +1,465 @@
+"""``dokimi repo rate export``: one blinded artifact per finished cell, and the private key.
+
+The rating directory (``--out DIR``)::
+
+    DIR/key.json              private: artifact id -> cell, and every marker found (repo_rating_key.v1)
+    DIR/blinded/              the raters' directory: hand this, and only this, to the raters
+        README.md             how to score, and the row format
+        ids.txt               every artifact id to score, one per line
+        <id>/diff.patch       the agent's change (workspace.diff, or git diff <start_sha> of the workspace)
+        <id>/answer.txt       the agent's final report, sanitized
+        <id>/task.txt         the task: its id and prompt (the acceptance criteria)
+        <id>/logs/...         the validation logs: grade.json, grade.stdout, grade.stderr (static, perf)
+    DIR/withheld/<id>/        artifacts with a marker that could not be redacted: never shown to raters
+    DIR/raters.jsonl          written by import; DIR/adjudications.jsonl and DIR/results.jsonl by adjudicate
+
+What an artifact leaves out, because it reveals the condition: meta.json and result.json (arm, model,
+effort, harness, timestamps), agent.stdout, agent.stderr and events.jsonl (the harness's own trace format),
+home/, config/ (harness configuration), merge.json (a judge's verdict and its model id) and the cell's path.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dokimi.constants import ANSWER_TXT, TASK_JSON
+from dokimi.errors import DokimiError, UsageError
+from dokimi.rating.blinding import (
+    Finding,
+    MarkerSet,
+    Rule,
+    builtin_profile_markers,
+    marker_set,
+    scrub_diff,
+    scrub_text,
+)
+
+if TYPE_CHECKING:
+    from dokimi.batch import Batch, Cell
+    from dokimi.schemas.rating import KeyEntry, RatingKey
+
+BLINDED_DIR = "blinded"
+WITHHELD_DIR = "withheld"
+KEY_JSON = "key.json"
+DIFF_FILE = "diff.patch"
+ANSWER_FILE = "answer.txt"
+TASK_FILE = "task.txt"
+LOGS_DIR = "logs"
+WORKSPACE_DIFF = "workspace.diff"
+
+#: The logs of validation a rater may read: what the grader (and static/perf checks) printed. Nothing the
+#: harness wrote is here: its trace format alone names it.
+VALIDATION_LOGS: tuple[str, ...] = (
+    "grade.json",
+    "grade.stdout",
+    "grade.stderr",
+    "static.stdout",
+    "static.stderr",
+    "perf.stdout",
+    "perf.stderr",
+)
+
+#: Every file an artifact has its mtime set to this (2000-01-01): write order would otherwise show the order
+#: of the cells, which groups them by arm.
+FIXED_MTIME = 946684800
+
+RATERS_README = """\
+# Blinded artifacts
+
+Read the scoring rubric before scoring (docs/rating.md points to it). Score from the files of each
+artifact only: diff.patch (the change), answer.txt (the agent's report), task.txt (the task and its
+acceptance criteria) and logs/ (the validation logs). `[redacted]` marks text removed for blinding.
+
+Write one JSON object per line, per artifact you score:
+
+{"schema": "repo_rating.v1", "run_id": "<id>", "rater": "<you>", "passed": false,
+ "validation_passed": false, "human_accepted": false, "regression": false, "rework_required": false,
+ "requirements_traceability": false, "notes": "why"}
+
+Every outcome is required: true only when all its conditions hold; if unsure, false, and say why in notes.
+If an artifact reveals the condition (a phase heading, a tool banner, a prompt-template token, a model or
+harness name), stop scoring it and write instead:
+
+{"schema": "repo_rating.v1", "run_id": "<id>", "rater": "<you>", "blinding_leak": "the marker you saw"}
+"""
+
+
+@dataclass
+class Unexported:
+    """A finished cell that got no artifact, and why."""
+
+    cell: str
+    reason: str
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote."""
+
+    out: Path
+    key: Path
+    seed: int
+    blinded: list[str] = field(default_factory=list)
+    """Artifact ids in the raters' directory."""
+    withheld: dict[str, list[Finding]] = field(default_factory=dict)
+    """Artifact id -> the markers that could not be redacted."""
+    redactions: int = 0
+    """Markers redacted over all artifacts."""
+    unexported: list[Unexported] = field(default_factory=list)
+    finished: int = 0
+    """Finished cells in the batch (before --sample)."""
+
+    @property
+    def problems(self) -> bool:
+        return bool(self.withheld or self.unexported)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "out": str(self.out),
+            "key": str(self.key),
+            "seed": self.seed,
+            "finished_cells": self.finished,
+            "blinded": sorted(self.blinded),
+            "redactions": self.redactions,
+            "withheld": {
+                run_id: [
+                    {"file": f.file, "line": f.line, "category": str(f.category), "marker": f.marker}
+                    for f in findings
+                ]
+                for run_id, findings in sorted(self.withheld.items())
+            },
+            "unexported": [{"cell": u.cell, "reason": u.reason} for u in self.unexported],
+        }
+
+
+# --- rules ------------------------------------------------------------------------------------------------
+
+
+def key_outside_raters_dir(key: Path, out: Path) -> None:
+    """The key maps ids to cells: it must never be inside the directory handed to raters."""
+    raters = (out / BLINDED_DIR).resolve()
+    resolved = key.resolve()
+    if resolved == raters or raters in resolved.parents:
+        raise UsageError(
+            f"{key} is inside the raters' directory {raters}",
+            hint="put the key outside it (the default is <out>/key.json)",
+        )
+
+
+def draw_ids(count: int, rng: random.Random) -> list[str]:
+    """``count`` distinct random artifact ids (10 hex digits) from ``rng``: the same seed gives the same
+    ids."""
+    ids: list[str] = []
+    seen: set[str] = set()
+    while len(ids) < count:
+        new = f"{rng.getrandbits(40):010x}"
+        if new not in seen:
+            seen.add(new)
+            ids.append(new)
+    return ids
+
+
+def sample_cells(cells: Sequence[Cell], sample: int | None, rng: random.Random) -> list[Cell]:
+    """A uniform random sample of ``sample`` cells without replacement (all cells when None or larger)."""
+    ordered = sorted(cells, key=lambda c: c.rel)
+    if sample is None or sample >= len(ordered):
+        return ordered
+    return sorted(rng.sample(ordered, sample), key=lambda c: c.rel)
+
+
+def hidden_validation_passed(cell: Cell) -> bool | None:
+    """The cell's locked evaluator checks: its gate verdict (a grader failure is a failure); None for a
+    score-only task, which declares no locked checks."""
+    result = cell.result
+    assert result is not None
+    if not result.gated:
+        return None
+    return bool(result.passed) and not result.grader_failure
+
+
+# --- the markers of a batch -------------------------------------------------------------------------------
+
+
+def batch_markers(batch: Batch, extra: Sequence[str] = ()) -> MarkerSet:
+    """Every condition marker of the batch (all its finished cells, not only the sampled ones)."""
+    harnesses, guidance = builtin_profile_markers()
+    results = list(batch.results())
+    batch_names = [batch.name, str(batch.root), str(batch.root.resolve())]
+    batch_names += [cell.rel for cell in batch.cells]
+    batch_names += [str(cell.dir.resolve()) for cell in batch.cells]
+    return marker_set(
+        arms=sorted({r.arm for r in results}),
+        models=sorted({r.model for r in results}),
+        harnesses=[*harnesses, *sorted({r.harness for r in results})],
+        harness_versions=sorted({r.harness_version for r in results if r.harness_version}),
+        batch_names=batch_names,
+        guidance_names=guidance,
+        extra=extra,
+    )
+
+
+# --- one artifact -----------------------------------------------------------------------------------------
+
+
+def cell_diff(cell: Cell) -> str:
+    """The cell's workspace diff: ``workspace.diff`` when the runner stored it, else ``git diff
+    <start_sha>`` of its workspace (through a scratch git dir: the workspace may belong to another uid)."""
+    stored = cell.dir / WORKSPACE_DIFF
+    if stored.is_file():
+        return stored.read_text(encoding="utf-8", errors="replace")
+    meta = cell.meta()
+    if meta is None:
+        raise DokimiError(
+            "no workspace.diff and no valid meta.json (start_sha) to compute it from", path=str(cell.dir)
+        )
+    from dokimi.merge.diff import take_workspace_diff
+
+    return take_workspace_diff(cell.dir / "workspace", meta.start_sha).text
+
+
+def _task_text(cell: Cell) -> str:
+    """The task as raters need it: id and prompt. Other keys of task.json (effort, mode, limits) are left
+    out: some are cell dimensions."""
+    path = cell.dir / TASK_JSON
+    task_id = cell.result.task if cell.result is not None else ""
+    prompt = ""
+    if path.is_file():
+        from dokimi.schemas._base import read_document
+        from dokimi.schemas.task import Task
+
+        try:
+            prompt = read_document(path, Task).prompt
+        except DokimiError:
+            prompt = ""
+    return f"task: {task_id}\n\n{prompt.rstrip()}\n"
+
+
+@dataclass
+class _Artifact:
+    files: dict[str, str]
+    findings: list[Finding]
+
+    @property
+    def leaks(self) -> list[Finding]:
+        return [f for f in self.findings if not f.redacted]
+
+
+def blind_cell(cell: Cell, compiled: Sequence[Rule]) -> _Artifact:
+    """The sanitized files of one cell (name -> text) and every marker found."""
+    files: dict[str, str] = {}
+    findings: list[Finding] = []
+    diff, found = scrub_diff(cell_diff(cell), compiled, file=DIFF_FILE)
+    files[DIFF_FILE], findings = diff, findings + found
+    answer_path = cell.dir / ANSWER_TXT
+    answer = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.is_file() else ""
+    files[ANSWER_FILE], found = scrub_text(answer, compiled, file=ANSWER_FILE)
+    findings += found
+    files[TASK_FILE], found = scrub_text(_task_text(cell), compiled, file=TASK_FILE)
+    findings += found
+    for name in VALIDATION_LOGS:
+        path = cell.dir / name
+        if path.is_file():
+            rel = f"{LOGS_DIR}/{name}"
+            text = path.read_text(encoding="utf-8", errors="replace")
+            files[rel], found = scrub_text(text, compiled, file=rel)
+            findings += found
+    return _Artifact(files, findings)
+
+
+def _write_artifact(root: Path, files: dict[str, str]) -> None:
+    for rel in sorted(files):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(files[rel], encoding="utf-8")
+    for path in sorted(root.rglob("*"), reverse=True):
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    os.utime(root, (FIXED_MTIME, FIXED_MTIME))
+
+
+def key_entry(cell: Cell, status: str, findings: Sequence[Finding]) -> KeyEntry:
+    from dokimi.schemas.rating import KeyEntry, MarkerFinding
+
+    result = cell.result
+    assert result is not None
+    return KeyEntry(
+        cell=cell.rel,
+        task=result.task,
+        arm=result.arm,
+        model=result.model,
+        effort=result.effort,
+        rep=result.rep,
+        harness=result.harness,
+        harness_version=result.harness_version,
+        hidden_validation_passed=hidden_validation_passed(cell),
+        status=status,  # type: ignore[arg-type]
+        findings=[
+            MarkerFinding(file=f.file, line=f.line, category=str(f.category), marker=f.marker, redacted=f.redacted)
+            for f in findings
+        ],
+    )
+
+
+def place_artifact(out: Path, run_id: str, cell: Cell, artifact: _Artifact) -> KeyEntry:
+    """Write one artifact to the raters' directory, or to withheld/ when a marker could not be redacted."""
+    status = "withheld" if artifact.leaks else "blinded"
+    target = out / (WITHHELD_DIR if artifact.leaks else BLINDED_DIR) / run_id
+    _write_artifact(target, artifact.files)
+    return key_entry(cell, status, artifact.findings)
+
+
+def write_ids(out: Path, key: RatingKey) -> None:
+    """blinded/ids.txt and README.md: what raters score."""
+    from dokimi.schemas._base import write_text_atomic
+
+    blinded = out / BLINDED_DIR
+    ids = sorted(i for i, e in key.artifacts.items() if e.status == "blinded")
+    write_text_atomic(blinded / "ids.txt", "".join(f"{i}\n" for i in ids))
+    write_text_atomic(blinded / "README.md", RATERS_README)
+    for name in ("ids.txt", "README.md"):
+        os.utime(blinded / name, (FIXED_MTIME, FIXED_MTIME))
+
+
+# --- the export -------------------------------------------------------------------------------------------
+
+
+def export_batch(
+    batch_dir: Path,
+    out: Path,
+    *,
+    seed: int | None = None,
+    sample: int | None = None,
+    markers: Sequence[str] = (),
+    key_path: Path | None = None,
+) -> ExportReport:
+    """Blind every finished cell of ``batch_dir`` (or a seeded sample of ``sample``) into ``out``."""
+    from dokimi.batch import load_batch
+    from dokimi.schemas._base import write_document
+    from dokimi.schemas.rating import RatingKey
+
+    key_path = key_path or out / KEY_JSON
+    key_outside_raters_dir(key_path, out)
+    if sample is not None and sample < 1:
+        raise UsageError("--sample must be at least 1")
+    if key_path.exists() or (out / BLINDED_DIR).exists():
+        raise UsageError(
+            f"{out} already holds an export",
+            hint="give a new --out: mixing two exports would mix their ids and keys",
+        )
+    batch = load_batch(batch_dir)
+    finished = batch.finished()
+    if not finished:
+        raise UsageError(f"{batch_dir}: no finished cell to export", hint="give <out>/<batch> after repo run")
+    seed = secrets.randbits(32) if seed is None else seed
+    rng = random.Random(seed)
+    chosen = sample_cells(finished, sample, rng)
+    ids = draw_ids(len(chosen), rng)
+    rules = batch_markers(batch, markers).compile()
+    report = ExportReport(out=out, key=key_path, seed=seed, finished=len(finished))
+    (out / BLINDED_DIR).mkdir(parents=True, exist_ok=True)
+    entries: dict[str, KeyEntry] = {}
+    # Artifacts are written in id order (random), never in cell order.
+    for run_id, cell in sorted(zip(ids, chosen, strict=True)):
+        try:
+            artifact = blind_cell(cell, rules)
+        except DokimiError as exc:
+            report.unexported.append(Unexported(cell.rel, str(exc)))
+            continue
+        entries[run_id] = place_artifact(out, run_id, cell, artifact)
+        report.redactions += sum(1 for f in artifact.findings if f.redacted)
+        if artifact.leaks:
+            report.withheld[run_id] = artifact.leaks
+        else:
+            report.blinded.append(run_id)
+    key = RatingKey(
+        schema="repo_rating_key.v1",
+        batch=str(batch.root.resolve()),
+        out=str(out.resolve()),
+        seed=seed,
+        markers=sorted(set(markers)),
+        artifacts=entries,
+    )
+    write_document(key_path, key)
+    write_ids(out, key)
+    report.unexported.sort(key=lambda u: u.cell)
+    return report
+
+
+# --- re-blinding ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReblindReport:
+    """What ``rate reblind`` did: the new id, and whether it reached the raters."""
+
+    old_id: str
+    new_id: str
+    status: str
+    leaks: list[Finding]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "old_id": self.old_id,
+            "new_id": self.new_id,
+            "status": self.status,
+            "unredactable": [
+                {"file": f.file, "line": f.line, "category": str(f.category), "marker": f.marker}
+                for f in self.leaks
+            ],
+        }
+
+
+def _read_artifact(root: Path) -> dict[str, str]:
+    if not root.is_dir():
+        return {}
+    return {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def reblind(key_path: Path, run_id: str, *, markers: Sequence[str] = ()) -> ReblindReport:
+    """Blind the cell behind ``run_id`` again with ``markers`` added, under a new id (the raters who saw the
+    leaked artifact scored the old id; the old id is retired). Refused when it would change nothing."""
+    import shutil
+
+    from dokimi.batch import load_batch
+    from dokimi.rating.scores import read_key
+    from dokimi.schemas._base import write_document
+
+    key = read_key(key_path)
+    entry = key.artifacts.get(run_id)
+    if entry is None:
+        raise UsageError(f"{run_id} is not an artifact of {key_path}")
+    if entry.status == "retired":
+        raise UsageError(f"{run_id} was already re-blinded as {entry.reblinded_as}")
+    out = Path(key.out)
+    batch = load_batch(key.batch)
+    cell = next((c for c in batch.finished() if c.rel == entry.cell), None)
+    if cell is None:
+        raise UsageError(f"the cell of {run_id} is no longer a finished cell of {key.batch}")
+    all_markers = sorted({*key.markers, *markers})
+    artifact = blind_cell(cell, batch_markers(batch, all_markers).compile())
+    old_dir = out / (BLINDED_DIR if entry.status == "blinded" else WITHHELD_DIR) / run_id
+    if artifact.files == _read_artifact(old_dir):
+        raise UsageError(
+            f"re-blinding {run_id} changes nothing",
+            hint="give the marker the rater reported with --marker TEXT; a marker that is not literal text "
+            "cannot be re-blinded, and the run stays excluded",
+        )
+    rng = random.Random(f"{key.seed}:reblind:{run_id}")
+    new_id = next(i for i in iter(lambda: draw_ids(1, rng)[0], None) if i not in key.artifacts)
+    new_entry = place_artifact(out, new_id, cell, artifact).model_copy(update={"reblind_of": run_id})
+    key.artifacts[run_id] = entry.model_copy(update={"status": "retired", "reblinded_as": new_id})
+    key.artifacts[new_id] = new_entry
+    key.markers = all_markers
+    shutil.rmtree(old_dir, ignore_errors=True)
+    write_document(key_path, key)
+    write_ids(out, key)
+    return ReblindReport(run_id, new_id, new_entry.status, artifact.leaks)
