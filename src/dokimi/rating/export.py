@@ -322,6 +322,7 @@ def write_ids(out: Path, key: RatingKey) -> None:
     write_text_atomic(blinded / "ids.txt", "".join(f"{i}\n" for i in ids))
     write_text_atomic(blinded / "README.md", RATERS_README)
     for name in ("ids.txt", "README.md"):
+        (blinded / name).chmod(0o644)
         os.utime(blinded / name, (FIXED_MTIME, FIXED_MTIME))
 
 
