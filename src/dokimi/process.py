@@ -148,9 +148,14 @@ def _missing(argv0: str) -> PrerequisiteError:
     )
 
 
-def _drain(stream: IO[bytes], name: str, into: dict[str, bytes]) -> None:
-    into[name] = stream.read()
-    stream.close()
+def _drain(stream: IO[bytes], into: list[bytes]) -> None:
+    """Read ``stream`` to EOF in chunks, so what arrived is kept even if EOF never comes."""
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = read(65536)
+        if not chunk:
+            break
+        into.append(chunk)
 
 
 def _feed(stdin: IO[bytes], data: bytes) -> None:
@@ -210,14 +215,14 @@ def run(
     _register(pgid)
     data = input.encode() if isinstance(input, str) else input
     timed_out = False
-    chunks: dict[str, bytes] = {}
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    pipes = [(s, into) for s, into in ((proc.stdout, out_chunks), (proc.stderr, err_chunks)) if s is not None]
     readers = [
-        threading.Thread(target=_drain, args=(stream, name, chunks), daemon=True)
-        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
-        if stream is not None
+        (stream, threading.Thread(target=_drain, args=(stream, into), daemon=True)) for stream, into in pipes
     ]
     try:
-        for reader in readers:
+        for _, reader in readers:
             reader.start()
         if proc.stdin is not None:
             _feed(proc.stdin, data or b"")
@@ -233,8 +238,13 @@ def run(
         # The child is gone (or ignored TERM): kill what is left of its group, which may hold the pipes open.
         kill_group(pgid, signal.SIGKILL)
         proc.wait()
-        for reader in readers:
-            reader.join()
+        # A process that left the group (setsid, a daemon) may hold the pipes open forever: it is not
+        # contained (contract §7), so stop waiting for EOF after the grace period and keep what arrived.
+        deadline = time.monotonic() + grace
+        for stream, reader in readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
+            if not reader.is_alive():
+                stream.close()
     except BaseException:
         kill_group(pgid, signal.SIGKILL)
         proc.wait()
@@ -243,7 +253,7 @@ def run(
         _unregister(pgid)
         if out_handle is not None:
             out_handle.close()
-    raw_out, raw_err = chunks.get("out", b""), chunks.get("err", b"")
+    raw_out, raw_err = b"".join(out_chunks), b"".join(err_chunks)
     if stdout_file is not None:
         raw_out = stdout_file.read_bytes()
     stdout = (raw_out or b"").decode("utf-8", "replace") if text else (raw_out or b"").decode("latin-1")

@@ -1,0 +1,58 @@
+"""dokimi.process: the one way dokimi starts a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from dokimi import process
+from dokimi.errors import PrerequisiteError, ProcessError
+
+
+def _pids_with(marker: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def test_a_nonzero_exit_is_data_and_check_turns_it_into_an_error() -> None:
+    done = process.run(["sh", "-c", "echo out; echo err >&2; exit 4"], timeout=10)
+    assert (done.returncode, done.stdout, done.stderr, done.ok) == (4, "out\n", "err\n", False)
+    with pytest.raises(ProcessError, match="exited 4") as caught:
+        process.run(["sh", "-c", "echo boom >&2; exit 4"], timeout=10, check=True)
+    assert "boom" in str(caught.value)
+
+
+def test_a_missing_executable_is_a_prerequisite_error_with_the_fix() -> None:
+    with pytest.raises(PrerequisiteError, match="not installed") as caught:
+        process.run(["dokimi-no-such-tool"], timeout=5)
+    assert caught.value.hint
+
+
+def test_a_background_member_of_the_group_does_not_delay_the_result() -> None:
+    start = time.monotonic()
+    done = process.run(["sh", "-c", "echo hi; sleep 30 & echo bg"], timeout=20)
+    assert done.stdout == "hi\nbg\n" and done.returncode == 0
+    assert time.monotonic() - start < 10  # the group was killed when the child exited
+
+
+def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_caller() -> None:
+    marker = f"dokimi-escaped-{uuid.uuid4().hex}"
+    script = f"echo before; setsid sh -c 'sleep 60 # {marker}' & sleep 0.2; echo after"
+    start = time.monotonic()
+    try:
+        done = process.run(["sh", "-c", script], timeout=20, grace=1.0)
+        assert time.monotonic() - start < 10
+        assert done.stdout == "before\nafter\n" and done.returncode == 0
+    finally:
+        for pid in _pids_with(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_timeout_keeps_what_the_child_printed_and_reports_no_returncode() -> None:
+    done = process.run(["sh", "-c", "echo started; sleep 30"], timeout=0.5, grace=0.5)
+    assert done.timed_out and done.returncode is None and done.stdout == "started\n"
