@@ -1121,6 +1121,228 @@ def check_also_scan_exists(ctx: Context) -> Iterator[Finding]:
             )
 
 
+# --- team review rules and performance checks (agent-modes §3, §4) ----------------------------------------
+# Appended rules: each reads the eval tree through one batched read (review_rules.json and every rubric.json
+# together) and the task bases' dates through one ``git log --no-walk``.
+
+REVIEW_RULES_JSON = "review_rules.json"
+RUBRIC_JSON = "rubric.json"
+
+
+@dataclass
+class _HouseInputs:
+    """review_rules.json and the tasks' rubric.json files, read once per validation."""
+
+    rules_path: str | None
+    rules: Any = None
+    """The RepoReviewRules, or None (no file, or a file that does not validate)."""
+    rules_error: DocumentError | None = None
+    rules_marked: Marked | None = None
+    rubrics: dict[str, tuple[str, Marked | None, DocumentError | None]] = field(default_factory=dict)
+    """task id -> (rubric path, parsed rubric, error) for the tasks that have a rubric.json."""
+
+
+def _house_inputs(ctx: Context) -> _HouseInputs:
+    cached = ctx.__dict__.get("_house_inputs")
+    if isinstance(cached, _HouseInputs):
+        return cached
+    from dokimi.schemas._base import decode_text, parse_text, validate_marked
+    from dokimi.schemas.review_rules import RepoReviewRules
+
+    m = ctx.manifest
+    eval_dir = m.eval_dir if m is not None and m.eval_dir and not _bad_relative_path(m.eval_dir) else None
+    rules_path = f"{normalize(eval_dir)}/{REVIEW_RULES_JSON}" if eval_dir else None
+    inputs = _HouseInputs(rules_path if rules_path and ctx.snapshot.is_file(rules_path) else None)
+    rubric_paths = {lt.id: f"{lt.dir}/{RUBRIC_JSON}" for lt in ctx.tasks}
+    rubric_paths = {tid: p for tid, p in rubric_paths.items() if ctx.snapshot.is_file(p)}
+    wanted = [*([inputs.rules_path] if inputs.rules_path else []), *rubric_paths.values()]
+    blobs = ctx.snapshot.read_many(wanted) if wanted else {}
+    if inputs.rules_path is not None:
+        try:
+            text = decode_text(blobs[normalize(inputs.rules_path)], inputs.rules_path)
+            inputs.rules_marked = parse_text(text, inputs.rules_path)
+            inputs.rules = validate_marked(inputs.rules_marked, RepoReviewRules)
+        except DocumentError as exc:
+            inputs.rules_error = exc
+    for tid, path in sorted(rubric_paths.items()):
+        try:
+            marked = parse_text(decode_text(blobs[normalize(path)], path), path)
+            inputs.rubrics[tid] = (path, marked, None)
+        except DocumentError as exc:
+            inputs.rubrics[tid] = (path, None, exc)
+    ctx.__dict__["_house_inputs"] = inputs
+    return inputs
+
+
+def check_review_rules_file(ctx: Context) -> Iterator[Finding]:
+    """<eval_dir>/review_rules.json, when present, is a valid repo_review_rules.v1; a rule confirmed from one
+    reviewer warns (it stays a candidate until a second reviewer confirms it, agent-modes §4)."""
+    from dokimi.schemas.review_rules import one_reviewer_confirmed
+
+    inputs = _house_inputs(ctx)
+    code = _code(check_review_rules_file)
+    if inputs.rules_error is not None:
+        err = inputs.rules_error
+        yield Finding(
+            severity="error",
+            code=code,
+            message=err.message,
+            file=inputs.rules_path,
+            line=err.line,
+            key=err.key,
+            fix="see `dokimi schema repo_review_rules.v1` for the keys and their types",
+        )
+    elif inputs.rules is not None:
+        for i, rule in enumerate(inputs.rules.rules):
+            problem = one_reviewer_confirmed(rule)
+            if problem is not None:
+                yield Finding(
+                    severity="warning",
+                    code=code,
+                    message=problem,
+                    file=inputs.rules_path,
+                    line=inputs.rules_marked.line(("rules", i, "status")) if inputs.rules_marked else None,
+                    key=format_loc(("rules", i, "status")),
+                    fix='set its status to "candidate", or record the second reviewer',
+                )
+
+
+def _house_citations(marked: Marked) -> Iterator[tuple[Loc, str, str]]:
+    """(location, blocker id, rule id) of every ``house:<id>`` in a rubric's blockers' evidence, read from the
+    raw data so a rubric that does not validate yet is still checked."""
+    from dokimi.schemas.rubric import HOUSE_CITATION
+
+    data = marked.data
+    blockers = data.get("blockers") if isinstance(data, dict) else None
+    if not isinstance(blockers, list):
+        return
+    for i, blocker in enumerate(blockers):
+        if not isinstance(blocker, dict):
+            continue
+        evidence = blocker.get("evidence")
+        items: list[tuple[Loc, Any]] = (
+            [(("blockers", i, "evidence"), evidence)]
+            if isinstance(evidence, str)
+            else [(("blockers", i, "evidence", j), e) for j, e in enumerate(evidence)]
+            if isinstance(evidence, list)
+            else []
+        )
+        for loc, item in items:
+            if isinstance(item, str) and (match := HOUSE_CITATION.match(item.strip())):
+                yield loc, str(blocker.get("id", f"blockers[{i}]")), match.group("rule")
+
+
+def check_house_citations(ctx: Context) -> Iterator[Finding]:
+    """A rubric blocker citing ``house:R13`` names a rule of review_rules.json that exists, is confirmed, and
+    was seen on at least 3 PRs from at least 2 reviewers (agent-modes §4)."""
+    from dokimi.schemas.review_rules import (
+        MIN_PRS_FOR_BLOCKER,
+        MIN_REVIEWERS_FOR_BLOCKER,
+        RuleStatus,
+        may_back_a_blocker,
+    )
+
+    inputs = _house_inputs(ctx)
+    code = _code(check_house_citations)
+    by_id = {lt.id: lt for lt in ctx.tasks}
+    for tid, (path, marked, _error) in inputs.rubrics.items():
+        if marked is None:
+            continue
+        for loc, blocker, rule_id in _house_citations(marked):
+            problem, fix = None, None
+            rule = inputs.rules.rule(rule_id) if inputs.rules is not None else None
+            if inputs.rules_path is None:
+                problem = f"{blocker} cites house:{rule_id} but there is no {REVIEW_RULES_JSON} in eval_dir"
+                fix = f"add the rule to <eval_dir>/{REVIEW_RULES_JSON}, or cite other evidence"
+            elif inputs.rules is None:
+                problem = f"{blocker} cites house:{rule_id} but {REVIEW_RULES_JSON} does not validate"
+                fix = f"fix {inputs.rules_path}"
+            elif rule is None:
+                problem = f"{blocker} cites house:{rule_id}, which {REVIEW_RULES_JSON} does not define"
+                fix = "fix the id (ids are stable across re-mining), or cite other evidence"
+            elif rule.status is not RuleStatus.CONFIRMED:
+                problem = f"{blocker} cites house:{rule_id}, whose status is {rule.status}, not confirmed"
+                fix = "have a maintainer confirm the rule, or cite other evidence"
+            elif not may_back_a_blocker(rule):
+                problem = (
+                    f"{blocker} cites house:{rule_id}, seen on {rule.prs} PRs from {rule.reviewers} "
+                    f"reviewers; a blocker needs >= {MIN_PRS_FOR_BLOCKER} PRs from "
+                    f">= {MIN_REVIEWERS_FOR_BLOCKER} reviewers"
+                )
+                fix = "make it a non-blocker, or cite other evidence"
+            if problem is not None:
+                yield Finding(
+                    severity="error",
+                    code=code,
+                    message=problem,
+                    file=path,
+                    line=marked.line(loc),
+                    task=by_id[tid].id if tid in by_id else tid,
+                    key=format_loc(loc),
+                    fix=fix,
+                )
+
+
+def _rules_score(lt: LoadedTask, data: dict[str, Any], inputs: _HouseInputs) -> bool:
+    """Team rules reach a task's grading when it has a rubric (the judge gets the matching rules) or is a
+    review task (the reviewer agent gets them)."""
+    return lt.id in inputs.rubrics or data.get("mode") == "review"
+
+
+def check_review_rules_cut_date(ctx: Context) -> Iterator[Finding]:
+    """Leak guard: rules may score only tasks whose base is on or after ``cut_date`` (agent-modes §4); a task
+    graded with the rules whose base commit (committer date, UTC) is earlier warns. The dates of all bases
+    come from one ``git log --no-walk``."""
+    from dokimi.rules import base_day
+
+    inputs = _house_inputs(ctx)
+    rules = inputs.rules
+    if rules is None or ctx.repo is None or ctx.repo.git_dir is None:
+        return
+    scored = [(lt, data) for lt, data in ctx.task_data() if _rules_score(lt, data, inputs)]
+    shas = {lt.id: ctx.resolved.get(data["base"]) for lt, data in scored if isinstance(data.get("base"), str)}
+    known = sorted({sha for sha in shas.values() if sha})
+    dates = gitcmd.commit_dates(ctx.repo.git_dir, known) if known else {}
+    for lt, _data in scored:
+        sha = shas.get(lt.id)
+        date = dates.get(sha) if sha else None
+        if date is None:
+            continue
+        day = base_day(date)
+        if day < rules.cut_date:
+            yield ctx.at_task(
+                lt,
+                _code(check_review_rules_cut_date),
+                ("base",),
+                f"the base was committed on {day}, before the review rules' cut_date {rules.cut_date}: rules "
+                "mined from PRs up to the cut may contain this task's own fix",
+                "grade it without the team rules (the runner drops them for this base), or use a later base",
+                severity="warning",
+            )
+
+
+def check_perf_task_key(ctx: Context) -> Iterator[Finding]:
+    """A task's ``perf`` object has the documented keys (metric, tolerance >= 1, repeats, rounds, sizes) and
+    needs ``entry_points.perf`` in the manifest (agent-modes §3)."""
+    from dokimi.perf.spec import PERF_KEY, perf_problems
+
+    code = _code(check_perf_task_key)
+    m = ctx.manifest
+    for lt, data in ctx.task_data():
+        if data.get(PERF_KEY) is None:
+            continue
+        for loc, message in perf_problems(data[PERF_KEY]):
+            yield ctx.at_task(lt, code, loc, message, "see docs/perf.md for the perf object")
+        if m is not None and m.entry_points is not None and m.entry_points.perf is None:
+            yield ctx.at_task(
+                lt,
+                code,
+                (PERF_KEY,),
+                "the task has a perf object but the manifest has no entry_points.perf",
+                'add entry_points.perf: "<command> --variant {variant} --out {out}"',
+            )
+
+
 #: The rules, in the order they run (and report). Each returns findings; none raises for a bad manifest.
 RULES: tuple[Rule, ...] = (
     check_manifest_schema,
@@ -1155,6 +1377,10 @@ RULES: tuple[Rule, ...] = (
     check_task_schema,
     check_guidance_globs_at_every_base,
     check_also_scan_exists,
+    check_review_rules_file,
+    check_house_citations,
+    check_review_rules_cut_date,
+    check_perf_task_key,
 )
 
 
