@@ -4,6 +4,7 @@ a guidance file (a marker that cannot be redacted)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def _files(batch: Path, run_dir: Path, arm: str) -> None:
     rel = run_dir.relative_to(batch).as_posix()
     (run_dir / "answer.txt").write_text(ANSWER.format(version=HARNESS_VERSION, model=MODEL, arm=arm))
     (run_dir / "grade.stdout").write_text(GRADE_STDOUT.format(batch=BATCH, rel=rel))
-    (run_dir / "agent.stdout").write_text('{"type":"system","model":"%s"}\n' % MODEL)
+    (run_dir / "agent.stdout").write_text(json.dumps({"type": "system", "model": MODEL}) + "\n")
     write_json(run_dir / "task.json", TASK_JSON)
 
 
@@ -89,8 +90,16 @@ def make_batch(tmp_path: Path, *, with_git: bool = True, with_leak: bool = True)
     cells: dict[str, Path] = {}
     for arm in ARMS:
         for rep in (0, 1):
-            run_dir = write_cell(batch, TASK, arm, model=MODEL, rep=rep, passed=rep == 0, meta=True,
-                                 harness_version=HARNESS_VERSION)
+            run_dir = write_cell(
+                batch,
+                TASK,
+                arm,
+                model=MODEL,
+                rep=rep,
+                passed=rep == 0,
+                meta=True,
+                harness_version=HARNESS_VERSION,
+            )
             (run_dir / "workspace.diff").write_text(DIFF)
             _files(batch, run_dir, arm)
             cells[f"{arm.split(':')[1]}{rep}"] = run_dir
@@ -98,15 +107,39 @@ def make_batch(tmp_path: Path, *, with_git: bool = True, with_leak: bool = True)
         run_dir = cell_dir(batch, TASK, "guidance:raw", MODEL, "high", 0)
         workspace = git_repo(run_dir / "workspace", {"src/calc.py": "def div(a, b):\n    return a / b\n"})
         start = commit(workspace, "start")
-        write_files(workspace, {"src/calc.py": "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError('b')\n"
-                                               "    return a / b\n", "tests/test_new.py": "# sonnet wrote this\n"})
-        write_cell(batch, TASK, "guidance:raw", model=MODEL, effort="high", rep=0, passed=False, meta=True,
-                   harness_version=HARNESS_VERSION, meta_overrides={"start_sha": start})
+        write_files(
+            workspace,
+            {
+                "src/calc.py": "def div(a, b):\n    if b == 0:\n        raise ZeroDivisionError('b')\n"
+                "    return a / b\n",
+                "tests/test_new.py": "# sonnet wrote this\n",
+            },
+        )
+        write_cell(
+            batch,
+            TASK,
+            "guidance:raw",
+            model=MODEL,
+            effort="high",
+            rep=0,
+            passed=False,
+            meta=True,
+            harness_version=HARNESS_VERSION,
+            meta_overrides={"start_sha": start},
+        )
         _files(batch, run_dir, "guidance:raw")
         cells["git"] = run_dir
     if with_leak:
-        run_dir = write_cell(batch, TASK, "guidance:none", model=MODEL, rep=2, passed=True, meta=True,
-                             harness_version=HARNESS_VERSION)
+        run_dir = write_cell(
+            batch,
+            TASK,
+            "guidance:none",
+            model=MODEL,
+            rep=2,
+            passed=True,
+            meta=True,
+            harness_version=HARNESS_VERSION,
+        )
         (run_dir / "workspace.diff").write_text(
             "diff --git a/CLAUDE.md b/CLAUDE.md\nnew file mode 100644\n--- /dev/null\n+++ b/CLAUDE.md\n"
             "@@ -0,0 +1 @@\n+notes\n"

@@ -10,8 +10,14 @@ import pytest
 from dokimi.cli.main import main
 from tests.rating.batchdata import make_batch
 
-OUTCOMES = ("passed", "validation_passed", "human_accepted", "regression", "rework_required",
-            "requirements_traceability")
+OUTCOMES = (
+    "passed",
+    "validation_passed",
+    "human_accepted",
+    "regression",
+    "rework_required",
+    "requirements_traceability",
+)
 
 
 def scored(run_id: str, rater: str, passed: bool) -> str:
@@ -20,7 +26,9 @@ def scored(run_id: str, rater: str, passed: bool) -> str:
     return json.dumps(doc) + "\n"
 
 
-def test_the_workflow_export_import_adjudicate_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_workflow_export_import_adjudicate_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = make_batch(tmp_path, with_git=False)
     out = tmp_path / "rating"
     assert main(["repo", "rate", "export", str(data.root), "--out", str(out), "--seed", "4", "--json"]) == 1
@@ -31,13 +39,22 @@ def test_the_workflow_export_import_adjudicate_summary(tmp_path: Path, capsys: p
 
     (tmp_path / "x.jsonl").write_text("".join(scored(i, "x", True) for i in ids))
     (tmp_path / "y.jsonl").write_text("".join(scored(i, "y", n != 0) for n, i in enumerate(ids)))
-    assert main(["repo", "rate", "import", str(tmp_path / "x.jsonl"), str(tmp_path / "y.jsonl"), "--key", key]) == 0
+    assert (
+        main(["repo", "rate", "import", str(tmp_path / "x.jsonl"), str(tmp_path / "y.jsonl"), "--key", key])
+        == 0
+    )
     capsys.readouterr()
 
     assert main(["repo", "rate", "adjudicate", "--key", key]) == 1  # one disagreement pending
     assert f"{ids[0]}: PENDING" in capsys.readouterr().out
-    adjudication = {"schema": "repo_adjudication.v1", "run_id": ids[0], "adjudicator": "x", "adjudicated": True,
-                    "adjudication_notes": "n", **{o: False for o in OUTCOMES}}
+    adjudication = {
+        "schema": "repo_adjudication.v1",
+        "run_id": ids[0],
+        "adjudicator": "x",
+        "adjudicated": True,
+        "adjudication_notes": "n",
+        **{o: False for o in OUTCOMES},
+    }
     (tmp_path / "adj.jsonl").write_text(json.dumps(adjudication) + "\n")
     assert main(["repo", "rate", "adjudicate", str(tmp_path / "adj.jsonl"), "--key", key]) == 2
     assert "may not adjudicate" in capsys.readouterr().err
@@ -56,7 +73,9 @@ def test_the_workflow_export_import_adjudicate_summary(tmp_path: Path, capsys: p
     assert "rater agreement" in text and "withheld at export: 1" in text
 
 
-def test_import_of_a_bad_row_exits_2_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_of_a_bad_row_exits_2_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = make_batch(tmp_path, with_git=False, with_leak=False)
     out = tmp_path / "rating"
     assert main(["repo", "rate", "export", str(data.root), "--out", str(out), "--seed", "1"]) == 0

@@ -24,7 +24,9 @@ def test_no_file_handed_to_raters_contains_an_arm_model_harness_or_batch_string(
     report = export_batch(data.root, out, seed=1)
     files = _all_text(out / "blinded")
     assert len(report.blinded) == 5 and len(files) >= 5 * 4
-    leaks = [(name, s) for name, text in files.items() for s in CONDITION_STRINGS if s.lower() in text.lower()]
+    leaks = [
+        (name, s) for name, text in files.items() for s in CONDITION_STRINGS if s.lower() in text.lower()
+    ]
     assert leaks == []
     # every directory name is an id; no cell path, arm slug or model slug appears in a path either
     for path in (out / "blinded").rglob("*"):
@@ -38,7 +40,10 @@ def test_an_artifact_keeps_what_raters_score_and_leaves_out_the_harness_trace(tm
     report = export_batch(data.root, out, seed=1)
     art = out / "blinded" / report.blinded[0]
     assert sorted(p.relative_to(art).as_posix() for p in art.rglob("*") if p.is_file()) == [
-        "answer.txt", "diff.patch", "logs/grade.stdout", "task.txt",
+        "answer.txt",
+        "diff.patch",
+        "logs/grade.stdout",
+        "task.txt",
     ]
     answer = (art / "answer.txt").read_text()
     assert "Criterion 1 -> src/calc.py:2 -> tests/test_calc.py::test_div_by_zero." in answer
@@ -147,7 +152,9 @@ def test_reblind_retires_the_id_and_redacts_the_reported_marker(tmp_path: Path) 
     out = tmp_path / "rating"
     export_batch(data.root, out, seed=1)
     key = read_key(out / "key.json")
-    (old,) = [i for i, e in key.artifacts.items() if e.cell.endswith("guidance_raw/" + MODEL + "/default/rep0")]
+    (old,) = [
+        i for i, e in key.artifacts.items() if e.cell.endswith("guidance_raw/" + MODEL + "/default/rep0")
+    ]
     with pytest.raises(UsageError, match="changes nothing"):
         reblind(out / "key.json", old)
     report = reblind(out / "key.json", old, markers=["Plan-o-matic v3"])

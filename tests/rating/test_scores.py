@@ -15,25 +15,47 @@ from dokimi.rating.summary import regression_free, summary
 from dokimi.schemas._base import write_document
 from dokimi.schemas.rating import KeyEntry, RatingKey, RatingResult
 
-OUTCOMES = ("passed", "validation_passed", "human_accepted", "regression", "rework_required",
-            "requirements_traceability")
+OUTCOMES = (
+    "passed",
+    "validation_passed",
+    "human_accepted",
+    "regression",
+    "rework_required",
+    "requirements_traceability",
+)
 
 
 def entry(arm: str, *, hidden: bool | None = True, status: str = "blinded") -> KeyEntry:
-    return KeyEntry(cell=f"t/{arm}/m/default/rep0", task="t", arm=arm, model="m", effort=None, rep=0,
-                    harness="claude-code", harness_version=None, hidden_validation_passed=hidden,
-                    status=status)  # type: ignore[arg-type]
+    return KeyEntry(
+        cell=f"t/{arm}/m/default/rep0",
+        task="t",
+        arm=arm,
+        model="m",
+        effort=None,
+        rep=0,
+        harness="claude-code",
+        harness_version=None,
+        hidden_validation_passed=hidden,
+        status=status,
+    )  # type: ignore[arg-type]
 
 
 def make_key(tmp_path: Path, artifacts: dict[str, KeyEntry]) -> Path:
     path = tmp_path / "key.json"
-    write_document(path, RatingKey(schema="repo_rating_key.v1", batch="/b", out=str(tmp_path), seed=1,
-                                   artifacts=artifacts))
+    write_document(
+        path,
+        RatingKey(schema="repo_rating_key.v1", batch="/b", out=str(tmp_path), seed=1, artifacts=artifacts),
+    )
     return path
 
 
 def row(run_id: str, rater: str, *, true: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {"schema": "repo_rating.v1", "run_id": run_id, "rater": rater, "notes": f"{rater} on {run_id}"}
+    doc: dict[str, Any] = {
+        "schema": "repo_rating.v1",
+        "run_id": run_id,
+        "rater": rater,
+        "notes": f"{rater} on {run_id}",
+    }
     doc.update({o: o in true for o in OUTCOMES})
     doc.update(extra)
     return doc
@@ -45,8 +67,13 @@ def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def adj(run_id: str, adjudicator: str, *, true: tuple[str, ...] = ()) -> dict[str, Any]:
-    doc: dict[str, Any] = {"schema": "repo_adjudication.v1", "run_id": run_id, "adjudicator": adjudicator,
-                           "adjudicated": True, "adjudication_notes": "read both"}
+    doc: dict[str, Any] = {
+        "schema": "repo_adjudication.v1",
+        "run_id": run_id,
+        "adjudicator": adjudicator,
+        "adjudicated": True,
+        "adjudication_notes": "read both",
+    }
     doc.update({o: o in true for o in OUTCOMES})
     return doc
 
@@ -83,7 +110,9 @@ def test_invalid_json_and_unknown_ids_and_unknown_keys_name_the_line(tmp_path: P
     assert info.value.line == 1 and info.value.key == "arm"
 
 
-def test_importing_the_same_rows_twice_changes_nothing_and_a_different_row_needs_replace(tmp_path: Path) -> None:
+def test_importing_the_same_rows_twice_changes_nothing_and_a_different_row_needs_replace(
+    tmp_path: Path,
+) -> None:
     key = make_key(tmp_path, {"r1": entry("a")})
     first = jsonl(tmp_path / "x.jsonl", [row("r1", "x")])
     assert import_ratings([first], key).imported == 1
@@ -112,8 +141,13 @@ def test_a_withheld_artifact_cannot_be_scored(tmp_path: Path) -> None:
 def test_a_blinding_leak_sets_the_run_aside_and_keeps_it_out_of_results(tmp_path: Path) -> None:
     key = make_key(tmp_path, {"r1": entry("a"), "r2": entry("a")})
     leak = {"schema": "repo_rating.v1", "run_id": "r1", "rater": "x", "blinding_leak": "'## Phase 1' heading"}
-    report = import_ratings([jsonl(tmp_path / "x.jsonl", [leak, row("r2", "x")]),
-                             jsonl(tmp_path / "y.jsonl", [row("r1", "y"), row("r2", "y")])], key)
+    report = import_ratings(
+        [
+            jsonl(tmp_path / "x.jsonl", [leak, row("r2", "x")]),
+            jsonl(tmp_path / "y.jsonl", [row("r1", "y"), row("r2", "y")]),
+        ],
+        key,
+    )
     assert [r.run_id for r in report.leaks] == ["r1"]
     results = adjudicate([], key).results
     assert [r.run_id for r in results.final] == ["r2"]
@@ -130,12 +164,27 @@ def test_a_blinding_leak_sets_the_run_aside_and_keeps_it_out_of_results(tmp_path
 
 def two_raters(tmp_path: Path) -> Path:
     key = make_key(tmp_path, {"r1": entry("a"), "r2": entry("a"), "r3": entry("b")})
-    import_ratings([
-        jsonl(tmp_path / "x.jsonl", [row("r1", "x", true=("passed", "human_accepted")), row("r2", "x"),
-                                     row("r3", "x", true=("regression",))]),
-        jsonl(tmp_path / "y.jsonl", [row("r1", "y", true=("passed",)), row("r2", "y"),
-                                     row("r3", "y", true=("regression", "rework_required"))]),
-    ], key)
+    import_ratings(
+        [
+            jsonl(
+                tmp_path / "x.jsonl",
+                [
+                    row("r1", "x", true=("passed", "human_accepted")),
+                    row("r2", "x"),
+                    row("r3", "x", true=("regression",)),
+                ],
+            ),
+            jsonl(
+                tmp_path / "y.jsonl",
+                [
+                    row("r1", "y", true=("passed",)),
+                    row("r2", "y"),
+                    row("r3", "y", true=("regression", "rework_required")),
+                ],
+            ),
+        ],
+        key,
+    )
     return key
 
 
@@ -143,7 +192,8 @@ def test_adjudicate_lists_disagreements_per_outcome_and_writes_only_final_runs(t
     key = two_raters(tmp_path)
     report = adjudicate([], key)
     assert {d.run_id: [str(o) for o in d.outcomes] for d in report.results.disagreements} == {
-        "r1": ["human_accepted"], "r3": ["rework_required"],
+        "r1": ["human_accepted"],
+        "r3": ["rework_required"],
     }
     assert report.results.pending == ["r1", "r3"]
     written = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
@@ -167,8 +217,15 @@ def test_adjudicating_a_run_the_raters_agree_on_is_refused(tmp_path: Path) -> No
 
 def test_adjudicated_rows_are_marked_and_both_raters_rows_stay_for_kappa(tmp_path: Path) -> None:
     key = two_raters(tmp_path)
-    report = adjudicate([jsonl(tmp_path / "adj.jsonl", [adj("r1", "z", true=("passed", "human_accepted")),
-                                                         adj("r3", "z", true=("regression",))])], key)
+    report = adjudicate(
+        [
+            jsonl(
+                tmp_path / "adj.jsonl",
+                [adj("r1", "z", true=("passed", "human_accepted")), adj("r3", "z", true=("regression",))],
+            )
+        ],
+        key,
+    )
     assert report.added == 2 and report.results.pending == []
     written = {r["run_id"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
     assert written["r1"]["adjudicated"] is True and written["r1"]["adjudicator"] == "z"
@@ -213,8 +270,15 @@ def test_kappa_and_rates_match_hand_computed_values(tmp_path: Path) -> None:
 
 def test_rates_are_per_arm_through_the_key(tmp_path: Path) -> None:
     key = two_raters(tmp_path)
-    adjudicate([jsonl(tmp_path / "adj.jsonl", [adj("r1", "z", true=("passed",)),
-                                                adj("r3", "z", true=("regression",))])], key)
+    adjudicate(
+        [
+            jsonl(
+                tmp_path / "adj.jsonl",
+                [adj("r1", "z", true=("passed",)), adj("r3", "z", true=("regression",))],
+            )
+        ],
+        key,
+    )
     doc = summary(key)
     passed = {r.arm: (r.k, r.n) for r in doc.rates if r.outcome == "passed"}
     regression = {r.arm: (r.k, r.n) for r in doc.rates if r.outcome == "regression"}
@@ -228,16 +292,24 @@ def test_rfr_needs_the_locked_checks_to_pass_when_the_run_has_them(tmp_path: Pat
     base = {o: False for o in OUTCOMES}
 
     def result(regression: bool, hidden: bool | None) -> RatingResult:
-        return RatingResult(schema="repo_rating_result.v1", run_id="r", raters=["x"], adjudicated=False,
-                            hidden_validation_passed=hidden, **{**base, "regression": regression})
+        return RatingResult(
+            schema="repo_rating_result.v1",
+            run_id="r",
+            raters=["x"],
+            adjudicated=False,
+            hidden_validation_passed=hidden,
+            **{**base, "regression": regression},
+        )
 
     assert regression_free(result(False, True)) is True
     assert regression_free(result(False, False)) is False
     assert regression_free(result(False, None)) is True
     assert regression_free(result(True, True)) is False
     assert regression_free(result(True, None)) is False
-    key = make_key(tmp_path, {"r1": entry("a", hidden=False), "r2": entry("a", hidden=True),
-                              "r3": entry("a", hidden=None)})
+    key = make_key(
+        tmp_path,
+        {"r1": entry("a", hidden=False), "r2": entry("a", hidden=True), "r3": entry("a", hidden=None)},
+    )
     import_ratings([jsonl(tmp_path / "x.jsonl", [row("r1", "x"), row("r2", "x"), row("r3", "x")])], key)
     rates = {r.outcome: r for r in summary(key).rates}
     assert (rates["rfr"].k, rates["rfr"].n) == (2, 3)

@@ -48,17 +48,40 @@ def rate() -> None:
 
 @rate.command("export")
 @click.argument("batch", metavar="BATCH", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The rating directory: blinded/ goes to raters, key.json stays private.")
-@click.option("--seed", type=int, default=None, help="Seed of the sample and the ids (default: random, kept in "
-              "the key).")
-@click.option("--sample", type=int, default=None, metavar="N", help="Export a random sample of N finished cells.")
-@click.option("--key-file", "key_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write the key (default OUT/key.json; never inside OUT/blinded).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The rating directory: blinded/ goes to raters, key.json stays private.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the sample and the ids (default: random, kept in the key).",
+)
+@click.option(
+    "--sample", type=int, default=None, metavar="N", help="Export a random sample of N finished cells."
+)
+@click.option(
+    "--key-file",
+    "key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the key (default OUT/key.json; never inside OUT/blinded).",
+)
 @_marker_option
 @json_option
-def export(batch: Path, out: Path, seed: int | None, sample: int | None, key_file: Path | None,
-           markers: tuple[str, ...], as_json: bool) -> int:
+def export(
+    batch: Path,
+    out: Path,
+    seed: int | None,
+    sample: int | None,
+    key_file: Path | None,
+    markers: tuple[str, ...],
+    as_json: bool,
+) -> int:
     """Write one blinded artifact per finished cell of BATCH into OUT/blinded/, and the key.
 
     Condition markers (arms, model ids, harness names and versions, banners, phase headings, guidance file
@@ -71,8 +94,10 @@ def export(batch: Path, out: Path, seed: int | None, sample: int | None, key_fil
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(f"{len(report.blinded)} artifacts in {out / 'blinded'} (of {report.finished} finished cells); "
-                   f"{report.redactions} markers redacted; key: {report.key} (keep it from raters); seed {report.seed}")
+        click.echo(
+            f"{len(report.blinded)} artifacts in {out / 'blinded'} (of {report.finished} finished cells); "
+            f"{report.redactions} redacted; key (keep it from raters): {report.key}; seed {report.seed}"
+        )
         for run_id, findings in sorted(report.withheld.items()):
             where = "; ".join(f"{f.file}:{f.line} {f.category} {f.marker!r}" for f in findings[:5])
             click.echo(f"potential leak: {run_id} withheld ({where})")
@@ -98,10 +123,14 @@ def import_(ratings: tuple[Path, ...], key: Path, replace: bool, as_json: bool) 
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(f"{report.imported} rows imported, {report.unchanged} unchanged; {report.total} in raters.jsonl")
+        click.echo(
+            f"{report.imported} rows imported, {report.unchanged} unchanged; {report.total} in raters.jsonl"
+        )
         for row in report.leaks:
-            click.echo(f"blinding leak: {row.run_id} ({row.rater}: {row.blinding_leak}): set aside; "
-                       f"re-blind with `dokimi repo rate reblind {row.run_id} --key {key} --marker TEXT`")
+            click.echo(
+                f"blinding leak: {row.run_id} ({row.rater}: {row.blinding_leak}): set aside; "
+                f"re-blind with `dokimi repo rate reblind {row.run_id} --key {key} --marker TEXT`"
+            )
     return EXIT_FOUND_PROBLEMS if report.leaks else EXIT_OK
 
 
@@ -129,9 +158,12 @@ def adjudicate_cmd(adjudications: tuple[Path, ...], key: Path, replace: bool, as
             for score in item.scores:
                 if score.notes:
                     click.echo(f"  notes {score.rater}: {score.notes}")
-        click.echo(f"{len(results.final)} runs final ({sum(1 for r in results.final if r.adjudicated)} adjudicated), "
-                   f"{len(results.pending)} pending, {len(results.excluded)} excluded, {len(results.unrated)} unrated; "
-                   f"wrote {key.parent / 'results.jsonl'}")
+        adjudicated = sum(1 for r in results.final if r.adjudicated)
+        click.echo(
+            f"{len(results.final)} runs final ({adjudicated} adjudicated), {len(results.pending)} pending, "
+            f"{len(results.excluded)} excluded, {len(results.unrated)} unrated; "
+            f"wrote {key.parent / 'results.jsonl'}"
+        )
     return EXIT_FOUND_PROBLEMS if results.pending else EXIT_OK
 
 
@@ -180,20 +212,32 @@ def summary_cmd(key: Path, as_json: bool) -> int:
     for column in ("arm", "model", "effort", "outcome", "k/n", "rate", "95% CI"):
         table.add_column(column)
     for row in doc.rates:
-        table.add_row(row.arm, row.model, row.effort or "default", row.outcome, f"{row.k}/{row.n}",
-                      _fmt(row.rate), f"[{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]")
+        table.add_row(
+            row.arm,
+            row.model,
+            row.effort or "default",
+            row.outcome,
+            f"{row.k}/{row.n}",
+            _fmt(row.rate),
+            f"[{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]",
+        )
     console.print(table)
     if doc.kappa:
         agreement = Table(title="rater agreement")
         for column in ("raters", "outcome", "n", "agreement", "kappa"):
             agreement.add_column(column)
         for k in doc.kappa:
-            agreement.add_row(f"{k.rater_a} / {k.rater_b}", k.outcome, str(k.n), _fmt(k.agreement), _fmt(k.kappa))
+            agreement.add_row(
+                f"{k.rater_a} / {k.rater_b}", k.outcome, str(k.n), _fmt(k.agreement), _fmt(k.kappa)
+            )
         console.print(agreement)
     console.print(f"blinding leaks: {doc.blinding_leaks}; withheld at export: {doc.withheld}")
     for item in doc.excluded:
-        console.print(f"excluded {item.run_id} ({item.arm}, {item.model}, {item.effort or 'default'}): "
-                      f"{item.reason}: {item.detail}", markup=False)
+        console.print(
+            f"excluded {item.run_id} ({item.arm}, {item.model}, {item.effort or 'default'}): "
+            f"{item.reason}: {item.detail}",
+            markup=False,
+        )
     if doc.pending:
         note(f"pending adjudication: {', '.join(doc.pending)}")
     if doc.unrated:

@@ -173,7 +173,9 @@ class MarkerSet:
             ((text, category) for category, texts in self.literals.items() for text in texts),
             key=lambda item: (-len(item[0]), item[0], item[1]),
         )
-        rules += [Rule(category, re.compile(_literal(text), re.IGNORECASE)) for text, category in literal_rules]
+        rules += [
+            Rule(category, re.compile(_literal(text), re.IGNORECASE)) for text, category in literal_rules
+        ]
         rules += [Rule(Category.MODEL, re.compile(_word(p), re.IGNORECASE)) for p in MODEL_FAMILY_PATTERNS]
         rules += [Rule(Category.EFFORT, re.compile(p, re.IGNORECASE)) for p in EFFORT_PATTERNS]
         rules.append(Rule(Category.TIMESTAMP, re.compile(TIMESTAMP_PATTERN)))
@@ -236,6 +238,7 @@ def _scrub_line(text: str, rules: Sequence[Rule]) -> tuple[str, list[tuple[Categ
                 found.append((rule.category, text.strip()))
                 return REDACTED, found
             continue
+
         def hit(match: re.Match[str], category: Category = rule.category) -> str:
             found.append((category, match.group(0)))
             return REDACTED

@@ -299,7 +299,9 @@ def key_entry(cell: Cell, status: str, findings: Sequence[Finding]) -> KeyEntry:
         hidden_validation_passed=hidden_validation_passed(cell),
         status=status,  # type: ignore[arg-type]
         findings=[
-            MarkerFinding(file=f.file, line=f.line, category=str(f.category), marker=f.marker, redacted=f.redacted)
+            MarkerFinding(
+                file=f.file, line=f.line, category=str(f.category), marker=f.marker, redacted=f.redacted
+            )
             for f in findings
         ],
     )

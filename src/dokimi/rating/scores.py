@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -133,11 +133,20 @@ def scored_artifact(key: RatingKey, run_id: str, *, path: Path, line: int) -> No
     """A rater row must name an artifact raters were given."""
     entry = key.artifacts.get(run_id)
     if entry is None:
-        raise DocumentError(f"run_id {run_id!r} is not an artifact of this key", path=str(path), line=line,
-                            key="run_id", hint="check the id against blinded/ids.txt of this export")
+        raise DocumentError(
+            f"run_id {run_id!r} is not an artifact of this key",
+            path=str(path),
+            line=line,
+            key="run_id",
+            hint="check the id against blinded/ids.txt of this export",
+        )
     if entry.status == "withheld":
-        raise DocumentError(f"artifact {run_id} was withheld from raters (unredactable marker)",
-                            path=str(path), line=line, key="run_id")
+        raise DocumentError(
+            f"artifact {run_id} was withheld from raters (unredactable marker)",
+            path=str(path),
+            line=line,
+            key="run_id",
+        )
 
 
 def import_ratings(files: Sequence[Path], key_path: Path, *, replace: bool = False) -> ImportReport:
@@ -154,8 +163,11 @@ def import_ratings(files: Sequence[Path], key_path: Path, *, replace: bool = Fal
             pair = (score.run_id, score.rater)
             if pair in seen:
                 first = seen[pair]
-                raise DocumentError(f"{score.rater} scored {score.run_id} twice (first at {first[0]}:{first[1]})",
-                                    path=str(path), line=line)
+                raise DocumentError(
+                    f"{score.rater} scored {score.run_id} twice (first at {first[0]}:{first[1]})",
+                    path=str(path),
+                    line=line,
+                )
             seen[pair] = (path, line)
             old = rows.get(pair)
             if old is not None and old == score:
@@ -164,7 +176,9 @@ def import_ratings(files: Sequence[Path], key_path: Path, *, replace: bool = Fal
             if old is not None and not replace:
                 raise DocumentError(
                     f"{score.rater} already has a different row for {score.run_id} in {RATERS_JSONL}",
-                    path=str(path), line=line, hint="pass --replace to overwrite it",
+                    path=str(path),
+                    line=line,
+                    hint="pass --replace to overwrite it",
                 )
             rows[pair] = score
             report.imported += 1
@@ -184,7 +198,7 @@ class Excluded:
     """A run left out of the primary analysis, and why."""
 
     run_id: str
-    reason: str
+    reason: Literal["blinding_leak", "withheld"]
     """``blinding_leak`` (a rater reported one) or ``withheld`` (export could not redact a marker)."""
     detail: str
 
@@ -203,7 +217,8 @@ class Disagreement:
             "run_id": self.run_id,
             "outcomes": [str(o) for o in self.outcomes],
             "raters": {
-                s.rater: {**{str(o): getattr(s, o) for o in self.outcomes}, "notes": s.notes} for s in self.scores
+                s.rater: {**{str(o): getattr(s, o) for o in self.outcomes}, "notes": s.notes}
+                for s in self.scores
             },
             "adjudicated": self.adjudication is not None,
             "adjudicator": self.adjudication.adjudicator if self.adjudication else None,
@@ -234,18 +249,33 @@ def run_leaked(scores: Sequence[RaterScore]) -> RaterScore | None:
 def agreed_result(run_id: str, scores: Sequence[RaterScore], hidden: bool | None) -> RatingResult:
     first = scores[0]
     values = {str(o): bool(getattr(first, o)) for o in OUTCOMES}
-    return RatingResult(schema="repo_rating_result.v1", run_id=run_id, raters=sorted(s.rater for s in scores),
-                        adjudicated=False, hidden_validation_passed=hidden, **values)
+    return RatingResult.model_validate(
+        {
+            "schema": "repo_rating_result.v1",
+            "run_id": run_id,
+            "raters": sorted(s.rater for s in scores),
+            "adjudicated": False,
+            "hidden_validation_passed": hidden,
+            **values,
+        }
+    )
 
 
 def adjudicated_result(
     row: AdjudicatedRow, scores: Sequence[RaterScore], hidden: bool | None
 ) -> RatingResult:
     values = {str(o): getattr(row, o) for o in OUTCOMES}
-    return RatingResult(
-        schema="repo_rating_result.v1", run_id=row.run_id, raters=sorted(s.rater for s in scores),
-        adjudicated=True, adjudicator=row.adjudicator, adjudication_notes=row.adjudication_notes,
-        hidden_validation_passed=hidden, **values,
+    return RatingResult.model_validate(
+        {
+            "schema": "repo_rating_result.v1",
+            "run_id": row.run_id,
+            "raters": sorted(s.rater for s in scores),
+            "adjudicated": True,
+            "adjudicator": row.adjudicator,
+            "adjudication_notes": row.adjudication_notes,
+            "hidden_validation_passed": hidden,
+            **values,
+        }
     )
 
 
@@ -295,19 +325,36 @@ def check_adjudication(
     """An adjudication must name a run whose raters disagree, by someone who did not rate it."""
     entry = key.artifacts.get(row.run_id)
     if entry is None or entry.status != "blinded":
-        raise DocumentError(f"run_id {row.run_id!r} is not a blinded artifact of this key", path=str(path),
-                            line=line, key="run_id")
+        raise DocumentError(
+            f"run_id {row.run_id!r} is not a blinded artifact of this key",
+            path=str(path),
+            line=line,
+            key="run_id",
+        )
     rows = [s for s in scores if s.run_id == row.run_id]
     conflict = adjudicator_rated_the_run(row, rows)
     if conflict is not None:
-        raise DocumentError(conflict, path=str(path), line=line, key="adjudicator",
-                            hint="adjudicators do not score runs they originally rated: ask another person")
+        raise DocumentError(
+            conflict,
+            path=str(path),
+            line=line,
+            key="adjudicator",
+            hint="adjudicators do not score runs they originally rated: ask another person",
+        )
     if run_leaked(rows) is not None:
-        raise DocumentError(f"run {row.run_id} is set aside for a blinding leak; re-blind it first",
-                            path=str(path), line=line, key="run_id")
+        raise DocumentError(
+            f"run {row.run_id} is set aside for a blinding leak; re-blind it first",
+            path=str(path),
+            line=line,
+            key="run_id",
+        )
     if not disagreements(rows):
-        raise DocumentError(f"the raters of {row.run_id} do not disagree: nothing to adjudicate",
-                            path=str(path), line=line, key="run_id")
+        raise DocumentError(
+            f"the raters of {row.run_id} do not disagree: nothing to adjudicate",
+            path=str(path),
+            line=line,
+            key="run_id",
+        )
 
 
 @dataclass
@@ -343,13 +390,20 @@ def adjudicate(files: Sequence[Path], key_path: Path, *, replace: bool = False) 
             check_adjudication(row, key, scores, path=path, line=line)
             if row.run_id in seen:
                 first = seen[row.run_id]
-                raise DocumentError(f"{row.run_id} adjudicated twice (first at {first[0]}:{first[1]})",
-                                    path=str(path), line=line)
+                raise DocumentError(
+                    f"{row.run_id} adjudicated twice (first at {first[0]}:{first[1]})",
+                    path=str(path),
+                    line=line,
+                )
             seen[row.run_id] = (path, line)
             old = rows.get(row.run_id)
             if old is not None and old != row and not replace:
-                raise DocumentError(f"{row.run_id} already has a different adjudication", path=str(path),
-                                    line=line, hint="pass --replace to overwrite it")
+                raise DocumentError(
+                    f"{row.run_id} already has a different adjudication",
+                    path=str(path),
+                    line=line,
+                    hint="pass --replace to overwrite it",
+                )
             if old != row:
                 added += 1
             rows[row.run_id] = row

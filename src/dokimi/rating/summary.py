@@ -59,15 +59,26 @@ def condition_rates(key: RatingKey, final: Sequence[RatingResult]) -> list[Condi
     for result in final:
         groups[condition_of(key, result.run_id)].append(result)
     rows: list[ConditionRate] = []
-    for (arm, model, effort), results in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1], g[0][2] or "")):
+    for (arm, model, effort), results in sorted(
+        groups.items(), key=lambda g: (g[0][0], g[0][1], g[0][2] or "")
+    ):
         n = len(results)
         values: list[tuple[str, int]] = [(str(o), sum(1 for r in results if getattr(r, o))) for o in OUTCOMES]
         values.append((RFR, sum(1 for r in results if regression_free(r))))
         for outcome, k in values:
             ci = wilson_interval(k, n)
             rows.append(
-                ConditionRate(arm=arm, model=model, effort=effort, outcome=outcome, k=k, n=n, rate=k / n,
-                              ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None)
+                ConditionRate(
+                    arm=arm,
+                    model=model,
+                    effort=effort,
+                    outcome=outcome,
+                    k=k,
+                    n=n,
+                    rate=k / n,
+                    ci_low=ci[0] if ci else None,
+                    ci_high=ci[1] if ci else None,
+                )
             )
     return rows
 
@@ -89,8 +100,16 @@ def kappas(scores: Sequence[RaterScore]) -> list[KappaRow]:
             xs = [getattr(by_rater[a][r], outcome) for r in common]
             ys = [getattr(by_rater[b][r], outcome) for r in common]
             agree = sum(1 for x, y in zip(xs, ys, strict=True) if x == y)
-            rows.append(KappaRow(rater_a=a, rater_b=b, outcome=str(outcome), n=len(common), agreement=agree / len(common),
-                                 kappa=cohen_kappa(xs, ys)))
+            rows.append(
+                KappaRow(
+                    rater_a=a,
+                    rater_b=b,
+                    outcome=str(outcome),
+                    n=len(common),
+                    agreement=agree / len(common),
+                    kappa=cohen_kappa(xs, ys),
+                )
+            )
     return rows
 
 
@@ -98,8 +117,16 @@ def summarize(key: RatingKey, results: Results, *, key_path: str) -> RatingSumma
     excluded = []
     for item in results.excluded:
         arm, model, effort = condition_of(key, item.run_id)
-        excluded.append(ExcludedRun(run_id=item.run_id, reason=item.reason, detail=item.detail, arm=arm,
-                                    model=model, effort=effort))
+        excluded.append(
+            ExcludedRun(
+                run_id=item.run_id,
+                reason=item.reason,
+                detail=item.detail,
+                arm=arm,
+                model=model,
+                effort=effort,
+            )
+        )
     return RatingSummary(
         schema="repo_rating_summary.v1",
         key=key_path,
