@@ -112,8 +112,8 @@ PHASE_LINE_PATTERNS: tuple[str, ...] = (
 
 #: Reasoning effort stated as a setting.
 EFFORT_PATTERNS: tuple[str, ...] = (
-    r"(?:reasoning[_ -]?)?effort\s*(?:[:=]|level\s*(?:[:=]|of)?)\s*[\"']?[A-Za-z]+",
     r"--effort[ =][\"']?[A-Za-z]+",
+    r"(?:reasoning[_ -]?)?effort\s*(?:[:=]|level\s*(?:[:=]|of)?)\s*[\"']?[A-Za-z]+",
 )
 
 TIMESTAMP_PATTERN = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
