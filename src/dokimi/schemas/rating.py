@@ -79,8 +79,8 @@ class RaterScore(Document):
 
 
 class AdjudicatedRow(Document):
-    """The final values of a run whose raters disagreed (a row of results.jsonl with ``adjudicated:
-    true``)."""
+    """The final values of a run whose raters disagreed, chosen by an adjudicator (a row of
+    adjudications.jsonl; results.jsonl carries them with ``adjudicated: true``)."""
 
     schema_: Literal["repo_adjudication.v1"] = Field("repo_adjudication.v1", alias="schema")
     """Document type and version."""
