@@ -8,10 +8,13 @@
    (started at the root, read tool on, told to read ``<dir>/REACH_PROBE.txt``). The model is asked for every
    token in its instructions or context.
 3. One record per (file, scenario): loaded, truncated, fetched, not_loaded or error; plus ``payload`` from the
-   request bytes when the endpoint is the scripted model server (``dry_run``), which settles what was sent.
+   request bytes, which settles what was sent. They are captured by the scripted model server in a dry run,
+   and by a capturing proxy (:mod:`dokimi.capture_proxy`) in front of the real endpoint otherwise
+   (``plan_capture`` says when that is not possible, and why).
 
 Each rule is one named function (``check_tree_path``, ``refuse_guidance_ancestors``, ``token``,
-``seed_text``, ``classify``, ``parse_answer``), tested on its own. The harness runs on the host (not in the
+``seed_text``, ``classify``, ``parse_answer``, ``plan_capture``, ``tokens_in_payload``), tested on its
+own. The harness runs on the host (not in the
 agent container), as a non-root user when dokimi runs as root (:mod:`dokimi.harness.runas`).
 """
 
@@ -27,6 +30,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 from dokimi import process
 from dokimi.errors import PrerequisiteError, UsageError
@@ -48,7 +53,9 @@ from dokimi.source.snapshot import Snapshot
 
 __all__ = [
     "PROBE_FILE",
+    "REQUESTS_FILE",
     "SCENARIO_KINDS",
+    "CapturePlan",
     "PlannedScenario",
     "ReachOptions",
     "Skeleton",
@@ -57,6 +64,7 @@ __all__ = [
     "classify",
     "guidance_dirs",
     "parse_answer",
+    "plan_capture",
     "plan_scenarios",
     "plan_skeleton",
     "refuse_empty_plan",
@@ -64,9 +72,14 @@ __all__ = [
     "run_reach",
     "seed_text",
     "token",
+    "tokens_in_payload",
+    "truthy",
+    "upstream_proxy",
 ]
 
 PROBE_FILE = "REACH_PROBE.txt"
+REQUESTS_FILE = "requests.jsonl"
+"""Per scenario, beside its trace: one JSON line per captured request (no credential headers)."""
 PROBE_TEXT = "This file marks a directory for dokimi's guidance reach probe. It holds no instructions.\n"
 SCENARIO_KINDS = ("root", "cwd", "read")
 """--scenarios: root is cwd=., cwd is cwd=<dir> for every other guidance dir, read is read=<dir> for each."""
@@ -187,6 +200,116 @@ def parse_answer(answer: str, seeded: Iterable[str]) -> ParsedAnswer:
         unknown=[t for t in found if t not in seeded_set],
         prose=len(words),
     )
+
+
+def tokens_in_payload(bodies: Iterable[bytes], seeded: Sequence[str]) -> list[str]:
+    """The seeded tokens found anywhere in the captured request bodies of one scenario, in seeding order.
+    One rule for every capture (the scripted server's and the proxy's)."""
+    text = b"\n".join(bodies).decode("utf-8", "replace")
+    return [t for t in seeded if t in text]
+
+
+_FALSE_WORDS = ("", "0", "false", "no", "off")
+
+
+def truthy(value: str | None) -> bool:
+    """How harnesses read a switch variable: set and not empty, 0, false, no or off (any case)."""
+    return value is not None and value.strip().lower() not in _FALSE_WORDS
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    """How one reach run captures the request bytes: ``kind`` and the proxy's ``upstream``, or ``missing``
+    (why not)."""
+
+    kind: Literal["scripted_server", "proxy"] | None
+    upstream: str | None = None
+    via: str | None = None
+    """An HTTP proxy the capturing proxy reaches the upstream through (the caller's https_proxy or
+    http_proxy)."""
+    missing: str | None = None
+
+
+def plan_capture(
+    profile: HarnessProfile, *, dry_run: bool, capture: bool, environ: Mapping[str, str]
+) -> CapturePlan:
+    """Where the request bytes come from, first match wins:
+
+    1. a dry run: the scripted model server captures them (it needs endpoint_env, checked before);
+    2. ``--no-capture``: nowhere;
+    3. a profile without endpoint_env: nowhere, the harness cannot be pointed at a proxy;
+    4. a true ``endpoint_bypass_env`` variable in the caller's environment (Bedrock, Vertex): nowhere, the
+       harness ignores endpoint_env then;
+    5. the capturing proxy, forwarding to the caller's endpoint_env if set, else to the profile's
+       endpoint_default; with neither, nowhere.
+
+    A caller's endpoint_env that is not an http(s) URL is a usage error (the harness would fail on it too).
+    """
+    if dry_run:
+        return CapturePlan("scripted_server")
+    if not capture:
+        return CapturePlan(None, missing="turned off with --no-capture")
+    if not profile.endpoint_env:
+        return CapturePlan(
+            None, missing=f"harness {profile.name!r} has no endpoint_env to point at a capturing proxy"
+        )
+    for name in profile.endpoint_bypass_env:
+        if truthy(environ.get(name)):
+            return CapturePlan(
+                None,
+                missing=f"{name} is set: {profile.name} does not use {profile.endpoint_env} then, so its "
+                "requests cannot pass through the capturing proxy",
+            )
+    upstream = environ.get(profile.endpoint_env) or profile.endpoint_default
+    if not upstream:
+        return CapturePlan(
+            None,
+            missing=f"{profile.endpoint_env} is not set and harness {profile.name!r} has no "
+            "endpoint_default, so the capturing proxy has no endpoint to forward to",
+        )
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise UsageError(
+            f"{profile.endpoint_env}={upstream!r} is not an http(s) base URL without credentials, so the "
+            "capturing proxy cannot forward to it",
+            key=profile.endpoint_env,
+            hint="fix the variable, or pass --no-capture (payload then stays null)",
+        )
+    return CapturePlan("proxy", upstream=upstream.rstrip("/"), via=upstream_proxy(upstream, environ))
+
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def upstream_proxy(url: str, environ: Mapping[str, str]) -> str | None:
+    """The HTTP proxy the caller's environment routes ``url`` through (https_proxy/HTTPS_PROXY for https,
+    http_proxy/HTTP_PROXY for http, minus no_proxy), as the harness itself would; never for loopback."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host in _LOOPBACK or host.startswith("127."):
+        return None
+    scheme = parts.scheme
+    via = environ.get(f"{scheme}_proxy") or environ.get(f"{scheme.upper()}_PROXY")
+    if not via:
+        return None
+    no_proxy = environ.get("no_proxy") or environ.get("NO_PROXY")
+    if no_proxy and _no_proxy_matches(host, no_proxy):
+        return None
+    return via if "://" in via else f"http://{via}"
+
+
+def _no_proxy_matches(host: str, no_proxy: str) -> bool:
+    """curl's no_proxy rule: ``*``, or an entry equal to the host or a domain suffix of it (``.x.com`` and
+    ``x.com`` both match ``a.x.com``); a ``:port`` on an entry is ignored."""
+    host = host.lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        entry = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+        entry = entry.lstrip(".")
+        if entry and (host == entry or host.endswith("." + entry)):
+            return True
+    return False
 
 
 # --- the skeleton -------------------------------------------------------------------------------------------
@@ -416,6 +539,8 @@ class ReachOptions:
     scenarios: Sequence[str] = SCENARIO_KINDS
     only: str | None = None
     dry_run: bool = False
+    capture: bool = True
+    """Capture the request bytes on a real run through a capturing proxy (``--no-capture`` turns it off)."""
     timeout: float = DEFAULT_TIMEOUT_S
     salt: str | None = None
     bin: str | Path | None = None
@@ -451,7 +576,6 @@ class _Outcome:
     scenario: Scenario
     answer: str
     read_paths: set[str]
-    captured: bytes | None
 
 
 def _dry_run_script(s: PlannedScenario, workspace: Path) -> list[dict[str, object]]:
@@ -505,24 +629,31 @@ def _run_scenario(
     out: Path,
     trace_dir: str,
     options: ReachOptions,
+    capture: CapturePlan,
     seeded_tokens: Sequence[str],
 ) -> _Outcome:
+    from dokimi.capture_proxy import CaptureProxy
     from dokimi.harness.trace import convert_file, write_conversion
+    from dokimi.mockmodel import MockModelServer
     from dokimi.support import support_dir
 
     home, config = scratch / "home", scratch / "config"
     home.mkdir(parents=True)
     config.mkdir(parents=True)
+    target = out / "traces" / trace_dir
+    target.mkdir(parents=True, exist_ok=True)
     environ: Mapping[str, str] | None = options.environ
     extra: dict[str, str] = {}
-    server = None
-    if options.dry_run:
-        from dokimi.mockmodel import MockModelServer
-
+    recorder: MockModelServer | CaptureProxy | None = None
+    if capture.kind == "scripted_server":
         assert profile.endpoint_env is not None
-        server = MockModelServer(_dry_run_script(s, workspace)).start()
+        recorder = MockModelServer(_dry_run_script(s, workspace), capture_path=target / REQUESTS_FILE)
         environ = {"PATH": (options.environ or os.environ).get("PATH", os.defpath)}
-        extra = {**profile.dry_run_env, profile.endpoint_env: server.url}
+        extra = {**profile.dry_run_env, profile.endpoint_env: recorder.start().url}
+    elif capture.kind == "proxy":
+        assert profile.endpoint_env is not None and capture.upstream is not None
+        recorder = CaptureProxy(capture.upstream, capture_path=target / REQUESTS_FILE, via=capture.via)
+        extra = {profile.endpoint_env: recorder.start().url}
     try:
         inv = build_invocation(
             profile,
@@ -540,8 +671,6 @@ def _run_scenario(
         )
         inv.write_config_files(config)
         give_to(scratch, who)
-        target = out / "traces" / trace_dir
-        target.mkdir(parents=True, exist_ok=True)
         stdout_path = target / "stdout"
         done = process.run(
             wrap_argv(inv.argv, who),
@@ -552,18 +681,15 @@ def _run_scenario(
             grace=2.0,
         )
     finally:
-        if server is not None:
-            server.stop()
+        if recorder is not None:
+            recorder.stop()
     (target / "stderr").write_text(done.stderr, encoding="utf-8")
     conv = convert_file(stdout_path, profile.trace)
     write_conversion(conv, target)
-    captured = b"\n".join(r.raw for r in server.requests) if server is not None else None
+    bodies = [r.raw for r in recorder.requests] if recorder is not None else None
     parsed = parse_answer(conv.answer, seeded_tokens)
     error = _error_of(done, conv.is_error, conv.answer, conv.result_subtype, options.timeout)
-    in_payload = None
-    if captured is not None:
-        text = captured.decode("utf-8", "replace")
-        in_payload = [t for t in seeded_tokens if t in text]
+    in_payload = tokens_in_payload(bodies, seeded_tokens) if bodies is not None else None
     scenario = Scenario(
         name=s.name,
         cwd=s.cwd,
@@ -575,11 +701,11 @@ def _run_scenario(
         reported=parsed.reported,
         unknown=parsed.unknown,
         prose=parsed.prose,
-        payload_captured=captured is not None,
+        payload_captured=bodies is not None,
         in_payload=in_payload,
         trace_dir=f"traces/{trace_dir}",
     )
-    return _Outcome(scenario, conv.answer, _read_paths(conv.events, s.cwd, workspace), captured)
+    return _Outcome(scenario, conv.answer, _read_paths(conv.events, s.cwd, workspace))
 
 
 def run_reach(
@@ -595,6 +721,11 @@ def run_reach(
     """Run the probe and write ``<out>/reach.json`` and ``<out>/traces/<scenario>/``; return the document."""
     from dokimi.schemas._base import write_document
 
+    if options.dry_run and not options.capture:
+        raise UsageError(
+            "--no-capture cannot be combined with --dry-run: the scripted server always captures",
+            hint="drop --no-capture",
+        )
     if options.dry_run and not profile.endpoint_env:
         raise UsageError(
             f"harness {profile.name!r} has no endpoint_env: --dry-run cannot point it at the scripted server",
@@ -605,6 +736,12 @@ def run_reach(
     refuse_empty_plan(plan, globs=globs, names=profile.guidance.names)
     dirs = guidance_dirs(plan)
     planned = plan_scenarios(dirs, options.scenarios, options.only)
+    capture = plan_capture(
+        profile,
+        dry_run=options.dry_run,
+        capture=options.capture,
+        environ=os.environ if options.environ is None else options.environ,
+    )
     binary = resolve_bin(profile, options.bin)
     version = harness_version(profile, binary)
     who = harness_identity()
@@ -637,6 +774,7 @@ def run_reach(
                     out=out,
                     trace_dir=trace_dirs[s.name],
                     options=options,
+                    capture=capture,
                     seeded_tokens=seeded_tokens,
                 )
             )
@@ -679,6 +817,9 @@ def run_reach(
         harness_version=version,
         model=options.model,
         dry_run=options.dry_run,
+        capture=capture.kind,
+        capture_upstream=capture.upstream if capture.kind == "proxy" else None,
+        capture_missing=capture.missing,
         salt=salt,
         guidance_globs=list(globs),
         declared={

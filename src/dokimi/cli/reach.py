@@ -44,6 +44,12 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
     is_flag=True,
     help="Point the harness at the scripted model server (zero cost); payload capture settles every cell.",
 )
+@click.option(
+    "--no-capture",
+    is_flag=True,
+    help="On a real run, do not put the capturing proxy between the harness and its endpoint "
+    "(payload stays null).",
+)
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds per scenario.")
 @out_option("reach")
 @click.option("--salt", help="Token salt (default: random, recorded in reach.json; reuse it to reproduce).")
@@ -58,6 +64,7 @@ def reach(
     scenarios: str,
     only: str | None,
     dry_run: bool,
+    no_capture: bool,
     timeout: float,
     out: Path,
     salt: str | None,
@@ -89,6 +96,7 @@ def reach(
             scenarios=kinds,
             only=only,
             dry_run=dry_run,
+            capture=not no_capture,
             timeout=timeout,
             salt=salt,
             bin=bin_,
@@ -119,6 +127,10 @@ def _render(document: object) -> None:
     assert isinstance(document, GuidanceReach)
     title = f"{document.harness} {document.harness_version}, {document.model}"
     click.echo(title + (" (dry run: classes are what the request bytes held)" if document.dry_run else ""))
+    if document.capture == "proxy":
+        click.echo(f"payload captured through a proxy in front of {document.capture_upstream}")
+    elif document.capture_missing:
+        click.echo(f"payload not captured: {document.capture_missing}")
     aliases = {
         f.path: [a.path + (" (copy)" if a.alias_kind == "copy" else "") for a in f.aliases]
         for f in document.files

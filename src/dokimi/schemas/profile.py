@@ -93,8 +93,16 @@ class HarnessProfile(Document):
     egress: list[str] = Field(default_factory=list)
     """The only hosts the agent container reaches through the egress proxy (contract §2)."""
     endpoint_env: str | None = None
-    """Variable holding the model endpoint's base URL; the reach probe's dry run points it at the scripted
-    model server, which captures the request bytes."""
+    """Variable holding the model endpoint's base URL, used by payload capture: the reach probe's dry run
+    points it at the scripted model server, a real run at a capturing proxy in front of the real endpoint."""
+    endpoint_default: str | None = None
+    """The base URL the harness uses when endpoint_env is not set (``https://api.anthropic.com``): the
+    capturing proxy's upstream when the caller's environment does not set endpoint_env. Null: no capture
+    then."""
+    endpoint_bypass_env: list[str] = Field(default_factory=list)
+    """Variables that, set to a true value in the caller's environment (anything but empty, 0, false, no,
+    off), make the harness ignore endpoint_env (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX): the
+    request bytes cannot be captured through it then."""
     dry_run_env: dict[str, str] = Field(default_factory=dict)
     """Variables set only for a dry run against the scripted server (a dummy API key), after env_set."""
     trace: str = "text"

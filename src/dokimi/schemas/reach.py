@@ -79,7 +79,8 @@ class Scenario(Document):
     """Words in the answer besides tokens. A high count usually means an explanation or a refusal: read the
     trace before trusting the scenario's not_loaded cells."""
     payload_captured: bool
-    """Whether the request bytes were captured (dry run against the scripted server)."""
+    """Whether the request bytes were captured (by the scripted server in a dry run, or by the capturing
+    proxy in front of the real endpoint; see GuidanceReach.capture)."""
     in_payload: list[str] | None = None
     """Seeded tokens found in the captured request bytes; null without capture."""
     trace_dir: str
@@ -135,6 +136,15 @@ class GuidanceReach(Document):
     """The model id, as given (opaque)."""
     dry_run: bool
     """True when the model was the scripted server (zero cost): classes then reflect the request bytes."""
+    capture: Literal["scripted_server", "proxy"] | None = None
+    """How the request bytes were captured: ``scripted_server`` (dry run), ``proxy`` (a capturing proxy
+    between the harness and the real endpoint); null when they were not (see capture_missing)."""
+    capture_upstream: str | None = None
+    """The endpoint the capturing proxy forwarded to (the caller's endpoint_env, else the profile's
+    endpoint_default); null without the proxy."""
+    capture_missing: str | None = None
+    """Why payload is null in every record: --no-capture, no endpoint_env in the profile, Bedrock or Vertex
+    selected (the harness ignores endpoint_env), no endpoint to forward to. Null when captured."""
     salt: str
     """Salt of the tokens: the same salt reproduces the same tokens."""
     guidance_globs: list[str]
