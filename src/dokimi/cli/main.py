@@ -48,6 +48,7 @@ REPO_COMMANDS: dict[str, tuple[str, str]] = {
     "regrade": ("dokimi.cli.regrade:regrade", "Regrade a sample of finished cells and flag every mismatch."),
     "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
     "rate": ("dokimi.cli.rate:rate", "Human scoring of blinded artifacts, with adjudication."),
+    "perf": ("dokimi.cli.perf:perf", "Performance check of a finished cell against its oracle."),
 }
 
 

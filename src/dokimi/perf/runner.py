@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
-from dokimi.errors import DocumentError, UsageError
+from dokimi.errors import DocumentError, DokimiError, UsageError
 from dokimi.perf.protocol import (
     NOISE_FLOOR,
     PerfReport,
@@ -371,3 +371,111 @@ def prepare_oracle_variant(
     if failure is not None:
         raise UsageError(f"the oracle variant for perf could not be made: {failure}")
     return target
+
+
+def check_finished_cell(
+    run_dir: Path,
+    *,
+    seed: int = 0,
+    caches: dict[str, Path] | None = None,
+    source_dir: Path | None = None,
+    noise_floor: float = NOISE_FLOOR,
+) -> PerfCheck:
+    """``repo perf RUN_DIR``: the perf check of a cell of a batch that ``repo run`` wrote, in the batch's
+    image with its exported eval_dir. The oracle variant under ``{run_dir}/perf/oracle`` is reused when it
+    exists, otherwise prepared from the batch's source (same task, base and arm). result.json is not
+    changed. Raises UsageError when the cell, the batch or the task cannot be checked."""
+    from dokimi.batch import EVAL_DIR_NAME, read_pin
+    from dokimi.perf.spec import task_perf
+    from dokimi.runner.entrypoints import needs_source_dir
+    from dokimi.sandbox.container import container_name
+    from dokimi.sandbox.docker import image_exists, require_docker
+    from dokimi.sandbox.specs import docker_network, resolve_caches
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.meta import Meta
+    from dokimi.schemas.task import Task
+
+    run_dir = Path(run_dir).absolute()
+    root = next((p for p in run_dir.parents if (p / EVAL_DIR_NAME / "batch.json").is_file()), None)
+    if root is None or not (run_dir / "task.json").is_file():
+        raise UsageError(f"{run_dir} is not a cell of a batch", hint="give <out>/<batch>/<task>/.../rep<N>")
+    pin, why = read_pin(root)
+    if pin is None:
+        raise UsageError(f"{root}: {why}", hint="check a batch that repo run wrote")
+    try:
+        manifest = read_document(root / EVAL_DIR_NAME / "manifest.json", RepoManifest)
+        task = read_document(run_dir / "task.json", Task)
+        meta = read_document(run_dir / "meta.json", Meta)
+        perf = task_perf(task)
+    except DocumentError as exc:
+        raise UsageError(f"cannot check {run_dir}: {exc}") from None
+    if perf is None:
+        raise UsageError(f"task {task.id} has no perf object", hint="see docs/perf.md")
+    entry = manifest.entry_points
+    if entry is None or entry.perf is None:
+        raise UsageError("the batch's manifest has no entry_points.perf", hint="see docs/perf.md")
+    content = root / EVAL_DIR_NAME / "content"
+    require_docker()
+    if not image_exists(pin.image):
+        raise UsageError(
+            f"the batch's image {pin.image} is not on this docker daemon",
+            hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
+        )
+    cache_mounts = resolve_caches(manifest.image, manifest.id, overrides=caches)
+    network = docker_network(manifest.image.network if manifest.image else "none")
+    rel = run_dir.relative_to(root).as_posix()
+    oracle = oracle_variant_dir(run_dir)
+    if not (oracle / "workspace").is_dir():
+        from dokimi.harness.profile import load_profile
+        from dokimi.source import open_source
+
+        try:
+            profile = load_profile(meta.harness)
+        except DokimiError:
+            profile = None
+        with open_source(pin.source) as repo:
+            if needs_source_dir(entry.oracle) and source_dir is None:
+                source_dir = repo.git_dir
+            eval_dir = (manifest.eval_dir or "").strip("/")
+            task_rel = (manifest.tasks or "").strip("/").removeprefix(eval_dir).strip("/")
+            prepare_oracle_variant(
+                repo,
+                task,
+                run_dir=run_dir,
+                eval_dir=manifest.eval_dir or "",
+                guidance_globs=manifest.guidance.globs,
+                arm=meta.arm,
+                profile=profile,
+                patches_root=content / task_rel / task.id,
+                oracle_command=entry.oracle,
+                image=pin.image,
+                eval_content=content,
+                source_dir=source_dir,
+                image_config=manifest.image,
+                network=network,
+                name=container_name(pin_name(root), rel, "perf-oracle"),
+                caches=cache_mounts,
+                batch=pin_name(root),
+            )
+    return run_perf_check(
+        perf,
+        entry.perf,
+        image=pin.image,
+        run_dir=run_dir,
+        oracle_run_dir=oracle,
+        eval_content=content,
+        image_config=manifest.image,
+        task=task.id,
+        network=network,
+        name=container_name(pin_name(root), rel, "perf"),
+        caches=cache_mounts,
+        batch=pin_name(root),
+        seed=seed,
+        noise_floor=noise_floor,
+    )
+
+
+def pin_name(root: Path) -> str:
+    """The batch's name: its directory's."""
+    return root.name
