@@ -94,3 +94,8 @@ def test_diff_content_keeps_its_prefix_and_a_header_marker_is_reported_not_redac
         (6, True),
         (7, True),
     ]
+
+
+def test_a_cell_path_is_redacted_whole_with_what_leads_to_it() -> None:
+    line = "wrote /srv/runs/b9/any_task/guidance_raw/gpt-5.1-codex-max/xhigh/rep12/grade.json"
+    assert scrub(line)[0] == f"wrote {REDACTED}/grade.json"

@@ -134,14 +134,18 @@ class Finding:
 
 @dataclass
 class Rule:
+    """One compiled marker rule: a regex, the category of what it finds, and whether it takes the line."""
+
     category: Category
     regex: re.Pattern[str]
     whole_line: bool = False
+    by_text: dict[str, Category] | None = None
+    """For the one rule of all literals: the category of each literal, by lower-cased text."""
 
-
-def _literal(text: str) -> str:
-    """A literal matched as a whole token: no letter or digit right before or after it."""
-    return rf"(?<![{_WORD}]){re.escape(text)}(?![{_WORD}])"
+    def category_of(self, text: str) -> Category:
+        if self.by_text is None:
+            return self.category
+        return self.by_text.get(text.lower(), self.category)
 
 
 def _word(pattern: str) -> str:
@@ -169,17 +173,20 @@ class MarkerSet:
         rules += [
             Rule(Category.PHASE, re.compile(p, re.IGNORECASE), whole_line=True) for p in PHASE_LINE_PATTERNS
         ]
-        literal_rules = sorted(
-            ((text, category) for category, texts in self.literals.items() for text in texts),
-            key=lambda item: (-len(item[0]), item[0], item[1]),
-        )
-        rules += [
-            Rule(category, re.compile(_literal(text), re.IGNORECASE)) for text, category in literal_rules
-        ]
+        rules += self.rules  # structural patterns (cell paths) before their parts are redacted one by one
+        # All literals in one alternation (one pass per line however many cells the batch has), longest
+        # first so that ``claude-sonnet-4-5`` is taken before ``claude``.
+        by_text: dict[str, Category] = {}
+        for category in sorted(self.literals):
+            for text in sorted(self.literals[category]):
+                by_text.setdefault(text.lower(), category)
+        if by_text:
+            alternation = "|".join(re.escape(t) for t in sorted(by_text, key=lambda t: (-len(t), t)))
+            pattern = rf"(?<![{_WORD}])(?:{alternation})(?![{_WORD}])"
+            rules.append(Rule(Category.MARKER, re.compile(pattern, re.IGNORECASE), by_text=by_text))
         rules += [Rule(Category.MODEL, re.compile(_word(p), re.IGNORECASE)) for p in MODEL_FAMILY_PATTERNS]
         rules += [Rule(Category.EFFORT, re.compile(p, re.IGNORECASE)) for p in EFFORT_PATTERNS]
         rules.append(Rule(Category.TIMESTAMP, re.compile(TIMESTAMP_PATTERN)))
-        rules += self.rules
         return rules
 
 
@@ -197,10 +204,13 @@ def marker_set(
     from dokimi.batch import slug
 
     markers = MarkerSet()
-    for arm in (*BUILTIN_ARMS, *arms):
+    arms, models = [*BUILTIN_ARMS, *arms], list(models)
+    for arm in arms:
         markers.add(Category.ARM, arm, slug(arm))
     for model in models:
         markers.add(Category.MODEL, model, slug(model))
+    if models:
+        markers.rules.append(Rule(Category.BATCH, re.compile(cell_path_pattern(arms, models))))
     markers.add(Category.HARNESS, *HARNESS_NAMES)
     for harness in harnesses:
         markers.add(Category.HARNESS, harness, slug(harness))
@@ -210,6 +220,17 @@ def marker_set(
     markers.add(Category.GUIDANCE, *GUIDANCE_NAMES, *guidance_names)
     markers.add(Category.MARKER, *extra)
     return markers
+
+
+def cell_path_pattern(arms: Iterable[str], models: Iterable[str]) -> str:
+    """A cell path ``<task>/<arm>/<model>/<effort>/rep<N>`` (dokimi.batch layout) with anything before it
+    up to whitespace: one pattern, however many cells the batch has."""
+    from dokimi.batch import slug
+
+    def alternation(values: Iterable[str]) -> str:
+        return "|".join(re.escape(v) for v in sorted({slug(v) for v in values}, key=lambda v: (-len(v), v)))
+
+    return rf"[^\s'\"]*[\w.-]+/(?:{alternation(arms)})/(?:{alternation(models)})/[\w.-]+/rep\d+\b"
 
 
 def builtin_profile_markers() -> tuple[list[str], list[str]]:
@@ -239,8 +260,8 @@ def _scrub_line(text: str, rules: Sequence[Rule]) -> tuple[str, list[tuple[Categ
                 return REDACTED, found
             continue
 
-        def hit(match: re.Match[str], category: Category = rule.category) -> str:
-            found.append((category, match.group(0)))
+        def hit(match: re.Match[str], rule: Rule = rule) -> str:
+            found.append((rule.category_of(match.group(0)), match.group(0)))
             return REDACTED
 
         text = rule.regex.sub(hit, text)

@@ -190,9 +190,8 @@ def batch_markers(batch: Batch, extra: Sequence[str] = ()) -> MarkerSet:
     """Every condition marker of the batch (all its finished cells, not only the sampled ones)."""
     harnesses, guidance = builtin_profile_markers()
     results = list(batch.results())
+    # Cell paths and run directories are matched by one pattern (blinding.cell_path_pattern), not listed.
     batch_names = [batch.name, str(batch.root), str(batch.root.resolve())]
-    batch_names += [cell.rel for cell in batch.cells]
-    batch_names += [str(cell.dir.resolve()) for cell in batch.cells]
     return marker_set(
         arms=sorted({r.arm for r in results}),
         models=sorted({r.model for r in results}),
