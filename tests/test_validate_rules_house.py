@@ -226,7 +226,9 @@ def test_the_leak_guard_is_silent_without_a_rules_file(repo: Repo) -> None:
 
 def test_a_well_formed_perf_object_with_an_entry_point_is_valid(repo: Repo) -> None:
     perf = {"metric": "time", "tolerance": 1.5, "sizes": [{"n": 10}, {"n": 100}]}
-    repo.add_eval({"t1": repo.task("t1", perf=perf)}, manifest=MANIFEST.replace("tasks: ", PERF_LINE + "tasks: "))
+    repo.add_eval(
+        {"t1": repo.task("t1", perf=perf)}, manifest=MANIFEST.replace("tasks: ", PERF_LINE + "tasks: ")
+    )
     report = repo.validate()
     assert report.valid and found(report, "perf_task_key") == []
 
