@@ -33,6 +33,7 @@ import shlex
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -328,26 +329,30 @@ def prepare_oracle_variant(
     caches: Sequence[CacheMount] = (),
     batch: str | None = None,
     timeout: float = PERF_TIMEOUT_S,
+    prep_lock: AbstractContextManager[object] | None = None,
 ) -> Path:
     """Make the cell's oracle variant: the workspace prepared exactly as the cell's (same base, patches and
     arm), with the cell's task.json and meta.json beside it, and the ``oracle`` entry point applied. Returns
-    its run directory (:func:`oracle_variant_dir`). Raises UsageError when the oracle fails."""
+    its run directory (:func:`oracle_variant_dir`). Raises UsageError when the oracle fails. ``prep_lock``
+    (the runner's ``CellContext.prep_lock``) is held while the workspace is prepared, not while the oracle
+    runs."""
     from dokimi.runner.entrypoints import run_entry_point
     from dokimi.sandbox.container import give_to_container_user
     from dokimi.workspace import prepare_workspace
 
     target = oracle_variant_dir(run_dir)
     _fresh(target)
-    prepare_workspace(
-        repo,
-        task,
-        eval_dir=eval_dir,
-        guidance_globs=list(guidance_globs),
-        arm=arm,
-        profile=profile,
-        dest=target / "workspace",
-        patches_root=patches_root,
-    )
+    with prep_lock if prep_lock is not None else nullcontext():
+        prepare_workspace(
+            repo,
+            task,
+            eval_dir=eval_dir,
+            guidance_globs=list(guidance_globs),
+            arm=arm,
+            profile=profile,
+            dest=target / "workspace",
+            patches_root=patches_root,
+        )
     for name_ in ("task.json", "meta.json"):
         if (run_dir / name_).is_file():
             shutil.copyfile(run_dir / name_, target / name_)
