@@ -275,6 +275,8 @@ class CaptureProxy:
         self._host = host
         self._port = port
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._in_flight = 0
         self._requests: list[ProxiedRequest] = []
         self._capture_file: IO[str] | None = None
         self._httpd: ThreadingHTTPServer | None = None
@@ -295,7 +297,9 @@ class CaptureProxy:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, settle: float = 5.0) -> None:
+        """Stop listening, give requests still in flight up to ``settle`` seconds to finish (a client has
+        its last byte a moment before the proxy records the request as done), then close the capture."""
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
             httpd.shutdown()
@@ -303,7 +307,8 @@ class CaptureProxy:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-        with self._lock:
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle)
             if self._capture_file is not None:
                 self._capture_file.close()
                 self._capture_file = None
@@ -346,14 +351,21 @@ class CaptureProxy:
                 raw=_decoded(raw, encoding),
             )
             self._requests.append(req)
+            self._in_flight += 1
         return req
 
-    def _finish(self, req: ProxiedRequest, status: int, error: str | None) -> None:
+    def _respond(self, req: ProxiedRequest, status: int) -> None:
         with self._lock:
+            req.status = status
+
+    def _finish(self, req: ProxiedRequest, status: int, error: str | None) -> None:
+        with self._settled:
             req.status, req.error = status, error
             if self._capture_file is not None:
                 self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
                 self._capture_file.flush()
+            self._in_flight -= 1
+            self._settled.notify_all()
 
     def _connect(self) -> http.client.HTTPConnection:
         up, via = self._upstream, self._via
@@ -409,6 +421,13 @@ def _describe(error: BaseException, upstream: str) -> str:
     return f"upstream {upstream} failed: {type(error).__name__}: {error}"[:300]
 
 
+def _content_length(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None and int(value) >= 0 else None
+    except ValueError:
+        return None
+
+
 def _error_body(message: str) -> bytes:
     """A short JSON body in the Anthropic error shape (harnesses print its message)."""
     return json.dumps({"type": "error", "error": {"type": "proxy_error", "message": message}}).encode()
@@ -452,11 +471,13 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
                 proxy._finish(req, 502, str(e))
                 self._send_error(502, str(e))
                 return
+            proxy._respond(req, resp.status)
+            error: str | None = "the proxy failed while relaying the response"
             try:
                 error = self._relay(resp)
             finally:
                 conn.close()
-            proxy._finish(req, resp.status, error)
+                proxy._finish(req, resp.status, error)
 
         def _relay(self, resp: http.client.HTTPResponse) -> str | None:
             """Stream the response to the client as it arrives; the error that cut it short, or None."""
@@ -464,37 +485,38 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
             for name, value in forwarded_response_headers(resp.getheaders()):
                 self.send_header(name, value)
             bodiless = self.command == "HEAD" or resp.status in (204, 304) or 100 <= resp.status < 200
-            length = resp.getheader("Content-Length")
+            length = _content_length(resp.getheader("Content-Length"))
             chunked = not bodiless and length is None and self.request_version != "HTTP/1.0"
-            if bodiless:
-                if length is not None:
-                    self.send_header("Content-Length", length)
+            if length is not None:
+                self.send_header("Content-Length", str(length))
             elif chunked:
                 self.send_header("Transfer-Encoding", "chunked")
-            elif length is not None:
-                self.send_header("Content-Length", length)
-            else:  # an HTTP/1.0 client: the body ends when the connection closes
+            elif not bodiless:  # an HTTP/1.0 client: the body ends when the connection closes
                 self.send_header("Connection", "close")
             self.end_headers()
             if bodiless:
                 return None
-            try:
-                while True:
+            sent = 0
+            while True:
+                try:
                     data = resp.read1(CHUNK)
-                    if not data:
-                        break
-                    if chunked:
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                    else:
-                        self.wfile.write(data)
+                    if not data and length is not None and sent < length:
+                        raise http.client.IncompleteRead(b"", length - sent)
+                except (OSError, http.client.HTTPException) as e:
+                    self.close_connection = True  # the client sees a cut stream, never a made-up end
+                    return _describe(e, proxy.upstream_url)
+                try:
+                    if data:
+                        sent += len(data)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                    elif chunked:
+                        self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
-            except (OSError, http.client.HTTPException) as e:
-                self.close_connection = True  # the client sees a cut stream, never a made-up end
-                return _describe(e, proxy.upstream_url)
-            if chunked:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            return None
+                except OSError as e:
+                    self.close_connection = True
+                    return f"the client went away: {e}"[:300]
+                if not data:
+                    return None
 
         def _send_error(self, status: int, message: str) -> None:
             data = _error_body(message)
