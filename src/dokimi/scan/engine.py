@@ -50,6 +50,7 @@ from dokimi.scan.shell import (
 )
 from dokimi.scan.verdict import Draft, Verdict, ok, unresolved
 from dokimi.schemas.readiness import BuildSystems, GuidanceFile, Warning_
+from dokimi.source import git
 from dokimi.source.snapshot import Snapshot
 
 Origin = Literal["glob", "also_scan"]
@@ -562,6 +563,18 @@ def scan_snapshot(
     default_branch: str | None = None,
 ) -> ScanResult:
     """Every claim of the guidance files of ``snapshot``."""
+    with git.nogc():  # the scan builds many small objects and no cycles worth a collection
+        return _scan(snapshot, globs, also_scan, build_systems, source_url, default_branch)
+
+
+def _scan(
+    snapshot: Snapshot,
+    globs: list[str],
+    also_scan: list[str],
+    build_systems: list[str] | None,
+    source_url: str | None,
+    default_branch: str | None,
+) -> ScanResult:
     tree = Tree(snapshot)
     chosen, warnings = select_guidance(snapshot, globs, also_scan)
     files, texts, root_texts, unreadable = read_guidance(snapshot, chosen)

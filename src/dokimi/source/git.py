@@ -8,11 +8,13 @@ runs (contract §9). Failures go through :func:`diagnose` into a SourceError tha
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
@@ -240,6 +242,23 @@ class TreeEntry(NamedTuple):
         return self.kind == "commit"
 
 
+@contextlib.contextmanager
+def nogc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a block that builds many objects and frees few.
+
+    A listing of 50,000 files, and a scan over it, allocate so many containers that the collector runs
+    hundreds of times and finds nothing to free: in the scan's benchmark that is a quarter of its CPU time.
+    Reference counting still frees everything as usual; a cycle made inside the block waits for the next
+    collection after it. Nesting is fine: only the outermost block turns the collector back on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
     """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call.
 
@@ -251,10 +270,11 @@ def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
     records.pop()  # the empty string after the last NUL (or the empty listing)
     make = tuple.__new__
     entries: dict[str, TreeEntry] = {}
-    for record in records:
-        meta, path = record.split("\t", 1)
-        mode, kind, oid = meta.split(" ")
-        entries[path] = make(TreeEntry, (path, mode, kind, oid))
+    with nogc():
+        for record in records:
+            meta, path = record.split("\t", 1)
+            mode, kind, oid = meta.split(" ")
+            entries[path] = make(TreeEntry, (path, mode, kind, oid))
     return entries
 
 
