@@ -1,4 +1,5 @@
-"""repo run on tasks with a rubric.json: the diff taken before grade, scope, and mergeable in the gate.
+"""repo run's framework metrics: mergeable for tasks with a rubric.json (the diff taken before grade, scope)
+and perf_* for tasks with a perf object, each a metric a gate can name.
 
 Real containers and the fake harness of tests/helpers/runs.py (its EDIT prompt writes "after" to f.txt); no
 judge model, so a run that passes every deterministic check is not measured (mergeable null), never true.
@@ -101,3 +102,47 @@ def test_the_judge_model_must_be_a_full_id(docker_available: bool, tmp_path: Pat
     proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--judge-model", "sonnet"))
     assert proc.returncode == 2
     assert "sonnet" in proc.stderr and "full model id" in proc.stderr
+
+
+PERF_BENCH = """\
+import argparse, json, os, time
+parser = argparse.ArgumentParser()
+parser.add_argument("--variant", required=True)
+parser.add_argument("--out", required=True)
+args = parser.parse_args()
+values = []
+for _ in range(int(os.environ["DOKIMI_PERF_REPEATS"])):
+    started = time.perf_counter()
+    time.sleep(0.03)
+    values.append(time.perf_counter() - started)
+with open(args.out, "w") as out:
+    json.dump({"schema": "repo_perf.v1", "metric": "time", "unit": "s", "variant": args.variant,
+               "values": values}, out)
+"""
+
+
+def test_a_task_with_a_perf_object_gets_perf_metrics_it_can_gate_on(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    perf = {"metric": "time", "tolerance": 1.5, "repeats": 3, "rounds": 2}
+    tiny = tiny_repo(tmp_path / "tiny", {"fast": {"gate": ["pass", "perf_pass"], "perf": perf}})
+    manifest = (tiny.path / ".agent-eval" / "repo-eval.yaml").read_text()
+    manifest = manifest.replace(
+        "entry_points:\n",
+        'entry_points:\n  perf: "python3 {eval_dir}/bench.py --variant {variant} --out {out}"\n',
+    )
+    eval_sha = commit(
+        tiny.path,
+        "perf entry point",
+        files={".agent-eval/repo-eval.yaml": manifest, ".agent-eval/bench.py": PERF_BENCH},
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json", rev=eval_sha))
+    assert proc.returncode == 0, proc.stderr
+    run_dir = cell_dir(tmp_path / "out" / name, "fast", "guidance:raw", "m", None, 0)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["metrics"]["perf_pass"] is True, (run_dir / "perf" / "check.json").read_text()
+    ratio = result["metrics"]["perf_ratio"]
+    assert isinstance(ratio, float) and 0.5 < ratio < 1.5
+    assert result["gate_results"] == {"pass": True, "perf_pass": True} and result["passed"] is True
+    assert (run_dir / "perf" / "check.json").is_file()

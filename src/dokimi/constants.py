@@ -46,6 +46,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         "workspace.diff",
         "workspace_diff.json",
         "merge.json",
+        "perf",
         "grade-home",
         "agent-git",
         "home",

@@ -373,6 +373,59 @@ def grade(
     return outcome.verdict, metrics, None if outcome.grader_failure else outcome.grade
 
 
+def perf_metrics(
+    ctx: CellContext, key: CellKey, task: Task, run_dir: Path, rel: str
+) -> dict[str, bool | int | float | None]:
+    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object (agent-modes §3): the
+    cell's workspace measured against its oracle variant, in the grade container. Empty for other tasks."""
+    from dokimi.perf import task_perf
+
+    perf = task_perf(task)
+    entry_points = ctx.manifest.entry_points
+    if perf is None or entry_points is None or entry_points.perf is None:
+        return {}
+    from dokimi.perf.runner import prepare_oracle_variant, run_perf_check
+    from dokimi.sandbox.container import container_name
+
+    network = ctx.grade_network(task)
+    oracle_dir = prepare_oracle_variant(
+        ctx.repo,
+        task,
+        run_dir=run_dir,
+        eval_dir=ctx.manifest.eval_dir or "",
+        guidance_globs=ctx.manifest.guidance.globs,
+        arm=key.arm,
+        profile=ctx.profile,
+        patches_root=ctx.task_dir(key.task),
+        oracle_command=entry_points.oracle,
+        image=ctx.image,
+        eval_content=ctx.eval_content,
+        source_dir=ctx.source_dir,
+        image_config=ctx.manifest.image,
+        network=network,
+        name=container_name(ctx.batch, rel, "perf-oracle"),
+        caches=ctx.caches,
+        batch=ctx.batch,
+        prep_lock=ctx.prep_lock,
+    )
+    check = run_perf_check(
+        perf,
+        entry_points.perf,
+        image=ctx.image,
+        run_dir=run_dir,
+        oracle_run_dir=oracle_dir,
+        eval_content=ctx.eval_content,
+        image_config=ctx.manifest.image,
+        task=task.id,
+        network=network,
+        name=container_name(ctx.batch, rel, "perf"),
+        caches=ctx.caches,
+        batch=ctx.batch,
+        seed=key.rep,
+    )
+    return dict(check.metrics)
+
+
 def cancelled(ctx: CellContext) -> bool:
     """The run is being stopped (Ctrl-C, SIGTERM, SIGHUP, or the caller's ``cancel``): what ends now ended
     because of it, and must not become a result."""
@@ -429,12 +482,18 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
                 task=task,
                 tests=ctx.manifest.tests,
                 rules=ctx.review_rules,
+                base_date=prepared.base_date,
                 judge=ctx.judge,
                 run_dir=run_dir,
             )
         verdict, metrics, grade_doc = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
+        extra: dict[str, bool | int | float | None] = {}
         if checks is not None and not verdict.grader_failure:
-            extra = mergegrade.merge_metrics(checks, grade_doc, task, ctx.manifest.tests, run_dir=run_dir)
+            tests = ctx.manifest.tests
+            extra.update(mergegrade.merge_metrics(checks, grade_doc, task, tests, run_dir=run_dir))
+        if not verdict.grader_failure:
+            extra.update(perf_metrics(ctx, key, task, run_dir, rel))
+        if extra:
             verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
             metrics.update(extra)
     except Exception as exc:

@@ -35,6 +35,7 @@ from dokimi.merge import (
     run_judge,
     take_workspace_diff,
 )
+from dokimi.rules import rules_for_judge
 from dokimi.schemas._base import read_document, write_text_atomic
 from dokimi.schemas.grade import RepoGrade
 from dokimi.schemas.manifest import TestsBlock
@@ -43,7 +44,6 @@ from dokimi.schemas.rubric import RepoRubric
 from dokimi.schemas.task import Task
 
 RUBRIC_JSON = "rubric.json"
-REVIEW_RULES_JSON = "review_rules.json"
 WORKSPACE_DIFF = "workspace.diff"
 WORKSPACE_DIFF_JSON = "workspace_diff.json"
 MERGE_JSON = "merge.json"
@@ -75,12 +75,6 @@ def load_rubric(task_dir: Path) -> RepoRubric | None:
     return read_document(path, RepoRubric) if path.is_file() else None
 
 
-def load_review_rules(eval_content: Path) -> RepoReviewRules | None:
-    """``<eval_dir>/review_rules.json`` (agent-modes §4), or None."""
-    path = eval_content / REVIEW_RULES_JSON
-    return read_document(path, RepoReviewRules) if path.is_file() else None
-
-
 def before_agent(workspace: Path, start_sha: str) -> set[str]:
     """The ignored files that exist before the run, so the diff lists only those the run created. The
     workspace's own .git is not read (the agent's uid owns it): ``start_sha`` is known."""
@@ -96,10 +90,12 @@ def after_agent(
     task: Task,
     tests: TestsBlock | None,
     rules: RepoReviewRules | None,
+    base_date: str | None,
     judge: JudgeSettings | None,
     run_dir: Path,
 ) -> MergeChecks:
-    """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs."""
+    """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs. Team
+    rules reach the judge only when the task's base is on or after their cut date (agent-modes §4)."""
     diff = take_workspace_diff(workspace, start_sha, ignored_before=ignored_before)
     write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
     _write_json(run_dir / WORKSPACE_DIFF_JSON, diff.to_json())
@@ -109,7 +105,7 @@ def after_agent(
         # The config-edit blocker depends on the diff only, so the judge can run before grade.
         edits = check_test_integrity(diff, tests)
         judge_input = render_judge_input(
-            task.prompt, rubric, diff, rules, extra_blockers=edits.judge_blockers
+            task.prompt, rubric, diff, rules_for_judge(rules, base_date), extra_blockers=edits.judge_blockers
         )
         verdict = run_judge(judge_input, model=judge.model, options=judge.options)
     return MergeChecks(rubric=rubric, diff=diff, scope=scope, verdict=verdict)

@@ -39,8 +39,9 @@ from dokimi import __version__
 from dokimi.batch import EVAL_DIR_NAME, CellKey, load_batch, read_pin, read_plan, write_plan
 from dokimi.constants import CONTAINER_HARNESS, RESULT_JSON
 from dokimi.errors import ContainerError, PrerequisiteError, UsageError
+from dokimi.rules import load_review_rules
 from dokimi.runner.cell import CellContext, CellOutcome, run_cell
-from dokimi.runner.mergegrade import JudgeSettings, load_review_rules
+from dokimi.runner.mergegrade import JudgeSettings
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,

@@ -17,7 +17,7 @@ FiniteFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 MetricValue = StrictBool | StrictInt | FiniteFloat | None
 """A metric value: a number, a boolean, or null for "not measured" (never false)."""
 
-FRAMEWORK_METRICS = ("mergeable", "merge_score")
+FRAMEWORK_METRICS = ("mergeable", "merge_score", "perf_ratio", "perf_pass", "perf_scaling_ok")
 """Metrics the framework adds after grade returns (mergeability §1); a grade.json may not contain them."""
 
 
