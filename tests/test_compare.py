@@ -175,6 +175,34 @@ def test_metrics_count_the_cells_that_report_them(tmp_path: Path) -> None:
     assert doc.metrics == ["root_cause_fixed", "diff_lines"]
 
 
+def test_a_grader_failure_counts_as_a_failure_of_a_gated_metric_never_as_a_cell_left_out(
+    tmp_path: Path,
+) -> None:
+    # contract §4.2: a grader failure fails every gated metric. Leaving the cell out of --metric strict_pass
+    # would favour the arm that broke its workspace (here raw: one pass, one crashed grader).
+    gate = {"pass": True, "strict_pass": True}
+    write_cell(tmp_path, "t1", NONE, rep=0, gate_results=gate, metrics={"strict_pass": True, "diff": 3})
+    write_cell(tmp_path, "t1", NONE, rep=1, gate_results=gate, metrics={"strict_pass": True, "diff": 5})
+    write_cell(tmp_path, "t1", RAW, rep=0, gate_results=gate, metrics={"strict_pass": True, "diff": 4})
+    failed = {"pass": False, "strict_pass": False}
+    write_cell(tmp_path, "t1", RAW, rep=1, grader_failure=True, gate_results=failed, metrics={})
+    comparison = only(compare([str(tmp_path)], NONE, ["strict_pass", "diff"]))
+    strict = measure(comparison, "strict_pass")
+    assert (strict.baseline_mean, strict.treatment_mean, strict.n_treatment) == (1.0, 0.5, 2)
+    diff = measure(comparison, "diff")  # not gated: the failed cell does not report it
+    assert (diff.treatment_mean, diff.n_treatment) == (4.0, 1)
+    with pytest.raises(UsageError, match="--metric merge"):  # a failure alone reports no metric
+        compare([str(tmp_path)], NONE, ["merge"])
+
+
+def test_a_grader_failure_is_not_mergeable_in_compare_as_in_the_report(tmp_path: Path) -> None:
+    write_cell(tmp_path, "t1", NONE, metrics={"mergeable": True})
+    write_cell(tmp_path, "t1", RAW, rep=0, metrics={"mergeable": True})
+    write_cell(tmp_path, "t1", RAW, rep=1, grader_failure=True, metrics={})
+    mergeable = measure(only(compare([str(tmp_path)], NONE, ["mergeable"])), "mergeable")
+    assert (mergeable.treatment_mean, mergeable.n_treatment, mergeable.delta) == (0.5, 2, -0.5)
+
+
 def test_a_metric_no_cell_reports_is_refused(tmp_path: Path) -> None:
     write_cell(tmp_path, "t1", NONE, metrics={"strict_pass": True, "nothing": None})
     write_cell(tmp_path, "t1", RAW, metrics={"strict_pass": False})

@@ -240,7 +240,19 @@ def _unique(batches: Iterable[Batch | None]) -> list[Batch]:
 
 
 def metric_value(result: Result, name: str) -> float | None:
-    """A metric as a number: booleans as 0/1; None when the cell does not report it (null or absent)."""
+    """A metric as a number: booleans as 0/1; None when the cell does not report it (null or absent).
+
+    A grader failure fails every gated metric (contract §4.2): a metric that is a gate entry of such a cell,
+    and ``mergeable`` (as in the report), is 0 (false), never left out, which would favour the arm whose agent
+    broke its workspace.
+    """
+    if result.grader_failure and (result.gate_results.get(name) is False or name == "mergeable"):
+        return 0.0
+    return reported_value(result, name)
+
+
+def reported_value(result: Result, name: str) -> float | None:
+    """A metric as the cell's grade reported it, as a number (booleans 0/1); None when not measured."""
     value = result.metrics.get(name)
     if value is None:
         return None
@@ -513,7 +525,7 @@ def _selector_info(selection: Selection, paths: dict[Path, str]) -> SelectorInfo
 def check_metrics(selections: Sequence[Selection], metrics: Sequence[str]) -> None:
     """A --metric no finished cell reports as a number or boolean is refused (contract §9)."""
     cells = [r for s in selections for r in s.cells]
-    reported = sorted({name for r in cells for name in r.metrics if metric_value(r, name) is not None})
+    reported = sorted({name for r in cells for name in r.metrics if reported_value(r, name) is not None})
     for name in metrics:
         if name not in reported:
             raise UsageError(
