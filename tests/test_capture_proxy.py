@@ -276,6 +276,32 @@ def test_an_upstream_path_prefix_is_kept_and_a_gzip_body_is_captured_decoded() -
     assert seen.raw == raw and find_tokens(seen.raw) == ["RC00ff00"]
 
 
+def test_the_standalone_proxy_prints_its_url_and_refuses_a_bad_upstream(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    bad = subprocess.run(
+        [sys.executable, "-m", "dokimi.capture_proxy", "--upstream", "ftp://x"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "capture_proxy: upstream 'ftp://x'" in bad.stderr
+    with MockModelServer([{"final": "via the standalone proxy"}]) as mock:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dokimi.capture_proxy", "--upstream", mock.url,
+             "--capture", str(tmp_path / "c.jsonl")],
+            stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            url = proc.stdout.readline().strip()
+            with post(url, "/v1/messages", messages_body("hi", stream=False)) as resp:
+                assert json.loads(resp.read())["content"][0]["text"] == "via the standalone proxy"
+        finally:
+            proc.terminate()
+            returncode = proc.wait(timeout=30)
+            proc.stdout.close()
+    assert returncode == 0, "SIGTERM stops it cleanly"
+    assert json.loads((tmp_path / "c.jsonl").read_text())["status"] == 200
+
+
 def test_the_upstream_must_be_an_http_url_without_credentials() -> None:
     for bad in ("ftp://x", "api.anthropic.com", f"https://user:{SECRET}@host", "https://h/?q=1"):
         with pytest.raises(ValueError):
@@ -351,6 +377,15 @@ def test_bedrock_or_vertex_selected_means_no_capture_with_the_reason(name: str) 
     assert plan.kind is None and plan.missing is not None and name in plan.missing
     off = plan_capture(CLAUDE, dry_run=False, capture=True, environ={name: "0"})
     assert off.kind == "proxy"
+
+
+def test_a_bypass_variable_counts_only_as_the_harness_would_get_it() -> None:
+    not_passed = CLAUDE.model_copy(update={"env_allow": ["PATH"]})
+    plan = plan_capture(not_passed, dry_run=False, capture=True, environ={"CLAUDE_CODE_USE_BEDROCK": "1"})
+    assert plan.kind == "proxy", "the harness never sees a variable env_allow does not pass"
+    forced = CLAUDE.model_copy(update={"env_set": {"CLAUDE_CODE_USE_VERTEX": "true"}})
+    plan = plan_capture(forced, dry_run=False, capture=True, environ={})
+    assert plan.kind is None and "CLAUDE_CODE_USE_VERTEX" in (plan.missing or "")
 
 
 def test_a_profile_without_endpoint_env_or_any_endpoint_is_not_captured() -> None:

@@ -238,8 +238,9 @@ def plan_capture(
     1. a dry run: the scripted model server captures them (it needs endpoint_env, checked before);
     2. ``--no-capture``: nowhere;
     3. a profile without endpoint_env: nowhere, the harness cannot be pointed at a proxy;
-    4. a true ``endpoint_bypass_env`` variable in the caller's environment (Bedrock, Vertex): nowhere, the
-       harness ignores endpoint_env then;
+    4. a true ``endpoint_bypass_env`` variable in the harness's environment (Bedrock, Vertex): nowhere, the
+       harness ignores endpoint_env then. The value is what the harness gets: env_set's, else the caller's
+       when env_allow passes it;
     5. the capturing proxy, forwarding to the caller's endpoint_env if set, else to the profile's
        endpoint_default; with neither, nowhere.
 
@@ -254,7 +255,8 @@ def plan_capture(
             None, missing=f"harness {profile.name!r} has no endpoint_env to point at a capturing proxy"
         )
     for name in profile.endpoint_bypass_env:
-        if truthy(environ.get(name)):
+        passed = environ.get(name) if name in profile.env_allow else None
+        if truthy(profile.env_set.get(name, passed)):
             return CapturePlan(
                 None,
                 missing=f"{name} is set: {profile.name} does not use {profile.endpoint_env} then, so its "
