@@ -147,6 +147,13 @@ def test_config_dir_env_cannot_also_be_passed_through(tmp_path: Path) -> None:
         load_profile(write(tmp_path, GOOD.replace("FAKE_KEY]", "FAKE_KEY, FAKE_CONFIG]")))
 
 
+def test_a_bypass_variable_must_be_a_variable_name(tmp_path: Path) -> None:
+    text = GOOD + 'endpoint_bypass_env: ["USE-VERTEX"]\n'
+    with pytest.raises(DocumentError, match="not an environment variable name") as caught:
+        load_profile(write(tmp_path, text))
+    assert caught.value.line == line_of(text, "endpoint_bypass_env")
+
+
 def test_an_unknown_key_is_refused_with_its_line(tmp_path: Path) -> None:
     text = GOOD + "invokee: []\n"
     with pytest.raises(DocumentError) as err:

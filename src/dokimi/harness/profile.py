@@ -200,6 +200,7 @@ def check_env_names(profile: HarnessProfile) -> list[ProfileProblem]:
     named: list[tuple[Loc, str]] = [(("env_allow", i), n) for i, n in enumerate(profile.env_allow)]
     named += [(("env_set", k), k) for k in profile.env_set]
     named += [(("dry_run_env", k), k) for k in profile.dry_run_env]
+    named += [(("endpoint_bypass_env", i), n) for i, n in enumerate(profile.endpoint_bypass_env)]
     for key in ("config_dir_env", "endpoint_env"):
         value = getattr(profile, key)
         if value is not None:
