@@ -7,36 +7,11 @@ metric that moved) or a cell that could not be regraded; 2 not a batch, no docke
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from dokimi.cli._common import emit_json, json_option, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
-
-
-def _document(report: Any) -> dict[str, Any]:
-    return {
-        "batch": str(report.batch),
-        "sample": report.sample,
-        "seed": report.seed,
-        "finished": report.finished,
-        "regraded": len(report.cells),
-        "mismatched": len(report.mismatched),
-        "errors": len(report.errors),
-        "cells": [
-            {
-                "cell": cell.rel,
-                "matches": cell.matches,
-                "error": cell.error,
-                "grader_error": cell.grader_error,
-                "mismatches": [
-                    {"what": m.what, "original": m.original, "regraded": m.regraded} for m in cell.mismatches
-                ],
-            }
-            for cell in report.cells
-        ],
-    }
 
 
 @click.command("regrade")
@@ -62,16 +37,17 @@ def regrade(
 
     The batch's grade entry point runs again in its image on a copy of each sampled cell's inputs; the
     original grade.json and result.json are never touched. Every metric, gate entry and the verdict are
-    compared; each mismatch is listed with what moved. Exit 1 on any mismatch.
+    compared; each mismatch is listed with what moved. Exit 1 on any mismatch. --json prints a
+    repo_regrade.v1 document.
     """
     from dokimi.cli.run import _caches
-    from dokimi.runner.regrade import regrade_batch
+    from dokimi.runner.regrade import regrade_batch, regrade_document
 
     report = regrade_batch(
         batch, sample=sample, seed=seed, caches=_caches(caches), source_dir=source_dir, progress=None
     )
     if as_json:
-        emit_json(_document(report))
+        emit_json(regrade_document(report))
     else:
         for cell in report.cells:
             if cell.error is not None:

@@ -10,7 +10,6 @@ with that signal; finished cells stay, unfinished ones have no result.json.
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,59 +94,11 @@ class _Reporter:
             self.bar.advance(self.task_id)
 
 
-def _group_rows(run: BatchRun) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str, str], dict[str, Any]] = defaultdict(
-        lambda: {"cells": 0, "ran": 0, "skipped": 0, "passed": 0, "graded": 0, "grader_failures": 0,
-                 "failed": 0, "not_started": 0, "interrupted": 0}
-    )  # fmt: skip
-    for outcome in run.outcomes:
-        key = outcome.key
-        row = groups[(key.task, key.arm, key.model, key.effort or "default")]
-        row["cells"] += 1
-        if outcome.status == "finished":
-            row["ran"] += 1
-        elif outcome.status in ("skipped", "failed", "not_started", "interrupted"):
-            row[outcome.status] += 1
-        result = outcome.result
-        if result is not None:
-            row["graded"] += 1
-            row["passed"] += int(bool(result.passed) and not result.grader_failure)
-            row["grader_failures"] += int(result.grader_failure)
-    return [
-        {"task": t, "arm": a, "model": m, "effort": e, **counts}
-        for (t, a, m, e), counts in sorted(groups.items())
-    ]
-
-
-def _summary(run: BatchRun) -> dict[str, Any]:
-    return {
-        "batch": str(run.root),
-        "pin": run.pin.model_dump(mode="json", by_alias=True),
-        "harness": run.harness,
-        "harness_version": run.harness_version,
-        "image": run.image,
-        "cells": len(run.outcomes),
-        "ran": run.count("finished"),
-        "skipped": run.count("skipped"),
-        "failed": run.count("failed"),
-        "not_started": run.count("not_started"),
-        "interrupted": run.count("interrupted"),
-        "complete": run.complete,
-        "spent_usd": round(run.spent_usd, 6),
-        "stopped_by_budget": run.stopped_by_budget,
-        "groups": _group_rows(run),
-        "failures": [
-            {"cell": o.key.path(run.root).relative_to(run.root).as_posix(), "error": o.error}
-            for o in run.outcomes
-            if o.status == "failed"
-        ],
-        "warnings": run.warnings,
-    }
-
-
 def _print_table(run: BatchRun) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from dokimi.runner.run import group_rows
 
     table = Table(title=f"batch {run.root}", title_justify="left")
     for column in (
@@ -165,11 +116,11 @@ def _print_table(run: BatchRun) -> None:
     ):
         table.add_column(column, justify="left" if column in ("task", "arm", "model", "effort") else "right")
     # fmt: skip
-    for row in _group_rows(run):
+    for row in group_rows(run):
         table.add_row(
-            row["task"], row["arm"], row["model"], row["effort"], str(row["cells"]), str(row["ran"]),
-            str(row["skipped"]), f"{row['passed']}/{row['graded']}", str(row["grader_failures"]),
-            str(row["failed"]), str(row["not_started"] + row["interrupted"]),
+            row.task, row.arm, row.model, row.effort, str(row.cells), str(row.ran), str(row.skipped),
+            f"{row.passed}/{row.graded}", str(row.grader_failures), str(row.failed),
+            str(row.not_started + row.interrupted),
         )  # fmt: skip
     Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
     click.echo(
@@ -321,11 +272,12 @@ def run(
     Each cell prepares its workspace, runs the harness in the agent's container, converts its trace, grades
     the run in the grade container and writes result.json last. A rerun skips finished cells and fills the
     missing ones; a batch stays on the eval tree it started with. Exit 0 when every planned cell is done,
-    1 when some are still missing (rerun to fill them), 2 on a usage or environment problem.
+    1 when some are still missing (rerun to fill them), 2 on a usage or environment problem. --json prints a
+    repo_run.v1 document.
     """
     from dokimi.runner.dryrun import parse_script_options
     from dokimi.runner.plan import parse_list
-    from dokimi.runner.run import RunOptions, run_batch
+    from dokimi.runner.run import RunOptions, run_batch, run_summary
 
     check_manifest_choice(manifest, manifest_file)
     arm_list = parse_list(arms)
@@ -369,7 +321,7 @@ def run(
             f"{result.count('not_started')} cell(s) were not started"
         )
     if as_json:
-        emit_json(_summary(result))
+        emit_json(run_summary(result))
     else:
         _print_table(result)
     return EXIT_OK if result.complete else EXIT_FOUND_PROBLEMS

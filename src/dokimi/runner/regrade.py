@@ -26,6 +26,7 @@ from dokimi.constants import AGENT_STDOUT, ANSWER_TXT, EVENTS_JSONL, META_JSON, 
 
 if TYPE_CHECKING:
     from dokimi.batch import Cell
+    from dokimi.schemas.regrade import RegradeDoc
     from dokimi.schemas.result import Result
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "compare_results",
     "copy_grade_inputs",
     "regrade_batch",
+    "regrade_document",
     "regraded_result",
     "sample_cells",
 ]
@@ -145,6 +147,35 @@ class RegradeReport:
     @property
     def ok(self) -> bool:
         return all(c.matches for c in self.cells)
+
+
+def regrade_document(report: RegradeReport) -> RegradeDoc:
+    """The repo_regrade.v1 document of a regrade (what ``repo regrade --json`` prints)."""
+    from dokimi.schemas.regrade import RegradedCellDoc, RegradeDoc, RegradeMismatch
+
+    return RegradeDoc(
+        schema="repo_regrade.v1",
+        batch=str(report.batch),
+        sample=report.sample,
+        seed=report.seed,
+        finished=report.finished,
+        regraded=len(report.cells),
+        mismatched=len(report.mismatched),
+        errors=len(report.errors),
+        cells=[
+            RegradedCellDoc(
+                cell=cell.rel,
+                matches=cell.matches,
+                error=cell.error,
+                grader_error=cell.grader_error,
+                mismatches=[
+                    RegradeMismatch(what=m.what, original=m.original, regraded=m.regraded)
+                    for m in cell.mismatches
+                ],
+            )
+            for cell in report.cells
+        ],
+    )
 
 
 def regraded_result(original: Result, verdict: Any, metrics: dict[str, Any]) -> Result:

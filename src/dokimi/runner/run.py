@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
+    from dokimi.schemas.run_summary import RunGroup, RunSummary
     from dokimi.source import Repo
 
 __all__ = [
@@ -64,8 +65,10 @@ __all__ = [
     "Progress",
     "QuietProgress",
     "RunOptions",
+    "group_rows",
     "prepare_batch",
     "run_batch",
+    "run_summary",
 ]
 
 CONTENT_DIR = "content"
@@ -161,6 +164,64 @@ class BatchRun:
     def complete(self) -> bool:
         """Every planned cell of this run has a result.json (ran now or earlier)."""
         return all(o.status in ("finished", "skipped") for o in self.outcomes)
+
+
+def group_rows(run: BatchRun) -> list[RunGroup]:
+    """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed."""
+    from dokimi.schemas.run_summary import RunGroup
+
+    counters = ("cells", "ran", "skipped", "passed", "graded", "grader_failures", "failed", "not_started")
+    groups: dict[tuple[str, str, str, str], dict[str, int]] = {}
+    for outcome in run.outcomes:
+        key = outcome.key
+        row = groups.setdefault(
+            (key.task, key.arm, key.model, key.effort or "default"),
+            dict.fromkeys((*counters, "interrupted"), 0),
+        )
+        row["cells"] += 1
+        if outcome.status == "finished":
+            row["ran"] += 1
+        else:
+            row[outcome.status] += 1
+        result = outcome.result
+        if result is not None:
+            row["graded"] += 1
+            row["passed"] += int(bool(result.passed) and not result.grader_failure)
+            row["grader_failures"] += int(result.grader_failure)
+    return [
+        RunGroup(task=t, arm=a, model=m, effort=e, **counts)
+        for (t, a, m, e), counts in sorted(groups.items())
+    ]
+
+
+def run_summary(run: BatchRun) -> RunSummary:
+    """The repo_run.v1 document of one run (what ``repo run --json`` prints)."""
+    from dokimi.schemas.run_summary import RunFailure, RunSummary
+
+    return RunSummary(
+        schema="repo_run.v1",
+        batch=str(run.root),
+        pin=run.pin,
+        harness=run.harness,
+        harness_version=run.harness_version,
+        image=run.image,
+        cells=len(run.outcomes),
+        ran=run.count("finished"),
+        skipped=run.count("skipped"),
+        failed=run.count("failed"),
+        not_started=run.count("not_started"),
+        interrupted=run.count("interrupted"),
+        complete=run.complete,
+        spent_usd=round(run.spent_usd, 6),
+        stopped_by_budget=run.stopped_by_budget,
+        groups=group_rows(run),
+        failures=[
+            RunFailure(cell=o.key.path(run.root).relative_to(run.root).as_posix(), error=o.error)
+            for o in run.outcomes
+            if o.status == "failed"
+        ],
+        warnings=list(run.warnings),
+    )
 
 
 # --- batch preparation --------------------------------------------------------------------------------------

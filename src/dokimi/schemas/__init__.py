@@ -33,6 +33,8 @@ SCHEMAS: dict[str, str] = {
     "repo_plan.v1": "dokimi.schemas.plan:Plan",
     "repo_report.v1": "dokimi.schemas.report:ReportDoc",
     "repo_compare.v1": "dokimi.schemas.compare:CompareDoc",
+    "repo_run.v1": "dokimi.schemas.run_summary:RunSummary",
+    "repo_regrade.v1": "dokimi.schemas.regrade:RegradeDoc",
 }
 
 

@@ -1,0 +1,96 @@
+"""repo_run.v1: what ``repo run --json`` prints, the summary of one run of a batch (docs/running.md).
+
+It describes this invocation, not the batch: ``skipped`` cells finished in an earlier run, ``not_started``
+ones were held back by ``--max-batch-usd`` or a cancel. The batch's own record is its directory
+(``repo report`` reads it).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+from dokimi.schemas.batch import BatchPin
+
+
+class RunGroup(Document):
+    """The cells of one (task, arm, model, effort) in this run."""
+
+    task: str
+    """Task id."""
+    arm: str
+    """Arm, for example ``guidance:none``."""
+    model: str
+    """Model id as passed to the harness."""
+    effort: str
+    """Reasoning effort; ``default`` for the harness default."""
+    cells: int = Field(ge=0)
+    """Planned cells of the group in this run."""
+    ran: int = Field(ge=0)
+    """Cells run to a result.json now."""
+    skipped: int = Field(ge=0)
+    """Cells skipped because an earlier run finished them."""
+    passed: int = Field(ge=0)
+    """Cells with a result.json whose gate held (a grader failure never passes)."""
+    graded: int = Field(ge=0)
+    """Cells with a result.json (ran now or skipped)."""
+    grader_failures: int = Field(ge=0)
+    """Cells with a result.json whose grading failed (counted as failures)."""
+    failed: int = Field(ge=0)
+    """Cells that failed before their agent ran: no result.json, the next run fills them."""
+    not_started: int = Field(ge=0)
+    """Cells never started (the batch budget)."""
+    interrupted: int = Field(ge=0)
+    """Cells stopped by Ctrl-C or a signal: no result.json."""
+
+
+class RunFailure(Document):
+    """A cell that failed before its agent ran."""
+
+    cell: str
+    """The cell's path relative to the batch (task/arm/model/effort/repN)."""
+    error: str | None
+    """Why."""
+
+
+class RunSummary(Document):
+    """repo_run.v1: the summary ``repo run --json`` prints."""
+
+    schema_: Literal["repo_run.v1"] = Field("repo_run.v1", alias="schema")
+    """Document type and version."""
+    batch: str
+    """The batch directory."""
+    pin: BatchPin
+    """The batch's pin (_eval/batch.json)."""
+    harness: str
+    """Harness profile name."""
+    harness_version: str
+    """The version the harness reported inside the image."""
+    image: str
+    """The image the cells ran in."""
+    cells: int = Field(ge=0)
+    """Planned cells of this run."""
+    ran: int = Field(ge=0)
+    """Cells run to a result.json now."""
+    skipped: int = Field(ge=0)
+    """Cells an earlier run finished."""
+    failed: int = Field(ge=0)
+    """Cells that failed before their agent ran (no result.json)."""
+    not_started: int = Field(ge=0)
+    """Cells never started (--max-batch-usd)."""
+    interrupted: int = Field(ge=0)
+    """Cells stopped by a cancel (no result.json)."""
+    complete: bool
+    """Every planned cell has a result.json (exit 0); false: rerun to fill the missing ones (exit 1)."""
+    spent_usd: float = Field(ge=0)
+    """What the batch has spent, earlier runs included; a cell without a reported cost is charged its cap."""
+    stopped_by_budget: bool
+    """--max-batch-usd held back cells."""
+    groups: list[RunGroup]
+    """Per (task, arm, model, effort), sorted."""
+    failures: list[RunFailure]
+    """Cells that failed before their agent ran, with the reason."""
+    warnings: list[str]
+    """What the run warned about (--agent-network)."""
