@@ -131,6 +131,21 @@ def _print_table(run: BatchRun) -> None:
     )
 
 
+def _stopped_note(root: Path) -> str:
+    """What a user reads after Ctrl-C or SIGTERM: what is kept, and how to go on."""
+    from dokimi.batch import load_batch
+    from dokimi.errors import DokimiError
+
+    try:
+        finished = len(load_batch(root).finished())
+    except DokimiError:
+        finished = 0
+    return (
+        f"interrupted: the batch {root} keeps its {finished} finished cell(s); cells that were running have "
+        "no result.json (missing, not failed). Run the same command again to fill them."
+    )
+
+
 @click.command("run")
 @source_argument
 @manifest_options
@@ -311,8 +326,15 @@ def run(
         judge_model=judge_model,
         judge_bin=judge_bin,
     )
-    with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
-        result = run_batch(options, progress=reporter)
+    from dokimi.process import Terminated
+
+    root = out / batch
+    try:
+        with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
+            result = run_batch(options, progress=reporter)
+    except (KeyboardInterrupt, Terminated):
+        note(_stopped_note(root))
+        raise
     for warning in result.warnings:
         note(f"warning: {warning}")
     if result.stopped_by_budget:
