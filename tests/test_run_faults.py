@@ -5,11 +5,13 @@ The tiny repository and the fake harness are in tests/helpers/runs.py: no model,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +21,9 @@ import pytest
 
 from dokimi.batch import cell_dir, load_batch
 from dokimi.report import build_report
+from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch
 from dokimi.sandbox.docker import container_names
+from dokimi.source import open_source
 from tests.helpers.git import commit
 from tests.helpers.runs import dokimi_cli, fake_harness, remove_tiny_images, run_args, tiny_repo
 
@@ -111,6 +115,33 @@ def test_a_crashing_grader_is_a_grader_failure_counted_as_a_failure(
     report = build_report(load_batch(tmp_path / "out" / name))
     (row,) = report.rows
     assert (row.finished, row.gated, row.passes, row.grader_failures) == (1, 1, 0, 1)
+
+
+def test_a_host_side_failure_after_the_agent_ran_is_a_grader_failure_charged_its_cap(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    # contract §4.2: a failure on the host after the agent ran (here its trace cannot be converted) gets a
+    # grader-failure result.json, a failure on every gated metric, and the batch is charged the cell's cap.
+    tiny = tiny_repo(tmp_path / "tiny")
+    profile, binary = fake_harness(tmp_path / "harness")
+    opts = RunOptions(
+        source=tiny.source(), manifest=".agent-eval/repo-eval.yaml", arms=("guidance:raw",), models=("m",),
+        reps=1, batch=name, out=tmp_path / "out", harness=str(profile), bin=str(binary), budget_usd=0.75,
+    )  # fmt: skip
+    with open_source(opts.source) as repo:
+        prepared = prepare_batch(opts, repo, cancel=threading.Event(), progress=QuietProgress())
+        unconvertible = prepared.ctx.profile.model_copy(update={"trace": "no-such-converter"})
+        broken = dataclasses.replace(prepared, ctx=dataclasses.replace(prepared.ctx, profile=unconvertible))
+        (outcome,), ledger, _ = execute_cells(
+            broken, jobs=1, max_batch_usd=None, budget_usd=0.75, progress=QuietProgress()
+        )
+    assert outcome.status == "finished" and outcome.result is not None
+    result = result_of(tmp_path / "out" / name, "fix_f")
+    assert result["grader_failure"] is True and result["passed"] is False
+    assert result["gate_results"] == {"pass": False} and result["agent_rc"] == 0
+    assert str(result["grader_error"]).startswith("host-side failure after the agent ran: unknown trace")
+    assert (outcome.charged_usd, ledger.spent_usd) == (0.75, 0.75)
+    assert containers_gone(name)
 
 
 @pytest.mark.parametrize(("signum", "returncode"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)])
