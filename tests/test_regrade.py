@@ -119,3 +119,12 @@ def test_a_regrade_copies_the_inputs_and_never_the_verdicts(tmp_path: Path) -> N
         "workspace/pkg/a.py",
     ]
     assert (tmp_path / "copy" / "workspace" / "link").is_symlink()
+
+
+def test_a_cost_or_turn_count_the_harness_got_wrong_is_not_recorded_and_never_breaks_the_cell() -> None:
+    # The trace is the harness's output, untrusted: a cost of 1e400 parses as inf, which result.json refuses.
+    # The cell must still get its result (an exception here ended the whole batch with a traceback).
+    for cost in (float("inf"), float("nan"), -1.0):
+        assert result(PASS, cost_usd=cost).cost_usd is None
+    assert result(PASS, turns=-5).turns is None
+    assert result(PASS, duration_s=float("nan")).duration_s == 0.0

@@ -23,6 +23,7 @@ distributed engine) can run cells side by side.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import threading
 import time
@@ -195,14 +196,22 @@ def build_result(
             "grader_error": verdict.grader_error,
             "agent_rc": agent_rc,
             "agent_timed_out": agent_timed_out,
-            "cost_usd": cost_usd if cost_usd is None or cost_usd >= 0 else None,
+            "cost_usd": _usable(cost_usd),
             "turns": turns if turns is None or turns >= 0 else None,
-            "duration_s": max(0.0, duration_s),
+            "duration_s": _usable(duration_s) or 0.0,
             "agent_network": agent_network,
             "base_date": base_date,
             "prompt_style": task.prompt_style,
         }
     )
+
+
+def _usable(value: float | None) -> float | None:
+    """A finite, non-negative number as it is; None for anything else. The cost comes from the harness's
+    trace, which is untrusted: a value result.json refuses (1e400 parses as inf) must not break the cell."""
+    if value is None or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 # --- the steps ----------------------------------------------------------------------------------------------
