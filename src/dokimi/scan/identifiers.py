@@ -13,6 +13,7 @@ prefix must be at least ``pkg.mod`` and importable under that name (``image.env`
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
 import re
 import threading
@@ -48,41 +49,69 @@ def identifier_shape(text: str) -> str | None:
 
 
 def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[str]) -> dict[str, set[str]]:
-    """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -F -w -o`` call."""
+    """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -F -w -o`` call.
+
+    A binary file does not count, by git's own rule (what ``git grep -I`` skips). In a repository the grep
+    runs with ``-a`` and the rule is applied afterwards to the files that matched only
+    (:meth:`Snapshot.binary_files`): ``-I`` would look up the attributes of every file of the tree, which
+    doubled the time of the grep. A directory outside git keeps ``-I`` (no repository to ask about
+    attributes)."""
     wanted = sorted({w for w in words if w})
     found: dict[str, set[str]] = {w: set() for w in wanted}
     if not wanted:
         return found
-    excluded = sorted(set(exclude))
-    args = ["grep", "-z", "-o", "-I", "-F", "-w", "--no-color", "-H", "-f", "-"]
+    excluded = [f":(exclude,literal){p}" for p in sorted(set(exclude))]
+    request = "\n".join(wanted).encode() + b"\n"
+    args = ["-z", "-o", "-F", "-w", "--no-color", "-H", "--threads", str(grep_threads()), "-f", "-"]
     if snapshot.rev is not None and snapshot.git_dir is not None:
         if snapshot.promisor:
             from dokimi.source.fetch import prefetch_blobs
 
             oids = [e.oid for e in snapshot.entries.values() if e.kind == "blob" and e.oid]
             prefetch_blobs(snapshot.git_dir, oids, commit=snapshot.rev)
-        argv = [*args, snapshot.rev, "--", ".", *(f":(exclude,literal){p}" for p in excluded)]
-        out = git.run_git(
-            argv, git_dir=snapshot.git_dir, input="\n".join(wanted).encode() + b"\n", check=False
-        )
+        argv = ["grep", "-a", *args, snapshot.rev, "--", ".", *excluded]
+        out = git.run_git(argv, git_dir=snapshot.git_dir, input=request, check=False)
         prefix = f"{snapshot.rev}:".encode()
     else:
         root = snapshot.work_tree
         assert root is not None
-        mode = ["--untracked"] if snapshot.git_dir is not None else ["--no-index"]
-        argv = [*args[:1], *mode, *args[1:], "--", ".", *(f":(exclude,literal){p}" for p in excluded)]
-        out = git.run_git(argv, cwd=Path(root), input="\n".join(wanted).encode() + b"\n", check=False)
+        mode = ["--untracked", "-a"] if snapshot.git_dir is not None else ["--no-index", "-I"]
+        argv = ["grep", *mode, *args, "--", ".", *excluded]
+        out = git.run_git(argv, cwd=Path(root), input=request, check=False)
         prefix = b""
-    for record in out.split(b"\n"):
-        if not record:
-            continue
-        path, _, match = record.partition(b"\0")
-        if prefix and path.startswith(prefix):
-            path = path[len(prefix) :]
+    holders: dict[bytes, set[bytes]] = {}
+    for path, match in GREP_RECORD.findall(out):
+        files = holders.get(match)
+        if files is None:
+            holders[match] = {path}
+        else:
+            files.add(path)
+    paths: dict[bytes, str] = {}
+    cut = len(prefix)
+    for files in holders.values():
+        for path in files:
+            if path not in paths:
+                paths[path] = (path[cut:] if cut and path.startswith(prefix) else path).decode(
+                    "utf-8", "surrogateescape"
+                )
+    binary = snapshot.binary_files(paths.values()) if snapshot.git_dir is not None and paths else set()
+    for match, files in holders.items():
         word = match.decode("utf-8", "replace")
         if word in found:
-            found[word].add(path.decode("utf-8", "surrogateescape"))
+            found[word].update(p for p in (paths[f] for f in files) if p not in binary)
     return found
+
+
+GREP_RECORD = re.compile(rb"([^\0\n]*)\0([^\n]*)\n")
+
+
+def grep_threads() -> int:
+    """Threads for the one ``git grep``: every core but one, which the scan's own work uses meanwhile."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 class Search:

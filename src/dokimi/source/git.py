@@ -13,6 +13,7 @@ import gc
 import os
 import re
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -276,6 +277,95 @@ def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
             mode, kind, oid = meta.split(" ")
             entries[path] = make(TreeEntry, (path, mode, kind, oid))
     return entries
+
+
+def check_attr(
+    paths: Iterable[str],
+    attr: str,
+    *,
+    git_dir: Path | None = None,
+    work_tree: Path | None = None,
+    attributes_files: Sequence[TreeEntry] | None = None,
+) -> dict[str, str]:
+    """The value of ``attr`` for each path as git gives it: ``set``, ``unset``, ``unspecified`` or the value
+    (``diff=python`` -> ``python``). ONE ``git check-attr --stdin`` call for every path.
+
+    With ``attributes_files`` (the ``.gitattributes`` entries of a commit's tree), the attributes are those of
+    that commit: the entries go into a scratch index that ``check-attr --cached`` reads (git 2.39 has no
+    ``check-attr --source``; that came in 2.40), so neither a working tree nor the repository's own index
+    counts. Without, those of the working tree ``work_tree`` (its files, then its index), as any git command
+    run there sees them. Either way the repository's info/attributes and the user's and the system's attribute
+    files apply, as they do for every git command."""
+    unique = sorted(set(paths))
+    if not unique:
+        return {}
+    request = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in unique)
+    argv = ["check-attr", "-z", "--stdin", attr]
+    if attributes_files is None:
+        if work_tree is None:
+            raise SourceError("check-attr needs a commit's attribute files or a working tree")
+        out = run_git(argv, cwd=work_tree, input=request, what="git check-attr")
+    else:
+        if git_dir is None:
+            raise SourceError("check-attr of a commit needs its repository")
+        with tempfile.TemporaryDirectory(prefix="dokimi-attr-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            if attributes_files:
+                info = b"".join(
+                    f"{e.mode} {e.oid}\t".encode() + e.path.encode("utf-8", "surrogateescape") + b"\0"
+                    for e in attributes_files
+                )
+                run_git(
+                    ["update-index", "-z", "--index-info"],
+                    git_dir=git_dir,
+                    cwd=Path(scratch),
+                    env=env,
+                    input=info,
+                    what="git update-index",
+                )
+            out = run_git(
+                [*argv[:1], "--cached", *argv[1:]],
+                git_dir=git_dir,
+                cwd=Path(scratch),
+                env=env,
+                input=request,
+                what="git check-attr",
+            )
+    fields = out.split(b"\0")
+    values: dict[str, str] = {}
+    for i in range(0, len(fields) - 2, 3):
+        values[fields[i].decode("utf-8", "surrogateescape")] = fields[i + 2].decode(
+            "utf-8", "surrogateescape"
+        )
+    return values
+
+
+def config_values(git_dir: Path | None, regexp: str, *, cwd: Path | None = None) -> dict[str, str | None]:
+    """Configuration keys matching ``regexp`` (lower-case section and name), with their last value; None for a
+    key written without ``=`` (a boolean true). One ``git config --get-regexp``; none set -> {}."""
+    out = run_git(["config", "-z", "--get-regexp", regexp], git_dir=git_dir, cwd=cwd, check=False)
+    values: dict[str, str | None] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        key, newline, value = record.decode("utf-8", "surrogateescape").partition("\n")
+        values[key] = value if newline else None
+    return values
+
+
+def config_bool(value: str | None) -> bool | None:
+    """A configuration value read as git reads a boolean (None when it is not one)."""
+    if value is None:
+        return True
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off", ""):
+        return False
+    try:
+        return int(lowered, 0) != 0
+    except ValueError:
+        return None
 
 
 def ls_files_worktree(work_tree: Path) -> list[str]:

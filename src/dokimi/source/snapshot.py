@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,6 +21,10 @@ from dokimi.source import git
 from dokimi.source.git import CatFile, TreeEntry
 
 MAX_LINK_HOPS = 40
+FIRST_FEW_BYTES = 8000
+"""git's binary test reads this many bytes for a NUL (``buffer_is_binary``)."""
+ATTRIBUTES = ".gitattributes"
+_CATFILE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -201,9 +207,139 @@ class Snapshot:
             from dokimi.source.fetch import prefetch_blobs
 
             prefetch_blobs(self.git_dir, oids, commit=self.rev)
-        if self._catfile is None:
-            self._catfile = CatFile(self.git_dir)
-        return self._catfile.read_many(oids)
+        with _CATFILE_LOCK:  # a scan reads from a second thread too: one cat-file process, never two
+            if self._catfile is None:
+                self._catfile = CatFile(self.git_dir)
+            catfile = self._catfile
+        return catfile.read_many(oids)
+
+    # --- git's binary rule ----------------------------------------------------------------------------
+
+    def binary_files(self, paths: Iterable[str]) -> set[str]:
+        """Which of ``paths`` git counts as binary, so that ``git grep -I`` skips them: the rule of git's
+        ``grep_source_is_binary``, for these paths only.
+
+        The ``diff`` attribute decides first (``binary`` is a macro that unsets it): unset (``-diff``) is
+        binary, set (``diff``) is text, and ``diff=NAME`` is what ``diff.NAME.binary`` says when configured.
+        Otherwise a NUL in the first 8,000 bytes makes a file binary. The attributes are those of this
+        snapshot: of its commit's tree (:func:`git.check_attr` with its .gitattributes files), or of its
+        working tree. Costs one ``check-attr`` call only when some attribute file could set ``diff`` (see
+        :meth:`_diff_attribute_possible`), and one batched read of the distinct blobs left to test."""
+        wanted = set(paths)
+        if not wanted:
+            return set()
+        if self.git_dir is None:
+            raise SourceError(f"{self.label}: git's binary rule needs a git repository")
+        values: dict[str, str] = {}
+        if self._diff_attribute_possible:
+            if self.rev is not None:
+                files = [self.entries[p] for p in self._attribute_files]
+                values = git.check_attr(wanted, "diff", git_dir=self.git_dir, attributes_files=files)
+            else:
+                values = git.check_attr(wanted, "diff", work_tree=self.work_tree)
+        if not any(v != "unspecified" for v in values.values()):
+            return self._with_early_nul(wanted)
+        drivers: dict[str, bool] = {}
+        if any(v not in ("set", "unset", "unspecified") for v in values.values()):
+            drivers = self._diff_drivers_binary
+        binary: set[str] = set()
+        undecided: set[str] = set()
+        for path in wanted:
+            value = values.get(path, "unspecified")
+            if value == "unset":
+                binary.add(path)
+            elif value == "set":
+                continue
+            elif value != "unspecified" and value in drivers:
+                if drivers[value]:
+                    binary.add(path)
+            else:
+                undecided.add(path)
+        return binary | self._with_early_nul(undecided)
+
+    def _with_early_nul(self, paths: set[str]) -> set[str]:
+        """The paths whose first 8,000 bytes hold a NUL (a file that cannot be read holds none, as in git)."""
+        out: set[str] = set()
+        if self.rev is None:
+            assert self.work_tree is not None
+            for path in paths:
+                try:
+                    with open(self.work_tree / path, "rb") as handle:
+                        if b"\0" in handle.read(FIRST_FEW_BYTES):
+                            out.add(path)
+                except OSError:
+                    pass
+            return out
+        entries = self.entries
+        oids = {p: entry.oid for p in paths if (entry := entries.get(p)) is not None and entry.oid}
+        blobs = self.read_oids(list(set(oids.values())))  # a blob held at many paths is read once
+        early = {oid for oid, data in blobs.items() if data is not None and b"\0" in data[:FIRST_FEW_BYTES]}
+        return {p for p, oid in oids.items() if oid in early} if early else set()
+
+    @cached_property
+    def _attribute_files(self) -> list[str]:
+        """The listed .gitattributes files (one C-level test per path, no index of every basename)."""
+        if "by_basename" in self.__dict__:  # already built for someone else
+            return [p for p in self.by_basename.get(ATTRIBUTES, []) if p in self.entries]
+        return [
+            p
+            for p in self.entries
+            if p.endswith(ATTRIBUTES) and (p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES))
+        ]
+
+    @cached_property
+    def _diff_drivers_binary(self) -> dict[str, bool]:
+        """``diff.NAME.binary`` of the repository's configuration, by NAME."""
+        found = git.config_values(self.git_dir, r"^diff\..+\.binary$", cwd=self.work_tree)
+        out: dict[str, bool] = {}
+        for key, value in found.items():
+            flag = git.config_bool(value)
+            if flag is not None:
+                out[key[len("diff.") : -len(".binary")]] = flag
+        return out
+
+    @cached_property
+    def _diff_attribute_possible(self) -> bool:
+        """Whether some attribute file git reads for this snapshot could set ``diff``: only a line that
+        spells ``diff`` or ``binary`` (the one built-in macro) can, directly or through a macro it defines.
+        False only when every such file is known and none holds either word: the tree's .gitattributes files
+        (for a working tree, also its index's), the repository's info/attributes, the user's attributes file
+        (core.attributesFile or the XDG default) and the system's. Anything unknown counts as possible."""
+        texts: list[bytes] = []
+        in_tree = self._attribute_files
+        if self.rev is not None:
+            try:
+                texts.extend(self.read_many(in_tree, follow=False).values())
+            except SourceError:
+                return True
+        else:
+            assert self.work_tree is not None
+            indexed = git.run_git(
+                ["ls-files", "-z", "--cached", "--", f":(glob)**/{ATTRIBUTES}"], cwd=self.work_tree
+            )
+            indexed_names = {p.decode("utf-8", "surrogateescape") for p in indexed.split(b"\0") if p}
+            names = indexed_names | set(in_tree)
+            # an ignored .gitattributes on disk counts too: git reads the file of each directory it looks in
+            names.update(f"{d}/{ATTRIBUTES}" if d else ATTRIBUTES for d in self.dirs)
+            for name in names:
+                try:
+                    texts.append((self.work_tree / name).read_bytes())
+                except FileNotFoundError:
+                    if name in indexed_names:
+                        return True  # in the index only: git reads it from there
+                except OSError:
+                    return True
+        files = _attribute_files_outside_the_tree(self.git_dir, self.work_tree)
+        if files is None:
+            return True
+        for file in files:
+            try:
+                texts.append(file.read_bytes())
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return True
+        return any(b"diff" in text or b"binary" in text for text in texts)
 
     def _under_link(self, path: str) -> bool:
         if not self._symlinks:
@@ -236,6 +372,43 @@ class Snapshot:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _attribute_files_outside_the_tree(git_dir: Path | None, work_tree: Path | None) -> list[Path] | None:
+    """The attribute files git reads besides the tree's: info/attributes of the repository (its common dir
+    for a linked worktree), the user's (core.attributesFile, else $XDG_CONFIG_HOME/git/attributes or
+    ~/.config/git/attributes) and the system's ($(sysconfdir)/gitattributes: /etc, or etc/ beside the
+    directory of the git executable). None when one of them cannot be located."""
+    files: list[Path] = []
+    if git_dir is not None:
+        common = git_dir
+        try:
+            common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        files.append(common / "info" / "attributes")
+    configured = git.config_values(git_dir, r"^core\.attributesfile$", cwd=work_tree)
+    home = os.environ.get("HOME")
+    if configured:
+        value = list(configured.values())[-1]
+        if value is None:
+            return None
+        if value.startswith("~/") and home:
+            value = home + value[1:]
+        if not value.startswith("/"):
+            return None
+        files.append(Path(value))
+    elif os.environ.get("XDG_CONFIG_HOME"):
+        files.append(Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "attributes")
+    elif home:
+        files.append(Path(home) / ".config" / "git" / "attributes")
+    files.append(Path("/etc/gitattributes"))
+    executable = shutil.which("git")
+    if executable is not None:
+        files.append(Path(executable).resolve().parent.parent / "etc" / "gitattributes")
+    return files
 
 
 def normalize(path: str) -> str:
