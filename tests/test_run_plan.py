@@ -29,6 +29,7 @@ from dokimi.runner.plan import (
     cell_limits,
     charge_of,
     check_batch_name,
+    check_cell_paths,
     egress_refusal,
     parse_list,
     pin_conflicts,
@@ -77,6 +78,16 @@ def test_a_batch_plans_one_cell_per_task_arm_model_effort_and_rep() -> None:
 def test_without_effort_options_a_task_runs_at_its_own_effort_or_the_default() -> None:
     cells = plan_cells([task("a", effort="max"), task("b")], ["guidance:raw"], ["m"], [], 1)
     assert [(c.task, c.effort) for c in cells] == [("a", "max"), ("b", None)]
+
+
+def test_two_values_that_share_a_cell_directory_are_refused_naming_both() -> None:
+    # Paths hold slugs: "org/m:1" and "org_m_1" would run into one run directory, the second overwriting the
+    # first and its result.json then naming the other cell.
+    with pytest.raises(UsageError, match="'org/m:1' and 'org_m_1'"):
+        plan_cells([task("a")], ["guidance:raw"], ["org/m:1", "org_m_1"], [], 1)
+    earlier = plan_cells([task("a")], ["guidance:raw"], ["m"], [], 1)
+    with pytest.raises(UsageError, match="effort"):
+        check_cell_paths([*earlier, CellKey("a", "guidance:raw", "m", "default", 0)])
 
 
 def test_zero_reps_is_refused() -> None:

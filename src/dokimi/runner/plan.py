@@ -38,6 +38,7 @@ __all__ = [
     "cell_limits",
     "charge_of",
     "check_batch_name",
+    "check_cell_paths",
     "egress_refusal",
     "parse_list",
     "pin_conflicts",
@@ -96,7 +97,28 @@ def plan_cells(
         for effort in cell_efforts(task, efforts)
         for rep in range(reps)
     }
-    return sorted(cells, key=CellKey.sort_key)
+    return check_cell_paths(sorted(cells, key=CellKey.sort_key))
+
+
+def check_cell_paths(cells: Sequence[CellKey]) -> list[CellKey]:
+    """Refuse two different cells with one run directory: path components are slugs (``a:b`` and ``a_b``
+    are both ``a_b``; no effort and the effort ``default`` are both ``default``)."""
+    from pathlib import Path
+
+    seen: dict[Path, CellKey] = {}
+    for key in cells:
+        other = seen.setdefault(key.path(Path()), key)
+        if other != key:
+            for field in ("task", "arm", "model", "effort"):
+                a, b = getattr(other, field), getattr(key, field)
+                if a != b:
+                    raise UsageError(
+                        f"{field} {a!r} and {b!r} would share one cell directory "
+                        f"({key.path(Path()).parent.as_posix()})",
+                        hint="cell directories replace every character outside [A-Za-z0-9._-] with '_'; "
+                        "run one of them in another batch",
+                    )
+    return list(cells)
 
 
 @dataclass(frozen=True)

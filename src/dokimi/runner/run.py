@@ -46,6 +46,7 @@ from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
     check_batch_name,
+    check_cell_paths,
     egress_refusal,
     pin_refusal,
     plan_cells,
@@ -617,7 +618,7 @@ def prepare_batch(
         opts.reps,
     )
     earlier, _ = read_plan(root)
-    write_plan(root, [*(earlier or []), *cells])
+    write_plan(root, check_cell_paths([*(earlier or []), *cells]))
     if opts.dry_run:
         from dokimi.runner.dryrun import dry_run_scripts
 
