@@ -139,3 +139,38 @@ def test_the_compare_page_escapes_names(tmp_path: Path) -> None:
     write_cell(tmp_path, "<t&1>", "arm<script>", passed=True)
     html = render_compare(compare([str(tmp_path)], NONE))
     assert "<script>" not in html and "&lt;t&amp;1&gt;" in html
+
+
+@pytest.mark.parametrize("kind", ["report", "compare"])
+def test_a_wide_table_scrolls_inside_the_page_instead_of_widening_it(
+    kind: str, tmp_path: Path, chromium_bin: Path
+) -> None:
+    # Real names are long (Bedrock model ids, digests): the per-task table and the selectors table must not
+    # push the page past the window, nor break a model id over several lines.
+    batch = tmp_path / "pilot"
+    write_pin(batch, image="registry.example.invalid/some/long/path/calc:" + "f" * 40, image_pin="image")
+    model = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    for i in range(2):
+        write_cell(batch, f"feature_with_a_rather_long_name_{i}", NONE, model=model, passed=False)
+        write_cell(batch, f"feature_with_a_rather_long_name_{i}", RAW, model=model, passed=True)
+    page = tmp_path / f"{kind}.html"
+    args = (
+        ["repo", "report", str(batch)]
+        if kind == "report"
+        else ["repo", "compare", str(batch), "--baseline", NONE]
+    )
+    assert main([*args, "--html", str(page)]) == 0
+    probe = (
+        "<script>window.addEventListener('load', () => {"
+        "const d = document.documentElement;"
+        "document.body.dataset.overflow = String(d.scrollWidth > innerWidth);"
+        "const cells = [...document.querySelectorAll('td')]"
+        ".filter(td => td.textContent.includes('claude-haiku'));"
+        "document.body.dataset.wrapped = String(cells.some(td => td.getClientRects()[0].height > 30));"
+        "});</script></body>"
+    )
+    page.write_text(page.read_text().replace("</body>", probe))
+    dom = chromium(chromium_bin, page, tmp_path)
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None
+    assert 'data-overflow="false"' in body.group(0) and 'data-wrapped="false"' in body.group(0)

@@ -18,7 +18,7 @@ __all__ = ["render_compare", "render_report"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
-td.num,td.nowrap{white-space:nowrap}
+td{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #dde1e8;padding:3px 10px;text-align:left;vertical-align:top}
@@ -66,7 +66,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seque
             for i, c in enumerate(row)
         )
         lines.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>"
+    # one line per cell (a model id broken over lines is hard to read); a wide table scrolls on its own
+    body = "".join(lines)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _warnings(warnings: Sequence[ReportWarning]) -> list[str]:
