@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
-from dokimi.scan.shell import Command, split_fence
+from dokimi.scan.shell import Command, bashlex_commands, plain_commands, split_fence
 from tests.scan._util import find, rows, scan_files
 
 FENCE = """\
@@ -140,3 +141,100 @@ def test_an_unparsable_line_falls_back_to_shlex_and_says_so(tmp_path: Path) -> N
     claim = find(result, "scripts/run.py")
     assert claim.verdict.status == "ok"  # type: ignore[attr-defined]
     assert "shlex" in claim.verdict.why  # type: ignore[attr-defined]
+
+
+PLAIN_WORDS = [
+    "make",
+    "python",
+    "cd",
+    "ls",
+    "pkg/mod.py",
+    "./run.sh",
+    "../x",
+    "-v",
+    "--flag",
+    "%1",
+    "@x",
+    "a:b",
+    "+x",
+    ",",
+    ".",
+    "-",
+    "x,y",
+    "1",
+    "a.b/c",
+    "in",
+    "time",
+    "done",
+    "if",
+    "fi",
+    "do",
+    "for",
+    "while",
+    "then",
+    "coproc",
+    "inside",
+    "timeout",
+    "pytest",
+    "tests/t.py::test_a",
+    "A_B",
+    "2",
+    "end",
+]
+PLAIN_SEPARATORS = [" && ", "&&", " || ", "||", " | ", "|", " ; ", ";", "; ", " ", "\t", "  "]
+
+
+def generated_lines(count: int) -> list[str]:
+    rng = random.Random(8)
+    lines = []
+    for _ in range(count):
+        parts = [rng.choice(PLAIN_WORDS)]
+        for _ in range(rng.randrange(0, 7)):
+            parts += [rng.choice(PLAIN_SEPARATORS), rng.choice(PLAIN_WORDS)]
+        if rng.random() < 0.1:
+            parts.append(rng.choice(PLAIN_SEPARATORS))
+        if rng.random() < 0.1:
+            parts.insert(0, rng.choice(PLAIN_SEPARATORS))
+        lines.append("".join(parts))
+    return lines
+
+
+def test_a_plain_line_splits_without_bashlex_exactly_as_bashlex_splits_it() -> None:
+    taken = 0
+    for text in generated_lines(3000):
+        plain = plain_commands(text, 7)
+        if plain is None:
+            continue
+        taken += 1
+        assert plain == bashlex_commands(text, 7), text
+        assert all(isinstance(item, Command) and item.note is None for item in plain), text
+    assert taken > 500  # many generated lines are plain: the comparison covers the fast path
+
+
+def test_a_line_bash_reads_otherwise_is_left_to_bashlex() -> None:
+    for text in [
+        "make a=1",
+        "FOO=1 make",
+        "echo $HOME",
+        "ls *.py",
+        "cat <x",
+        "a & b",
+        "(cd x)",
+        "a # c",
+        "echo 'q'",
+        "{ a; }",
+        "! a",
+        "if x; then y; fi",
+        "time make",
+        "a &&",
+        "; a",
+        "a;",
+        "",
+        "   ",
+        "ls ~/x",
+        "a\\ b",
+        "echo `x`",
+        "a |& b",
+        "for x in a; do b; done",
+    ]:
+        assert plain_commands(text, 1) is None, text

@@ -123,12 +123,55 @@ def _parse(text: str) -> tuple[Any, ...]:
     return tuple(bashlex.parse(text))
 
 
+#: A line of plain words and the four list operators, nothing bash could read otherwise: no quotes, no
+#: expansions, globs, redirections, assignments (``=``), comments, subshells, braces or background ``&``.
+PLAIN_LINE = re.compile(r"[A-Za-z0-9_./:@%+,\- \t]*(?:(?:&&|\|\||\||;)[A-Za-z0-9_./:@%+,\- \t]*)*")
+PLAIN_OPERATOR = re.compile(r"&&|\|\||\||;")
+RESERVED_WORDS = frozenset(
+    """if then else elif fi case esac for select while until do done in function time coproc""".split()
+)
+
+
+def plain_commands(text: str, line: int) -> list[Item] | None:
+    """The commands of a plain line (:data:`PLAIN_LINE`: ``make x && python y.py | tee z``) without bashlex,
+    exactly as bashlex would give them; None for any other line (then bashlex parses it). No reserved word
+    anywhere, no empty command and nothing after a last operator, so every line taken here is one bashlex
+    parses the plain way. tests/scan/test_shell.py holds this to bashlex on many generated lines."""
+    if not PLAIN_LINE.fullmatch(text):
+        return None
+    pieces = PLAIN_OPERATOR.split(text)
+    operators = PLAIN_OPERATOR.findall(text)
+    commands = [piece.split() for piece in pieces]
+    if not all(commands) or any(word in RESERVED_WORDS for words in commands for word in words):
+        return None
+    items: list[Item] = []
+    after: str | None = None
+    for index, words in enumerate(commands):
+        before = operators[index - 1] if index else None
+        after_pipe = index < len(operators) and operators[index] == "|"
+        piped = before == "|" or after_pipe
+        if before is not None and before != "|":
+            after = before
+        items.append(
+            Command(
+                line, [Word(w, True) for w in words], [], after="|" if before == "|" else after, piped=piped
+            )
+        )
+    return items
+
+
 def strip_heredocs(text: str) -> str:
     return HEREDOC.sub("", text)
 
 
 def split_commands(text: str, line: int) -> list[Item]:
     """Simple commands of one logical shell line (heredoc operators removed first)."""
+    plain = plain_commands(text, line)
+    return plain if plain is not None else bashlex_commands(text, line)
+
+
+def bashlex_commands(text: str, line: int) -> list[Item]:
+    """Simple commands of one logical shell line by bashlex (shlex when bashlex cannot parse it)."""
     text = strip_heredocs(text)
     try:
         nodes = _parse(text)
@@ -148,8 +191,12 @@ def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> 
     i = 0
     while i < len(logical):
         number, text = logical[i]
+        parsed = plain_commands(text, number)
+        if parsed is not None:
+            items.extend(parsed)
+            i += 1
+            continue
         joined = text
-        parsed: list[Item] | None = None
         for j in range(i, min(len(logical), i + MAX_JOIN_LINES)):
             if j > i:
                 joined += "\n" + logical[j][1]
