@@ -157,6 +157,15 @@ def test_the_refusal_names_both_pins() -> None:
     assert pin_refusal(pin(), pin(), "pilot") is None
 
 
+def test_a_refusal_before_the_image_is_built_does_not_show_the_batch_image_as_this_runs() -> None:
+    # The early refusal (before a build) compares a provisional pin whose image is the batch's own copy.
+    old = pin()
+    error = pin_refusal(old, old.model_copy(update={"tree": "c" * 40}), "pilot", image_known=False)
+    assert error is not None
+    this_run = str(error).split("this run:")[1].splitlines()[0]
+    assert "c" * 40 in this_run and "image not built yet" in this_run and old.image not in this_run
+
+
 # --- budget -----------------------------------------------------------------------------------------------
 
 

@@ -156,14 +156,13 @@ def egress_refusal(task: Task, agent_network: str | None) -> str | None:
 # --- pins ------------------------------------------------------------------------------------------------
 
 
-def _describe(pin: BatchPin) -> str:
+def _describe(pin: BatchPin, *, image_known: bool = True) -> str:
     where = f"tree {pin.tree}" if pin.tree else "a working tree"
-    parts = [
-        f"manifest {pin.manifest_id}",
-        where,
-        f"eval_dir {pin.eval_dir_digest}",
-        f"image {pin.image} ({pin.image_pin})",
-    ]
+    parts = [f"manifest {pin.manifest_id}", where, f"eval_dir {pin.eval_dir_digest}"]
+    if not image_known:
+        parts.append("image not built yet")
+        return ", ".join(parts)
+    parts.append(f"image {pin.image} ({pin.image_pin})")
     if pin.image_context_digest:
         parts.append(f"context {pin.image_context_digest}")
     return ", ".join(parts)
@@ -192,15 +191,20 @@ def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
     return found
 
 
-def pin_refusal(old: BatchPin, new: BatchPin, batch: str) -> UsageError | None:
-    """The error that refuses a run from another eval tree into batch ``batch``, naming both pins."""
+def pin_refusal(old: BatchPin, new: BatchPin, batch: str, *, image_known: bool = True) -> UsageError | None:
+    """The error that refuses a run from another eval tree into batch ``batch``, naming both pins.
+
+    ``image_known`` False: ``new`` is provisional, refused before its image was built (its image fields are a
+    copy of the batch's and are neither compared nor shown as this run's)."""
     conflicts = pin_conflicts(old, new)
+    if not image_known:
+        conflicts = [c for c in conflicts if not c.startswith(("image ", "image context "))]
     if not conflicts:
         return None
     return UsageError(
         f"batch {batch} is pinned to another eval tree ({'; '.join(conflicts)})\n"
         f"  batch pin: {_describe(old)}\n"
-        f"  this run:  {_describe(new)}",
+        f"  this run:  {_describe(new, image_known=image_known)}",
         hint="run from the batch's eval tree, or start a new batch with another --batch name",
     )
 

@@ -551,7 +551,7 @@ def prepare_batch(
             provisional = old_pin.model_copy(
                 update={"manifest_id": manifest.id, "tree": repo.rev, "eval_dir_digest": eval_digest}
             )
-            early = pin_refusal(old_pin, provisional, opts.batch)
+            early = pin_refusal(old_pin, provisional, opts.batch, image_known=False)
             if early is not None:
                 raise early
         progress.note("resolving the image" if opts.image else "building the image (reused when it exists)")
