@@ -198,6 +198,25 @@ def test_a_batch_started_from_another_eval_tree_is_refused(
     assert worktree.returncode == 2 and "pinned to another eval tree" in worktree.stderr
 
 
+def test_a_batch_whose_agent_container_could_see_a_task_name_is_refused_before_any_cell(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    # contract §9: the isolation probe runs with the agent's mounts before the batch; an image that holds an
+    # entry named like a task (here /opt/fix_f) fails it, and no cell starts.
+    tiny = tiny_repo(tmp_path / "tiny")
+    leaky = commit(
+        tiny.path,
+        "leak a task name",
+        files={".agent-eval/Dockerfile": "FROM dokimi-base:bookworm\nRUN mkdir /opt/fix_f\n"},
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, rev=leaky))
+    assert proc.returncode == 2, proc.stderr
+    assert "isolation probe failed" in proc.stderr and "fix_f" in proc.stderr
+    assert not (tmp_path / "out" / name / "fix_f").exists()
+    assert containers_gone(name)
+
+
 def test_the_batch_budget_starts_no_new_cell_once_spent(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
