@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 
 ITEM_TYPES = frozenset({"link_open", "image", "code_inline"})
@@ -67,12 +68,37 @@ def _wrap(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, b
     return wrapped
 
 
+#: Rules whose tokens the walk in :func:`extract` never reads, and that cannot move where a link, an image,
+#: an autolink or a code span starts: emphasis and entities only turn characters that are no item's start
+#: into other tokens (without them the same characters stay text), and the newline rule only makes breaks.
+#: html_inline and escape stay on: they do decide what is a code span or a link.
+UNREAD_INLINE = ("emphasis", "entity", "newline")
+UNREAD_INLINE2 = ("balance_pairs", "emphasis", "fragments_join")
+UNREAD_CORE = ("text_join",)
+ITEM_START = re.compile(r"[`\[<]")
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark").enable("table")
+    md.inline.ruler.disable(list(UNREAD_INLINE))
+    md.inline.ruler2.disable(list(UNREAD_INLINE2))
+    md.core.ruler.disable(list(UNREAD_CORE))
+    md.core.ruler.at("inline", _inline_with_items)
     for name in ("link", "image", "autolink", "backticks"):
         rule: Any = md.inline.ruler.__rules__[md.inline.ruler.__find__(name)].fn
         md.inline.ruler.at(name, _wrap(rule))
     return md
+
+
+def _inline_with_items(state: StateCore) -> None:
+    """markdown-it's core inline rule, skipping a block whose text has no backtick, ``[`` or ``<``: without
+    one it holds no code span, link, image or autolink."""
+    for token in state.tokens:
+        if token.type == "inline":
+            if token.children is None:
+                token.children = []
+            if ITEM_START.search(token.content):
+                state.md.inline.parse(token.content, state.md, state.env, token.children)
 
 
 _MD: MarkdownIt | None = None
