@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+from dokimi.scan.paths import glob_matcher, scan_glob_regex
 from tests.helpers.git import Symlink, git_repo
 from tests.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
 
@@ -108,3 +110,27 @@ def test_a_path_in_a_nested_guidance_file_is_tried_at_its_directory_then_ancesto
         (1, "path", "sub/mod.py", "ok"),
         (1, "path", "top.py", "ok"),
     ]
+
+
+def test_the_glob_shortcut_matches_exactly_what_the_glob_regex_matches() -> None:
+    rng = random.Random(3)
+    pieces = ["a", "b", "ab", "/", ".", "py", "src", "*", "**", "**/", "?", "[ab]", "<x>", "{y}", "-", "\n"]
+    paths = [
+        "".join(
+            rng.choice(["a", "b", "/", ".", "py", "src", "\n", "ab/"]) for _ in range(rng.randrange(0, 8))
+        )
+    ]
+    paths += [
+        "".join(rng.choice(["a", "b", "/", ".", "py", "src", "ab/"]) for _ in range(rng.randrange(0, 8)))
+        for _ in range(300)
+    ]
+    paths += ["src/a.py", "src/a/b.py", "a.py/", "src/", "ab\nab"]
+    shortcut = 0
+    for _ in range(400):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 6)))
+        regex = scan_glob_regex(pattern)
+        match = glob_matcher(pattern)
+        shortcut += not any(ch in pattern for ch in "?[") and "**/" not in pattern
+        for path in paths:
+            assert match(path) == bool(regex.match(path)), (pattern, path)
+    assert shortcut > 100  # the comparison covers the shortcut, not only the regex it falls back to

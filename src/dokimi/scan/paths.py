@@ -20,6 +20,7 @@ import difflib
 import functools
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import urlsplit
@@ -302,6 +303,39 @@ def scan_glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"/?\Z")
 
 
+STARS = re.compile(r"\*+")
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a path matches ``pattern`` as :func:`scan_glob_regex` says, without compiling a regex for the
+    common glob of literal text and ``*`` alone (``src/*.py``): prefix, suffix and the parts between found in
+    order, as ``.*`` would. Any other glob, and any path the shortcut cannot judge (one holding a newline,
+    which ``.`` does not match, or ending in ``/``), goes to the regex, compiled on first need."""
+    plain = PLACEHOLDER.sub("*", pattern)
+    if any(ch in plain for ch in "?[") or "**/" in plain:
+        return lambda path: bool(scan_glob_regex(pattern).match(path))
+    parts = STARS.split(plain)
+    first, middle, last = parts[0], parts[1:-1], parts[-1]
+    shortest = len(first) + len(last)
+
+    def match(path: str) -> bool:
+        if "\n" in path or path.endswith("/"):
+            return bool(scan_glob_regex(pattern).match(path))
+        if len(parts) == 1:
+            return path == first
+        if len(path) < shortest or not path.startswith(first) or not path.endswith(last):
+            return False
+        pos, end = len(first), len(path) - len(last)
+        for part in middle:
+            found = path.find(part, pos, end)
+            if found < 0:
+                return False
+            pos = found + len(part)
+        return True
+
+    return match
+
+
 def glob_literal_dir(pattern: str) -> str | None:
     """The directory part of a glob when it holds no wildcard (``src`` for ``src/*.zzz``), else None."""
     pattern = PLACEHOLDER.sub("*", pattern)
@@ -340,10 +374,12 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
         full = join(base, rel)
         if escapes_root(full):
             continue
-        regex = scan_glob_regex(full)
-        prefix = _glob_prefix(full)
-        for path in tree.under(prefix):
-            if regex.match(path):
+        candidates = tree.under(_glob_prefix(full))
+        if not candidates:
+            continue
+        match = glob_matcher(full)
+        for path in candidates:
+            if match(path):
                 return ok(f"matches {path}")
     if not never_fail:
         directory = glob_literal_dir(rel)
@@ -353,10 +389,12 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
             if not escapes_root(full_dir) and tree.is_dir(full_dir):
                 where = f"{full_dir}/" if full_dir else "the repository root"
                 return fail(f"nothing in {where} matches {join(base, rel)}")
-    suffix = scan_glob_regex("**/" + rel)
-    for path in suffix_candidates(rel, tree):
-        if suffix.match(path):
-            return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
+    candidates = suffix_candidates(rel, tree)
+    if candidates:
+        suffix = scan_glob_regex("**/" + rel)
+        for path in candidates:
+            if suffix.match(path):
+                return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
     why = (
         "a placeholder"
         if is_placeholder_path(text)
