@@ -605,11 +605,11 @@ def _scan(
         needs.update(n for n in check.needs if n)
     for name in sorted(work.used_adapters):
         needs.update(ADAPTERS[name].inputs(tree))
-    modules: dict[tuple[str, int, str], tuple[str, str, list[str]] | None] = {}
-    for file, line, text, shape in work.identifiers:
-        if shape == "dotted":
+    modules: dict[str, tuple[str, str, list[str]] | None] = {}  # by the claim's text
+    for _, _, text, shape in work.identifiers:
+        if shape == "dotted" and text not in modules:
             found = module_prefix(text[:-2] if text.endswith("()") else text, tree)
-            modules[(file, line, text)] = found
+            modules[text] = found
             if found is not None:
                 needs.add(found[0])
     blobs = _read_many_lenient(snapshot, [n for n in needs if tree.is_file(n)])
@@ -625,12 +625,14 @@ def _scan(
         work.drafts.append(Draft(check.file, check.line, check.kind, check.claim, verdict))
     # identifiers: one content search for all of them
     hits = search.result()
-    if work.identifiers:
-        for file, line, text, shape in work.identifiers:
-            module = modules.get((file, line, text))
+    verdicts: dict[tuple[str, str], Verdict] = {}  # the verdict follows from the text: once per name
+    for file, line, text, shape in work.identifiers:
+        verdict = verdicts.get((text, shape))
+        if verdict is None:
+            module = modules.get(text) if shape == "dotted" else None
             module_text = inputs.text(module[0]) if module else None
-            verdict = resolve_identifier(text, shape, hits, module_text, module)
-            work.drafts.append(Draft(file, line, "identifier", text, verdict))
+            verdict = verdicts[(text, shape)] = resolve_identifier(text, shape, hits, module_text, module)
+        work.drafts.append(Draft(file, line, "identifier", text, verdict))
     counts: dict[str, int] = {}
     for draft in work.drafts:
         counts[draft.file] = counts.get(draft.file, 0) + 1

@@ -203,13 +203,13 @@ def resolve_identifier(
             f"did you mean {prefix}.{close[0]}?" if close else None,
         )
     if files:
-        first = sorted(files)[0]
+        first = min(files)
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
         return ok(f"in {first}{more}")
     if shape == "dotted":
         last = name.rsplit(".", 1)[-1]
         if hits.get(last):
-            return ok(f"its last part {last} is in {sorted(hits[last])[0]}")
+            return ok(f"its last part {last} is in {min(hits[last])}")
     if shape == "all_caps":
         return unresolved("in no tracked file; a tool outside the tree may read it")
     return unresolved("in no tracked file outside the guidance (a name from outside the tree?)")
