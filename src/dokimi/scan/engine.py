@@ -120,6 +120,8 @@ class _Work:
     checks: list[Check] = field(default_factory=list)
     identifiers: list[tuple[str, int, str, str]] = field(default_factory=list)
     used_adapters: set[str] = field(default_factory=set)
+    classified: dict[str, SpanClaim] = field(default_factory=dict)
+    """What each code span's text claims (:func:`classify_span`), from the first pass over the spans."""
 
 
 # --- guidance files -----------------------------------------------------------------------------------------
@@ -187,7 +189,8 @@ def read_guidance(
     real_of: dict[str, str] = {}
     for path in sorted(chosen):
         resolved = snapshot.resolve(path)
-        if resolved.path is None or resolved.path in snapshot.dirs:
+        # (a listed file is never a directory: the index of directories is not built before the grep starts)
+        if resolved.path is None or resolved.path not in snapshot.entries and resolved.path in snapshot.dirs:
             reason = resolved.reason or "a directory"
             reason = f"a link that {reason}" if resolved.reason in ("dangles", "loops") else reason
             files.append(
@@ -365,7 +368,8 @@ def _identifier_claim(text: str) -> SpanClaim:
 def scan_span(path: str, line: int, text: str, work: _Work) -> None:
     """One code span: a command, a path, a glob, a label, a pytest node, an identifier, or nothing."""
     text = text.strip()
-    what, detail = classify_span(text, work.adapters)
+    claim = work.classified.get(text)
+    what, detail = claim if claim is not None else classify_span(text, work.adapters)
     if what == "commands":
         run_commands(split_commands(detail, line), path, work)
     elif what == "label":
@@ -539,13 +543,20 @@ def python_checks(words: list[Word], ctx: Ctx, work: _Work) -> list[Check]:
     return []
 
 
-def identifier_words(items: dict[str, MarkdownItems], adapters: Container[str]) -> list[str]:
-    """The words the identifier claims of these files need searched (what :func:`scan_span` will record)."""
+def identifier_words(
+    items: dict[str, MarkdownItems], adapters: Container[str], classified: dict[str, SpanClaim] | None = None
+) -> list[str]:
+    """The words the identifier claims of these files need searched (what :func:`scan_span` will record).
+    ``classified`` keeps each span's class for :func:`scan_span`, which would otherwise work it out again."""
+    classified = {} if classified is None else classified
     words: list[str] = []
     for found in items.values():
         for span in found.spans:
             text = span.text.strip()
-            if classify_span(text, adapters)[0] == "identifier":
+            claim = classified.get(text)
+            if claim is None:
+                claim = classified[text] = classify_span(text, adapters)
+            if claim[0] == "identifier":
                 words.extend(words_needed(text))
     return words
 
@@ -596,7 +607,7 @@ def _scan(
     # The identifier search reads every file of the tree, so it starts before the other claims are checked and
     # runs (git grep, another process) while they are.
     exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
-    search = start_search(snapshot, identifier_words(items, work.adapters), exclude=exclude)
+    search = start_search(snapshot, identifier_words(items, work.adapters, work.classified), exclude=exclude)
     for path, parsed in items.items():
         scan_file(path, parsed, work)
     # round two: the files the checks need, in one batch
