@@ -71,10 +71,39 @@ def stderr_console() -> Any:
     return Console(stderr=True, highlight=False)
 
 
-def stdout_console() -> Any:
+def stdout_console(*, wide_when_piped: bool = False) -> Any:
+    """A rich console on stdout. ``wide_when_piped``: when stdout is not a terminal, tables get 240 columns
+    instead of being squashed to 80."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, soft_wrap=True)
+    if wide_when_piped and not console.is_terminal:
+        console.width = 240
+    return console
+
+
+def deliver_document(
+    doc: Any,
+    *,
+    as_json: bool,
+    html_file: Path | None,
+    render_html: Callable[[Any], str],
+    print_text: Callable[[Any], None],
+) -> int:
+    """The output of a command that builds one document (report, compare): the HTML page when asked, then
+    the document as JSON or as text, then its warnings on stderr."""
+    if html_file is not None:
+        from dokimi.schemas._base import write_text_atomic
+
+        write_text_atomic(html_file, render_html(doc))
+        note(f"wrote {html_file}")
+    if as_json:
+        emit_json(doc)
+        return 0
+    print_text(doc)
+    for warning in doc.warnings:
+        note(f"warning: {warning.code}: {warning.message}")
+    return 0
 
 
 def note(message: str) -> None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note, stdout_console
-from dokimi.constants import EXIT_OK
+from dokimi.cli._common import deliver_document, json_option, stdout_console
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -59,19 +58,11 @@ def compare(
     from dokimi.compare import compare as build
 
     doc = build(list(selectors), baseline, list(metrics))
-    if html_file is not None:
-        from dokimi.html import render_compare
-        from dokimi.schemas._base import write_text_atomic
+    from dokimi.html import render_compare
 
-        write_text_atomic(html_file, render_compare(doc))
-        note(f"wrote {html_file}")
-    if as_json:
-        emit_json(doc)
-        return EXIT_OK
-    _print(doc)
-    for warning in doc.warnings:
-        note(f"warning: {warning.code}: {warning.message}")
-    return EXIT_OK
+    return deliver_document(
+        doc, as_json=as_json, html_file=html_file, render_html=render_compare, print_text=_print
+    )
 
 
 def _print(doc: object) -> None:
@@ -80,9 +71,7 @@ def _print(doc: object) -> None:
     from dokimi.schemas.compare import CompareDoc
 
     assert isinstance(doc, CompareDoc)
-    console = stdout_console()
-    if not console.is_terminal:
-        console.width = 240  # piped: never squash columns to 80
+    console = stdout_console(wide_when_piped=True)
     for selector in doc.selectors:
         console.print(f"{selector.role} {selector.label}:")
         for b in selector.batches:

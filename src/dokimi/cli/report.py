@@ -11,8 +11,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note, stdout_console
-from dokimi.constants import EXIT_OK
+from dokimi.cli._common import deliver_document, json_option, stdout_console
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -59,19 +58,11 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
             hint="give <out>/<batch>, the directory repo run wrote",
         )
     doc = build_report(loaded, cutoffs=parsed, path=str(batch))
-    if html_file is not None:
-        from dokimi.html import render_report
-        from dokimi.schemas._base import write_text_atomic
+    from dokimi.html import render_report
 
-        write_text_atomic(html_file, render_report(doc))
-        note(f"wrote {html_file}")
-    if as_json:
-        emit_json(doc)
-        return EXIT_OK
-    _print(doc)
-    for warning in doc.warnings:
-        note(f"warning: {warning.code}: {warning.message}")
-    return EXIT_OK
+    return deliver_document(
+        doc, as_json=as_json, html_file=html_file, render_html=render_report, print_text=_print
+    )
 
 
 def _print(doc: object) -> None:
@@ -80,9 +71,7 @@ def _print(doc: object) -> None:
     from dokimi.schemas.report import ReportDoc
 
     assert isinstance(doc, ReportDoc)
-    console = stdout_console()
-    if not console.is_terminal:
-        console.width = 240  # piped: never squash columns to 80
+    console = stdout_console(wide_when_piped=True)
     counts = doc.counts
     console.print(
         f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
