@@ -71,6 +71,21 @@ def stderr_console() -> Any:
     return Console(stderr=True, highlight=False)
 
 
+def progress_bar() -> Any:
+    """The progress bar of long commands (tasks check, run): description, bar, done/total, elapsed; on
+    stderr, removed when done. Callers create it only when stderr is a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr_console(),
+        transient=True,
+    )
+
+
 def stdout_console(*, wide_when_piped: bool = False) -> Any:
     """A rich console on stdout. ``wide_when_piped``: when stdout is not a terminal, tables get 240 columns
     instead of being squashed to 80."""

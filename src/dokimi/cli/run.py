@@ -51,18 +51,9 @@ class _Reporter:
 
     def __enter__(self) -> _Reporter:
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from dokimi.cli._common import progress_bar
 
-            from dokimi.cli._common import stderr_console
-
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
+            self.bar = progress_bar()
             self.bar.start()
         return self
 

@@ -19,8 +19,8 @@ from dokimi.cli._common import (
     json_option,
     manifest_options,
     note,
+    progress_bar,
     source_argument,
-    stderr_console,
     stdout_console,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
@@ -152,16 +152,7 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
+            self._bar = progress_bar()
             self._bar.__enter__()
             self._task = self._bar.add_task("tasks check", total=None)
         return self
