@@ -49,7 +49,11 @@ def identifier_shape(text: str) -> str | None:
 
 
 def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[str]) -> dict[str, set[str]]:
-    """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -F -w -o`` call.
+    """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -w -o`` call.
+
+    What a file holds is what ``git grep -F -w -o`` with one pattern per word reports, but asked as ONE
+    pattern (:func:`grep_pattern`): git tries each of many patterns on every line, so a grep for 500 words
+    took 10 times one for 50.
 
     A binary file does not count, by git's own rule (what ``git grep -I`` skips). In a repository the grep
     runs with ``-a`` and the rule is applied afterwards to the files that matched only
@@ -61,24 +65,30 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
     if not wanted:
         return found
     excluded = [f":(exclude,literal){p}" for p in sorted(set(exclude))]
-    request = "\n".join(wanted).encode() + b"\n"
-    args = ["-z", "-o", "-F", "-w", "--no-color", "-H", "--threads", str(grep_threads()), "-f", "-"]
+    common = ["-z", "-o", "-w", "--no-color", "-H", "--threads", str(grep_threads())]
     if snapshot.rev is not None and snapshot.git_dir is not None:
         if snapshot.promisor:
             from dokimi.source.fetch import prefetch_blobs
 
             oids = [e.oid for e in snapshot.entries.values() if e.kind == "blob" and e.oid]
             prefetch_blobs(snapshot.git_dir, oids, commit=snapshot.rev)
-        argv = ["grep", "-a", *args, snapshot.rev, "--", ".", *excluded]
-        out = git.run_git(argv, git_dir=snapshot.git_dir, input=request, check=False)
+        head, tail = ["grep", "-a", *common], [snapshot.rev, "--", ".", *excluded]
+        git_dir, cwd = snapshot.git_dir, None
         prefix = f"{snapshot.rev}:".encode()
     else:
         root = snapshot.work_tree
         assert root is not None
         mode = ["--untracked", "-a"] if snapshot.git_dir is not None else ["--no-index", "-I"]
-        argv = ["grep", *mode, *args, "--", ".", *excluded]
-        out = git.run_git(argv, cwd=Path(root), input=request, check=False)
+        head, tail = ["grep", *mode, *common], ["--", ".", *excluded]
+        git_dir, cwd = None, Path(root)
         prefix = b""
+    syntax, pattern = grep_pattern(wanted)
+    argv = [*head, syntax, "-f", "-", *tail]
+    status, out, err = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)
+    if status not in (0, 1) and syntax == "-P" and b"USE_LIBPCRE" in err:  # a git built without PCRE
+        request = "\n".join(wanted).encode() + b"\n"
+        argv = [*head, "-F", "-f", "-", *tail]
+        out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=request)[1]
     holders: dict[bytes, set[bytes]] = {}
     for path, match in GREP_RECORD.findall(out):
         files = holders.get(match)
@@ -103,6 +113,25 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
 
 
 GREP_RECORD = re.compile(rb"([^\0\n]*)\0([^\n]*)\n")
+WORD_CHARS = re.compile(r"[A-Za-z0-9_]+")
+
+
+def grep_pattern(words: list[str]) -> tuple[str, bytes]:
+    """One pattern for ``git grep -w -o`` that reports, on every line, the same matches as one ``-F``
+    pattern per word: git takes, among the whole-word matches of all patterns, the one that starts first
+    and, of those, the longest, then goes on after it.
+
+    Words of word characters only (no dotted name): an extended regex of the words, longest first. Its match
+    is the leftmost-longest; of words that start at the same place only the one that ends where the run of
+    word characters ends can be a whole word, and that is the longest that matches there. With a dotted name
+    (``pkg.mod.x``) a shorter word can be whole where a longer one at the same start is not (``pkg.mod`` in
+    ``pkg.mod.y``): a Perl regex then checks the word boundaries inside the match, trying the words longest
+    first. (A git without PCRE gets one ``-F`` pattern per word, as before.)"""
+    ordered = sorted(words, key=lambda w: (-len(w), w))
+    if all(WORD_CHARS.fullmatch(w) for w in ordered):
+        return "-E", ("(" + "|".join(ordered) + ")\n").encode()
+    alternatives = "|".join(re.escape(w) for w in ordered)
+    return "-P", f"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])\n".encode()
 
 
 def grep_threads() -> int:

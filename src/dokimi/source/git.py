@@ -100,6 +100,23 @@ def run_git(
     return out
 
 
+def run_git_status(
+    args: Sequence[str],
+    *,
+    git_dir: Path | None = None,
+    cwd: Path | None = None,
+    timeout: float = GIT_TIMEOUT_S,
+    input: bytes | None = None,
+) -> tuple[int, bytes, bytes]:
+    """One git command whose exit status the caller reads itself (``git grep``: 1 is "no match"): returns
+    (status, stdout, stderr). A timeout raises a SourceError, as in :func:`run_git`."""
+    argv = git_argv(args, git_dir=git_dir)
+    try:
+        return process.run_bytes(argv, timeout=timeout, env=git_env(), cwd=cwd, input=input, check=False)
+    except ProcessError as exc:  # timeout
+        raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s") from exc
+
+
 def run_git_text(args: Sequence[str], **kwargs: object) -> str:
     return run_git(args, **kwargs).decode("utf-8", "replace")  # type: ignore[arg-type]
 

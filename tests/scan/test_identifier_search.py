@@ -1,0 +1,57 @@
+"""The one identifier grep reports what one ``git grep -F -w -o`` pattern per word reports, for any words.
+
+The scan asks git for all words as ONE pattern (an extended regex, or a Perl one when a dotted name is among
+them): git tries each of many patterns on every line, which made a grep for hundreds of words ten times
+slower. The words here overlap in every way that can make the two differ: prefixes, dotted names that start
+or end with another word, a word inside a dotted name.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from dokimi.scan.identifiers import grep_pattern, search_words
+from dokimi.source import open_source
+from tests.helpers.git import git, git_repo, head
+
+TOKENS = ["ab", "ab.c", "abc", "a_b", "c", "ab.cd", "x.ab", "AB", "ab_c", "ab.c.d", "1ab", "_ab", "cd", "b"]
+GLUE = [" ", ".", "(", ")", "", "-", ", ", "::"]
+WORDS = ["ab", "abc", "ab.c", "c", "ab.c.d", "a_b", "AB", "x.ab", "cd", "b", "_ab", "ab_c", "ab.cd", "c.d"]
+
+
+def reference(repo: Path, words: list[str]) -> dict[str, set[str]]:
+    """One -F pattern per word: what the scan asked git before."""
+    out = git(
+        repo, "grep", "-a", "-z", "-o", "-F", "-w", "-H", "-f", "-", "HEAD", input="\n".join(words) + "\n"
+    )
+    found: dict[str, set[str]] = {w: set() for w in words}
+    for record in out.split("\n"):
+        if record:
+            path, _, match = record.partition("\0")
+            found[match].add(path.removeprefix("HEAD:"))
+    return found
+
+
+def test_one_pattern_for_all_words_finds_what_one_pattern_per_word_finds(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    files = {
+        f"f{n}.txt": "\n".join(
+            "".join(rng.choice(TOKENS) + rng.choice(GLUE) for _ in range(rng.randrange(1, 9)))
+            for _ in range(rng.randrange(1, 5))
+        )
+        + "\n"
+        for n in range(60)
+    }
+    repo = git_repo(tmp_path / "repo", files)
+    syntaxes = set()
+    with open_source(f"{repo}@{head(repo)}") as source:
+        snapshot = source.eval_snapshot()
+        try:
+            for _ in range(40):
+                words = sorted(set(rng.sample(WORDS, rng.randrange(1, 8))))
+                syntaxes.add(grep_pattern(words)[0])
+                assert search_words(snapshot, words, exclude=[]) == reference(repo, words), words
+        finally:
+            snapshot.close()
+    assert syntaxes == {"-E", "-P"}  # both kinds of pattern were compared
