@@ -1,4 +1,4 @@
-"""An identifier found only in binary files is not found, by git's own binary rule (what ``git grep -I`` skips).
+"""An identifier found only in binary files is not found, by git's binary rule (what ``git grep -I`` skips).
 
 The scan greps with ``-a`` and applies the rule afterwards to the files that matched; these tests hold that to
 what git itself decides, for every way the rule can go: a NUL in the first 8,000 bytes, ``-diff``, ``diff``,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import random
 from pathlib import Path
 
@@ -134,3 +135,19 @@ def test_the_glob_shortcut_matches_exactly_what_the_glob_regex_matches() -> None
         for path in paths:
             assert match(path) == bool(regex.match(path)), (pattern, path)
     assert shortcut > 100  # the comparison covers the shortcut, not only the regex it falls back to
+
+
+def test_normalize_skips_normpath_only_where_normpath_changes_nothing() -> None:
+    from dokimi.source.snapshot import normalize
+
+    def slow(path: str) -> str:
+        while path.startswith("./"):
+            path = path[2:]
+        norm = posixpath.normpath(path) if path else ""
+        return "" if norm == "." else norm.lstrip("/")
+
+    rng = random.Random(5)
+    parts = ["a", "b.c", ".", "..", "", ".d", "e.", "/", "//", "./", "x/"]
+    for _ in range(3000):
+        path = "/".join(rng.choice(parts) for _ in range(rng.randrange(0, 6)))
+        assert normalize(path) == slow(path), path

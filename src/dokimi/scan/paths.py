@@ -63,6 +63,7 @@ class Tree:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self._by_extension: dict[str, list[str]] = {}
+        self._by_shape: dict[str, dict[int, list[str]]] = {}
 
     @cached_property
     def sorted_paths(self) -> list[str]:
@@ -116,15 +117,20 @@ class Tree:
 
     # --- suggestions -------------------------------------------------------------------------------------
 
-    @cached_property
-    def basenames_by_shape(self) -> dict[tuple[str, int], list[str]]:
-        """Basenames by (extension, length): the pool a similar name is looked for in."""
-        out: dict[tuple[str, int], list[str]] = {}
-        # unsorted: difflib ranks a pool by (score, name), not by its order
-        for name in self.snapshot.by_basename:
-            dot = name.rfind(".")
-            out.setdefault((name[dot:] if dot > 0 else "", len(name)), []).append(name)
-        return out
+    def basenames_by_length(self, ext: str) -> dict[int, list[str]]:
+        """Basenames whose extension is ``ext`` (the text from their last dot, if not the first character;
+        '' for none), by length: the pool a similar name is looked for in. Built per extension asked for."""
+        found = self._by_shape.get(ext)
+        if found is None:
+            found = {}
+            names = self.snapshot.by_basename
+            # unsorted: difflib ranks a pool by (score, name), not by its order
+            for name in [n for n in names if n.endswith(ext)] if ext else names:
+                dot = name.rfind(".")
+                if (name[dot:] if dot > 0 else "") == ext:
+                    found.setdefault(len(name), []).append(name)
+            self._by_shape[ext] = found
+        return found
 
     def with_extension(self, ext: str) -> list[str]:
         """Files and directories, sorted, whose name ends with ``ext`` (``.txt``) and is longer than it.
@@ -146,8 +152,9 @@ class Tree:
     def similar_names(self, name: str) -> list[str]:
         ext = posixpath.splitext(name)[1]
         pool: list[str] = []
+        by_length = self.basenames_by_length(ext)
         for length in range(len(name) - 2, len(name) + 3):
-            pool.extend(self.basenames_by_shape.get((ext, length), []))
+            pool.extend(by_length.get(length, []))
         return pool
 
     @functools.lru_cache(maxsize=65536)  # noqa: B019 (one Tree per scan)

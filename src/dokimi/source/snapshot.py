@@ -413,6 +413,8 @@ def _attribute_files_outside_the_tree(git_dir: Path | None, work_tree: Path | No
 
 def normalize(path: str) -> str:
     """``./a//b/`` -> ``a/b``; the root is ''."""
+    if path and "//" not in path and "/." not in path and path[0] not in "./" and path[-1] != "/":
+        return path  # already normal: nothing for normpath to do (a claim's paths mostly are)
     while path.startswith("./"):
         path = path[2:]
     norm = posixpath.normpath(path) if path else ""
