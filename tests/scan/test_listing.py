@@ -1,0 +1,28 @@
+"""The tree listing the scan starts from is parsed while git writes it: every path whole, in git's order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dokimi.source.git import ls_tree
+from tests.helpers.git import git, git_repo
+
+
+def test_a_listing_read_in_chunks_keeps_every_path_whole_and_in_order(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", {"README.md": "x\n"})
+    empty = git(repo, "hash-object", "-w", "--stdin", input="").strip()
+    # multi-byte names, a tab, a link and an executable, over several 64 KB chunks of listing
+    names = [f"dír-{n % 7}/fïle-{n}-ωμέγα\tx{'é' * (n % 5)}.txt" for n in range(4000)]
+    info = "".join(f"100644 {empty}\t{name}\x00" for name in names)
+    info += f"100755 {empty}\trun.sh\x00120000 {empty}\tlink\x00"
+    git(repo, "update-index", "-z", "--add", "--index-info", input=info)
+    tree = git(repo, "write-tree").strip()
+    listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
+    assert len(listing.encode()) > 4 * 65536
+    expected = [record.split("\t", 1) for record in listing.split("\0") if record]
+    entries = ls_tree(repo / ".git", tree)
+    assert [(e.mode, e.kind, e.oid, e.path) for e in entries.values()] == [
+        (*meta.split(" "), path) for meta, path in expected
+    ]
+    assert list(entries) == [path for _, path in expected]
+    assert entries["run.sh"].mode == "100755" and entries["link"].is_symlink
