@@ -107,14 +107,27 @@ def run_git_status(
     cwd: Path | None = None,
     timeout: float = GIT_TIMEOUT_S,
     input: bytes | None = None,
-) -> tuple[int, bytes, bytes]:
+) -> tuple[int, bytes, str]:
     """One git command whose exit status the caller reads itself (``git grep``: 1 is "no match"): returns
-    (status, stdout, stderr). A timeout raises a SourceError, as in :func:`run_git`."""
-    argv = git_argv(args, git_dir=git_dir)
-    try:
-        return process.run_bytes(argv, timeout=timeout, env=git_env(), cwd=cwd, input=input, check=False)
-    except ProcessError as exc:  # timeout
-        raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s") from exc
+    (status, stdout, stderr).
+
+    Its stdout goes to a scratch file, not a pipe: a command that prints megabytes while this process's
+    other thread holds the GIL would otherwise stop at every full pipe until the reading thread gets the GIL
+    back (up to 5 ms each time), which doubled the identifier grep during a scan. A timeout raises a
+    SourceError, as in :func:`run_git`."""
+    with tempfile.TemporaryDirectory(prefix="dokimi-git-") as scratch:
+        result = process.run(
+            git_argv(args, git_dir=git_dir),
+            timeout=timeout,
+            env=git_env(),
+            cwd=cwd,
+            input=input if input is not None else b"",
+            stdout_file=Path(scratch) / "stdout",
+            text=False,
+        )
+    if result.returncode is None:
+        raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s")
+    return result.returncode, result.stdout.encode("latin-1"), result.stderr
 
 
 def run_git_text(args: Sequence[str], **kwargs: object) -> str:
