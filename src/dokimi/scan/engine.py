@@ -651,5 +651,11 @@ def _scan(
         f.model_copy(update={"claims": counts.get(f.scanned_as or "", 0)}) if f.state == "scanned" else f
         for f in files
     ]
-    drafts = sorted(set(work.drafts), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
+    # the same claim twice (a span and a fence naming one path on one line) is one claim; keyed by plain
+    # tuples, whose hashing is C, not by the dataclasses (and ties keep the order the claims were checked in)
+    unique = {
+        (d.file, d.line, d.kind, d.claim, d.verdict.status, d.verdict.why, d.verdict.fix): d
+        for d in work.drafts
+    }
+    drafts = sorted(unique.values(), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
     return ScanResult(files, drafts, warnings, systems)
