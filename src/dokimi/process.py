@@ -149,13 +149,16 @@ def _missing(argv0: str) -> PrerequisiteError:
 
 
 def _drain(stream: IO[bytes], into: list[bytes]) -> None:
-    """Read ``stream`` to EOF in chunks, so what arrived is kept even if EOF never comes."""
+    """Read ``stream`` to EOF in chunks (what arrived is kept even if EOF never comes), then close it."""
     read = getattr(stream, "read1", stream.read)
-    while True:
-        chunk = read(65536)
-        if not chunk:
-            break
-        into.append(chunk)
+    try:
+        while True:
+            chunk = read(65536)
+            if not chunk:
+                break
+            into.append(chunk)
+    finally:
+        stream.close()
 
 
 def _feed(stdin: IO[bytes], data: bytes) -> None:
@@ -218,11 +221,9 @@ def run(
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
     pipes = [(s, into) for s, into in ((proc.stdout, out_chunks), (proc.stderr, err_chunks)) if s is not None]
-    readers = [
-        (stream, threading.Thread(target=_drain, args=(stream, into), daemon=True)) for stream, into in pipes
-    ]
+    readers = [threading.Thread(target=_drain, args=(stream, into), daemon=True) for stream, into in pipes]
     try:
-        for _, reader in readers:
+        for reader in readers:
             reader.start()
         if proc.stdin is not None:
             _feed(proc.stdin, data or b"")
@@ -241,10 +242,8 @@ def run(
         # A process that left the group (setsid, a daemon) may hold the pipes open forever: it is not
         # contained (contract §7), so stop waiting for EOF after the grace period and keep what arrived.
         deadline = time.monotonic() + grace
-        for stream, reader in readers:
+        for reader in readers:
             reader.join(max(0.0, deadline - time.monotonic()))
-            if not reader.is_alive():
-                stream.close()
     except BaseException:
         kill_group(pgid, signal.SIGKILL)
         proc.wait()
