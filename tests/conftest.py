@@ -2,8 +2,8 @@
 
 - git never reads the host's configuration; author and committer are fixed; templates are empty.
 - DOKIMI_HOME points into a temporary directory, so no test writes to the user's cache.
-- Tests that need docker or a harness CLI use the fixtures below. Locally a missing prerequisite skips the test
-  with the reason; under CI=true every skip is a failure (CI installs what the tests need: .ci/run).
+- Tests that need docker or a harness CLI use the fixtures below. Locally a missing prerequisite skips the
+  test with the reason; under CI=true every skip is a failure (CI installs what the tests need: .ci/run).
 """
 
 from __future__ import annotations
@@ -61,9 +61,25 @@ def _require(reason: str) -> None:
     pytest.skip(reason)
 
 
+#: Images the tests build (dokimi's own tags and the example's); those a session built are removed at its end.
+TEST_IMAGE_REFERENCES = ("dokimi/*", "dokimi-example-*")
+
+
+def _test_images() -> set[str]:
+    ids: set[str] = set()
+    for reference in TEST_IMAGE_REFERENCES:
+        listed = subprocess.run(
+            ["docker", "images", "--no-trunc", "-q", "--filter", f"reference={reference}"],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        ids.update(listed.stdout.split())
+    return ids
+
+
 @pytest.fixture(scope="session")
-def docker_available() -> bool:
-    """A running docker daemon with the local base image (scripts/setup.sh provides both)."""
+def docker_available() -> Iterator[bool]:
+    """A running docker daemon with the local base image (scripts/setup.sh provides both). The images the
+    session's tests build are removed when it ends, so repeated runs do not pile them up."""
     if shutil.which("docker") is None:
         _require("docker CLI not installed (scripts/setup.sh)")
     info = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False, timeout=60)
@@ -74,7 +90,11 @@ def docker_available() -> bool:
     )
     if image.returncode != 0:
         _require(f"base image {BASE_IMAGE} missing (scripts/setup.sh builds it)")
-    return True
+    before = _test_images()
+    yield True
+    built = sorted(_test_images() - before)
+    if built:
+        subprocess.run(["docker", "rmi", "-f", *built], capture_output=True, check=False, timeout=600)
 
 
 @pytest.fixture(scope="session")
