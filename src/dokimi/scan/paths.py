@@ -72,7 +72,7 @@ class Tree:
         The listing is already in path order (git's tree order), so this is a merge of two sorted runs, not a
         sort of the whole tree."""
         entries = self.snapshot.entries
-        dirs = sorted(d for d in self.snapshot.dirs if d and d not in entries)
+        dirs = [d for d in self.snapshot.sorted_dirs if d not in entries]
         return sorted([*entries, *dirs])
 
     def children(self, directory: str) -> list[str]:

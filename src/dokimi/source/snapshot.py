@@ -54,21 +54,31 @@ class Snapshot:
 
     @cached_property
     def dirs(self) -> frozenset[str]:
-        """Every directory that holds a tracked entry ('' is the root).
+        """Every directory that holds a tracked entry ('' is the root)."""
+        return frozenset(self._dirs_reached)
 
-        One pass over the listing for the direct parents (a set comprehension), then the ancestors of those
-        few
-        parents: a tree of 50,000 files has a few thousand directories."""
-        parents = {path.rpartition("/")[0] for path in self.entries}
-        out = set(parents)
+    @cached_property
+    def sorted_dirs(self) -> list[str]:
+        """Every directory but the root, sorted. Cheap: they are listed in the order the listing reaches them,
+        which for a listing in path order is nearly sorted (a sort of a few long runs, not of a shuffle)."""
+        return sorted(d for d in self._dirs_reached if d)
+
+    @cached_property
+    def _dirs_reached(self) -> dict[str, None]:
+        """Every directory, in the order the listing first reaches it (the ancestors of a parent after it).
+
+        One pass over the listing for the direct parents, then the ancestors of those few parents: a tree of
+        50,000 files has a few thousand directories."""
+        parents = dict.fromkeys([path.rpartition("/")[0] for path in self.entries])
+        out = dict(parents)
         for parent in parents:
             while parent:
                 parent = parent.rpartition("/")[0]
                 if parent in out:
                     break
-                out.add(parent)
-        out.add("")
-        return frozenset(out)
+                out[parent] = None
+        out[""] = None
+        return out
 
     @cached_property
     def by_basename(self) -> dict[str, list[str]]:
@@ -82,7 +92,7 @@ class Snapshot:
                 index[name] = [path]
             else:
                 found.append(path)
-        for directory in self.dirs:
+        for directory in self._dirs_reached:
             if directory:
                 index.setdefault(directory.rpartition("/")[2], []).append(directory)
         return index
