@@ -84,8 +84,8 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
         prefix = b""
     syntax, pattern = grep_pattern(wanted)
     argv = [*head, syntax, "-f", "-", *tail]
-    status, out, err = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)
-    if status not in (0, 1) and syntax == "-P" and "USE_LIBPCRE" in err:  # a git built without PCRE
+    status, out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)
+    if status not in (0, 1) and syntax == "-P":  # a git built without PCRE ("USE_LIBPCRE")
         request = "\n".join(wanted).encode() + b"\n"
         argv = [*head, "-F", "-f", "-", *tail]
         out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=request)[1]

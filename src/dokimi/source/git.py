@@ -107,27 +107,57 @@ def run_git_status(
     cwd: Path | None = None,
     timeout: float = GIT_TIMEOUT_S,
     input: bytes | None = None,
-) -> tuple[int, bytes, str]:
+) -> tuple[int, bytes]:
     """One git command whose exit status the caller reads itself (``git grep``: 1 is "no match"): returns
-    (status, stdout, stderr).
+    (status, stdout); its stderr is not kept.
 
-    Its stdout goes to a scratch file, not a pipe: a command that prints megabytes while this process's
-    other thread holds the GIL would otherwise stop at every full pipe until the reading thread gets the GIL
-    back (up to 5 ms each time), which doubled the identifier grep during a scan. A timeout raises a
-    SourceError, as in :func:`run_git`."""
-    with tempfile.TemporaryDirectory(prefix="dokimi-git-") as scratch:
-        result = process.run(
-            git_argv(args, git_dir=git_dir),
-            timeout=timeout,
-            env=git_env(),
-            cwd=cwd,
-            input=input if input is not None else b"",
-            stdout_file=Path(scratch) / "stdout",
-            text=False,
-        )
-    if result.returncode is None:
+    Made for a command that prints megabytes while another thread of this process runs Python: the reading
+    thread needs the GIL after each read, up to the 5 ms switch interval, and git stops whenever the pipe is
+    full. So the pipe is widened (Linux: to the 1 MB an unprivileged process may ask for) and read to its end
+    in one blocking call, and the exit is waited for without polling (:func:`subprocess.Popen.wait` with a
+    timeout sleeps in growing steps, up to 50 ms past the exit). A timer stops a command past ``timeout``:
+    that raises a SourceError, as in :func:`run_git`."""
+    proc = process.spawn(git_argv(args, git_dir=git_dir), env=git_env(), cwd=cwd)
+    assert proc.stdin is not None and proc.stdout is not None
+    _widen_pipe(proc.stdout)
+    timed_out = threading.Event()
+
+    def stop_command() -> None:
+        timed_out.set()
+        process.kill_group(proc.pid)
+
+    timer = threading.Timer(timeout, stop_command)
+    timer.daemon = True
+    timer.start()
+    finished = False
+    try:
+        # git grep reads all its patterns before it prints anything: writing them first cannot deadlock
+        _write_all(proc.stdin, input or b"")
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:  # git stopped before reading it all (a bad pattern): its status says why
+            pass
+        out = proc.stdout.read()
+        proc.wait()
+        finished = True
+    finally:
+        timer.cancel()
+        if not finished:
+            process.kill_group(proc.pid)
+        process.stop(proc)
+    if timed_out.is_set():
         raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s")
-    return result.returncode, result.stdout.encode("latin-1"), result.stderr
+    return proc.returncode, out
+
+
+def _widen_pipe(stream: IO[bytes]) -> None:
+    """Ask for a 1 MB pipe where the system allows it (Linux); otherwise keep the default."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined,unused-ignore]
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 def run_git_text(args: Sequence[str], **kwargs: object) -> str:
