@@ -9,8 +9,9 @@ Builds (once, reused from /tmp) repositories of 10k, 25k and 50k tracked files, 
   included);
 - time vs guidance size (10, 20, 30 files) at 50k files;
 - time vs repository size (10k, 25k, 50k files) at 30 guidance files, split into the identifier search alone
-  (the one ``git grep``, which reads every file of the tree) and the scan without it (listing, guidance,
-  every other claim), so one can see which part grows with the repository.
+  (the one ``git grep``, which reads every file of the tree, and git's binary rule on the files it matched)
+  and the scan without it (listing, guidance, every other claim), so one can see which part grows with the
+  repository.
 
     python bench/bench_scan.py [--runs 3] [--root /tmp/dokimi-bench-scan]
 """
