@@ -164,7 +164,7 @@ def time_scan(repo: Path, sha: str, guides: int, runs: int) -> tuple[float, int]
 def no_identifier_search() -> Iterator[None]:
     """Time the scan without its one git grep (identifiers then find nothing: for timing only)."""
     real = identifiers.search_words
-    identifiers.search_words = lambda snapshot, words, *, exclude: {}  # type: ignore[assignment]
+    identifiers.search_words = lambda snapshot, words, *, exclude: {}
     try:
         yield
     finally:
