@@ -15,8 +15,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-import bashlex  # type: ignore[import-untyped]
-
 PROMPT = re.compile(r"^\s*[$%]\s+")
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 EXPANSION = re.compile(r"\$|`")
@@ -119,7 +117,10 @@ def _continues(text: str) -> bool:
 
 @functools.lru_cache(maxsize=8192)
 def _parse(text: str) -> tuple[Any, ...]:
-    """bashlex's parse, cached by text (guidance repeats its commands); raises when it cannot parse."""
+    """bashlex's parse, cached by text (guidance repeats its commands); raises when it cannot parse.
+    bashlex is imported here, on the first line that is not plain: building its parser costs about 60 ms."""
+    import bashlex  # type: ignore[import-untyped]
+
     return tuple(bashlex.parse(text))
 
 
