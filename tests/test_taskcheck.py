@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import runpy
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -178,10 +179,21 @@ def test_an_unknown_cache_is_refused_before_the_image_is_built(
 
 @pytest.mark.docker
 def test_scan_run_static_merges_the_entry_points_claims_and_refuses_an_invalid_document(
-    docker_available: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    docker_available: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path, _, head = make_eval_repo(tmp_path / "repo")
-    assert main(["repo", "scan", f"{path}@{head}", "--run-static", "--json"]) == 0
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    out = tmp_path / "readiness.json"
+    assert main(["repo", "scan", f"{path}@{head}", "--run-static", "--json", "--out", str(out)]) == 0
+    assert list(scratch.iterdir()) == []  # the entry point's scratch directories are gone
+    kept = json.loads((tmp_path / "readiness.static.json").read_text())  # the repository's own document
+    assert kept["schema"] == "repo_static.v1"
     merged = json.loads(capsys.readouterr().out)
     assert merged["by_source"]["repository"] == {"fail": 0, "ok": 1, "unresolved": 0}
     assert merged["static"]["merged"] is True and merged["static"]["top_level"] == {"checker": "toy"}

@@ -191,17 +191,14 @@ def test_sarif_has_one_result_per_fail_and_notes_for_unresolved(
     assert {rule["id"] for rule in run["tool"]["driver"]["rules"]} == {"dokimi/path"}
 
 
-def test_run_static_without_the_runner_module_is_not_available(
+def test_static_and_run_static_together_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import importlib.util
-
     repo = git_repo(tmp_path / "r", {"AGENTS.md": "x\n"})
-    rc, _, err = _cli([str(repo), "--run-static"], capsys)
-    if importlib.util.find_spec("dokimi.runner.static") is None:
-        assert rc == 2 and "not available" in err
-    else:
-        assert rc in (0, 1, 2)
+    static = tmp_path / "static.json"
+    static.write_text('{"schema": "repo_static.v1", "claims": []}\n')
+    rc, _, err = _cli([str(repo), "--static", str(static), "--run-static"], capsys)
+    assert rc == 2 and "not both" in err
 
 
 GUIDE_FOR_SOURCES = """\

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import click
 
 from dokimi.cli._common import check_manifest_choice, manifest_options, note, source_argument
-from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, EXIT_USAGE
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
 @click.command("scan")
@@ -64,10 +65,6 @@ def scan(
 ) -> int:
     """Check every mechanically checkable claim in the guidance of SOURCE, offline: links, paths, globs,
     identifiers, commands, and build targets (bazel, make, cmake, pytest, pre-commit)."""
-    from dokimi.scan import merge_static, render_text, scan_repo, static_not_merged, to_sarif
-    from dokimi.scan.report import summary_line
-    from dokimi.schemas._base import dump_document, write_text_atomic
-
     check_manifest_choice(manifest, manifest_file)
     if as_json and fmt not in (None, "json"):
         raise click.UsageError("--json prints JSON; it cannot be combined with --format " + str(fmt))
@@ -75,15 +72,26 @@ def scan(
         raise click.UsageError("give --static or --run-static, not both")
     fmt = "json" if as_json else (fmt or "text")
     static_path = static
-    if run_static:
-        try:
-            from dokimi.runner.static import run_static as run_static_entry_point
-        except ImportError:
-            note(
-                "error: --run-static is not available in this build of dokimi (dokimi.runner.static is missing)"
-            )
-            return EXIT_USAGE
-        static_path = _run_static(source, manifest, manifest_file, run_static_entry_point)
+    with tempfile.TemporaryDirectory(prefix="dokimi-static.") as scratch:
+        if run_static:
+            static_path = _run_static(source, manifest, manifest_file, out_dir=Path(scratch), out=out)
+        return _scan(source, manifest, manifest_file, static_path, out, fmt, show_all, fail_on_fail)
+
+
+def _scan(
+    source: str,
+    manifest: str | None,
+    manifest_file: Path | None,
+    static_path: Path | None,
+    out: Path | None,
+    fmt: str,
+    show_all: bool,
+    fail_on_fail: bool,
+) -> int:
+    from dokimi.scan import merge_static, render_text, scan_repo, static_not_merged, to_sarif
+    from dokimi.scan.report import summary_line
+    from dokimi.schemas._base import dump_document, write_text_atomic
+
     document, defaulted = scan_repo(source, manifest=manifest, manifest_file=manifest_file)
     if defaulted:
         note(f"no manifest: scanning the default guidance globs {', '.join(document.guidance_globs)}")
@@ -117,8 +125,14 @@ def scan(
     return EXIT_OK
 
 
-def _run_static(source: str, manifest: str | None, manifest_file: Path | None, runner: object) -> Path:
+def _run_static(
+    source: str, manifest: str | None, manifest_file: Path | None, *, out_dir: Path, out: Path | None
+) -> Path:
+    """Run the manifest's static entry point in the image; its document is kept beside --out (as
+    ``<out>.static.json``) when one is given, else it lives in ``out_dir``, which the caller removes."""
     from dokimi.manifest import load_manifest
+    from dokimi.runner.static import run_static
+    from dokimi.schemas._base import write_text_atomic
     from dokimi.source import open_source
 
     with open_source(source) as repo:
@@ -127,4 +141,9 @@ def _run_static(source: str, manifest: str | None, manifest_file: Path | None, r
             loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=True)
         finally:
             snapshot.close()
-        return Path(runner(repo, loaded, image=None))  # type: ignore[operator]
+        written = Path(run_static(repo, loaded, image=None, out_dir=out_dir))
+    if out is None:
+        return written
+    kept = out.with_name(out.stem + ".static.json")
+    write_text_atomic(kept, written.read_text(encoding="utf-8"))
+    return kept
