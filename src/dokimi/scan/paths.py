@@ -40,20 +40,39 @@ def escapes_root(path: str) -> bool:
     return path == ".." or path.startswith("../")
 
 
+def is_normal(path: str) -> bool:
+    """Whether normpath leaves ``path`` (not empty, relative) as it is: no empty, ``.`` or ``..`` segment."""
+    return (
+        path not in ("", ".", "..")
+        and "//" not in path
+        and "/./" not in path
+        and "/../" not in path
+        and not path.startswith(("/", "./", "../"))
+        and not path.endswith(("/", "/.", "/.."))
+    )
+
+
 def join(base: str, rel: str) -> str:
     """``base`` and ``rel`` joined and normalized ('' is the root; may start with ``..`` when it escapes)."""
+    if is_normal(rel) and (not base or is_normal(base)):  # nothing for normpath to do (the usual case)
+        return f"{base}/{rel}" if base else rel
     joined = posixpath.normpath(posixpath.join(base, rel)) if (base or rel) else ""
     return "" if joined == "." else joined
 
 
 def bases_of(file: str) -> list[str]:
     """The file's directory and each of its ancestors, nearest first, ending with the root ''."""
+    return list(_bases_of(file))
+
+
+@functools.lru_cache(maxsize=1024)
+def _bases_of(file: str) -> tuple[str, ...]:
     out = []
     directory = posixpath.dirname(file)
     while True:
         out.append(directory)
         if not directory:
-            return out
+            return tuple(out)
         directory = posixpath.dirname(directory)
 
 
@@ -64,6 +83,9 @@ class Tree:
         self.snapshot = snapshot
         self._by_extension: dict[str, list[str]] = {}
         self._by_shape: dict[str, dict[int, list[str]]] = {}
+        self.verdicts: dict[tuple[object, ...], Verdict | None] = {}
+        """Verdicts already reached, by rule and inputs: the tree does not change during a scan, and a
+        guidance file often names one path several times."""
 
     @cached_property
     def sorted_paths(self) -> list[str]:
@@ -91,11 +113,15 @@ class Tree:
     def resolve(self, path: str) -> str | None:
         """The in-tree path after following symlinks (of the path and its directories), or None."""
         path = normalize(path)
-        if path in self.snapshot.entries and not self.snapshot.entries[path].is_symlink:
+        snapshot = self.snapshot
+        entry = snapshot.entries.get(path)
+        if entry is not None and not entry.is_symlink:
             return path
-        if path in self.snapshot.dirs:
+        if path in snapshot.dirs:
             return path
-        return self.snapshot.resolve(path).path
+        if not snapshot.has_symlinks:  # no link to follow: what is not listed dangles
+            return None
+        return snapshot.resolve(path).path
 
     def is_dir(self, path: str) -> bool:
         real = self.resolve(path)
@@ -216,6 +242,14 @@ def trailing_slash_on_file(text: str, tree: Tree, real: str) -> bool:
 
 def resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     """A path tried at each base (the file's directory and its ancestors, or the cd directory)."""
+    key = ("path", text, *bases)
+    found = tree.verdicts.get(key)
+    if found is None:
+        found = tree.verdicts[key] = _resolve_path_claim(text, bases, tree)
+    return found
+
+
+def _resolve_path_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     if is_placeholder_path(text) or has_wildcard_dir(text):
         return resolve_glob_claim(text, bases, tree)
     rel = normalize(text)
@@ -374,6 +408,14 @@ def resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     """A glob (or a placeholder path) tried at each base: ok when something matches; fail when its literal
     parent directory exists and nothing in it matches; ok_suffix; unresolved. Placeholders and wildcard
     directories are never fail."""
+    key = ("glob", text, *bases)
+    found = tree.verdicts.get(key)
+    if found is None:
+        found = tree.verdicts[key] = _resolve_glob_claim(text, bases, tree)
+    return found
+
+
+def _resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
     rel = normalize(text.rstrip("/")) if text.rstrip("/") else ""
     # a glob without a directory part (`*.mk`) has no parent to prove anything, like a bare name
     never_fail = is_placeholder_path(text) or has_wildcard_dir(text) or "/" not in rel
@@ -502,6 +544,18 @@ def resolve_link(
 ) -> Verdict | None:
     """A Markdown link target from ``file``. None when it is not checked (external, a bare #anchor, a ref
     alone). The #fragment and ?query are not checked (contract §8)."""
+    key = ("link", target, posixpath.dirname(file), source, default_branches)
+    if key in tree.verdicts:
+        return tree.verdicts[key]
+    found = tree.verdicts[key] = _resolve_link(
+        target, file, tree, source=source, default_branches=default_branches
+    )
+    return found
+
+
+def _resolve_link(
+    target: str, file: str, tree: Tree, *, source: RepoUrl | None, default_branches: frozenset[str]
+) -> Verdict | None:
     target = target.strip()
     if not target or target.startswith("#"):
         return None

@@ -121,6 +121,11 @@ class Snapshot:
     def _symlinks(self) -> frozenset[str]:
         return frozenset(path for path, entry in self.entries.items() if entry.mode == "120000")
 
+    @property
+    def has_symlinks(self) -> bool:
+        """Whether the tree lists any symlink (if not, every path is where it is listed, or nowhere)."""
+        return bool(self._symlinks)
+
     def submodule_of(self, path: str) -> str | None:
         """The submodule path that contains ``path`` (or is it), if any."""
         if not self._submodules:  # most trees have none: no prefix to try
