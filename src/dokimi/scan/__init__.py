@@ -31,6 +31,17 @@ def scan_repo(
 
     Returns the readiness document and whether the default globs were used.
     """
+    from dokimi.source import git
+
+    # Python's collector stays off from the listing to the document (see git.nogc): the listing and the scan
+    # allocate hundreds of thousands of objects and free them by reference counting. It comes back on after
+    # _scan_repo has returned, when the listing and its indexes are gone, so the first collection has only
+    # the document to look at.
+    with git.nogc():
+        return _scan_repo(source, manifest, manifest_file)
+
+
+def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) -> tuple[RepoReadiness, bool]:
     from dokimi.manifest import load_manifest
     from dokimi.source import open_source
 

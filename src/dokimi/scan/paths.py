@@ -86,6 +86,7 @@ class Tree:
         self.verdicts: dict[tuple[object, ...], Verdict | None] = {}
         """Verdicts already reached, by rule and inputs: the tree does not change during a scan, and a
         guidance file often names one path several times."""
+        self.suggestions: dict[str, str | None] = {}
 
     @cached_property
     def sorted_paths(self) -> list[str]:
@@ -183,10 +184,16 @@ class Tree:
             pool.extend(by_length.get(length, []))
         return pool
 
-    @functools.lru_cache(maxsize=65536)  # noqa: B019 (one Tree per scan)
     def suggest_path(self, missing: str) -> str | None:
         """The closest path in the tree: the same name elsewhere (a move), a similar name in the parent
-        directory (a rename), or a similar name anywhere."""
+        directory (a rename), or a similar name anywhere. Kept per Tree (an lru_cache on the method would
+        keep every Tree, and its snapshot, alive after its scan)."""
+        if missing in self.suggestions:
+            return self.suggestions[missing]
+        found = self.suggestions[missing] = self._suggest_path(missing)
+        return found
+
+    def _suggest_path(self, missing: str) -> str | None:
         name = posixpath.basename(missing)
         parent = posixpath.dirname(missing)
         moved = self.snapshot.by_basename.get(name, [])
