@@ -213,10 +213,25 @@ def _closest(target: str, candidates: list[str]) -> str:
     return max(sorted(candidates), key=lambda c: difflib.SequenceMatcher(None, target, c).ratio())
 
 
+def relative(path: str, start: str) -> str:
+    """``posixpath.relpath(path, start)`` for two tree paths, without the two ``os.getcwd()`` calls relpath
+    makes to turn them absolute first (the current directory drops out of a relation between two relative
+    paths). Anything not in normal form goes to relpath itself."""
+    if not (is_normal(path) and is_normal(start)):
+        return posixpath.relpath(path, start)
+    to, frm = path.split("/"), start.split("/")
+    common = 0
+    for a, b in zip(to, frm, strict=False):  # stops at the shorter
+        if a != b:
+            break
+        common += 1
+    return "/".join([".."] * (len(frm) - common) + to[common:]) or "."
+
+
 def did_you_mean(candidate: str | None, base: str = "") -> str | None:
     if candidate is None:
         return None
-    shown = posixpath.relpath(candidate, base) if base else candidate
+    shown = relative(candidate, base) if base else candidate
     return f"did you mean {shown}?"
 
 
