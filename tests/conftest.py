@@ -35,7 +35,7 @@ BASE_IMAGE = "dokimi-base:bookworm"
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     root = tmp_path_factory.mktemp("env")
     empty_config = root / "gitconfig"
-    empty_config.write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+    empty_config.write_text('[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n')
     templates = root / "git-templates"
     templates.mkdir()
     for key in [k for k in os.environ if k.startswith("GIT_")]:

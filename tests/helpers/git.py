@@ -22,9 +22,7 @@ FileContent = str | bytes | Symlink | None
 
 def git(repo: Path, *args: str, input: str | None = None) -> str:
     """Run git in ``repo`` and return stdout; a failure shows git's stderr."""
-    proc = subprocess.run(
-        ["git", *args], cwd=repo, input=input, capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc.stdout
@@ -70,7 +68,8 @@ def head(repo: Path) -> str:
 
 
 def bare_clone_for_serving(src: Path, dest: Path) -> Path:
-    """A bare copy of ``src`` that allows partial clones (uploadpack.allowFilter), for file:// and git daemon."""
+    """A bare copy of ``src`` that allows partial clones (uploadpack.allowFilter), for file:// and git
+    daemon."""
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(dest)], check=True, capture_output=True)
     git(dest, "config", "uploadpack.allowFilter", "true")
     git(dest, "config", "uploadpack.allowAnySHA1InWant", "true")
