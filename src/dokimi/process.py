@@ -148,6 +148,33 @@ def _missing(argv0: str) -> PrerequisiteError:
     )
 
 
+def _popen(
+    argv: list[str],
+    *,
+    stdin: int,
+    stdout: int | IO[bytes],
+    stderr: int,
+    env: Mapping[str, str] | None,
+    cwd: str | Path | None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session (its own process group), registered for the signal handlers. A missing
+    or non-executable program is a PrerequisiteError with the fix."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            env=dict(env) if env is not None else None,
+            cwd=str(cwd) if cwd is not None else None,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        raise _missing(argv[0]) from exc
+    _register(proc.pid)
+    return proc
+
+
 def _drain(stream: IO[bytes], into: list[bytes]) -> None:
     """Read ``stream`` to EOF in chunks (what arrived is kept even if EOF never comes), then close it."""
     read = getattr(stream, "read1", stream.read)
@@ -197,25 +224,19 @@ def run(
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
         out_handle = open(stdout_file, "wb")
     try:
-        proc = subprocess.Popen(
+        proc = _popen(
             argv,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=out_handle if out_handle is not None else subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=str(cwd) if cwd is not None else None,
-            start_new_session=True,
+            env=env,
+            cwd=cwd,
         )
-    except FileNotFoundError as exc:
+    except PrerequisiteError:
         if out_handle:
             out_handle.close()
-        raise _missing(argv[0]) from exc
-    except PermissionError as exc:
-        if out_handle:
-            out_handle.close()
-        raise _missing(argv[0]) from exc
+        raise
     pgid = proc.pid
-    _register(pgid)
     data = input.encode() if isinstance(input, str) else input
     timed_out = False
     out_chunks: list[bytes] = []
@@ -278,21 +299,14 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start a long-lived child (a ``git cat-file --batch`` server) with pipes on stdin and stdout, in its own
     process group, registered so SIGTERM/SIGHUP to dokimi kills it. Stop it with :func:`stop`."""
-    argv = [str(a) for a in argv]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=dict(env) if env is not None else None,
-            cwd=str(cwd) if cwd is not None else None,
-            start_new_session=True,
-        )
-    except (FileNotFoundError, PermissionError) as exc:
-        raise _missing(argv[0]) from exc
-    _register(proc.pid)
-    return proc
+    return _popen(
+        [str(a) for a in argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
 
 
 def stop(proc: subprocess.Popen[bytes], *, timeout: float = 5.0) -> None:
@@ -324,19 +338,14 @@ def run_bytes(
 ) -> tuple[int, bytes, bytes]:
     """Like :func:`run` for binary output (git -z listings, blobs). Returns (returncode, stdout, stderr)."""
     argv = [str(a) for a in argv]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env) if env is not None else None,
-            cwd=str(cwd) if cwd is not None else None,
-            start_new_session=True,
-        )
-    except (FileNotFoundError, PermissionError) as exc:
-        raise _missing(argv[0]) from exc
-    _register(proc.pid)
+    proc = _popen(
+        argv,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
     try:
         try:
             out, err = proc.communicate(input, timeout=timeout)
