@@ -117,9 +117,30 @@ def run_git_status(
     in one blocking call, and the exit is waited for without polling (:func:`subprocess.Popen.wait` with a
     timeout sleeps in growing steps, up to 50 ms past the exit). A timer stops a command past ``timeout``:
     that raises a SourceError, as in :func:`run_git`."""
+    with _streaming(args, git_dir=git_dir, cwd=cwd, timeout=timeout) as (proc, timed_out):
+        assert proc.stdin is not None and proc.stdout is not None
+        _widen_pipe(proc.stdout)
+        # git grep reads all its patterns before it prints anything: writing them first cannot deadlock
+        _write_all(proc.stdin, input or b"")
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:  # git stopped before reading it all (a bad pattern): its status says why
+            pass
+        out = proc.stdout.read()
+        proc.wait()
+    if timed_out.is_set():
+        raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s")
+    return proc.returncode, out
+
+
+@contextlib.contextmanager
+def _streaming(
+    args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None = None, timeout: float
+) -> Iterator[tuple[subprocess.Popen[bytes], threading.Event]]:
+    """A git command read as it prints, in its own process group. A timer kills the group past ``timeout``
+    (the event says whether it fired); on leaving, the command is reaped, and killed first when the body
+    did not finish."""
     proc = process.spawn(git_argv(args, git_dir=git_dir), env=git_env(), cwd=cwd)
-    assert proc.stdin is not None and proc.stdout is not None
-    _widen_pipe(proc.stdout)
     timed_out = threading.Event()
 
     def stop_command() -> None:
@@ -131,23 +152,13 @@ def run_git_status(
     timer.start()
     finished = False
     try:
-        # git grep reads all its patterns before it prints anything: writing them first cannot deadlock
-        _write_all(proc.stdin, input or b"")
-        try:
-            proc.stdin.close()
-        except BrokenPipeError:  # git stopped before reading it all (a bad pattern): its status says why
-            pass
-        out = proc.stdout.read()
-        proc.wait()
+        yield proc, timed_out
         finished = True
     finally:
         timer.cancel()
         if not finished:
             process.kill_group(proc.pid)
         process.stop(proc)
-    if timed_out.is_set():
-        raise SourceError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s")
-    return proc.returncode, out
 
 
 def _widen_pipe(stream: IO[bytes]) -> None:
@@ -329,27 +340,10 @@ def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
     run (the streaming run does not keep git's stderr); a listing that takes longer than GIT_TIMEOUT_S is
     stopped."""
     args = ["ls-tree", "-r", "-z", "--full-tree", rev]
-    proc = process.spawn(git_argv(args, git_dir=git_dir), env=git_env())
-    timed_out = threading.Event()
-
-    def stop_listing() -> None:
-        timed_out.set()
-        process.kill_group(proc.pid)
-
-    timer = threading.Timer(GIT_TIMEOUT_S, stop_listing)
-    timer.daemon = True
-    timer.start()
-    finished = False
-    try:
+    with _streaming(args, git_dir=git_dir, timeout=GIT_TIMEOUT_S) as (proc, timed_out):
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.close()
         entries, torn = _parse_listing(proc.stdout)
-        finished = True
-    finally:
-        timer.cancel()
-        if not finished:
-            process.kill_group(proc.pid)
-        process.stop(proc)
     if timed_out.is_set():
         raise SourceError(f"git ls-tree {rev} timed out after {GIT_TIMEOUT_S:.0f} s")
     if proc.returncode != 0:
