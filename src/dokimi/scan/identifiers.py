@@ -74,14 +74,14 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
             prefetch_blobs(snapshot.git_dir, oids, commit=snapshot.rev)
         head, tail = ["grep", "-a", *common], [snapshot.rev, "--", ".", *excluded]
         git_dir, cwd = snapshot.git_dir, None
-        prefix = f"{snapshot.rev}:".encode()
+        prefix = f"{snapshot.rev}:"
     else:
         root = snapshot.work_tree
         assert root is not None
         mode = ["--untracked", "-a"] if snapshot.git_dir is not None else ["--no-index", "-I"]
         head, tail = ["grep", *mode, *common], ["--", ".", *excluded]
         git_dir, cwd = None, Path(root)
-        prefix = b""
+        prefix = ""
     syntax, pattern = grep_pattern(wanted)
     argv = [*head, syntax, "-f", "-", *tail]
     status, out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)
@@ -89,30 +89,25 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
         request = "\n".join(wanted).encode() + b"\n"
         argv = [*head, "-F", "-f", "-", *tail]
         out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=request)[1]
-    holders: dict[bytes, set[bytes]] = {}
-    for path, match in GREP_RECORD.findall(out):
+    # decoded whole (records split at ASCII bytes decode the same whole or one by one), and the commit prefix
+    # of each path cut by the pattern: no Python step per path beyond grouping the records by word
+    record = re.compile(f"(?:{re.escape(prefix)})?{GREP_RECORD}" if prefix else GREP_RECORD)
+    holders: dict[str, set[str]] = {}
+    for path, match in record.findall(out.decode("utf-8", "surrogateescape")):
         files = holders.get(match)
         if files is None:
             holders[match] = {path}
         else:
             files.add(path)
-    paths: dict[bytes, str] = {}
-    cut = len(prefix)
-    for files in holders.values():
-        for path in files:
-            if path not in paths:
-                paths[path] = (path[cut:] if cut and path.startswith(prefix) else path).decode(
-                    "utf-8", "surrogateescape"
-                )
-    binary = snapshot.binary_files(paths.values()) if snapshot.git_dir is not None and paths else set()
-    for match, files in holders.items():
-        word = match.decode("utf-8", "replace")
-        if word in found:
-            found[word].update(p for p in (paths[f] for f in files) if p not in binary)
+    matched = set().union(*holders.values())
+    binary = snapshot.binary_files(matched) if snapshot.git_dir is not None and matched else set()
+    for word, files in holders.items():
+        if word in found:  # a wanted word is ASCII, so its match decodes the same with any error handler
+            found[word].update(files - binary if binary else files)
     return found
 
 
-GREP_RECORD = re.compile(rb"([^\0\n]*)\0([^\n]*)\n")
+GREP_RECORD = "([^\0\n]*)\0([^\n]*)\n"
 WORD_CHARS = re.compile(r"[A-Za-z0-9_]+")
 
 

@@ -7,6 +7,7 @@ first (see :mod:`dokimi.source.fetch`), never one request per file.
 
 from __future__ import annotations
 
+import operator
 import os
 import posixpath
 import shutil
@@ -25,6 +26,7 @@ FIRST_FEW_BYTES = 8000
 """git's binary test reads this many bytes for a NUL (``buffer_is_binary``)."""
 ATTRIBUTES = ".gitattributes"
 _CATFILE_LOCK = threading.Lock()
+_OID = operator.attrgetter("oid")
 
 
 @dataclass(frozen=True)
@@ -286,10 +288,15 @@ class Snapshot:
                     pass
             return out
         entries = self.entries
-        oids = {p: entry.oid for p in paths if (entry := entries.get(p)) is not None and entry.oid}
-        blobs = self.read_oids(list(set(oids.values())))  # a blob held at many paths is read once
+        # the distinct blobs first, by C-level steps (a grep can match every file of the tree): a blob held at
+        # many paths is read once, and the paths are looked at one by one only when some blob is binary
+        distinct = set(map(_OID, filter(None, map(entries.get, paths))))
+        distinct.discard(None)
+        blobs = self.read_oids(sorted(distinct))
         early = {oid for oid, data in blobs.items() if data is not None and b"\0" in data[:FIRST_FEW_BYTES]}
-        return {p for p, oid in oids.items() if oid in early} if early else set()
+        if not early:
+            return set()
+        return {p for p in paths if (entry := entries.get(p)) is not None and entry.oid in early}
 
     @cached_property
     def _attribute_files(self) -> list[str]:
