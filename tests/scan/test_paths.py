@@ -151,3 +151,25 @@ def test_normalize_skips_normpath_only_where_normpath_changes_nothing() -> None:
     for _ in range(3000):
         path = "/".join(rng.choice(parts) for _ in range(rng.randrange(0, 6)))
         assert normalize(path) == slow(path), path
+
+
+def test_a_glob_ending_a_longer_path_names_the_first_match_below_any_directory_of_its_first_name(
+    tmp_path: Path,
+) -> None:
+    guide = "`gen/**/*.txt` ends longer paths.\n`nowhere/**/*.txt` names no directory.\n"
+    repo = git_repo(
+        tmp_path / "repo",
+        {
+            "AGENTS.md": guide,
+            "x/gen/a/out.txt": "x\n",
+            "b/gen/c/gen/z.txt": "z\n",
+            "y/gen": "a file named gen\n",
+            "y/nowhere.txt": "n\n",
+        },
+    )
+    result = scan_dir(str(repo), build_systems=["none"])
+    assert rows(result) == [
+        (1, "glob", "gen/**/*.txt", "ok_suffix"),
+        (2, "glob", "nowhere/**/*.txt", "unresolved"),
+    ]
+    assert find(result, "gen/**/*.txt").verdict.why == "ends a longer path: b/gen/c/gen/z.txt"  # type: ignore[attr-defined]

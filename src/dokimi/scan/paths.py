@@ -416,10 +416,20 @@ def _glob_prefix(pattern: str) -> str:
 
 
 def suffix_candidates(pattern: str, tree: Tree) -> list[str]:
-    """Paths a glob could end: with its last segment's name when literal, else its extension, else all."""
-    last = PLACEHOLDER.sub("*", pattern.rstrip("/")).rsplit("/", 1)[-1]
+    """Paths a glob could end: with its last segment's name when literal; else, when its first segment is
+    literal, the paths below the directories of that name (``**/src/**/*.txt`` can only match below a
+    directory named ``src``); else with its extension; else all. Sorted, as :attr:`Tree.sorted_paths` is."""
+    plain = PLACEHOLDER.sub("*", pattern.rstrip("/"))
+    last = plain.rsplit("/", 1)[-1]
     if not any(ch in last for ch in "*?["):
         return sorted(tree.snapshot.by_basename.get(last, []))
+    first, slash, _ = plain.partition("/")
+    if slash and first and not any(ch in first for ch in "*?["):
+        dirs = tree.snapshot.dirs
+        below = [tree.under(d) for d in tree.snapshot.by_basename.get(first, []) if d in dirs]
+        return (
+            sorted({p for paths in below for p in paths}) if len(below) > 1 else [*below[0]] if below else []
+        )
     ext = posixpath.splitext(last)[1]
     if ext and not any(ch in ext for ch in "*?["):
         return tree.with_extension(ext)
