@@ -92,11 +92,13 @@ class Tree:
     def sorted_paths(self) -> list[str]:
         """Every file and directory (not the root), sorted: a prefix is a contiguous range.
 
-        The listing is already in path order (git's tree order), so this is a merge of two sorted runs, not a
-        sort of the whole tree."""
-        entries = self.snapshot.entries
-        dirs = [d for d in self.snapshot.sorted_dirs if d not in entries]
-        return sorted([*entries, *dirs])
+        The listing is already in path order (git's tree order) and its directories nearly so, in the order it
+        reaches them, so this is one sort of a few long runs, not of a shuffle. A path both listed and reached
+        as a directory (none in a listing of a commit) is kept once."""
+        snapshot = self.snapshot
+        entries = snapshot.entries
+        both = snapshot.dirs.intersection(entries)
+        return sorted([*entries, *(d for d in snapshot.dirs_reached if d and d not in both)])
 
     def children(self, directory: str) -> list[str]:
         """Names directly inside ``directory`` (a range of the sorted listing, no index of the whole tree)."""

@@ -65,6 +65,12 @@ class Snapshot:
         which for a listing in path order is nearly sorted (a sort of a few long runs, not of a shuffle)."""
         return sorted(d for d in self._dirs_reached if d)
 
+    @property
+    def dirs_reached(self) -> Iterable[str]:
+        """Every directory, the root ('') included, in the order the listing first reaches it (the ancestors
+        of a parent after it): nearly sorted for a listing in path order."""
+        return self._dirs_reached.keys()
+
     @cached_property
     def _dirs_reached(self) -> dict[str, None]:
         """Every directory, in the order the listing first reaches it (the ancestors of a parent after it).
