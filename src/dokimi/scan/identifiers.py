@@ -17,6 +17,7 @@ import os
 import posixpath
 import re
 import threading
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -92,13 +93,9 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
     # decoded whole (records split at ASCII bytes decode the same whole or one by one), and the commit prefix
     # of each path cut by the pattern: no Python step per path beyond grouping the records by word
     record = re.compile(f"(?:{re.escape(prefix)})?{GREP_RECORD}" if prefix else GREP_RECORD)
-    holders: dict[str, set[str]] = {}
+    holders: defaultdict[str, set[str]] = defaultdict(set)
     for path, match in record.findall(out.decode("utf-8", "surrogateescape")):
-        files = holders.get(match)
-        if files is None:
-            holders[match] = {path}
-        else:
-            files.add(path)
+        holders[match].add(path)
     matched = set().union(*holders.values())
     binary = snapshot.binary_files(matched) if snapshot.git_dir is not None and matched else set()
     for word, files in holders.items():

@@ -12,7 +12,7 @@ import os
 import posixpath
 import shutil
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -248,7 +248,7 @@ class Snapshot:
         snapshot: of its commit's tree (:func:`git.check_attr` with its .gitattributes files), or of its
         working tree. Costs one ``check-attr`` call only when some attribute file could set ``diff`` (see
         :meth:`_diff_attribute_possible`), and one batched read of the distinct blobs left to test."""
-        wanted = set(paths)
+        wanted: Set[str] = paths if isinstance(paths, (set, frozenset)) else set(paths)  # read, never changed
         if not wanted:
             return set()
         if self.git_dir is None:
@@ -280,7 +280,7 @@ class Snapshot:
                 undecided.add(path)
         return binary | self._with_early_nul(undecided)
 
-    def _with_early_nul(self, paths: set[str]) -> set[str]:
+    def _with_early_nul(self, paths: Set[str]) -> set[str]:
         """The paths whose first 8,000 bytes hold a NUL (a file that cannot be read holds none, as in git)."""
         out: set[str] = set()
         if self.rev is None:
