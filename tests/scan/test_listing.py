@@ -26,3 +26,21 @@ def test_a_listing_read_in_chunks_keeps_every_path_whole_and_in_order(tmp_path: 
     ]
     assert list(entries) == [path for _, path in expected]
     assert entries["run.sh"].mode == "100755" and entries["link"].is_symlink
+
+
+def test_the_directories_a_listing_works_out_are_the_directories_of_its_paths(tmp_path: Path) -> None:
+    from dokimi.source.snapshot import Snapshot, snapshot_of_commit
+
+    repo = git_repo(tmp_path / "repo", {"README.md": "x\n"})
+    empty = git(repo, "hash-object", "-w", "--stdin", input="").strip()
+    # tabs and slashes in names (the path starts after the first tab), deep and shallow, over several chunks
+    names = [f"a{n % 3}/b\t{n % 11}/c/d\te-{n}.txt" for n in range(5000)] + ["top\ttab.txt", "x/y/z/w.md"]
+    info = "".join(f"100644 {empty}\t{name}\x00" for name in names)
+    git(repo, "update-index", "-z", "--add", "--index-info", input=info)
+    tree = git(repo, "write-tree").strip()
+    listed = snapshot_of_commit(repo / ".git", tree, label="t")
+    assert listed._listed_parents is not None
+    plain = Snapshot(label="plain", entries=dict(listed.entries))  # the directories worked out afterwards
+    assert list(listed.dirs_reached) == list(plain.dirs_reached)
+    assert "a1/b\t4/c" in listed.dirs and "x/y/z" in listed.dirs and "top" not in listed.dirs
+    assert listed.by_basename == plain.by_basename

@@ -331,19 +331,22 @@ def nogc() -> Iterator[None]:
             gc.enable()
 
 
-def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
+def ls_tree(git_dir: Path, rev: str, *, parents: dict[str, None] | None = None) -> dict[str, TreeEntry]:
     """Every file, symlink and submodule of ``rev``'s tree: one ``git ls-tree -r -z`` call.
 
     The entries keep git's order, which is the byte order of the paths. The listing is parsed as git writes
     it, a chunk at a time, so the parse (most of a listing's cost in Python) runs while git is still listing:
     at 50,000 files that is one ls-tree's time instead of one and a half. A failure is diagnosed from a second
     run (the streaming run does not keep git's stderr); a listing that takes longer than GIT_TIMEOUT_S is
-    stopped."""
+    stopped.
+
+    With ``parents``, also fills it with the directory of every entry ('' for the root), in listing order,
+    each once: worked out a chunk at a time while git is still listing, where it costs little."""
     args = ["ls-tree", "-r", "-z", "--full-tree", rev]
     with _streaming(args, git_dir=git_dir, timeout=GIT_TIMEOUT_S) as (proc, timed_out):
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.close()
-        entries, torn = _parse_listing(proc.stdout)
+        entries, torn = _parse_listing(proc.stdout, parents)
     if timed_out.is_set():
         raise SourceError(f"git ls-tree {rev} timed out after {GIT_TIMEOUT_S:.0f} s")
     if proc.returncode != 0:
@@ -354,10 +357,13 @@ def ls_tree(git_dir: Path, rev: str) -> dict[str, TreeEntry]:
     return entries
 
 
-def _parse_listing(stream: IO[bytes]) -> tuple[dict[str, TreeEntry], bool]:
+def _parse_listing(
+    stream: IO[bytes], parents: dict[str, None] | None = None
+) -> tuple[dict[str, TreeEntry], bool]:
     """``git ls-tree -r -z`` records read from ``stream`` as they come: each chunk is cut after its last NUL
     and decoded whole records at a time, so no path is split. Also whether bytes were left after the last
-    NUL (a listing cut short)."""
+    NUL (a listing cut short). ``parents`` (when given) gets the directory of each entry, as
+    :func:`ls_tree` says."""
     make = tuple.__new__
     entries: dict[str, TreeEntry] = {}
     rest = b""
@@ -378,6 +384,8 @@ def _parse_listing(stream: IO[bytes]) -> tuple[dict[str, TreeEntry], bool]:
                 meta, path = record.split("\t", 1)
                 mode, kind, oid = meta.split(" ")
                 entries[path] = make(TreeEntry, (path, mode, kind, oid))
+            if parents is not None:  # the path starts after the first tab, as split above reads it
+                parents.update(dict.fromkeys([r[r.index("\t") + 1 :].rpartition("/")[0] for r in records]))
     return entries, bool(rest)
 
 

@@ -51,6 +51,8 @@ class Snapshot:
     work_tree: Path | None = None
     _catfile: CatFile | None = field(default=None, repr=False)
     promisor: bool = False
+    _listed_parents: dict[str, None] | None = field(default=None, repr=False)
+    """The directory of every entry in listing order, when the listing worked it out (:func:`git.ls_tree`)."""
 
     # --- listing -----------------------------------------------------------------------------------------
 
@@ -77,7 +79,9 @@ class Snapshot:
 
         One pass over the listing for the direct parents, then the ancestors of those few parents: a tree of
         50,000 files has a few thousand directories."""
-        parents = dict.fromkeys([path.rpartition("/")[0] for path in self.entries])
+        parents = self._listed_parents
+        if parents is None:
+            parents = dict.fromkeys([path.rpartition("/")[0] for path in self.entries])
         out = dict(parents)
         for parent in parents:
             while parent:
@@ -452,13 +456,15 @@ def normalize(path: str) -> str:
 def snapshot_of_commit(
     git_dir: Path, sha: str, *, label: str, catfile: CatFile | None = None, promisor: bool = False
 ) -> Snapshot:
+    parents: dict[str, None] = {}
     return Snapshot(
         label=label,
-        entries=git.ls_tree(git_dir, sha),
+        entries=git.ls_tree(git_dir, sha, parents=parents),
         rev=sha,
         git_dir=git_dir,
         _catfile=catfile,
         promisor=promisor,
+        _listed_parents=parents,
     )
 
 
