@@ -15,7 +15,24 @@ from dokimi.schemas._base import Document
 from dokimi.schemas.batch import BatchPin
 
 
-class RunGroup(Document):
+class CellCounts(Document):
+    """How this run ended for a set of cells (a group, or the whole run)."""
+
+    cells: int = Field(ge=0)
+    """Planned cells in this run."""
+    ran: int = Field(ge=0)
+    """Cells run to a result.json now."""
+    skipped: int = Field(ge=0)
+    """Cells skipped because an earlier run finished them."""
+    failed: int = Field(ge=0)
+    """Cells that failed before their agent ran: no result.json, the next run fills them."""
+    not_started: int = Field(ge=0)
+    """Cells never started (--max-batch-usd)."""
+    interrupted: int = Field(ge=0)
+    """Cells stopped by Ctrl-C or a signal: no result.json."""
+
+
+class RunGroup(CellCounts):
     """The cells of one (task, arm, model, effort) in this run."""
 
     task: str
@@ -26,24 +43,12 @@ class RunGroup(Document):
     """Model id as passed to the harness."""
     effort: str
     """Reasoning effort; ``default`` for the harness default."""
-    cells: int = Field(ge=0)
-    """Planned cells of the group in this run."""
-    ran: int = Field(ge=0)
-    """Cells run to a result.json now."""
-    skipped: int = Field(ge=0)
-    """Cells skipped because an earlier run finished them."""
     passed: int = Field(ge=0)
     """Cells with a result.json whose gate held (a grader failure never passes)."""
     graded: int = Field(ge=0)
     """Cells with a result.json (ran now or skipped)."""
     grader_failures: int = Field(ge=0)
     """Cells with a result.json whose grading failed (counted as failures)."""
-    failed: int = Field(ge=0)
-    """Cells that failed before their agent ran: no result.json, the next run fills them."""
-    not_started: int = Field(ge=0)
-    """Cells never started (the batch budget)."""
-    interrupted: int = Field(ge=0)
-    """Cells stopped by Ctrl-C or a signal: no result.json."""
 
 
 class RunFailure(Document):
@@ -55,7 +60,7 @@ class RunFailure(Document):
     """Why."""
 
 
-class RunSummary(Document):
+class RunSummary(CellCounts):
     """repo_run.v1: the summary ``repo run --json`` prints."""
 
     schema_: Literal["repo_run.v1"] = Field("repo_run.v1", alias="schema")
@@ -70,18 +75,6 @@ class RunSummary(Document):
     """The version the harness reported inside the image."""
     image: str
     """The image the cells ran in."""
-    cells: int = Field(ge=0)
-    """Planned cells of this run."""
-    ran: int = Field(ge=0)
-    """Cells run to a result.json now."""
-    skipped: int = Field(ge=0)
-    """Cells an earlier run finished."""
-    failed: int = Field(ge=0)
-    """Cells that failed before their agent ran (no result.json)."""
-    not_started: int = Field(ge=0)
-    """Cells never started (--max-batch-usd)."""
-    interrupted: int = Field(ge=0)
-    """Cells stopped by a cancel (no result.json)."""
     complete: bool
     """Every planned cell has a result.json (exit 0); false: rerun to fill the missing ones (exit 1)."""
     spent_usd: float = Field(ge=0)
