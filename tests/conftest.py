@@ -79,7 +79,8 @@ def _test_images() -> set[str]:
 @pytest.fixture(scope="session")
 def docker_available() -> Iterator[bool]:
     """A running docker daemon with the local base image (scripts/setup.sh provides both). The images the
-    session's tests build are removed when it ends, so repeated runs do not pile them up."""
+    session's tests build are removed when it ends, so repeated runs do not pile them up
+    (DOKIMI_TEST_KEEP_IMAGES=1 keeps them, for concurrent test sessions on one daemon)."""
     if shutil.which("docker") is None:
         _require("docker CLI not installed (scripts/setup.sh)")
     info = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False, timeout=60)
@@ -92,6 +93,8 @@ def docker_available() -> Iterator[bool]:
         _require(f"base image {BASE_IMAGE} missing (scripts/setup.sh builds it)")
     before = _test_images()
     yield True
+    if os.environ.get("DOKIMI_TEST_KEEP_IMAGES") == "1":
+        return  # several test sessions share this daemon: the one that ends must not remove the others' images
     built = sorted(_test_images() - before)
     if built:
         subprocess.run(["docker", "rmi", "-f", *built], capture_output=True, check=False, timeout=600)
