@@ -24,6 +24,17 @@ from dokimi.errors import DocumentError
 
 Loc = tuple[str | int, ...]
 
+#: Deepest nesting a document may have; real documents stay under 10 levels. Deeper input (a hostile
+#: result.json of 100,000 brackets) would exhaust Python's recursion limit.
+MAX_DEPTH = 64
+#: Most values a YAML document may expand to: an alias bomb (a billion laughs) stops here, in about a second,
+#: instead of eating memory. YAML documents are written by people (manifests, profiles, rubrics).
+MAX_YAML_NODES = 250_000
+#: Most values a JSON document may hold (a reach or readiness report of 50,000 claims has under a million).
+MAX_JSON_NODES = 5_000_000
+#: Largest document file read.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
 
 class Document(BaseModel):
     """Base of every dokimi document: unknown keys are refused, field docstrings go into the JSON Schema."""
@@ -59,10 +70,42 @@ class Marked:
         return self.lines.get((), None)
 
 
-def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
+class _Budget:
+    """Counts the values a document expands to (aliases counted each time they are used)."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.nodes = 0
+
+    def take(self, loc: Loc) -> None:
+        self.nodes += 1
+        if self.nodes > self.limit:
+            raise DocumentError(
+                f"expands to more than {self.limit} values (aliases repeated, or a document far too large)",
+                path=self.path,
+                hint="a YAML alias used many times inside other aliases multiplies; write the values out",
+            )
+        if len(loc) > MAX_DEPTH:
+            raise DocumentError(
+                f"nested more than {MAX_DEPTH} levels deep", path=self.path, key=format_loc(loc)
+            )
+
+
+def _finite(value: float, loc: Loc, budget: _Budget) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise DocumentError(
+            f"{value} is not a finite number", path=budget.path, key=format_loc(loc) or None,
+            hint="write a finite number (NaN and infinity are not accepted)",
+        )  # fmt: skip
+    return value
+
+
+def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int], budget: _Budget) -> Any:
     """Convert a ruamel round-trip tree to plain Python, recording the line of every key and item."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+    budget.take(loc)
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
         for key in node:
@@ -71,7 +114,7 @@ def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
                 lines[child] = node.lc.key(key)[0] + 1
             except (KeyError, TypeError, AttributeError):
                 pass
-            out[key] = _yaml_marks(node[key], child, lines)
+            out[key] = _yaml_marks(node[key], child, lines, budget)
         return out
     if isinstance(node, CommentedSeq):
         items = []
@@ -81,7 +124,7 @@ def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
                 lines[child] = node.lc.item(i)[0] + 1
             except (KeyError, TypeError, AttributeError):
                 pass
-            items.append(_yaml_marks(item, child, lines))
+            items.append(_yaml_marks(item, child, lines, budget))
         return items
     if isinstance(node, str):
         return str(node)
@@ -94,6 +137,42 @@ def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int]) -> Any:
     return node
 
 
+def _check_plain(data: Any, path: str, *, finite: bool = False) -> None:
+    """Depth and size (and with ``finite``, finite numbers) of parsed data, walked without recursion."""
+    budget = _Budget(path, MAX_JSON_NODES)
+    stack: list[tuple[Any, Loc]] = [(data, ())]
+    while stack:
+        value, loc = stack.pop()
+        budget.take(loc)
+        if isinstance(value, dict):
+            stack.extend((v, (*loc, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*loc, i)) for i, v in enumerate(value))
+        elif finite and isinstance(value, float):
+            _finite(value, loc, budget)
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON or flow YAML text, counted before parsing (strings skipped), so
+    that input nested deeper than the parser's recursion limit is refused instead of crashing it."""
+    import re
+
+    depth = deepest = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        char = token.group()
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _refuse_deep(text: str, path: str) -> None:
+    if _nesting_depth(text) > MAX_DEPTH:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+
+
 YAML_TAB_HINT = "YAML indents with spaces, never tabs: replace the tab on that line"
 
 
@@ -103,6 +182,7 @@ def parse_yaml(text: str, path: str) -> Marked:
     from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    _refuse_deep(text, path)
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
     try:
@@ -126,8 +206,13 @@ def parse_yaml(text: str, path: str) -> Marked:
         ) from None
     except YAMLError as exc:
         raise DocumentError(f"not valid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
     lines: dict[Loc, int] = {(): 1}
-    return Marked(_yaml_marks(node, (), lines), path, lines)
+    try:
+        return Marked(_yaml_marks(node, (), lines, _Budget(path, MAX_YAML_NODES)), path, lines)
+    except RecursionError:  # an alias that contains itself
+        raise DocumentError("a YAML alias refers to itself", path=path) from None
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -147,6 +232,7 @@ class _DuplicateJSONKey(ValueError):
 
 def parse_json(text: str, path: str) -> Marked:
     """JSON with duplicate keys refused; line marks come from re-reading it as YAML (JSON is YAML 1.2)."""
+    _refuse_deep(text, path)
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateJSONKey as exc:
@@ -156,6 +242,9 @@ def parse_json(text: str, path: str) -> Marked:
         ) from None
     except json.JSONDecodeError as exc:
         raise DocumentError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    _check_plain(data, path)
     lines: dict[Loc, int] = {(): 1}
     try:
         lines = parse_yaml(text, path).lines
@@ -202,6 +291,13 @@ def format_loc(loc: Iterable[str | int]) -> str:
     return out
 
 
+def _parse_key(key: str) -> list[str | int]:
+    """The inverse of :func:`format_loc`, for looking up a line."""
+    import re
+
+    return [int(p[1:-1]) if p.startswith("[") else p for p in re.findall(r"\[\d+\]|[^.\[]+", key)]
+
+
 def validation_errors(exc: ValidationError, marked: Marked) -> list[DocumentError]:
     """One DocumentError per pydantic error, with file:line and the dotted key."""
     errors = []
@@ -220,7 +316,13 @@ def validation_errors(exc: ValidationError, marked: Marked) -> list[DocumentErro
 
 
 def validate_marked(marked: Marked, model: type[M]) -> M:
-    """Validate parsed data against ``model``; the first problem is raised with its file:line: key."""
+    """Validate parsed data against ``model``; the first problem is raised with its file:line: key. NaN and
+    infinity are refused everywhere (a ``timeout_s: NaN`` would switch a timeout off)."""
+    try:
+        _check_plain(marked.data, marked.path, finite=True)
+    except DocumentError as exc:
+        exc.line = marked.line(tuple(_parse_key(exc.key))) if exc.key else None
+        raise
     try:
         return model.model_validate(marked.data)
     except ValidationError as exc:
@@ -232,14 +334,28 @@ def validate_marked(marked: Marked, model: type[M]) -> M:
         raise first from None
 
 
-def read_document(path: str | Path, model: type[M], *, text: str | None = None) -> M:
-    """Read and validate one document. ``text`` overrides reading ``path`` (a blob from a snapshot)."""
+def read_document(
+    path: str | Path, model: type[M], *, text: str | None = None, trusted: Path | None = None
+) -> M:
+    """Read and validate one document. ``text`` overrides reading ``path`` (a blob from a snapshot).
+
+    With ``trusted`` (a directory dokimi made that ``path`` is below: a batch, a run dir) no link is followed
+    from there on, for a document an agent or a grader could have replaced. Without it a link the user made
+    is followed. Either way only a regular file of at most :data:`MAX_DOCUMENT_BYTES` is read: a FIFO, a
+    device or a huge file is a DocumentError, never a hang."""
+    from dokimi import safefs
+
     name = str(path)
     if text is None:
         try:
-            raw = Path(path).read_bytes()
+            if trusted is not None:
+                raw = safefs.read_bytes(Path(path), trusted=trusted, limit=MAX_DOCUMENT_BYTES)
+            else:
+                raw = safefs.read_plain(Path(path), limit=MAX_DOCUMENT_BYTES)
         except FileNotFoundError:
             raise DocumentError("no such file", path=name) from None
+        except safefs.UnsafePathError as exc:
+            raise DocumentError(exc.message, path=name, hint=exc.hint) from None
         except OSError as exc:
             raise DocumentError(f"cannot read: {exc.strerror}", path=name) from None
         text = decode_text(raw, name)
