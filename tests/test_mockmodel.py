@@ -238,8 +238,10 @@ def test_hello_count_tokens_and_unknown_paths(server: MockModelServer) -> None:
     status, _, payload = request(server.url, "POST", "/v1/messages/count_tokens?beta=true", messages_body())
     assert status == 200 and json.loads(payload)["input_tokens"] > 0
     status, _, payload = request(server.url, "GET", "/v1/models")
+    assert status == 200 and json.loads(payload) == {"object": "list", "data": []}
+    status, _, payload = request(server.url, "GET", "/v1/engines")
     assert status == 404 and json.loads(payload)["error"]["type"] == "not_found_error"
-    assert [r.known for r in server.requests] == [True, True, True, False]
+    assert [r.known for r in server.requests] == [True, True, True, True, False]
 
 
 @pytest.mark.parametrize("server", [[{"error": {"status": 529, "type": "overloaded_error"}}]], indirect=True)

@@ -1,6 +1,7 @@
-"""A scripted model server that speaks the Anthropic Messages API on loopback.
+"""A scripted model server on loopback that speaks the Anthropic Messages API, the OpenAI Responses and Chat
+Completions APIs and the Gemini generateContent API (streaming and not).
 
-It lets the real Claude Code CLI (and anything else that honours ``ANTHROPIC_BASE_URL``) run end to end
+It lets a real harness CLI (Claude Code, Codex, Gemini CLI, anything pointed at its base URL) run end to end
 with no model behind it: every "main loop" request is answered with the next turn of a script, every request
 body is recorded (payload capture), and side requests the harness makes on its own (title generation, quota
 checks) get a short canned answer without consuming the script.
@@ -21,7 +22,10 @@ Script format (JSON; YAML too when ruamel.yaml is importable): a list of turns, 
     {"error": {"status": 529, "type": "overloaded_error", "message": "..."}}   an HTTP error answer
 
 ``text`` may also accompany ``tool_use``/``tool_uses``/``echo_tokens`` as a preamble block. Once the script is
-exhausted every main-loop request is answered with the final text ``done``. See docs/mock-model.md.
+exhausted every main-loop request is answered with the final text ``done``. One script plays in every wire
+format: a ``tool_use`` becomes an Anthropic ``tool_use`` block, an OpenAI ``function_call`` item or
+``tool_calls`` entry, or a Gemini ``functionCall`` part, whichever API the request came in on. See
+docs/mock-model.md.
 """
 
 from __future__ import annotations
@@ -45,8 +49,12 @@ __all__ = [
     "DONE_TEXT",
     "SIDE_TEXT",
     "TOKEN_RE",
+    "api_of",
+    "asks_for_structured_output",
     "CapturedRequest",
+    "APIS",
     "MockModelServer",
+    "Route",
     "ScriptError",
     "Turn",
     "find_tokens",
@@ -69,13 +77,26 @@ CAPTURED_HEADERS = (
     "anthropic-beta",
     "anthropic-version",
     "content-type",
+    "openai-beta",
+    "originator",
     "user-agent",
     "x-app",
+    "x-goog-api-client",
     "x-stainless-lang",
     "x-stainless-package-version",
     "x-stainless-retry-count",
 )
-"""Request headers kept in the capture. Credentials (x-api-key, authorization) are never recorded."""
+"""Request headers kept in the capture. Credentials (x-api-key, authorization, x-goog-api-key) are never
+recorded."""
+
+ANTHROPIC = "anthropic"
+RESPONSES = "openai-responses"
+CHAT = "openai-chat"
+GEMINI = "gemini"
+APIS = (ANTHROPIC, RESPONSES, CHAT, GEMINI)
+"""The wire formats the server speaks; a request's path decides which one answers it (:func:`api_of`)."""
+
+_GEMINI_ROUTE = re.compile(r"^(?:/[^/]+)*/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 
 TURN_KINDS = ("text", "final", "tool_use", "tool_uses", "echo_tokens", "error")
 
@@ -252,8 +273,77 @@ on Anthropic's Claude Agent SDK."; its interactive prompt starts "You are Claude
 neither."""
 
 
-def is_main_loop_request(body: Any, *, main_model: str | None = None) -> bool:
-    """Whether a /v1/messages request is a turn of the agent's main loop (and so plays the next script turn).
+@dataclass(frozen=True)
+class Route:
+    """Which API a request speaks, what it asks for, and whether the answer streams by its path."""
+
+    api: str
+    action: str
+    """``generate`` (a model turn), ``count`` (token counting) or ``models`` (a model listing)."""
+    model: str | None = None
+    """The model named in the path (Gemini), else None (it is in the body)."""
+    stream: bool | None = None
+    """Streaming decided by the path (Gemini ``:streamGenerateContent``), else None (body ``stream``)."""
+
+
+def api_of(method: str, route: str) -> Route | None:
+    """The API of a request by method and path (query removed, no trailing slash), or None when unknown.
+
+    Anthropic ``POST .../messages``; OpenAI ``POST .../responses`` and ``POST .../chat/completions`` under any
+    base path (``/v1``, none, a gateway's prefix), ``GET .../models``; Gemini
+    ``POST .../models/M:generateContent|streamGenerateContent|countTokens``.
+    """
+    if method == "POST":
+        gemini = _GEMINI_ROUTE.match(route)
+        if gemini is not None:
+            verb = gemini.group("method")
+            if verb in ("generateContent", "streamGenerateContent"):
+                return Route(GEMINI, "generate", gemini.group("model"), verb == "streamGenerateContent")
+            if verb == "countTokens":
+                return Route(GEMINI, "count", gemini.group("model"))
+            return None
+        if route.endswith("/messages/count_tokens"):
+            return Route(ANTHROPIC, "count")
+        if route.endswith("/messages"):
+            return Route(ANTHROPIC, "generate")
+        if route.endswith("/chat/completions"):
+            return Route(CHAT, "generate")
+        if route.endswith("/responses"):
+            return Route(RESPONSES, "generate")
+    if method in ("GET", "HEAD") and (route.endswith("/models") or route == "/models"):
+        return Route(RESPONSES, "models")
+    return None
+
+
+def asks_for_structured_output(api: str, body: Mapping[str, Any]) -> bool:
+    """Whether an OpenAI or Gemini request asks for a JSON (schema) answer: a harness's own side question
+    (Gemini CLI's next-speaker check, a router's classification), never an agent-loop turn."""
+    if api == RESPONSES:
+        text = body.get("text")
+        fmt = text.get("format") if isinstance(text, Mapping) else None
+        return isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object")
+    if api == CHAT:
+        fmt = body.get("response_format")
+        return isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object")
+    if api == GEMINI:
+        config = body.get("generationConfig")
+        if not isinstance(config, Mapping):
+            return False
+        return config.get("responseMimeType") == "application/json" or bool(
+            config.get("responseSchema") or config.get("responseJsonSchema")
+        )
+    return False
+
+
+def is_main_loop_request(
+    body: Any, *, main_model: str | None = None, api: str = ANTHROPIC, model: str | None = None
+) -> bool:
+    """Whether a model request is a turn of the agent's main loop (and so plays the next script turn).
+
+    For the OpenAI and Gemini APIs (``api``), first match wins: a request for another model than
+    ``main_model`` (the body's ``model``, or ``model`` from a Gemini path) is a side request; a request that
+    asks for a structured JSON answer (:func:`asks_for_structured_output`) is a side request; anything else is
+    a main-loop turn. For Anthropic Messages:
 
     The rule, first match wins:
       1. a request asking for at most 1 output token (a quota or reachability check) is a side request;
@@ -266,6 +356,11 @@ def is_main_loop_request(body: Any, *, main_model: str | None = None) -> bool:
     """
     if not isinstance(body, Mapping):
         return False
+    if api != ANTHROPIC:
+        asked = model if model is not None else body.get("model")
+        if main_model is not None and asked != main_model:
+            return False
+        return not asks_for_structured_output(api, body)
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, int) and max_tokens <= 1:
         return False
@@ -364,6 +459,209 @@ class _Reply:
             },
         )
         yield "message_stop", {"type": "message_stop"}
+
+    # --- OpenAI Responses ---------------------------------------------------------------------------------
+
+    def responses_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for block in self.blocks:
+            if block["type"] == "text":
+                items.append(
+                    {
+                        "type": "message",
+                        "id": f"msg_{block.get('id', 'mock')}",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "id": f"fc_{block['id']}",
+                        "call_id": f"call_{block['id']}",
+                        "name": block["name"],
+                        "arguments": json.dumps(block["input"]),
+                        "status": "completed",
+                    }
+                )
+        return items
+
+    def responses_usage(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.usage["input_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": self.usage["output_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.usage["input_tokens"] + self.usage["output_tokens"],
+        }
+
+    def response(self, resp_id: str, model: str, *, status: str = "completed") -> dict[str, Any]:
+        done = status == "completed"
+        return {
+            "id": resp_id,
+            "object": "response",
+            "created_at": 0,
+            "status": status,
+            "model": model,
+            "output": self.responses_items() if done else [],
+            "usage": self.responses_usage() if done else None,
+            "error": None,
+            "incomplete_details": None,
+        }
+
+    def responses_sse(self, resp_id: str, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        seq = itertools.count()
+        yield (
+            "response.created",
+            {
+                "type": "response.created",
+                "sequence_number": next(seq),
+                "response": self.response(resp_id, model, status="in_progress"),
+            },
+        )
+        for index, item in enumerate(self.responses_items()):
+            added = dict(item, status="in_progress")
+            if item["type"] == "message":
+                added["content"] = []
+            else:
+                added["arguments"] = ""
+            yield (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": added,
+                },
+            )
+            if item["type"] == "message":
+                text = item["content"][0]["text"]
+                common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+                yield (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "sequence_number": next(seq),
+                        **common,
+                        "delta": text,
+                    },
+                )
+                yield (
+                    "response.output_text.done",
+                    {
+                        "type": "response.output_text.done",
+                        "sequence_number": next(seq),
+                        **common,
+                        "text": text,
+                    },
+                )
+            else:
+                yield (
+                    "response.function_call_arguments.done",
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "sequence_number": next(seq),
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "arguments": item["arguments"],
+                    },
+                )
+            yield (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": item,
+                },
+            )
+        yield (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "sequence_number": next(seq),
+                "response": self.response(resp_id, model),
+            },
+        )
+
+    # --- OpenAI Chat Completions ---------------------------------------------------------------------------
+
+    def chat_message(self) -> tuple[dict[str, Any], str]:
+        text = "".join(b["text"] for b in self.blocks if b["type"] == "text")
+        calls = [
+            {
+                "id": f"call_{b['id']}",
+                "type": "function",
+                "function": {"name": b["name"], "arguments": json.dumps(b["input"])},
+            }
+            for b in self.blocks
+            if b["type"] == "tool_use"
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        return message, "tool_calls" if calls else "stop"
+
+    def chat_usage(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.usage["input_tokens"],
+            "completion_tokens": self.usage["output_tokens"],
+            "total_tokens": self.usage["input_tokens"] + self.usage["output_tokens"],
+        }
+
+    def chat_completion(self, chat_id: str, model: str) -> dict[str, Any]:
+        message, finish = self.chat_message()
+        return {
+            "id": chat_id,
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": self.chat_usage(),
+        }
+
+    def chat_chunks(self, chat_id: str, model: str) -> Iterator[dict[str, Any]]:
+        message, finish = self.chat_message()
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {
+                "id": chat_id,
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+            }
+
+        yield chunk({"role": "assistant", "content": ""})
+        if message["content"]:
+            yield chunk({"content": message["content"]})
+        for i, call in enumerate(message.get("tool_calls", [])):
+            yield chunk({"tool_calls": [{"index": i, **call}]})
+        yield chunk({}, finish)
+        yield {**chunk({}), "choices": [], "usage": self.chat_usage()}
+
+    # --- Gemini generateContent ----------------------------------------------------------------------------
+
+    def gemini_response(self, model: str) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for block in self.blocks:
+            if block["type"] == "text":
+                parts.append({"text": block["text"]})
+            else:
+                parts.append({"functionCall": {"name": block["name"], "args": block["input"]}})
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": self.usage["input_tokens"],
+                "candidatesTokenCount": self.usage["output_tokens"],
+                "totalTokenCount": self.usage["input_tokens"] + self.usage["output_tokens"],
+            },
+            "modelVersion": model,
+        }
 
 
 def _text_reply(text: str, raw: bytes) -> _Reply:
@@ -479,10 +777,8 @@ class MockModelServer:
             self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
             self._capture_file.flush()
 
-    def _handle(
-        self, method: str, path: str, headers: Mapping[str, str], raw: bytes
-    ) -> tuple[int, Any, bool]:
-        """Answer one request: (status, payload, stream); payload is a _Reply for messages, else JSON."""
+    def _handle(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> _Answer:
+        """Answer one request (called from handler threads)."""
         try:
             body: Any = json.loads(raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -491,40 +787,55 @@ class MockModelServer:
         kept = {k: v for k, v in ((h, headers.get(h)) for h in CAPTURED_HEADERS) if v is not None}
         with self._lock:
             req = CapturedRequest(len(self._requests), method, path, kept, raw, body)
-            status, payload, stream = self._route(req, route, body, raw)
+            answer = self._route(req, route, body, raw)
             self._record(req)
-        return status, payload, stream
+        return answer
 
-    def _route(self, req: CapturedRequest, route: str, body: Any, raw: bytes) -> tuple[int, Any, bool]:
+    def _route(self, req: CapturedRequest, route: str, body: Any, raw: bytes) -> _Answer:
         if route == "/api/hello" and req.method in ("GET", "HEAD"):
-            return 200, {"message": "hello"}, False
-        if route == "/v1/messages/count_tokens" and req.method == "POST":
-            return 200, {"input_tokens": max(1, len(raw) // 4)}, False
-        if route == "/v1/messages" and req.method == "POST":
-            if not isinstance(body, Mapping):
-                return 400, _error_body("invalid_request_error", "request body must be a JSON object"), False
-            stream = bool(body.get("stream"))
-            if not is_main_loop_request(body, main_model=self.main_model):
-                return 200, _text_reply(SIDE_TEXT, raw), stream
-            req.main_loop = True
-            if self._next_turn >= len(self._turns):
-                return 200, _text_reply(DONE_TEXT, raw), stream
-            req.turn = self._next_turn
-            turn = self._turns[self._next_turn]
-            self._next_turn += 1
-            return self._play(turn, raw, stream)
-        req.known = False
-        return (
-            404,
-            _error_body("not_found_error", f"the mock model server does not serve {req.method} {route}"),
-            False,
-        )
+            return _Answer(200, {"message": "hello"})
+        found = api_of(req.method, route)
+        if found is None:
+            req.known = False
+            return _Answer(
+                404,
+                _error_body(
+                    ANTHROPIC,
+                    404,
+                    "not_found_error",
+                    f"the mock model server does not serve {req.method} {route}",
+                ),
+            )
+        if found.action == "models":
+            return _Answer(200, {"object": "list", "data": []})
+        if found.action == "count":
+            count = max(1, len(raw) // 4)
+            return _Answer(200, {"totalTokens": count} if found.api == GEMINI else {"input_tokens": count})
+        if not isinstance(body, Mapping):
+            return _Answer(
+                400,
+                _error_body(found.api, 400, "invalid_request_error", "request body must be a JSON object"),
+            )
+        stream = found.stream if found.stream is not None else bool(body.get("stream"))
+        model = found.model or str(body.get("model") or "mock-model")
+        if not is_main_loop_request(body, main_model=self.main_model, api=found.api, model=found.model):
+            side = "{}" if asks_for_structured_output(found.api, body) else SIDE_TEXT
+            return _Answer(200, _text_reply(side, raw), stream, found.api, model)
+        req.main_loop = True
+        if self._next_turn >= len(self._turns):
+            return _Answer(200, _text_reply(DONE_TEXT, raw), stream, found.api, model)
+        req.turn = self._next_turn
+        turn = self._turns[self._next_turn]
+        self._next_turn += 1
+        return self._play(turn, raw, stream, found.api, model)
 
-    def _play(self, turn: Turn, raw: bytes, stream: bool) -> tuple[int, Any, bool]:
+    def _play(self, turn: Turn, raw: bytes, stream: bool, api: str, model: str) -> _Answer:
         if turn.error is not None:
             status = int(turn.error.get("status", 500))
             kind = str(turn.error.get("type", "api_error"))
-            return status, _error_body(kind, str(turn.error.get("message", "scripted error"))), False
+            return _Answer(
+                status, _error_body(api, status, kind, str(turn.error.get("message", "scripted error")))
+            )
         blocks: list[dict[str, Any]] = []
         out_text = ""
         if turn.echo_tokens:
@@ -539,14 +850,65 @@ class MockModelServer:
             tool_id = f"toolu_mock{next(self._ids):08d}"
             blocks.append({"type": "tool_use", "id": tool_id, "name": call.name, "input": dict(call.input)})
             out_text += json.dumps(dict(call.input))
-        return 200, _Reply(blocks, turn.stop_reason, _usage(raw, out_text)), stream
+        return _Answer(200, _Reply(blocks, turn.stop_reason, _usage(raw, out_text)), stream, api, model)
 
     def _next_message_id(self) -> str:
         return f"msg_mock{next(self._ids):08d}"
 
 
-def _error_body(kind: str, message: str) -> dict[str, Any]:
+@dataclass
+class _Answer:
+    """What the handler sends: a status and a JSON body, or a _Reply rendered in ``api``'s wire format."""
+
+    status: int
+    payload: Any
+    stream: bool = False
+    api: str = ANTHROPIC
+    model: str = "mock-model"
+
+
+_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+
+
+def _error_body(api: str, status: int, kind: str, message: str) -> dict[str, Any]:
+    """An error body in the shape each API uses."""
+    if api == GEMINI:
+        return {"error": {"code": status, "message": message, "status": _GEMINI_STATUS.get(status, kind)}}
+    if api in (RESPONSES, CHAT):
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _render(reply: _Reply, api: str, msg_id: str, model: str) -> dict[str, Any]:
+    """A whole (non-streamed) answer in ``api``'s wire format."""
+    if api == RESPONSES:
+        return reply.response(msg_id.replace("msg_", "resp_"), model)
+    if api == CHAT:
+        return reply.chat_completion(msg_id.replace("msg_", "chatcmpl-"), model)
+    if api == GEMINI:
+        return reply.gemini_response(model)
+    return reply.message(msg_id, model)
+
+
+def _sse_frames(reply: _Reply, api: str, msg_id: str, model: str) -> Iterator[bytes]:
+    """A streamed answer as server-sent-event frames in ``api``'s wire format: named events for Anthropic and
+    Responses, ``data:`` chunks ended by ``data: [DONE]`` for Chat Completions, one ``data:`` chunk for Gemini
+    (``alt=sse``)."""
+    if api == CHAT:
+        for chunk in reply.chat_chunks(msg_id.replace("msg_", "chatcmpl-"), model):
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+        return
+    if api == GEMINI:
+        yield f"data: {json.dumps(reply.gemini_response(model))}\r\n\r\n".encode()
+        return
+    events = (
+        reply.responses_sse(msg_id.replace("msg_", "resp_"), model)
+        if api == RESPONSES
+        else reply.sse_events(msg_id, model)
+    )
+    for name, data in events:
+        yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def _make_handler(server: MockModelServer) -> type[BaseHTTPRequestHandler]:
@@ -561,36 +923,32 @@ def _make_handler(server: MockModelServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length > 0 else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, stream = server._handle(self.command, self.path, headers, raw)
+            answer = server._handle(self.command, self.path, headers, raw)
+            payload = answer.payload
             if isinstance(payload, _Reply):
-                model = "mock-model"
-                try:
-                    model = str(json.loads(raw).get("model") or model)
-                except (ValueError, AttributeError):
-                    pass
                 msg_id = server._next_message_id()
-                if stream:
-                    self._send_sse(payload.sse_events(msg_id, model))
+                if answer.stream:
+                    self._send_stream(payload, answer.api, msg_id, answer.model)
                     return
-                payload = payload.message(msg_id, model)
+                payload = _render(payload, answer.api, msg_id, answer.model)
             data = json.dumps(payload).encode()
-            self.send_response(status)
+            self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("request-id", f"req_mock{status}")
+            self.send_header("request-id", f"req_mock{answer.status}")
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def _send_sse(self, events: Iterator[tuple[str, dict[str, Any]]]) -> None:
+        def _send_stream(self, reply: _Reply, api: str, msg_id: str, model: str) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            for name, data in events:
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            for frame in _sse_frames(reply, api, msg_id, model):
+                self.wfile.write(frame)
             self.wfile.flush()
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
