@@ -160,6 +160,38 @@ def test_an_unknown_manifest_key_names_its_line(repo: Repo) -> None:
     assert "unknown key" in finding.message
 
 
+def test_a_misspelled_manifest_key_suggests_the_key_it_resembles(repo: Repo) -> None:
+    repo.add_eval(MANIFEST.replace("  dockerfile:", "  dockerfle:"))
+    findings = only(run(repo), "manifest_schema")
+    typo = next(f for f in findings if f.key == "image.dockerfle")
+    assert (typo.line, typo.message, typo.fix) == (8, "unknown key", "did you mean 'dockerfile'?")
+
+
+def test_an_unknown_manifest_key_far_from_any_lists_the_allowed_keys(repo: Repo) -> None:
+    repo.add_eval(MANIFEST.replace("  network: none", "  network: none\n  zzz: 1"))
+    finding = one(run(repo), "manifest_schema")
+    assert finding.key == "image.zzz"
+    assert finding.fix == "the keys allowed here: caches, dockerfile, env, network"
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("gates", "gate"), ("setup_pathces", "setup_patches"), ("Prompt", "prompt"), ("max_turn", "max_turns")],
+)
+def test_a_task_key_spelled_like_a_framework_key_is_an_error(repo: Repo, typo: str, meant: str) -> None:
+    task = repo.task("t1", **{typo: ["x"]})
+    repo.add_eval(tasks={"t1": task})
+    report = run(repo)
+    finding = next(f for f in report.errors if f.key == typo)
+    assert finding.line == task_line(task, typo)
+    assert finding.fix == f"did you mean {meant!r}?"
+
+
+def test_grader_keys_unlike_any_framework_key_pass_through(repo: Repo) -> None:
+    repo.add_eval(tasks={"t1": repo.task("t1", gold="gold.json", hidden_files=["a.py"], mutant="m.patch")})
+    assert run(repo).valid
+
+
 def test_eval_dir_without_entry_points_is_refused(repo: Repo) -> None:
     text = MANIFEST.split("entry_points:")[0] + "tasks: .agent-eval/tasks\n"
     repo.add_eval(text)

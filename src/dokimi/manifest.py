@@ -25,7 +25,7 @@ from dokimi.errors import DocumentError, DokimiError, ManifestError, SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.schemas._base import Marked, decode_text, parse_json, parse_yaml, validation_errors
 from dokimi.schemas.manifest import RepoManifest
-from dokimi.schemas.task import Task
+from dokimi.schemas.task import Task, misspelled_task_keys
 from dokimi.source.snapshot import Snapshot, normalize
 
 DEFAULT_MANIFEST_PATH = f"{DEFAULT_EVAL_DIR}/{DEFAULT_MANIFEST_NAME}"
@@ -132,7 +132,7 @@ def manifest_model_errors(marked: Marked) -> tuple[RepoManifest | None, list[Doc
     try:
         return RepoManifest.model_validate(marked.data), []
     except ValidationError as exc:
-        return None, validation_errors(exc, marked)
+        return None, validation_errors(exc, marked, RepoManifest)
 
 
 def load_manifest(
@@ -258,10 +258,23 @@ def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> Loaded
     if not isinstance(marked.data, dict):
         error = DocumentError("task.json must be a JSON object", path=path, line=1)
         return LoadedTask(task_id, directory, path, None, marked, [error])
+    misspelled: list[DokimiError] = [
+        DocumentError(
+            "unknown key (it looks like a misspelled framework key, which would otherwise be ignored)",
+            path=path,
+            line=marked.line((key,)),
+            key=key,
+            hint=f"did you mean {close!r}?",
+        )
+        for key, close in misspelled_task_keys(marked.data)
+    ]
     try:
         task = Task.model_validate(marked.data)
     except ValidationError as exc:
-        return LoadedTask(task_id, directory, path, None, marked, list(validation_errors(exc, marked)))
+        errors = misspelled + list(validation_errors(exc, marked, Task))
+        return LoadedTask(task_id, directory, path, None, marked, errors)
+    if misspelled:
+        return LoadedTask(task_id, directory, path, None, marked, misspelled)
     return LoadedTask(task_id, directory, path, task, marked, [])
 
 

@@ -252,7 +252,8 @@ def check_manifest_schema(ctx: Context) -> Iterator[Finding]:
             file=ctx.manifest_path,
             line=err.line,
             key=err.key,
-            fix="see docs/validate.md or `dokimi schema repo_manifest.v1` for the keys and their types",
+            fix=err.hint
+            or "see docs/validate.md or `dokimi schema repo_manifest.v1` for the keys and their types",
         )
 
 
@@ -1059,6 +1060,7 @@ def check_task_schema(ctx: Context) -> Iterator[Finding]:
                 line=err.line,
                 task=lt.id,
                 key=err.key,
+                fix=err.hint,
             )
 
 

@@ -10,9 +10,11 @@ caller decides whether a failure is an error or a finding.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import tempfile
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,19 +300,76 @@ def _parse_key(key: str) -> list[str | int]:
     return [int(p[1:-1]) if p.startswith("[") else p for p in re.findall(r"\[\d+\]|[^.\[]+", key)]
 
 
-def validation_errors(exc: ValidationError, marked: Marked) -> list[DocumentError]:
-    """One DocumentError per pydantic error, with file:line and the dotted key."""
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The document models an annotation can hold (through Optional, list, dict and unions)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
+
+
+def keys_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """The keys ``model`` accepts in the mapping at ``loc`` (as written in the file: aliases, not attribute
+    names); empty when ``loc`` does not lead to a document model."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nested: list[type[BaseModel]] = []
+        for current in models:
+            for name, info in current.model_fields.items():
+                if part in (name, info.alias):
+                    nested += _models_in(info.annotation)
+        if not nested:
+            return []
+        models = nested
+    keys: dict[str, None] = {}
+    for current in models:
+        for name, info in current.model_fields.items():
+            keys[info.alias or name] = None
+    return list(keys)
+
+
+def did_you_mean(key: str, known: Sequence[str], *, cutoff: float = 0.6) -> str | None:
+    """The known key ``key`` is most likely a misspelling of, or None (case is ignored)."""
+    lowered = {k.lower(): k for k in known}
+    match = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=cutoff)
+    return lowered[match[0]] if match else None
+
+
+def unknown_key_hint(key: str, known: Sequence[str]) -> str:
+    """``did you mean 'gate'?`` when one known key is close, else the list of the keys allowed there."""
+    close = did_you_mean(key, known)
+    if close is not None:
+        return f"did you mean {close!r}?"
+    if known:
+        return "the keys allowed here: " + ", ".join(sorted(known))
+    return "remove it"
+
+
+def validation_errors(
+    exc: ValidationError, marked: Marked, model: type[BaseModel] | None = None
+) -> list[DocumentError]:
+    """One DocumentError per pydantic error, with file:line and the dotted key. With ``model``, an unknown
+    key gets a "did you mean" hint naming the closest key the document allows at that place."""
     errors = []
     for err in exc.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if isinstance(p, (str, int)))
         # pydantic adds the tag of tagged unions / function validators to loc; keep only real keys for lines
         message = err["msg"]
+        hint = None
         if err["type"] == "extra_forbidden":
             message = "unknown key"
+            if model is not None and loc and isinstance(loc[-1], str):
+                hint = unknown_key_hint(loc[-1], keys_at(model, loc[:-1]))
         elif err["type"] == "missing":
             message = "required key is missing"
         errors.append(
-            DocumentError(message, path=marked.path, line=marked.line(loc), key=format_loc(loc) or None)
+            DocumentError(
+                message, path=marked.path, line=marked.line(loc), key=format_loc(loc) or None, hint=hint
+            )
         )
     return errors
 
@@ -326,10 +385,13 @@ def validate_marked(marked: Marked, model: type[M]) -> M:
     try:
         return model.model_validate(marked.data)
     except ValidationError as exc:
-        errors = validation_errors(exc, marked)
+        # a misspelled key usually explains the "missing" error beside it, so unknown keys come first
+        errors = sorted(validation_errors(exc, marked, model), key=lambda e: e.message != "unknown key")
         first = errors[0]
         if len(errors) > 1:
-            more = "; ".join(f"{e.key or '(top)'}: {e.message}" for e in errors[1:4])
+            more = "; ".join(
+                f"{e.key or '(top)'}: {e.message}" + (f", {e.hint}" if e.hint else "") for e in errors[1:4]
+            )
             first.message += f" (and {len(errors) - 1} more: {more})"
         raise first from None
 

@@ -17,11 +17,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from dokimi.schemas._base import Document, OpenDocument
+from dokimi.schemas._base import Document, OpenDocument, did_you_mean
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
 REQUIRED_KEYS = ("id", "family", "base", "prompt", "grader")
+
+#: The keys the built-in graders (``builtin:pytest``, ``builtin:command``) read from task.json: the patch that
+#: restores the hidden tests, the reference solution, and the test ids that must pass.
+BUILTIN_GRADER_KEYS = ("test_patch", "oracle_patch", "fail_to_pass", "pass_to_pass")
+
+#: How close (difflib ratio) an unknown key must be to a framework key to be taken for its misspelling.
+MISSPELLING_CUTOFF = 0.75
 
 BaseForm = Literal["full", "short", "invalid"]
 Mode = Literal["interactive", "autonomous", "review"]
@@ -197,3 +204,23 @@ class Task(OpenDocument):
     def at_parent(self) -> bool:
         """Whether ``base`` names the parent (``sha^``) of the SHA."""
         return split_base(self.base)[1]
+
+
+def framework_task_keys() -> list[str]:
+    """Every task.json key the framework reads (the synonym ``setup_patch`` included)."""
+    return [info.alias or name for name, info in Task.model_fields.items()] + ["setup_patch"]
+
+
+def misspelled_task_keys(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(key, framework key)`` for each key of a task.json that is not a framework key but spells like one
+    (``gates``, ``setup_pathces``, ``Prompt``): such a key would otherwise reach the grader unread while the
+    framework silently uses the default (no gate, no setup patch). Other unknown keys belong to the grader."""
+    known = framework_task_keys()
+    found = []
+    for key in data:
+        if key in known or not isinstance(key, str):
+            continue
+        close = did_you_mean(key, known, cutoff=MISSPELLING_CUTOFF)
+        if close is not None:
+            found.append((key, close))
+    return found
