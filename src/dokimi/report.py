@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from dokimi import stats
+from dokimi.arms import arm_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
 from dokimi.errors import UsageError
 from dokimi.schemas.report import (
@@ -315,6 +316,7 @@ def build_report(
         missing_cells=[CellProblem(cell=c.rel) for c in batch.missing()],
         invalid_cells=[CellProblem(cell=c.rel, error=c.error) for c in batch.invalid()],
         warnings=sorted(warnings, key=lambda w: (w.code, w.message)),
+        guidance=arm_guidance(batch),
     )
 
 

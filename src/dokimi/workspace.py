@@ -8,12 +8,19 @@
 3. :func:`init_and_commit`: a fresh repository with one commit, so no fix can leak through history.
 4. :func:`apply_setup_patches`: ``git apply`` of each setup patch (an injected bug, for example).
 5. :func:`apply_arm`: ``guidance:none`` deletes every file the guidance globs match, ``guidance:raw`` keeps
-   them, ``guidance:bridge`` writes the profile's bridge file next to every matched file of the bridged name.
+   them, ``guidance:bridge`` writes the profile's bridge file next to every matched file of the bridged name;
+   ``guidance:tree``, ``guidance:at=REV`` and ``guidance:generated`` replace the base's matched files with a
+   :class:`GuidanceOverlay` (the guidance files of the eval tree, of another revision, or the ones the
+   harness's own generator wrote), see :func:`overlay_guidance`.
 6. :func:`amend_commit`: the commit of step 3 is amended to hold steps 4 and 5.
 7. :func:`apply_review_patch`: ``git am`` of the review patch, then its author is reset to a neutral one.
 8. :func:`expire_reflog_and_prune`: the commits that steps 6 and 7 replaced (unpatched code, removed guidance,
    the upstream author) become unreachable; the reflog is expired and loose unreachable objects are pruned. No
    git command of the preparation runs ``gc --auto`` (``gc.auto=0``), which could pack them out of reach.
+
+What the agent starts with. :func:`guidance_at_start` lists, after step 8, every file of the start commit that
+the guidance globs or the harness's own guidance names match, with its git blob SHA: meta.json records it, so
+a reader sees what an arm really put in front of the agent (a guidance:tree blob equals the eval tree's).
 
 No conversion. ``.git/info/attributes`` turns off every conversion attribute (:data:`PREP_ATTRIBUTES`) for
 the preparation and is left in place, so the agent starts from a clean ``git status`` and a diff from
@@ -49,11 +56,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARMS",
+    "ARM_AT_PREFIX",
     "ARM_BRIDGE",
+    "ARM_GENERATED",
     "ARM_NONE",
     "ARM_RAW",
+    "ARM_TREE",
     "ArmResult",
     "BridgeSpec",
+    "GuidanceFile",
+    "GuidanceOverlay",
+    "OVERLAY_ARMS",
+    "arm_kind",
+    "arm_revision",
+    "blob_sha",
+    "check_arm",
+    "guidance_at_start",
+    "guidance_patterns",
+    "overlay_from_snapshot",
+    "overlay_guidance",
     "PreparedWorkspace",
     "amend_commit",
     "apply_arm",
@@ -73,7 +94,16 @@ __all__ = [
 ARM_NONE = "guidance:none"
 ARM_RAW = "guidance:raw"
 ARM_BRIDGE = "guidance:bridge"
-ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE)
+ARM_TREE = "guidance:tree"
+"""The eval tree's guidance files (what the globs match there, today's AGENTS.md) onto every base."""
+ARM_AT_PREFIX = "guidance:at="
+"""``guidance:at=REV``: the guidance files of revision REV onto every base (two drafts, two arms)."""
+ARM_GENERATED = "guidance:generated"
+"""The files the harness's own generator (Claude Code's /init) wrote at the base, per (task, model)."""
+ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE, ARM_TREE, ARM_GENERATED)
+"""The arms with a fixed name; ``guidance:at=REV`` is the one family with a parameter."""
+OVERLAY_ARMS = ("tree", "at", "generated")
+"""Arm kinds that replace the base's guidance with a :class:`GuidanceOverlay`."""
 
 NEUTRAL_NAME = "dokimi"
 NEUTRAL_EMAIL = "dokimi@dokimi.invalid"
@@ -123,11 +153,41 @@ class BridgeSpec:
 class ArmResult:
     arm: str
     removed: tuple[str, ...] = ()
-    """Files guidance:none deleted (repository paths)."""
+    """Files guidance:none (and every overlay arm) deleted (repository paths)."""
     bridged: tuple[str, ...] = ()
     """Bridge files guidance:bridge wrote."""
     kept_existing: tuple[str, ...] = ()
     """Bridge files not written because a file of that name was already there (it is kept as it is)."""
+    written: tuple[str, ...] = ()
+    """Guidance files an overlay arm wrote."""
+    refused: tuple[tuple[str, str], ...] = ()
+    """Overlay files not written, with the reason (a parent that is a file or a symlink at this base)."""
+
+
+@dataclass(frozen=True)
+class GuidanceFile:
+    """One guidance file an overlay arm writes: its repository path, git mode and bytes (a link's target)."""
+
+    path: str
+    mode: str
+    """``100644``, ``100755`` or ``120000`` (a symlink, whose ``data`` is the link text)."""
+    data: bytes
+
+    @property
+    def sha(self) -> str:
+        """The git blob SHA of ``data``: what meta.json records."""
+        return blob_sha(self.data)
+
+
+@dataclass(frozen=True)
+class GuidanceOverlay:
+    """The guidance files an overlay arm puts onto every base, and where they come from."""
+
+    origin: str
+    """``tree``, ``at`` or ``generated``."""
+    rev: str | None
+    """The commit they were read from (full SHA); None for a working tree or generated files."""
+    files: tuple[GuidanceFile, ...]
 
 
 @dataclass(frozen=True)
@@ -147,6 +207,10 @@ class PreparedWorkspace:
     start_sha: str
     """The workspace HEAD after step 7: the commit the agent starts from."""
     arm_result: ArmResult = field(default_factory=lambda: ArmResult(ARM_RAW))
+    guidance: tuple[tuple[str, str, str], ...] = ()
+    """(path, mode, blob SHA) of every guidance file in the start commit (:func:`guidance_at_start`)."""
+    guidance_source: str | None = None
+    """Where an overlay arm's files came from: ``tree <sha>``, ``at <sha>``, ``generated``; None otherwise."""
 
     @property
     def patches(self) -> dict[str, str]:
@@ -162,6 +226,8 @@ class PreparedWorkspace:
             "arm": self.arm,
             "patches": [{"path": path, "sha": sha, "kind": kind} for path, sha, kind in self.applied],
             "start_sha": self.start_sha,
+            "guidance_files": [{"path": p, "mode": m, "sha": sha} for p, m, sha in self.guidance],
+            "guidance_source": self.guidance_source,
         }
 
 
@@ -202,6 +268,95 @@ def _list_files(dest: Path) -> list[str]:
     out = _ws_git(dest, ["ls-files", "-z", "--cached", "--others"], what="git ls-files")
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
     return [p for p in paths if os.path.lexists(dest / p)]
+
+
+# --- arms ---------------------------------------------------------------------------------------------------
+
+
+def arm_kind(arm: str) -> str:
+    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated``; UsageError for any other arm."""
+    if arm in ARMS:
+        return arm.split(":", 1)[1]
+    if arm.startswith(ARM_AT_PREFIX) and arm_revision(arm):
+        return "at"
+    raise UsageError(
+        f"unknown arm {arm!r}",
+        hint=f"use one of: {', '.join(ARMS)}, {ARM_AT_PREFIX}REV (REV: a commit, branch or tag)",
+    )
+
+
+def check_arm(arm: str) -> str:
+    """The arm as given when it is one dokimi can build; UsageError otherwise."""
+    arm_kind(arm)
+    return arm
+
+
+def arm_revision(arm: str) -> str:
+    """REV of ``guidance:at=REV`` (empty for any other arm)."""
+    return arm[len(ARM_AT_PREFIX) :].strip() if arm.startswith(ARM_AT_PREFIX) else ""
+
+
+def blob_sha(data: bytes) -> str:
+    """The git blob SHA (SHA-1 object name) of ``data``, as ``git hash-object`` gives it."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def guidance_patterns(guidance_globs: Sequence[str], harness_names: Sequence[str] = ()) -> list[str]:
+    """The manifest's guidance globs plus ``**/<name>`` for every file name the harness loads by itself
+    (CLAUDE.md, GEMINI.md): what :func:`guidance_at_start` reports and a generator's output is kept by."""
+    patterns = list(guidance_globs)
+    for name in harness_names:
+        pattern = f"**/{name}"
+        if pattern not in patterns:
+            patterns.append(pattern)
+    return patterns
+
+
+def _in_dir(path: str, directory: str) -> bool:
+    directory = directory.strip("/")
+    return bool(directory) and (path == directory or path.startswith(directory + "/"))
+
+
+def overlay_from_snapshot(
+    snapshot: Snapshot, guidance_globs: Sequence[str], *, origin: str, eval_dir: str = ""
+) -> GuidanceOverlay:
+    """The files ``guidance_globs`` match in ``snapshot`` (outside ``eval_dir``, which no workspace has),
+    read in one batch: the overlay of guidance:tree (the eval tree) or guidance:at=REV (that revision)."""
+    matched = sorted(
+        {
+            path
+            for pattern in guidance_globs
+            for path in globs.filter_paths(pattern, snapshot.entries)
+            if not _in_dir(path, eval_dir) and snapshot.entries[path].mode in ("100644", "100755", "120000")
+        }
+    )
+    for path in matched:
+        _check_tree_path(path)
+    data: dict[str, bytes] = {}
+    if snapshot.rev is None:
+        assert snapshot.work_tree is not None
+        for path in matched:
+            source = snapshot.work_tree / path
+            if snapshot.entries[path].mode == "120000":
+                data[path] = os.fsencode(os.readlink(source))
+            else:
+                data[path] = source.read_bytes()
+    else:
+        oids = {path: snapshot.entries[path].oid for path in matched}
+        blobs = snapshot.read_oids([oid for oid in oids.values() if oid])
+        for path, oid in oids.items():
+            content = blobs.get(oid) if oid else None
+            if content is None:
+                raise WorkspaceError(
+                    f"{snapshot.label}: {path}: blob {oid} is missing from the repository",
+                    hint="fetch the missing objects (a blob-less clone needs its remote)",
+                )
+            data[path] = content
+    files = tuple(GuidanceFile(path, snapshot.entries[path].mode, data[path]) for path in matched)
+    return GuidanceOverlay(origin, snapshot.rev, files)
 
 
 # --- base ---------------------------------------------------------------------------------------------------
@@ -446,7 +601,12 @@ def bridge_of(profile: Any) -> BridgeSpec | None:
 
 
 def apply_arm(
-    dest: Path, arm: str, guidance_globs: Sequence[str], *, bridge: BridgeSpec | None = None
+    dest: Path,
+    arm: str,
+    guidance_globs: Sequence[str],
+    *,
+    bridge: BridgeSpec | None = None,
+    overlay: GuidanceOverlay | None = None,
 ) -> ArmResult:
     """Step 5: the guidance arm, from the manifest's globs evaluated on the workspace's files.
 
@@ -454,23 +614,34 @@ def apply_arm(
     - ``guidance:raw`` keeps them;
     - ``guidance:bridge`` writes ``bridge.write`` with ``bridge.content`` next to every matched file named
       ``bridge.for_``, at any depth. An existing file of that name is kept untouched and listed in
-      ``kept_existing``: it is the repository's own, and overwriting it would remove guidance.
+      ``kept_existing``: it is the repository's own, and overwriting it would remove guidance;
+    - ``guidance:tree``, ``guidance:at=REV`` and ``guidance:generated`` delete what ``none`` deletes and then
+      write ``overlay``'s files (:func:`overlay_guidance`).
     """
-    if arm not in ARMS:
-        raise UsageError(f"unknown arm {arm!r}", hint=f"use one of: {', '.join(ARMS)}")
-    if arm == ARM_RAW:
+    kind = arm_kind(arm)
+    if kind == "raw":
         return ArmResult(arm)
-    if arm == ARM_BRIDGE and bridge is None:
+    if kind == "bridge" and bridge is None:
         raise UsageError(
             "arm guidance:bridge needs a harness profile with a bridge key",
             hint="use a profile that declares bridge, or the arms guidance:none / guidance:raw",
         )
+    if kind in OVERLAY_ARMS and overlay is None:
+        raise UsageError(
+            f"arm {arm} needs its guidance files", hint="a bug: the runner builds them per batch"
+        )
     files = _list_files(dest)
     matched = sorted({path for pattern in guidance_globs for path in globs.filter_paths(pattern, files)})
-    if arm == ARM_NONE:
+    if kind == "none":
         for path in matched:
             (dest / path).unlink()
         return ArmResult(arm, removed=tuple(matched))
+    if kind in OVERLAY_ARMS:
+        assert overlay is not None
+        for path in matched:
+            (dest / path).unlink()
+        written, refused = overlay_guidance(dest, overlay)
+        return ArmResult(arm, removed=tuple(matched), written=written, refused=refused)
     assert bridge is not None
     bridged: list[str] = []
     kept: list[str] = []
@@ -486,6 +657,63 @@ def apply_arm(
         os.chmod(dest / target, 0o644)
         bridged.append(target)
     return ArmResult(arm, bridged=tuple(bridged), kept_existing=tuple(kept))
+
+
+def _overlay_obstacle(dest: Path, path: str) -> str | None:
+    """Why ``path`` cannot be written into the workspace, or None. Every directory on the way must be a real
+    directory or absent: a symlink there (``docs -> /etc``) would carry the write outside the workspace, and a
+    file there means the base has no such directory."""
+    parts = path.split("/")
+    for i in range(1, len(parts)):
+        prefix = dest.joinpath(*parts[:i])
+        if prefix.is_symlink():
+            return f"{'/'.join(parts[:i])} is a symlink at this base"
+        if os.path.lexists(prefix) and not prefix.is_dir():
+            return f"{'/'.join(parts[:i])} is a file at this base"
+    target = dest / path
+    if target.is_dir() and not target.is_symlink():
+        return "a directory of that name exists at this base"
+    return None
+
+
+def overlay_guidance(
+    dest: Path, overlay: GuidanceOverlay
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Write every file of ``overlay`` into the workspace (the base's matched files are already deleted):
+    missing directories are made; a file whose way is blocked at this base (a symlinked or file parent, a
+    directory of its name) is not written and is returned with the reason. Returns (written, refused)."""
+    written: list[str] = []
+    refused: list[tuple[str, str]] = []
+    for item in overlay.files:
+        _check_tree_path(item.path)
+        obstacle = _overlay_obstacle(dest, item.path)
+        if obstacle is not None:
+            refused.append((item.path, obstacle))
+            continue
+        parent = posixpath.dirname(item.path)
+        if parent:
+            (dest / parent).mkdir(parents=True, exist_ok=True)
+        target = dest / item.path
+        if os.path.lexists(target):
+            target.unlink()
+        _write_entry(dest, item.path, item.mode, item.data)
+        written.append(item.path)
+    return tuple(written), tuple(refused)
+
+
+def guidance_at_start(dest: Path, patterns: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(path, mode, blob SHA) of every file of the workspace's start commit that ``patterns`` match (see
+    :func:`guidance_patterns`), sorted: one ``git ls-files -s`` after step 8, when every file is committed."""
+    out = _ws_git(dest, ["ls-files", "-s", "-z"], what="git ls-files -s")
+    entries: dict[str, tuple[str, str]] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        head, _, raw_path = record.partition(b"\t")
+        mode, sha, _stage = head.decode("ascii").split(" ")
+        entries[raw_path.decode("utf-8", "surrogateescape")] = (mode, sha)
+    matched = {path for pattern in patterns for path in globs.filter_paths(pattern, entries)}
+    return [(path, *entries[path]) for path in sorted(matched) if entries[path][0] != "160000"]
 
 
 # --- step 6 -------------------------------------------------------------------------------------------------
@@ -574,17 +802,22 @@ def prepare_workspace(
     profile: Any = None,
     dest: Path,
     patches_root: Path,
+    overlay: GuidanceOverlay | None = None,
+    harness_names: Sequence[str] = (),
 ) -> PreparedWorkspace:
     """The eight steps of contract §3 for one task into ``dest`` (which must not exist or be empty).
 
     ``task`` is a Task (base, setup_patches, review_patch are read); ``patches_root`` is the task's
     directory on the host (in the exported eval dir), against which patch paths resolve; ``profile`` is the
-    harness profile (only its ``bridge`` is read, and only for guidance:bridge), or a plain bridge dict.
+    harness profile (its ``bridge`` is read for guidance:bridge, its guidance names for what meta.json lists),
+    or a plain bridge dict; ``overlay`` holds the files of guidance:tree, guidance:at=REV and
+    guidance:generated; ``harness_names`` adds file names to the guidance the start commit is listed for.
     """
-    if arm not in ARMS:
-        raise UsageError(f"unknown arm {arm!r}", hint=f"use one of: {', '.join(ARMS)}")
+    kind = arm_kind(arm)
     bridge = bridge_of(profile)
-    if arm == ARM_BRIDGE and bridge is None:
+    if not harness_names and profile is not None and hasattr(profile, "guidance"):
+        harness_names = list(getattr(profile.guidance, "names", ()))
+    if kind == "bridge" and bridge is None:
         raise UsageError(
             "arm guidance:bridge needs a harness profile with a bridge key",
             hint="use a profile that declares bridge, or the arms guidance:none / guidance:raw",
@@ -597,7 +830,7 @@ def prepare_workspace(
     init_and_commit(dest)  # 3
     setup = apply_setup_patches(dest, _setup_patches_of(task), patches_root=patches_root)  # 4
     applied = [(path, sha, "setup") for path, sha in setup.items()]
-    arm_result = apply_arm(dest, arm, guidance_globs, bridge=bridge)  # 5
+    arm_result = apply_arm(dest, arm, guidance_globs, bridge=bridge, overlay=overlay)  # 5
     amend_commit(dest)  # 6
     review = getattr(task, "review_patch", None)
     if review:  # 7
@@ -605,6 +838,10 @@ def prepare_workspace(
         apply_review_patch(dest, review_path, name=str(review))
         applied.append((str(review), patch_digest(review_path), "review"))
     expire_reflog_and_prune(dest)  # 8
+    guidance = guidance_at_start(dest, guidance_patterns(guidance_globs, harness_names))
+    source = None
+    if overlay is not None and kind in OVERLAY_ARMS:
+        source = overlay.origin + (f" {overlay.rev}" if overlay.rev else "")
     return PreparedWorkspace(
         path=dest,
         base_rev=base_rev,
@@ -614,4 +851,6 @@ def prepare_workspace(
         applied=tuple(applied),
         start_sha=head_sha(dest),
         arm_result=arm_result,
+        guidance=tuple(guidance),
+        guidance_source=source,
     )

@@ -128,5 +128,32 @@ def _print(doc: object) -> None:
                 str(a.missing),
             )
         console.print(arms)
+    _print_guidance(console, doc)
+
+
+def _print_guidance(console: object, doc: object) -> None:
+    """Per arm: tasks whose agent started with any guidance file (from meta.json), and the generator's
+    cost for guidance:generated."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dokimi.schemas.report import ReportDoc
+
+    assert isinstance(console, Console) and isinstance(doc, ReportDoc)
+    if not doc.guidance:
+        return
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", title="guidance at the agent's start")
+    for name in ["arm", "tasks with guidance", "distinct files", "from", "generator cost"]:
+        table.add_column(name, justify="left" if name in ("arm", "from") else "right")
+    for g in doc.guidance:
+        recorded = g.tasks if not g.cells_unrecorded else f"{g.tasks} ({g.cells_unrecorded} cells unrecorded)"
+        table.add_row(
+            g.arm,
+            f"{g.tasks_with_guidance}/{recorded}",
+            str(len(g.files)),
+            ", ".join(s.split(" ")[0] for s in g.sources) or "base",
+            (_fmt(g.generation_cost_usd, 4) + f" ({g.generated_pairs} runs)") if g.generated_pairs else "-",
+        )
+    console.print(table)
     for cell in doc.invalid_cells:
         console.print(f"invalid: {cell.cell}: {cell.error}")

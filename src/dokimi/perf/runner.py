@@ -338,8 +338,12 @@ def prepare_oracle_variant(
     runs."""
     from dokimi.runner.entrypoints import run_entry_point
     from dokimi.sandbox.container import give_to_container_user
-    from dokimi.workspace import prepare_workspace
+    from dokimi.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind, prepare_workspace
 
+    if arm_kind(arm) in OVERLAY_ARMS:
+        # The arm's guidance files are not kept with the batch, and guidance does not change what the oracle
+        # measures: its variant is the base's code without guidance.
+        arm = ARM_NONE
     target = oracle_variant_dir(run_dir)
     _fresh(target)
     with prep_lock if prep_lock is not None else nullcontext():

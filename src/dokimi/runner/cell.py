@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.review_rules import RepoReviewRules
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
-    from dokimi.workspace import PreparedWorkspace
+    from dokimi.workspace import GuidanceOverlay, PreparedWorkspace
 
 __all__ = [
     "AGENT_STDERR",
@@ -114,6 +114,11 @@ class CellContext:
     """--judge-model: the rubric judge for tasks with a rubric.json (mergeability §4); None: not run."""
     review_rules: RepoReviewRules | None = None
     """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
+    overlays: Mapping[str, GuidanceOverlay] = field(default_factory=dict)
+    """guidance:tree and guidance:at=REV arm -> the guidance files it puts onto every base (read once per
+    batch)."""
+    generated: Mapping[tuple[str, str], GuidanceOverlay] = field(default_factory=dict)
+    """(task, model) -> the guidance files the harness's generator wrote (guidance:generated)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     prep_lock: threading.Lock = field(default_factory=threading.Lock)
     """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
@@ -129,6 +134,14 @@ class CellContext:
         eval_dir = (self.manifest.eval_dir or "").strip("/")
         rel = PurePosixPath(loaded.dir).relative_to(eval_dir) if eval_dir else PurePosixPath(loaded.dir)
         return self.eval_content / rel
+
+    def overlay(self, key: CellKey) -> GuidanceOverlay | None:
+        """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
+        from dokimi.workspace import ARM_GENERATED
+
+        if key.arm == ARM_GENERATED:
+            return self.generated.get((key.task, key.model))
+        return self.overlays.get(key.arm)
 
     def grade_network(self, task: Task) -> str:
         """Entry points run with image.network; a task with egress gets --agent-network until the proxy
@@ -240,13 +253,17 @@ def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
             profile=ctx.profile,
             dest=run_dir / "workspace",
             patches_root=ctx.task_dir(key.task),
+            overlay=ctx.overlay(key),
         )
     give_to_container_user(run_dir / "workspace")
     return prepared
 
 
-def agent_argv_and_env(ctx: CellContext, key: CellKey, run_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """The agent container's command and environment (and the profile's config files written)."""
+def agent_argv_and_env(
+    ctx: CellContext, key: CellKey, run_dir: Path, *, prompt: str | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The agent container's command and environment (and the profile's config files written). ``prompt``
+    replaces the task's (the guidance generator's run)."""
     from dokimi.harness.profile import build_invocation
 
     task = ctx.task(key.task)
@@ -255,7 +272,7 @@ def agent_argv_and_env(ctx: CellContext, key: CellKey, run_dir: Path) -> tuple[l
     invocation = build_invocation(
         ctx.profile,
         bin=str(CONTAINER_HARNESS),
-        prompt=task.prompt,
+        prompt=task.prompt if prompt is None else prompt,
         model=key.model,
         max_turns=limits.max_turns,
         budget=limits.budget_usd,
@@ -292,16 +309,27 @@ class AgentRun:
     duration_s: float
 
 
-def run_agent(ctx: CellContext, key: CellKey, run_dir: Path) -> AgentRun:
-    """The agent's container, to its end or its timeout; stdout to agent.stdout, stderr to agent.stderr."""
+def run_agent(
+    ctx: CellContext,
+    key: CellKey,
+    run_dir: Path,
+    *,
+    prompt: str | None = None,
+    script: Path | None = None,
+    role: str = "agent",
+) -> AgentRun:
+    """The agent's container, to its end or its timeout; stdout to agent.stdout, stderr to agent.stderr.
+
+    ``prompt``, ``script`` and ``role`` serve the guidance generator (guidance:generated): its prompt, its
+    dry-run script, and the container name's last part."""
     from dokimi.sandbox.container import Mount, container_name, run_container
     from dokimi.sandbox.specs import agent_spec
 
     (run_dir / "config").mkdir(exist_ok=True)
     (run_dir / "home").mkdir(exist_ok=True)
-    argv, env = agent_argv_and_env(ctx, key, run_dir)
+    argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt)
     spec = agent_spec(
-        name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), "agent"),
+        name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), role),
         image=ctx.image,
         run_dir=run_dir,
         argv=argv,
@@ -315,7 +343,7 @@ def run_agent(ctx: CellContext, key: CellKey, run_dir: Path) -> AgentRun:
         batch=ctx.batch,
     )
     if ctx.dry_run:
-        script = ctx.dry_run_scripts[(key.task, key.arm)]
+        script = script or ctx.dry_run_scripts[(key.task, key.arm)]
         spec = dataclasses.replace(spec, mounts=[*spec.mounts, Mount(script, DRY_RUN_MOUNT, read_only=True)])
     limits = ctx.limits[key.task]
     result = run_container(spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT)
@@ -352,6 +380,8 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
             "patches": dict(prepared.patches),
             "start_sha": prepared.start_sha,
             "agent_network": ctx.agent_network,
+            "guidance_files": prepared.meta_fields()["guidance_files"],
+            "guidance_source": prepared.guidance_source,
         }
     )
     write_document(run_dir / META_JSON, meta)

@@ -13,7 +13,9 @@ Before any cell (:func:`prepare_batch`):
 5. the harness reports its version inside the image (version_cmd with the harness at /eval/harness);
 6. the isolation probe runs with the agent's mounts and must pass;
 7. ``_eval/plan.json`` gets every planned cell (the union with earlier runs of the batch);
-8. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
+8. the guidance files of guidance:tree and guidance:at=REV are read, and guidance:generated's are generated
+   once per (task, model) or reused (:mod:`dokimi.runner.guidance`);
+9. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
    (:mod:`dokimi.runner.dryrun`).
 
 Then the cells run on a pool of ``-j`` threads (:func:`dokimi.runner.cell.run_cell`). A cell with a valid
@@ -51,6 +53,7 @@ from dokimi.runner.plan import (
     pin_refusal,
     plan_cells,
 )
+from dokimi.workspace import ARM_GENERATED
 
 if TYPE_CHECKING:
     from dokimi.manifest import LoadedTask
@@ -516,14 +519,19 @@ def prepare_batch(
     """Steps 1-8 of the module docstring; returns the context every cell runs with."""
     from dokimi.harness.profile import load_profile, resolve_bin
     from dokimi.harness.runas import harness_identity, reachable_binary
+    from dokimi.runner.guidance import build_overlays
     from dokimi.sandbox.docker import require_docker
     from dokimi.sandbox.image import build_image, use_image
     from dokimi.sandbox.specs import resolve_caches
+    from dokimi.workspace import check_arm
 
     check_batch_name(opts.batch)
     if opts.jobs < 1:
         raise UsageError(f"-j {opts.jobs}: at least one worker")
+    for arm in opts.arms:
+        check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)
+    overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
     if opts.dry_run and not profile.endpoint_env:
         raise UsageError(
@@ -607,6 +615,7 @@ def prepare_batch(
         judge=judge_settings(opts, root),
         review_rules=load_review_rules(content),
         cancel=cancel,
+        overlays=overlays,
     )
     progress.note("isolation probe")
     probe_isolation(ctx, task_ids, eval_root)
@@ -619,6 +628,13 @@ def prepare_batch(
     )
     earlier, _ = read_plan(root)
     write_plan(root, check_cell_paths([*(earlier or []), *cells]))
+    todo_cells = [c for c in cells if opts.force or not _finished(root, c)]
+    if any(c.arm == ARM_GENERATED for c in todo_cells):
+        from dokimi.runner.guidance import generated_overlays, write_dry_run_generator_script
+
+        script = write_dry_run_generator_script(eval_root / DRY_RUN_DIR) if opts.dry_run else None
+        generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
+        ctx = _replace_ctx(ctx, generated=generated)
     if opts.dry_run:
         from dokimi.runner.dryrun import dry_run_scripts
 

@@ -35,6 +35,7 @@ SCHEMAS: dict[str, str] = {
     "repo_compare.v1": "dokimi.schemas.compare:CompareDoc",
     "repo_run.v1": "dokimi.schemas.run_summary:RunSummary",
     "repo_regrade.v1": "dokimi.schemas.regrade:RegradeDoc",
+    "repo_generated.v1": "dokimi.schemas.generated:Generated",
 }
 
 

@@ -40,6 +40,18 @@ class AppliedPatch(Document):
     patch last."""
 
 
+class GuidanceFileRecord(Document):
+    """One guidance file present in the workspace when the agent started."""
+
+    path: str = Field(min_length=1)
+    """Repository path in the workspace."""
+    mode: str = Field(pattern=r"^(100644|100755|120000)$")
+    """Git mode: ``100644``, ``100755``, or ``120000`` for a symlink (whose blob is the link text)."""
+    sha: str = Field(pattern=SHA40)
+    """Git blob SHA of the file as committed in the start commit; equal to the blob of the same file in the
+    revision it was copied from (``git rev-parse REV:path``)."""
+
+
 class Meta(Document):
     """meta.json in every run directory: the run's coordinates and the commits it started from."""
 
@@ -77,6 +89,14 @@ class Meta(Document):
     diff from. It is not an upstream commit."""
     agent_network: str | None = None
     """The docker network given to the agent's container by ``--agent-network``; null when it had none."""
+    guidance_files: list[GuidanceFileRecord] | None = None
+    """Every file in the start commit that the manifest's guidance globs or the harness's own guidance names
+    (CLAUDE.md, AGENTS.md, ...) match, with its blob SHA: what the arm really put in front of the agent.
+    Empty: no guidance at all. Null: not recorded (a run directory written before dokimi recorded it)."""
+    guidance_source: str | None = None
+    """Where an arm's guidance files came from: ``tree <sha>`` (guidance:tree: the eval tree), ``at <sha>``
+    (guidance:at=REV, resolved), ``generated`` (guidance:generated: the harness's generator, see
+    ``_eval/generated/``); null for the arms that keep or delete the base's own."""
 
     @field_validator("patches", mode="before")
     @classmethod

@@ -111,6 +111,10 @@ class HarnessProfile(Document):
     """How the harness finds guidance (declared, verified by the reach probe)."""
     bridge: Bridge | None = None
     """The guidance:bridge arm exists only for a profile with a bridge."""
+    guidance_init: str | None = None
+    """The prompt that makes the harness write its own guidance file for the repository (Claude Code:
+    ``/init``, which writes CLAUDE.md): the guidance:generated arm runs it once per (task, model) before the
+    agent. Null: the harness has no generator, and that arm is refused."""
     prompt_suffix: str | None = None
     """Appended to every task prompt."""
     config_files: dict[str, str] = Field(default_factory=dict)

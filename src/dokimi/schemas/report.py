@@ -157,6 +157,42 @@ class BatchInfo(Document):
     """Why plan.json could not be read."""
 
 
+class SeenGuidanceFile(Document):
+    """One guidance file (path and blob SHA) some cells of an arm started with."""
+
+    path: str
+    """Repository path in the workspace."""
+    sha: str
+    """Git blob SHA."""
+    tasks: int
+    """Tasks whose cells had this exact file."""
+
+
+class ArmGuidance(Document):
+    """What one arm really put in front of the agent, from the cells' meta.json."""
+
+    arm: str
+    """The arm."""
+    tasks: int
+    """Tasks with finished cells in this arm."""
+    tasks_with_guidance: int
+    """Of those, tasks where some cell started with at least one guidance file. guidance:raw on bases that
+    predate the repository's guidance shows 0 here: the arm then measures nothing."""
+    cells_unrecorded: int = 0
+    """Finished cells whose meta.json does not list the guidance files (written by an older dokimi)."""
+    sources: list[str] = Field(default_factory=list)
+    """Where the arm's files came from (``tree <sha>``, ``at <sha>``, ``generated``)."""
+    files: list[SeenGuidanceFile] = Field(default_factory=list)
+    """Every distinct (path, blob SHA) seen, sorted."""
+    generated_pairs: int = 0
+    """guidance:generated: the (task, model) pairs the harness's generator ran for."""
+    generation_cost_usd: float | None = None
+    """guidance:generated: what the generator's runs cost together (not in any cell's cost); null when none
+    reported a cost."""
+    generation_cost_unknown: int = 0
+    """guidance:generated: generator runs that reported no cost."""
+
+
 class ReportDoc(Document):
     """repo_report.v1."""
 
@@ -178,3 +214,5 @@ class ReportDoc(Document):
     """Every invalid cell with the reason."""
     warnings: list[ReportWarning] = Field(default_factory=list)
     """Warnings, sorted by code."""
+    guidance: list[ArmGuidance] = Field(default_factory=list)
+    """Per arm: what guidance the agents really started with (from meta.json), sorted by arm."""

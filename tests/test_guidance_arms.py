@@ -1,0 +1,325 @@
+"""The framework-made guidance arms (guidance:tree, guidance:at=REV) on a repository whose task bases predate
+its current AGENTS.md: preparation in-process, then a batch through real containers with a scripted agent that
+passes only when it sees the guidance token.
+
+History of the repository made here:
+
+    A  code only: no guidance at all                   (base of task ``early``)
+    B  an old AGENTS.md                                 (base of task ``late``)
+    C  the new AGENTS.md with the token, and docs/AGENTS.md
+    D  the eval dir (the eval tree)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dokimi.errors import UsageError
+from dokimi.schemas.meta import Meta
+from dokimi.source import Repo, open_source
+from dokimi.workspace import (
+    ARM_NONE,
+    ARM_RAW,
+    ARM_TREE,
+    GuidanceFile,
+    GuidanceOverlay,
+    arm_kind,
+    blob_sha,
+    overlay_from_snapshot,
+    overlay_guidance,
+    prepare_workspace,
+)
+from tests.helpers.git import Symlink, commit, git, git_repo
+from tests.helpers.runs import GRADE_PY, dokimi_cli
+
+TOKEN = "GUIDE-TOKEN-5e2a"
+OLD_GUIDANCE = "# old guidance\nNothing useful here.\n"
+NEW_GUIDANCE = f"# guidance\nWhen asked, write after to f.txt. {TOKEN}\n"
+DOCS_GUIDANCE = "# docs guidance\n"
+GLOBS = ["**/AGENTS.md"]
+
+MANIFEST = """\
+schema: repo_manifest.v1
+id: guidance-arms
+eval_dir: .agent-eval
+guidance:
+  globs: ["**/AGENTS.md"]
+image:
+  dockerfile: .agent-eval/Dockerfile
+  network: none
+entry_points:
+  grade: "python3 {eval_dir}/grade.py {run_dir}"
+  oracle: "python3 {eval_dir}/grade.py {run_dir}"
+tasks: .agent-eval/tasks
+"""
+
+#: The scripted agent: it writes the fix only when a guidance file it can see holds the token.
+SEEING_HARNESS = f"""\
+#!/bin/sh
+if [ "$1" = "--version" ]; then echo "seeing-harness 1.0.0"; exit 0; fi
+if grep -rqs --include=AGENTS.md --include=CLAUDE.md "{TOKEN}" .; then
+  echo after > f.txt
+  echo "the guidance told me what to do"
+else
+  echo "no guidance token"
+fi
+"""
+
+SEEING_PROFILE = """\
+schema: harness_profile.v1
+name: seeing
+bin: seeing-harness
+version_cmd: ["{bin}", "--version"]
+invoke: ["{bin}", "{prompt}", "{tools}"]
+tools: {none: [], read: [], all: []}
+trace: text
+guidance: {names: [AGENTS.md, CLAUDE.md], resolution: ancestors-of-cwd}
+"""
+
+
+class History(SimpleNamespace):
+    path: Path
+    a: str
+    b: str
+    c: str
+    d: str
+
+
+def make_history(path: Path) -> History:
+    git_repo(path, {"f.txt": "before\n", "README.md": "# r\n"}, msg="A")
+    a = git(path, "rev-parse", "HEAD").strip()
+    b = commit(path, "B", files={"AGENTS.md": OLD_GUIDANCE})
+    c = commit(path, "C", files={"AGENTS.md": NEW_GUIDANCE, "docs/AGENTS.md": DOCS_GUIDANCE})
+    tasks = {"early": a, "late": b}
+    files: dict[str, str] = {
+        ".agent-eval/repo-eval.yaml": MANIFEST,
+        ".agent-eval/Dockerfile": "FROM dokimi-base:bookworm\n",
+        ".agent-eval/grade.py": GRADE_PY,
+        # guidance inside the eval dir is never copied into a workspace
+        ".agent-eval/AGENTS.md": "# eval-only guidance\n",
+    }
+    for task_id, base in tasks.items():
+        files[f".agent-eval/tasks/{task_id}/task.json"] = json.dumps(
+            {"id": task_id, "family": "fix", "base": base, "prompt": "fix f.txt", "grader": "file"}
+        )
+    d = commit(path, "D", files=files)
+    return History(path=path, a=a, b=b, c=c, d=d)
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> History:
+    return make_history(tmp_path / "repo")
+
+
+@pytest.fixture
+def repo(history: History) -> Iterator[Repo]:
+    with open_source(f"{history.path}@{history.d}") as opened:
+        yield opened
+
+
+def blob(history: History, rev: str, path: str) -> str:
+    return git(history.path, "rev-parse", f"{rev}:{path}").strip()
+
+
+def prepare(repo: Repo, tmp_path: Path, base: str, arm: str, overlay: GuidanceOverlay | None = None) -> Path:
+    dest = tmp_path / f"ws-{arm.replace(':', '_').replace('=', '_')}-{base[:7]}"
+    prepared = prepare_workspace(
+        repo,
+        SimpleNamespace(base=base, setup_patches=[], review_patch=None),
+        eval_dir=".agent-eval",
+        guidance_globs=GLOBS,
+        arm=arm,
+        dest=dest,
+        patches_root=tmp_path,
+        overlay=overlay,
+        harness_names=["CLAUDE.md"],
+    )
+    (dest / ".guidance.json").write_text(
+        json.dumps({"files": prepared.meta_fields()["guidance_files"], "source": prepared.guidance_source})
+    )
+    return dest
+
+
+def recorded(dest: Path) -> dict[str, str]:
+    data = json.loads((dest / ".guidance.json").read_text())
+    return {item["path"]: item["sha"] for item in data["files"]}
+
+
+def test_guidance_tree_puts_the_eval_trees_files_onto_every_base_with_their_blob_shas(
+    history: History, repo: Repo, tmp_path: Path
+) -> None:
+    overlay = overlay_from_snapshot(repo.eval_snapshot(), GLOBS, origin="tree", eval_dir=".agent-eval")
+    assert [f.path for f in overlay.files] == ["AGENTS.md", "docs/AGENTS.md"]
+    want = {
+        "AGENTS.md": blob(history, history.d, "AGENTS.md"),
+        "docs/AGENTS.md": blob(history, history.d, "docs/AGENTS.md"),
+    }
+    for base in (history.a, history.b):
+        dest = prepare(repo, tmp_path, base, ARM_TREE, overlay)
+        assert (dest / "AGENTS.md").read_text() == NEW_GUIDANCE
+        assert (dest / "docs" / "AGENTS.md").read_text() == DOCS_GUIDANCE
+        assert not (dest / ".agent-eval").exists()
+        assert recorded(dest) == want
+        assert json.loads((dest / ".guidance.json").read_text())["source"] == f"tree {history.d}"
+        # the files are part of the start commit: a clean status for the agent
+        assert git(dest, "status", "--porcelain") == "?? .guidance.json\n"
+
+
+def test_guidance_at_rev_uses_that_revisions_files_and_none_and_raw_keep_their_meaning(
+    history: History, repo: Repo, tmp_path: Path
+) -> None:
+    at_c = overlay_from_snapshot(repo.snapshot(history.c), GLOBS, origin="at", eval_dir=".agent-eval")
+    at_b = overlay_from_snapshot(repo.snapshot(history.b), GLOBS, origin="at", eval_dir=".agent-eval")
+    early_c = prepare(repo, tmp_path, history.a, f"guidance:at={history.c}", at_c)
+    assert recorded(early_c) == {
+        "AGENTS.md": blob(history, history.c, "AGENTS.md"),
+        "docs/AGENTS.md": blob(history, history.c, "docs/AGENTS.md"),
+    }
+    # the old draft, onto a base that has the old one too and onto one that has none
+    late_b = prepare(repo, tmp_path, history.c, f"guidance:at={history.b}", at_b)
+    assert recorded(late_b) == {"AGENTS.md": blob(history, history.b, "AGENTS.md")}
+    assert not (late_b / "docs" / "AGENTS.md").exists()  # replaced: what the base had is gone
+    none = prepare(repo, tmp_path, history.b, ARM_NONE)
+    assert recorded(none) == {} and not (none / "AGENTS.md").exists()
+    raw_late = prepare(repo, tmp_path, history.b, ARM_RAW)
+    assert recorded(raw_late) == {"AGENTS.md": blob(history, history.b, "AGENTS.md")}
+    assert (raw_late / "AGENTS.md").read_text() == OLD_GUIDANCE
+    raw_early = prepare(repo, tmp_path, history.a, ARM_RAW)
+    assert recorded(raw_early) == {}
+
+
+def test_an_overlay_never_writes_through_a_symlinked_directory_of_the_base(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(outside, ws / "docs")
+    (ws / "plain").write_text("a file where the overlay wants a directory\n")
+    overlay = GuidanceOverlay(
+        "tree",
+        None,
+        (
+            GuidanceFile("docs/AGENTS.md", "100644", b"x\n"),
+            GuidanceFile("plain/AGENTS.md", "100644", b"y\n"),
+            GuidanceFile("new/dir/AGENTS.md", "100644", b"z\n"),
+            GuidanceFile("CLAUDE.md", "120000", b"AGENTS.md"),
+        ),
+    )
+    written, refused = overlay_guidance(ws, overlay)
+    assert written == ("new/dir/AGENTS.md", "CLAUDE.md")
+    assert [path for path, _ in refused] == ["docs/AGENTS.md", "plain/AGENTS.md"]
+    assert list(outside.iterdir()) == []
+    assert os.readlink(ws / "CLAUDE.md") == "AGENTS.md"
+    assert blob_sha(b"z\n") == git(tmp_path, "hash-object", "--stdin", input="z\n").strip()
+
+
+def test_unknown_arms_are_refused_and_at_needs_a_revision() -> None:
+    assert arm_kind("guidance:tree") == "tree"
+    assert arm_kind("guidance:at=main") == "at"
+    assert arm_kind("guidance:generated") == "generated"
+    for bad in ("guidance:at=", "guidance:trees", "tree"):
+        with pytest.raises(UsageError):
+            arm_kind(bad)
+
+
+# --- a batch through real containers ------------------------------------------------------------------------
+
+
+def _cells(batch: Path) -> dict[tuple[str, str], list[tuple[Meta, dict[str, object]]]]:
+    out: dict[tuple[str, str], list[tuple[Meta, dict[str, object]]]] = {}
+    for meta_path in sorted(batch.glob("*/*/*/*/rep*/meta.json")):
+        meta = Meta.model_validate_json(meta_path.read_text())
+        result = json.loads((meta_path.parent / "result.json").read_text())
+        out.setdefault((meta.task, meta.arm), []).append((meta, result))
+    return out
+
+
+@pytest.mark.docker
+def test_a_batch_passes_only_in_the_arms_that_carry_the_guidance_token(
+    docker_available: bool, history: History, tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    harness = tools / "seeing-harness"
+    harness.write_text(SEEING_HARNESS)
+    os.chmod(harness, 0o755)
+    profile = tools / "seeing.yaml"
+    profile.write_text(SEEING_PROFILE)
+    out = tmp_path / "runs"
+    arms = [
+        "guidance:none",
+        "guidance:raw",
+        "guidance:tree",
+        f"guidance:at={history.c}",
+        f"guidance:at={history.b}",
+    ]
+    run = dokimi_cli(
+        [
+            "repo",
+            "run",
+            f"{history.path}@{history.d}",
+            "--manifest",
+            ".agent-eval/repo-eval.yaml",
+            "--arm",
+            ",".join(arms),
+            "--model",
+            "m",
+            "--reps",
+            "1",
+            "--batch",
+            "arms",
+            "--out",
+            str(out),
+            "--harness",
+            str(profile),
+            "--bin",
+            str(harness),
+            "-j",
+            "2",
+            "--json",
+        ]  # fmt: skip
+    )
+    assert run.returncode == 0, run.stderr
+    cells = _cells(out / "arms")
+    assert len(cells) == 2 * len(arms)
+    token_blob = blob(history, history.d, "AGENTS.md")
+    for (task, arm), [(meta, result)] in cells.items():
+        files = {f.path: f.sha for f in meta.guidance_files or []}
+        carries = arm in ("guidance:tree", f"guidance:at={history.c}")
+        assert result["passed"] is carries, (task, arm, files)
+        if carries:
+            assert files == {
+                "AGENTS.md": token_blob,
+                "docs/AGENTS.md": blob(history, history.d, "docs/AGENTS.md"),
+            }
+        elif arm == "guidance:none":
+            assert files == {}
+        elif arm == "guidance:raw":
+            assert files == ({} if task == "early" else {"AGENTS.md": blob(history, history.b, "AGENTS.md")})
+        else:
+            assert files == {"AGENTS.md": blob(history, history.b, "AGENTS.md")}
+    report = dokimi_cli(["repo", "report", str(out / "arms"), "--json"])
+    assert report.returncode == 0, report.stderr
+    guidance = {row["arm"]: row for row in json.loads(report.stdout)["guidance"]}
+    assert guidance["guidance:tree"]["tasks_with_guidance"] == 2
+    assert guidance["guidance:none"]["tasks_with_guidance"] == 0
+    assert guidance["guidance:raw"]["tasks_with_guidance"] == 1
+    assert guidance["guidance:raw"]["tasks"] == 2
+
+
+def test_a_symlinked_guidance_file_in_the_tree_stays_a_symlink(tmp_path: Path) -> None:
+    path = tmp_path / "repo"
+    git_repo(path, {"f.txt": "x\n"})
+    base = git(path, "rev-parse", "HEAD").strip()
+    head = commit(path, "guidance", files={"AGENTS.md": NEW_GUIDANCE, "CLAUDE.md": Symlink("AGENTS.md")})
+    with open_source(f"{path}@{head}") as repo:
+        overlay = overlay_from_snapshot(repo.eval_snapshot(), ["**/AGENTS.md", "**/CLAUDE.md"], origin="tree")
+        dest = prepare(repo, tmp_path, base, ARM_TREE, overlay)
+    assert os.readlink(dest / "CLAUDE.md") == "AGENTS.md"
+    assert recorded(dest)["CLAUDE.md"] == git(path, "rev-parse", f"{head}:CLAUDE.md").strip()
