@@ -137,14 +137,53 @@ def _stopped_note(root: Path) -> str:
     )
 
 
+#: run file key -> the click parameter it stands for
+_RUN_FILE_KEYS: dict[str, str] = {
+    "arms": "arms", "models": "models", "reps": "reps", "batch": "batch", "harness": "harness",
+    "bin": "bin_", "tasks": "tasks", "efforts": "efforts", "out": "out", "manifest": "manifest",
+    "manifest_file": "manifest_file", "agent_network": "agent_network", "timeout_s": "timeout_s",
+    "max_turns": "max_turns", "budget_usd": "budget_usd", "max_batch_usd": "max_batch_usd", "jobs": "jobs",
+}  # fmt: skip
+_RUN_FILE_PATHS = frozenset({"bin", "out", "manifest_file"})
+
+
+def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
+    """The command's parameters with the run file's values filled in wherever the command line did not give
+    the option (an option on the command line wins). Paths in the file are relative to its directory."""
+    from click.core import ParameterSource
+
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.run_file import RunFile
+
+    document = read_document(path, RunFile)
+    merged = dict(ctx.params)
+    for key, param in _RUN_FILE_KEYS.items():
+        value = getattr(document, key)
+        if value is None or ctx.get_parameter_source(param) == ParameterSource.COMMANDLINE:
+            continue
+        if key in _RUN_FILE_PATHS and (key != "bin" or "/" in value):
+            relative = path.parent / Path(value).expanduser()
+            value = str(relative) if key == "bin" else relative
+        merged[param] = tuple(value) if isinstance(value, list) else value
+    return merged
+
+
 @click.command("run")
 @source_argument
+@click.option(
+    "-c",
+    "--config",
+    "run_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A run file (repo_run_file.v1) holding arms, models, reps, batch, harness and the other options "
+    "below; an option on the command line wins over it.",
+)
 @manifest_options
 @click.option(
     "--arm",
     "arms",
     multiple=True,
-    required=True,
     metavar="A[,B]",
     help="Arms, e.g. guidance:none,guidance:raw (repeatable or comma-separated).",
 )
@@ -152,12 +191,11 @@ def _stopped_note(root: Path) -> str:
     "--model",
     "models",
     multiple=True,
-    required=True,
     metavar="ID[,ID]",
     help="Model ids passed to the harness as they are.",
 )
-@click.option("--reps", type=click.IntRange(min=1), required=True, help="Repetitions per cell.")
-@click.option("--batch", required=True, metavar="NAME", help="Batch name: the directory <out>/<NAME>.")
+@click.option("--reps", type=click.IntRange(min=1), help="Repetitions per cell.")
+@click.option("--batch", metavar="NAME", help="Batch name: the directory <out>/<NAME>.")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -244,14 +282,17 @@ def _stopped_note(root: Path) -> str:
 )
 @click.option("--judge-bin", metavar="PATH", help="Claude Code executable for the judge (default: --bin).")
 @json_option
+@click.pass_context
 def run(
+    ctx: click.Context,
     source: str,
+    run_file: Path | None,
     manifest: str | None,
     manifest_file: Path | None,
     arms: tuple[str, ...],
     models: tuple[str, ...],
-    reps: int,
-    batch: str,
+    reps: int | None,
+    batch: str | None,
     out: Path,
     tasks: tuple[str, ...],
     harness: str,
@@ -285,6 +326,30 @@ def run(
     from dokimi.runner.plan import parse_list
     from dokimi.runner.run import RunOptions, run_batch, run_summary
 
+    if run_file is not None:
+        merged = apply_run_file(ctx, run_file)
+        manifest, manifest_file, arms, models = (
+            merged["manifest"], merged["manifest_file"], merged["arms"], merged["models"]
+        )  # fmt: skip
+        reps, batch, out, tasks, harness, bin_ = (
+            merged["reps"], merged["batch"], merged["out"], merged["tasks"], merged["harness"], merged["bin_"]
+        )  # fmt: skip
+        efforts, agent_network, timeout_s = merged["efforts"], merged["agent_network"], merged["timeout_s"]
+        max_turns, budget_usd = merged["max_turns"], merged["budget_usd"]
+        max_batch_usd, jobs = merged["max_batch_usd"], merged["jobs"]
+    missing = [
+        f"{option} (or {key}: in a run file)"
+        for option, key, value in (
+            ("--arm", "arms", arms),
+            ("--model", "models", models),
+            ("--reps", "reps", reps),
+            ("--batch", "batch", batch),
+        )  # fmt: skip
+        if not value
+    ]
+    if missing:
+        raise click.UsageError("missing " + ", ".join(missing))
+    assert reps is not None and batch is not None
     check_manifest_choice(manifest, manifest_file)
     arm_list = parse_list(arms)
     if dry_run_scripts and not dry_run:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
-from dokimi.errors import DocumentError, PrerequisiteError, UsageError
+from dokimi.errors import DocumentError, UsageError
 from dokimi.schemas._base import Loc, Marked, decode_text, parse_yaml, validate_marked
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 
@@ -507,17 +506,8 @@ def version_argv(profile: HarnessProfile, bin: str) -> list[str]:
 
 
 def resolve_bin(profile: HarnessProfile, override: str | Path | None = None) -> Path:
-    """The executable to run: ``--bin`` if given, else the profile's bin looked up on PATH."""
-    from dokimi.process import INSTALL_HINTS
+    """The executable to run: the one lookup doctor shares (:func:`dokimi.harness.locate.locate_harness`):
+    ``--bin``, then the harness's environment variable, then the pinned install, then ``bin`` on PATH."""
+    from dokimi.harness.locate import locate_harness
 
-    candidate = str(override) if override is not None else profile.bin
-    hint = INSTALL_HINTS.get(Path(profile.bin).name, f"install {profile.bin} or pass --bin PATH")
-    if "/" in candidate:
-        path = Path(candidate)
-        if not path.is_file() or not os.access(path, os.X_OK):
-            raise PrerequisiteError(f"harness binary {candidate} is missing or not executable", hint=hint)
-        return path.resolve()
-    found = shutil.which(candidate)
-    if found is None:
-        raise PrerequisiteError(f"harness binary `{candidate}` is not on PATH", hint=hint)
-    return Path(found).resolve()
+    return locate_harness(profile.name, profile.bin, override).path

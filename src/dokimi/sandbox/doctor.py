@@ -8,7 +8,6 @@ behind.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -23,8 +22,6 @@ from dokimi.errors import PrerequisiteError
 from dokimi.sandbox.docker import SETUP_HINT, container_names, docker, docker_status, image_exists
 from dokimi.schemas._base import Document
 
-#: The Claude Code version scripts/install-harness.sh installs, and where.
-CLAUDE_CODE_VERSION = "2.1.328"
 MIN_GIT = (2, 30)
 MIN_FREE_BYTES = 5 * 1024**3
 CHECK_TIMEOUT_S = 30.0
@@ -53,19 +50,15 @@ class DoctorReport(Document):
 
 
 def default_claude_bin() -> Path:
-    """DOKIMI_CLAUDE_BIN, else the native binary scripts/install-harness.sh installs."""
-    configured = os.environ.get("DOKIMI_CLAUDE_BIN")
-    if configured:
-        return Path(configured)
-    tools = Path(os.environ.get("DOKIMI_TOOLS", Path.home() / ".cache" / "dokimi" / "tools"))
-    return (
-        tools
-        / f"claude-code-{CLAUDE_CODE_VERSION}"
-        / "node_modules"
-        / "@anthropic-ai"
-        / "claude-code-linux-x64"
-        / "claude"
-    )
+    """The Claude Code executable a run would use without ``--bin`` (the lookup runs share)."""
+    from dokimi.harness.locate import installed_path, locate_harness
+
+    try:
+        return locate_harness("claude-code", "claude").path
+    except PrerequisiteError:
+        pinned = installed_path("claude-code")
+        assert pinned is not None
+        return pinned
 
 
 def _check(name: str, ok: bool, *, required: bool, detail: str, fix: str | None) -> DoctorCheck:
@@ -133,12 +126,17 @@ def check_docker() -> list[DoctorCheck]:
 
 
 def check_claude(bin_path: Path | None) -> DoctorCheck:
-    """The Claude Code CLI: ``--bin`` (then required), else the default install path (recommended)."""
+    """The Claude Code CLI, found the way ``repo run`` finds it (dokimi.harness.locate): ``--bin`` (then
+    required), else DOKIMI_CLAUDE_BIN, the pinned install, or ``claude`` on PATH (recommended)."""
+    from dokimi.harness.locate import locate_harness
+
     required = bin_path is not None
-    path = bin_path or default_claude_bin()
-    fix = "scripts/install-harness.sh installs it (then pass --bin PATH, or set DOKIMI_CLAUDE_BIN)"
-    if not path.is_file() or not os.access(path, os.X_OK):
-        return _check("claude code", False, required=required, detail=f"no executable at {path}", fix=fix)
+    try:
+        located = locate_harness("claude-code", "claude", bin_path)
+    except PrerequisiteError as exc:
+        return _check("claude code", False, required=required, detail=exc.message, fix=exc.hint)
+    path = located.path
+    fix = "scripts/install-harness.sh installs the pinned version; or pass --bin, or set DOKIMI_CLAUDE_BIN"
     try:
         result = process.run([str(path), "--version"], timeout=CHECK_TIMEOUT_S)
     except PrerequisiteError as exc:
@@ -147,7 +145,11 @@ def check_claude(bin_path: Path | None) -> DoctorCheck:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
         return _check("claude code", False, required=required, detail=f"{path}: {tail[0]}", fix=fix)
     return _check(
-        "claude code", True, required=required, detail=f"{result.stdout.strip()} at {path}", fix=None
+        "claude code",
+        True,
+        required=required,
+        detail=f"{result.stdout.strip()} at {path} (from {located.detail})",
+        fix=None,
     )
 
 

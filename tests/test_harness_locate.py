@@ -1,0 +1,66 @@
+"""The harness executable is found one way: ``repo run`` (resolve_bin) and ``dokimi doctor`` agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dokimi.errors import PrerequisiteError
+from dokimi.harness.locate import installed_path, locate_harness
+from dokimi.harness.profile import load_profile, resolve_bin
+from dokimi.sandbox.doctor import check_claude
+
+
+def _fake_claude(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho '2.1.328 (Claude Code)'\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("DOKIMI_CLAUDE_BIN", "DOKIMI_CLAUDE_CODE_BIN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOKIMI_TOOLS", str(tmp_path / "tools"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return tmp_path
+
+
+def test_the_pinned_install_is_found_by_run_and_doctor_alike(clean_env: Path) -> None:
+    pinned = installed_path("claude-code")
+    assert pinned is not None and str(pinned).startswith(str(clean_env / "tools"))
+    _fake_claude(pinned)
+    assert resolve_bin(load_profile("claude-code")) == pinned.resolve()
+    check = check_claude(None)
+    assert check.status == "ok" and str(pinned.resolve()) in check.detail
+
+
+def test_the_environment_variable_wins_over_the_pinned_install(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pinned = installed_path("claude-code")
+    assert pinned is not None
+    _fake_claude(pinned)
+    chosen = _fake_claude(clean_env / "elsewhere" / "claude")
+    monkeypatch.setenv("DOKIMI_CLAUDE_BIN", str(chosen))
+    located = locate_harness("claude-code", "claude")
+    assert (located.path, located.detail) == (chosen.resolve(), "DOKIMI_CLAUDE_BIN")
+    assert str(chosen.resolve()) in check_claude(None).detail
+
+
+def test_path_is_the_last_resort(clean_env: Path) -> None:
+    on_path = _fake_claude(clean_env / "bin" / "claude")
+    assert resolve_bin(load_profile("claude-code")) == on_path.resolve()
+    assert locate_harness("claude-code", "claude").origin == "PATH"
+
+
+def test_nothing_found_names_every_place_looked_and_the_install_script(clean_env: Path) -> None:
+    with pytest.raises(PrerequisiteError) as info:
+        resolve_bin(load_profile("claude-code"))
+    message = str(info.value)
+    for place in ("--bin", "$DOKIMI_CLAUDE_BIN", "claude-code-linux-x64", "on PATH", "install-harness.sh"):
+        assert place in message
+    check = check_claude(None)
+    assert check.status == "warn" and "install-harness.sh" in (check.fix or "")
