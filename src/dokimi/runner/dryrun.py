@@ -183,6 +183,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     from dokimi.sandbox.container import container_name
     from dokimi.schemas._base import write_document, write_text_atomic
     from dokimi.schemas.meta import Meta
+    from dokimi.workspace import ARM_GENERATED, ARM_NONE
 
     if dest.is_file():
         return dest
@@ -191,7 +192,10 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     scratch = dest.with_suffix(".run")
     reset_run_dir(scratch)
     try:
-        prepared = prepare(ctx, CellKey(task_id, arm, ORACLE_MODEL, None, 0), scratch)
+        # guidance:generated's files are per model, and the oracle has none: its diff is taken from the
+        # start commit, so the base without guidance gives the same script.
+        prep_arm = ARM_NONE if arm == ARM_GENERATED else arm
+        prepared = prepare(ctx, CellKey(task_id, prep_arm, ORACLE_MODEL, None, 0), scratch)
         write_text_atomic(scratch / "task.json", (ctx.task_dir(task_id) / "task.json").read_text("utf-8"))
         meta = {
             "schema": "repo_meta.v1",
