@@ -37,6 +37,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,8 +52,10 @@ __all__ = [
     "DEFAULT_READ_TIMEOUT_S",
     "HOP_BY_HOP",
     "RECORDED_HEADERS",
+    "Admission",
     "CaptureProxy",
     "ProxiedRequest",
+    "Refusal",
     "forwarded_request_headers",
     "forwarded_response_headers",
     "main",
@@ -67,6 +70,8 @@ DEFAULT_READ_TIMEOUT_S = 600.0
 """The longest silence tolerated from the upstream, or from the client, on one socket read: a model can think
 for minutes before its first byte, but a peer silent for this long is dead."""
 CHUNK = 64 * 1024
+KEPT_RESPONSE_LIMIT = 32 * 1024 * 1024
+"""The most of one response body kept with ``keep_responses`` (the client still gets all of it)."""
 
 HOP_BY_HOP = frozenset(
     {
@@ -217,6 +222,16 @@ class ProxiedRequest:
     """The status the client got: the upstream's, or 502 when the upstream failed; None while in flight."""
     error: str | None = None
     """Why the upstream failed (before or during the response), or None."""
+    tag: Any = None
+    """What :meth:`CaptureProxy._admit` attached to the request (the model gateway: its cell)."""
+    response: bytearray | None = None
+    """The response body as relayed, when the proxy keeps responses (``keep_responses``); else None."""
+    response_type: str | None = None
+    """The response's Content-Type."""
+    started: float = 0.0
+    """time.monotonic() when the request arrived."""
+    duration_s: float | None = None
+    """Seconds from arrival to the last byte relayed."""
 
     @property
     def body(self) -> Any:
@@ -242,6 +257,24 @@ class ProxiedRequest:
 
 class _UpstreamFailed(Exception):
     pass
+
+
+class Refusal(Exception):
+    """Raised by :meth:`CaptureProxy._admit` to answer a request itself, without forwarding it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Admission:
+    """How an admitted request goes upstream: its path and headers (possibly rewritten), and a tag."""
+
+    path: str
+    headers: Sequence[tuple[str, str]]
+    tag: Any = None
 
 
 class CaptureProxy:
@@ -272,6 +305,10 @@ class CaptureProxy:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._ssl = ssl.create_default_context(cafile=cafile) if self._upstream.scheme == "https" else None
+        self.keep_requests = True
+        """Keep every request in memory (:attr:`requests`); the model gateway records to files instead."""
+        self.keep_responses = False
+        """Keep each response body on its ProxiedRequest (the model gateway reads usage from it)."""
         self._host = host
         self._port = port
         self._lock = threading.Lock()
@@ -338,8 +375,16 @@ class CaptureProxy:
 
     # called from handler threads
 
+    def _admit(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> Admission:
+        """Whether and how a request goes upstream; raise :class:`Refusal` to answer it here instead.
+        The capture proxy forwards everything as it came; the model gateway overrides this."""
+        return Admission(path, headers)
+
+    def _refused(self, method: str, path: str, refusal: Refusal) -> None:
+        """A request :meth:`_admit` refused (the capture proxy refuses none)."""
+
     def _begin(
-        self, method: str, path: str, headers: Sequence[tuple[str, str]], raw: bytes
+        self, method: str, path: str, headers: Sequence[tuple[str, str]], raw: bytes, tag: Any = None
     ) -> ProxiedRequest:
         encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
         with self._lock:
@@ -349,23 +394,35 @@ class CaptureProxy:
                 path=redacted_path(path),
                 headers=recorded_headers(headers),
                 raw=_decoded(raw, encoding),
+                tag=tag,
+                response=bytearray() if self.keep_responses else None,
+                started=time.monotonic(),
             )
-            self._requests.append(req)
+            if self.keep_requests:
+                self._requests.append(req)
             self._in_flight += 1
         return req
 
-    def _respond(self, req: ProxiedRequest, status: int) -> None:
+    def _respond(self, req: ProxiedRequest, status: int, content_type: str | None = None) -> None:
         with self._lock:
             req.status = status
+            req.response_type = content_type
 
     def _finish(self, req: ProxiedRequest, status: int, error: str | None) -> None:
+        req.duration_s = time.monotonic() - req.started
         with self._settled:
             req.status, req.error = status, error
-            if self._capture_file is not None:
-                self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
-                self._capture_file.flush()
-            self._in_flight -= 1
-            self._settled.notify_all()
+            try:
+                self._completed(req)
+            finally:
+                self._in_flight -= 1
+                self._settled.notify_all()
+
+    def _completed(self, req: ProxiedRequest) -> None:
+        """A request is done (called with the lock held): the capture proxy writes its capture line."""
+        if self._capture_file is not None:
+            self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
+            self._capture_file.flush()
 
     def _connect(self) -> http.client.HTTPConnection:
         up, via = self._upstream, self._via
@@ -464,22 +521,28 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
                 self._send_error(400, "unreadable request body")
                 return
             headers = list(self.headers.items())
-            req = proxy._begin(self.command, self.path, headers, raw)
             try:
-                conn, resp = proxy._open(self.command, self.path, headers, raw)
+                admission = proxy._admit(self.command, self.path, headers)
+            except Refusal as refusal:
+                proxy._refused(self.command, self.path, refusal)
+                self._send_error(refusal.status, refusal.message)
+                return
+            req = proxy._begin(self.command, self.path, headers, raw, admission.tag)
+            try:
+                conn, resp = proxy._open(self.command, admission.path, admission.headers, raw)
             except _UpstreamFailed as e:
                 proxy._finish(req, 502, str(e))
                 self._send_error(502, str(e))
                 return
-            proxy._respond(req, resp.status)
+            proxy._respond(req, resp.status, resp.getheader("Content-Type"))
             error: str | None = "the proxy failed while relaying the response"
             try:
-                error = self._relay(resp)
+                error = self._relay(resp, req)
             finally:
                 conn.close()
                 proxy._finish(req, resp.status, error)
 
-        def _relay(self, resp: http.client.HTTPResponse) -> str | None:
+        def _relay(self, resp: http.client.HTTPResponse, req: ProxiedRequest) -> str | None:
             """Stream the response to the client as it arrives; the error that cut it short, or None."""
             self.send_response_only(resp.status, resp.reason)
             for name, value in forwarded_response_headers(resp.getheaders()):
@@ -508,6 +571,8 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
                 try:
                     if data:
                         sent += len(data)
+                        if req.response is not None and len(req.response) < KEPT_RESPONSE_LIMIT:
+                            req.response += data
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
                     elif chunked:
                         self.wfile.write(b"0\r\n\r\n")

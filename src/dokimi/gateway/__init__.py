@@ -1,0 +1,29 @@
+"""Sealed real runs (contract, network section): the model gateway, the egress allow-list proxy, the batch
+network, and the one price table.
+
+- :mod:`dokimi.gateway.model`: the host-side gateway the agent's harness reaches its model through (dummy
+  key swapped for the real one, every request and response recorded, the authoritative tokens, cost, turns);
+- :mod:`dokimi.gateway.egress`: the allow-list proxy a task's ``egress`` hosts are reached through;
+- :mod:`dokimi.gateway.network`: the per-batch ``--internal`` docker network and its host firewall chain;
+- :mod:`dokimi.gateway.prices`: USD per million tokens per model, with the date checked;
+- :mod:`dokimi.gateway.usage`: tokens read from any supported wire format.
+"""
+
+from __future__ import annotations
+
+from dokimi.gateway.egress import EgressCell, EgressProxy
+from dokimi.gateway.model import CellUsage, GatewayCell, ModelGateway, infra_error_reason
+from dokimi.gateway.prices import CHECKED, PRICES, Usage, cost_of
+
+__all__ = [
+    "CHECKED",
+    "PRICES",
+    "CellUsage",
+    "EgressCell",
+    "EgressProxy",
+    "GatewayCell",
+    "ModelGateway",
+    "Usage",
+    "cost_of",
+    "infra_error_reason",
+]

@@ -1,0 +1,445 @@
+"""The egress allow-list proxy: the only way from an agent's container to a host its task names.
+
+One per batch, on the batch network's bridge address, beside the model gateway. Each cell is opened on it
+with its allow-list (the task's ``egress`` hosts) and gets a proxy URL with a per-cell user and token
+(``http://cell:TOKEN@ADDRESS:PORT``), which the container receives as ``HTTPS_PROXY``/``HTTP_PROXY`` (and
+their lower-case forms): curl, pip, npm, git and Python's urllib all use it.
+
+What it does, one function per rule:
+
+* :func:`host_allowed`: a target ``host:port`` is allowed when an entry matches its name (``*`` is one whole
+  label) and its port (an entry without a port allows 443, and 80 for plain HTTP);
+* :func:`address_refusal`: an allowed name that resolves to a loopback, private, link-local or otherwise
+  non-public address is still refused, unless the batch maps that name explicitly (``resolve``): a public
+  name must not become a way into the host or its networks;
+* ``CONNECT host:port`` (HTTPS and anything else tunnelled) is answered ``200`` and piped both ways when
+  allowed; a plain ``GET http://host/...`` is forwarded when allowed; everything else is ``403``;
+* a request without a known cell token is refused (``407``); it is logged to the batch's unattributed log;
+* every attempt, allowed or refused, becomes one line of the cell's ``egress.jsonl``: the target, the
+  verdict, the reason, and for a tunnel the bytes each way.
+
+Why our own and not tinyproxy or squid (both maintained, both in Debian): the allow-list and the log are per
+cell, while one proxy serves a whole batch. tinyproxy's filter and squid's ACLs are per process; per-cell
+lists would mean one process (and one port, and one host firewall opening) per cell, and a log parsed back
+out of their text formats. dokimi installs with pip, so a proxy that is Python's standard library keeps the
+install as it is. What we give up (HTTP/2, caching, performance under load) a package download does not
+need. The code is small enough to read in one sitting; see docs/network.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import re
+import secrets
+import select
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+from urllib.parse import urlsplit
+
+__all__ = [
+    "EGRESS_LOG",
+    "EgressCell",
+    "EgressProxy",
+    "address_refusal",
+    "host_allowed",
+    "parse_target",
+]
+
+EGRESS_LOG = "egress.jsonl"
+CONNECT_TIMEOUT_S = 15.0
+IDLE_TIMEOUT_S = 300.0
+CHUNK = 64 * 1024
+_TOKEN = re.compile(r"^[0-9a-f]{32}$")
+
+
+def parse_target(target: str, default_port: int) -> tuple[str, int] | None:
+    """``host:port`` (or ``[v6]:port``) -> (lower-case host, port); None when it is not one."""
+    host, port = target, str(default_port)
+    if target.startswith("["):
+        end = target.find("]")
+        if end == -1:
+            return None
+        host, rest = target[1:end], target[end + 1 :]
+        if rest:
+            if not rest.startswith(":"):
+                return None
+            port = rest[1:]
+    elif target.count(":") == 1:
+        host, port = target.split(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.lower().rstrip("."), int(port)
+
+
+def _entry_matches_name(entry_name: str, host: str) -> bool:
+    want, got = entry_name.lower().split("."), host.split(".")
+    return len(want) == len(got) and all(w == "*" or w == g for w, g in zip(want, got, strict=True))
+
+
+def host_allowed(allow: Sequence[str], host: str, port: int, *, plain_http: bool = False) -> str | None:
+    """The allow-list entry that admits ``host:port``, or None. An entry without a port admits 443 (and 80
+    for a plain-HTTP request); ``*`` stands for one whole label."""
+    for entry in allow:
+        name, sep, entry_port = entry.partition(":")
+        ports = {int(entry_port)} if sep else ({443, 80} if plain_http else {443})
+        if port in ports and _entry_matches_name(name, host):
+            return entry
+    return None
+
+
+def address_refusal(address: str) -> str | None:
+    """Why a resolved address may not be reached through the proxy (not a public unicast address)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"{address} is not an IP address"
+    if not ip.is_global:
+        return f"resolves to {address}, which is not a public address"
+    return None
+
+
+@dataclass
+class EgressCell:
+    """One cell on the proxy: its allow-list, its token and its log."""
+
+    name: str
+    allow: tuple[str, ...]
+    log_path: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    opened: float = field(default_factory=time.monotonic)
+    attempts: int = 0
+    refused: int = 0
+    _file: IO[str] | None = None
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        if self._file is None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.log_path.open("a", encoding="utf-8")
+        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.flush()
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    allowed: bool
+    reason: str
+    entry: str | None = None
+    address: str | None = None
+
+
+class EgressProxy:
+    """The batch's egress allow-list proxy (see the module docstring).
+
+    ``resolve`` maps a host name to the address to use for it (like curl's ``--resolve``); a mapped name
+    skips the public-address rule, because the batch's owner chose that address.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        resolve: Mapping[str, str] | None = None,
+        unattributed_path: Path | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
+        idle_timeout: float = IDLE_TIMEOUT_S,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self.resolve = {k.lower(): v for k, v in (resolve or {}).items()}
+        self.unattributed_path = unattributed_path
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        self._cells: dict[str, EgressCell] = {}
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+
+    def start(self) -> Self:
+        if self._httpd is None:
+            httpd = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
+            httpd.daemon_threads = True
+            self._httpd = httpd
+            self._thread = threading.Thread(target=httpd.serve_forever, name="egress-proxy", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        with self._lock:
+            for cell in self._cells.values():
+                if cell._file is not None:
+                    cell._file.close()
+                    cell._file = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the egress proxy is not running")
+        return int(self._httpd.server_address[1])
+
+    # cells
+
+    def open_cell(self, name: str, allow: Sequence[str], log_path: Path) -> EgressCell:
+        cell = EgressCell(name, tuple(allow), log_path)
+        with self._lock:
+            self._cells[cell.token] = cell
+        return cell
+
+    def close_cell(self, cell: EgressCell) -> EgressCell:
+        with self._lock:
+            self._cells.pop(cell.token, None)
+            if cell._file is not None:
+                cell._file.close()
+                cell._file = None
+        return cell
+
+    def proxy_url(self, cell: EgressCell, address: str | None = None) -> str:
+        return f"http://cell:{cell.token}@{address or self._host}:{self.port}"
+
+    def cell_env(self, cell: EgressCell, address: str | None = None) -> dict[str, str]:
+        """The variables that send a container's tools through the proxy (the gateway's address excepted:
+        the model is reached directly)."""
+        url = self.proxy_url(cell, address)
+        no_proxy = address or self._host
+        return {
+            "HTTPS_PROXY": url,
+            "https_proxy": url,
+            "HTTP_PROXY": url,
+            "http_proxy": url,
+            "ALL_PROXY": url,
+            "NO_PROXY": no_proxy,
+            "no_proxy": no_proxy,
+        }
+
+    # called from handler threads
+
+    def _cell_for(self, authorization: str | None) -> EgressCell | None:
+        if not authorization or not authorization.lower().startswith("basic "):
+            return None
+        try:
+            decoded = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        token = decoded.partition(":")[2]
+        if not _TOKEN.match(token):
+            return None
+        with self._lock:
+            return self._cells.get(token)
+
+    def _judge(self, cell: EgressCell, host: str, port: int, *, plain_http: bool) -> _Verdict:
+        entry = host_allowed(cell.allow, host, port, plain_http=plain_http)
+        if entry is None:
+            listed = ", ".join(cell.allow) or "nothing"
+            return _Verdict(False, f"{host}:{port} is not on the task's egress list ({listed})")
+        if host in self.resolve:
+            return _Verdict(True, "allowed", entry, self.resolve[host])
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as e:
+            return _Verdict(False, f"{host} does not resolve ({e.strerror})", entry)
+        addresses = [str(info[4][0]) for info in infos]
+        for address in addresses:
+            if address_refusal(address) is None:
+                return _Verdict(True, "allowed", entry, address)
+        return _Verdict(False, f"{host} {address_refusal(addresses[0])}", entry)
+
+    def _log(self, cell: EgressCell | None, record: dict[str, Any]) -> None:
+        with self._lock:
+            if cell is None:
+                if self.unattributed_path is not None:
+                    self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
+                    with self.unattributed_path.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps(record, sort_keys=True) + "\n")
+                return
+            cell.attempts += 1
+            cell.refused += 0 if record["allowed"] else 1
+            record["t"] = round(time.monotonic() - cell.opened, 3)
+            if self._cells.get(cell.token) is cell:
+                cell.write(record)
+
+
+def _pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
+    """Copy bytes both ways until either side closes or both are idle for ``idle`` seconds; returns
+    (bytes a->b, bytes b->a)."""
+    sent = {a: 0, b: 0}
+    other = {a: b, b: a}
+    open_ = [a, b]
+    while open_:
+        readable, _, _ = select.select(open_, [], [], idle)
+        if not readable:
+            break
+        for sock in readable:
+            try:
+                data = sock.recv(CHUNK)
+            except OSError:
+                data = b""
+            if not data:
+                open_.remove(sock)
+                try:
+                    other[sock].shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                continue
+            try:
+                other[sock].sendall(data)
+            except OSError:
+                return sent[a], sent[b]
+            sent[sock] += len(data)
+    return sent[a], sent[b]
+
+
+def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "dokimi-egress-proxy"
+        timeout = proxy.idle_timeout
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _refuse(self, status: int, reason: str, record: dict[str, Any], cell: EgressCell | None) -> None:
+            record.update(allowed=False, status=status, reason=reason)
+            proxy._log(cell, record)
+            body = (f"dokimi egress proxy: refused: {reason}\n").encode()
+            self.send_response(status)
+            if status == 407:
+                self.send_header("Proxy-Authenticate", 'Basic realm="dokimi"')
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_CONNECT(self) -> None:
+            record: dict[str, Any] = {"method": "CONNECT", "target": self.path}
+            cell = proxy._cell_for(self.headers.get("Proxy-Authorization"))
+            if cell is None:
+                self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
+                return
+            parsed = parse_target(self.path, 443)
+            if parsed is None:
+                self._refuse(400, f"{self.path!r} is not host:port", record, cell)
+                return
+            host, port = parsed
+            record.update(host=host, port=port)
+            verdict = proxy._judge(cell, host, port, plain_http=False)
+            if not verdict.allowed:
+                self._refuse(403, verdict.reason, record, cell)
+                return
+            assert verdict.address is not None
+            start = time.monotonic()
+            try:
+                upstream = socket.create_connection((verdict.address, port), timeout=proxy.connect_timeout)
+            except OSError as e:
+                self._refuse(502, f"{host}:{port} allowed, but the connection failed: {e}", record, cell)
+                return
+            self.send_response(200, "Connection Established")
+            self.end_headers()
+            self.wfile.flush()
+            record.update(allowed=True, status=200, reason="allowed", entry=verdict.entry)
+            with upstream:
+                upstream.settimeout(None)
+                self.connection.settimeout(None)
+                up, down = _pipe(self.connection, upstream, proxy.idle_timeout)
+            record.update(bytes_up=up, bytes_down=down, duration_s=round(time.monotonic() - start, 3))
+            proxy._log(cell, record)
+            self.close_connection = True
+
+        def _forward(self) -> None:
+            """A plain-HTTP request in absolute form (``GET http://host/path``)."""
+            record: dict[str, Any] = {"method": self.command, "target": self.path}
+            cell = proxy._cell_for(self.headers.get("Proxy-Authorization"))
+            if cell is None:
+                self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
+                return
+            parts = urlsplit(self.path)
+            if parts.scheme != "http" or not parts.hostname:
+                self._refuse(
+                    400, "only CONNECT and absolute http:// requests go through this proxy", record, cell
+                )
+                return
+            host, port = parts.hostname.lower().rstrip("."), parts.port or 80
+            record.update(host=host, port=port)
+            verdict = proxy._judge(cell, host, port, plain_http=True)
+            if not verdict.allowed:
+                self._refuse(403, verdict.reason, record, cell)
+                return
+            assert verdict.address is not None
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            lines = [f"{self.command} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
+            for name, value in self.headers.items():
+                if name.lower() in (
+                    "host",
+                    "proxy-authorization",
+                    "proxy-connection",
+                    "connection",
+                    "keep-alive",
+                ):
+                    continue
+                lines.append(f"{name}: {value}")
+            lines.append("Connection: close")
+            start = time.monotonic()
+            try:
+                upstream = socket.create_connection((verdict.address, port), timeout=proxy.connect_timeout)
+            except OSError as e:
+                self._refuse(502, f"{host}:{port} allowed, but the connection failed: {e}", record, cell)
+                return
+            down = 0
+            with upstream:
+                upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+                upstream.settimeout(proxy.idle_timeout)
+                while True:
+                    try:
+                        data = upstream.recv(CHUNK)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    down += len(data)
+                    self.wfile.write(data)
+            self.wfile.flush()
+            self.close_connection = True
+            record.update(
+                allowed=True,
+                status=200,
+                reason="allowed",
+                entry=verdict.entry,
+                bytes_up=len(body),
+                bytes_down=down,
+                duration_s=round(time.monotonic() - start, 3),
+            )
+            proxy._log(cell, record)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _forward
+
+    return Handler

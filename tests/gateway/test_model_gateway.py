@@ -1,0 +1,173 @@
+"""The model gateway on loopback, in front of the scripted model server and of small upstreams of the test."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from dokimi.gateway.model import CellUsage, ModelGateway, find_cell_key, infra_error_reason, swap_credentials
+from dokimi.mockmodel import MockModelServer
+
+
+@contextmanager
+def upstream(handle: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            handle(self)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        conn.request("POST", path, json.dumps(body), {"content-type": "application/json", **headers})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+MESSAGE = {"model": "claude-haiku-4-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_the_real_key_replaces_the_cell_dummy_upstream_and_is_never_recorded(tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+
+    def handle(h: BaseHTTPRequestHandler) -> None:
+        seen.append({k.lower(): v for k, v in h.headers.items()})
+        seen[-1]["path"] = h.path
+        data = json.dumps({"model": "claude-haiku-4-5", "usage": {"input_tokens": 3, "output_tokens": 2}})
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data.encode())
+
+    with upstream(handle) as up:
+        gateway = ModelGateway(
+            up,
+            credential_vars=["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+            credentials={"ANTHROPIC_API_KEY": "sk-real-secret"},
+        )
+        with gateway:
+            cell = gateway.open_cell("c1", tmp_path / "gateway.jsonl")
+            assert list(cell.env) == ["ANTHROPIC_API_KEY"]
+            dummy = cell.env["ANTHROPIC_API_KEY"]
+            status, _ = post(gateway.url, "/v1/messages?key=" + dummy, MESSAGE, {"x-api-key": dummy})
+            assert status == 200
+            usage = gateway.close_cell(cell)
+    assert seen[0]["x-api-key"] == "sk-real-secret"
+    assert "sk-real-secret" in seen[0]["path"]
+    recorded = (tmp_path / "gateway.jsonl").read_text()
+    assert "sk-real-secret" not in recorded and dummy not in recorded
+    assert usage.turns == 1 and usage.usage.input == 3 and usage.cost_usd > 0
+
+
+def test_a_request_without_a_cell_key_or_with_an_ended_cells_key_is_refused_unforwarded(
+    tmp_path: Path,
+) -> None:
+    with MockModelServer([{"text": "x"}]) as mock:
+        with ModelGateway(mock.url, credential_vars=["ANTHROPIC_API_KEY"], credentials={}) as gateway:
+            status, body = post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": "sk-anything"})
+            assert status == 401 and b"cell key" in body
+            cell = gateway.open_cell("c1", tmp_path / "g.jsonl")
+            gateway.close_cell(cell)
+            status, _ = post(
+                gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["ANTHROPIC_API_KEY"]}
+            )
+            assert status == 401
+            assert gateway.refused == 2
+        assert mock.requests == []
+
+
+def test_two_cells_are_accounted_apart_and_a_stream_is_recorded_with_its_usage(tmp_path: Path) -> None:
+    with MockModelServer([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as mock:
+        with ModelGateway(mock.url, credential_vars=["ANTHROPIC_API_KEY"], credentials={}) as gateway:
+            a = gateway.open_cell("a", tmp_path / "a.jsonl")
+            b = gateway.open_cell("b", tmp_path / "b.jsonl")
+            key_a, key_b = a.env["ANTHROPIC_API_KEY"], b.env["ANTHROPIC_API_KEY"]
+            assert key_a != key_b
+            status, body = post(
+                gateway.url, "/v1/messages", {**MESSAGE, "stream": True}, {"x-api-key": key_a}
+            )
+            assert status == 200 and b"message_stop" in body
+            post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": key_a})
+            post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": key_b})
+            usage_a, usage_b = gateway.close_cell(a), gateway.close_cell(b)
+    assert (usage_a.turns, usage_b.turns) == (2, 1)
+    lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert len(lines) == 2
+    assert lines[0]["response"][-1] == {"type": "message_stop"}
+    assert lines[0]["usage"]["output_tokens"] >= 1 and lines[0]["cost_usd"] > 0
+
+
+def test_a_server_answering_only_529_leaves_a_cell_with_no_turn_and_an_infra_reason(tmp_path: Path) -> None:
+    overloaded = {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}}
+    with MockModelServer([overloaded] * 3) as mock:
+        with ModelGateway(mock.url, credential_vars=["ANTHROPIC_API_KEY"], credentials={}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            for _ in range(3):
+                status, _ = post(
+                    gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["ANTHROPIC_API_KEY"]}
+                )
+                assert status == 529
+            usage = gateway.close_cell(cell)
+    assert usage.turns == 0 and usage.statuses[529] == 3
+    reason = infra_error_reason(usage, agent_rc=1, timed_out=False)
+    assert reason is not None and "only errors" in reason and "3x 529" in reason
+
+
+def test_an_unreachable_upstream_is_an_infra_error_that_says_so(tmp_path: Path) -> None:
+    with ModelGateway(
+        "http://127.0.0.1:9", credential_vars=["K"], credentials={}, connect_timeout=2
+    ) as gateway:
+        cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+        status, _ = post(gateway.url, "/v1/messages", MESSAGE, {"authorization": "Bearer " + cell.env["K"]})
+        usage = gateway.close_cell(cell)
+    assert status == 502
+    reason = infra_error_reason(usage, agent_rc=1, timed_out=False)
+    assert reason is not None and "could not be reached" in reason
+
+
+def test_the_boundary_one_model_response_makes_the_cell_the_agents() -> None:
+    reached = CellUsage(requests=5, turns=1)
+    reached.statuses.update({200: 1, 529: 4})
+    assert infra_error_reason(reached, agent_rc=1, timed_out=False) is None
+    silent = CellUsage()
+    reason = infra_error_reason(silent, agent_rc=127, timed_out=False)
+    assert reason is not None and "without sending any request" in reason and "exited 127" in reason
+    refused = CellUsage(requests=2)
+    refused.statuses.update({401: 2})
+    reason = infra_error_reason(refused, agent_rc=1, timed_out=False)
+    assert reason is not None and "refused every request" in reason
+
+
+def test_dummy_keys_are_found_in_headers_and_query_and_swapped_everywhere() -> None:
+    dummy = "dokimi-gw-" + "ab" * 16
+    headers = [("Authorization", f"Bearer {dummy}"), ("x-goog-api-key", dummy)]
+    assert find_cell_key(f"/v1/x?key={dummy}", headers) == {dummy}
+    path, swapped = swap_credentials(f"/v1/x?key={dummy}&a=1", headers, {dummy: "REAL"})
+    assert path == "/v1/x?key=REAL&a=1"
+    assert swapped == [("Authorization", "Bearer REAL"), ("x-goog-api-key", "REAL")]
