@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,32 @@ def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_cal
 def test_a_timeout_keeps_what_the_child_printed_and_reports_no_returncode() -> None:
     done = process.run(["sh", "-c", "echo started; sleep 30"], timeout=0.5, grace=0.5)
     assert done.timed_out and done.returncode is None and done.stdout == "started\n"
+
+
+def test_output_over_the_cap_keeps_head_and_tail_and_counts_the_middle(tmp_path: Path) -> None:
+    script = "head -c 3000000 /dev/zero | tr '\\0' a; printf END; head -c 3000000 /dev/zero | tr '\\0' b >&2"
+    out = tmp_path / "grade.stdout"
+    done = process.run(["sh", "-c", script], timeout=60, stdout_file=out, max_output=1_000_000)
+    kept = out.read_bytes()
+    assert kept.startswith(b"a" * 1_000_000)
+    assert kept.endswith(b"a" * (1_000_000 - 3) + b"END")
+    assert b"[... 1000003 bytes omitted ...]" in kept
+    assert done.stdout_omitted == 1_000_003 and len(kept) < 2_000_100
+    assert done.stderr_omitted == 1_000_000 and "[... 1000000 bytes omitted ...]" in done.stderr
+    assert len(done.stderr) < 2_000_100
+
+
+def test_output_under_the_cap_is_kept_whole() -> None:
+    done = process.run(["sh", "-c", "seq 1 1000"], timeout=10, max_output=1_000_000)
+    assert done.stdout == "".join(f"{i}\n" for i in range(1, 1001)) and done.stdout_omitted == 0
+
+
+def test_a_link_planted_as_the_stdout_file_is_replaced_not_written_through(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("keep\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "grade.stdout").symlink_to(secret)
+    process.run(["echo", "hi"], timeout=10, stdout_file=run_dir / "grade.stdout")
+    assert secret.read_text() == "keep\n"
+    assert (run_dir / "grade.stdout").read_text() == "hi\n"

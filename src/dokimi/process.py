@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,81 @@ INSTALL_HINTS: dict[str, str] = {
 }
 
 DEFAULT_GRACE_S = 5.0
+#: With ``stdout_file``, ``Completed.stdout`` holds only the file's last this many bytes: the file is the
+#: record, and the caller wants its end (an error, a summary line).
+STDOUT_FILE_TAIL = 64 * 1024
+
+
+def omitted_marker(count: int) -> bytes:
+    """The line put where output was cut: the same words as a truncated command output in events.jsonl."""
+    return f"\n[... {count} bytes omitted ...]\n".encode()
+
+
+class CappedOutput:
+    """One output stream kept within a cap: the first ``cap`` bytes and the last ``cap`` bytes, with the
+    number of bytes between them counted (``omitted``). With ``fd`` the head goes to that file as it
+    arrives (nothing already printed is lost if dokimi is killed) and the marker and the tail are appended
+    when the stream ends; without it everything kept stays in memory. Memory use is about ``2 * cap`` at
+    most, whatever the child prints."""
+
+    def __init__(self, cap: int, fd: int | None = None) -> None:
+        self.cap = cap
+        self.fd = fd
+        self.head = bytearray()
+        self.head_len = 0
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.total = 0
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def write(self, chunk: bytes) -> None:
+        with self.lock:
+            if not self.closed:  # a reader left running by a process outside the group stops here
+                self._add(chunk)
+
+    def _add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - self.head_len
+        if room > 0:
+            part = chunk[:room]
+            if self.fd is not None:
+                _write_all(self.fd, part)
+            else:
+                self.head += part
+            self.head_len += len(part)
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_len += len(chunk)
+            while self.tail and self.tail_len - len(self.tail[0]) >= self.cap:
+                self.tail_len -= len(self.tail.popleft())
+
+    @property
+    def omitted(self) -> int:
+        return max(0, self.total - self.head_len - min(self.tail_len, self.cap))
+
+    @property
+    def truncated(self) -> bool:
+        return self.omitted > 0
+
+    def finish(self) -> bytes:
+        """Write the rest to the file (if any); return what was kept (head, marker, tail)."""
+        with self.lock:
+            self.closed = True
+        tail = b"".join(self.tail)
+        if self.truncated:
+            tail = omitted_marker(self.omitted) + tail[-self.cap :]
+        if self.fd is not None:
+            _write_all(self.fd, tail)
+            return b""
+        return bytes(self.head) + tail
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 @dataclass(frozen=True)
@@ -45,6 +121,9 @@ class Completed:
     stderr: str
     duration: float
     timed_out: bool = False
+    stdout_omitted: int = 0
+    """Bytes of stdout left out in the middle (kept: the first and last ``max_output``); 0 when all kept."""
+    stderr_omitted: int = 0
 
     @property
     def ok(self) -> bool:
@@ -175,15 +254,16 @@ def _popen(
     return proc
 
 
-def _drain(stream: IO[bytes], into: list[bytes]) -> None:
+def _drain(stream: IO[bytes], into: list[bytes] | CappedOutput) -> None:
     """Read ``stream`` to EOF in chunks (what arrived is kept even if EOF never comes), then close it."""
     read = getattr(stream, "read1", stream.read)
+    add = into.append if isinstance(into, list) else into.write
     try:
         while True:
             chunk = read(65536)
             if not chunk:
                 break
-            into.append(chunk)
+            add(chunk)
     finally:
         stream.close()
 
@@ -207,41 +287,47 @@ def run(
     stdout_file: Path | None = None,
     grace: float = DEFAULT_GRACE_S,
     text: bool = True,
+    max_output: int | None = None,
 ) -> Completed:
     """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
 
     On timeout the group gets SIGTERM, ``grace`` seconds, then SIGKILL; what the child printed up to the kill
-    is
-    kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that file
-    as it
-    is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout`` holds its content.
+    is kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that
+    file as it is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout`` holds its
+    last :data:`STDOUT_FILE_TAIL` bytes; a link already at that path is replaced, never written through.
+    With ``max_output`` each of stdout and stderr keeps its first and last ``max_output`` bytes around an
+    omitted-bytes line (:class:`CappedOutput`), so a child printing gigabytes costs dokimi a few times
+    ``max_output`` of memory.
     Members of the group still alive after the child exits are killed too.
     """
+    from dokimi import safefs
+
     argv = [str(a) for a in argv]
     start = time.monotonic()
-    out_handle: IO[bytes] | None = None
+    cap = max_output if max_output is not None else 1 << 62
+    out_fd: int | None = None
     if stdout_file is not None:
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
-        out_handle = open(stdout_file, "wb")
+        out_fd = safefs.open_new(stdout_file, trusted=stdout_file.parent)
+    out_sink = CappedOutput(cap, out_fd)
+    err_sink = CappedOutput(cap)
     try:
         proc = _popen(
             argv,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=out_handle if out_handle is not None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
             cwd=cwd,
         )
     except PrerequisiteError:
-        if out_handle:
-            out_handle.close()
+        if out_fd is not None:
+            os.close(out_fd)
         raise
     pgid = proc.pid
     data = input.encode() if isinstance(input, str) else input
     timed_out = False
-    out_chunks: list[bytes] = []
-    err_chunks: list[bytes] = []
-    pipes = [(s, into) for s, into in ((proc.stdout, out_chunks), (proc.stderr, err_chunks)) if s is not None]
+    pipes = [(s, into) for s, into in ((proc.stdout, out_sink), (proc.stderr, err_sink)) if s is not None]
     readers = [threading.Thread(target=_drain, args=(stream, into), daemon=True) for stream, into in pipes]
     try:
         for reader in readers:
@@ -271,13 +357,19 @@ def run(
         raise
     finally:
         _unregister(pgid)
-        if out_handle is not None:
-            out_handle.close()
-    raw_out, raw_err = b"".join(out_chunks), b"".join(err_chunks)
-    if stdout_file is not None:
-        raw_out = stdout_file.read_bytes()
-    stdout = (raw_out or b"").decode("utf-8", "replace") if text else (raw_out or b"").decode("latin-1")
-    stderr = (raw_err or b"").decode("utf-8", "replace")
+        raw_out = b""
+        if out_fd is not None:
+            try:
+                out_sink.finish()
+                size = os.fstat(out_fd).st_size
+                raw_out = os.pread(out_fd, STDOUT_FILE_TAIL, max(0, size - STDOUT_FILE_TAIL))
+            finally:
+                os.close(out_fd)
+    raw_err = err_sink.finish()
+    if out_fd is None:
+        raw_out = out_sink.finish()
+    stdout = raw_out.decode("utf-8", "replace") if text else raw_out.decode("latin-1")
+    stderr = raw_err.decode("utf-8", "replace")
     result = Completed(
         argv=tuple(argv),
         returncode=None if timed_out else proc.returncode,
@@ -285,6 +377,8 @@ def run(
         stderr=stderr,
         duration=time.monotonic() - start,
         timed_out=timed_out,
+        stdout_omitted=out_sink.omitted,
+        stderr_omitted=err_sink.omitted,
     )
     if check and not result.ok:
         raise ProcessError(argv, result.returncode, result.stdout, result.stderr)

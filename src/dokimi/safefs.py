@@ -229,12 +229,12 @@ def write_text(path: Path, text: str, *, trusted: Path, mode: int = 0o644) -> No
 
 
 def open_new(path: Path, *, trusted: Path, mode: int = 0o644) -> int:
-    """A fresh file at ``path`` for writing (whatever was there, a link included, is removed first, not
-    followed); returns the descriptor. A directory there is an :class:`UnsafePathError`."""
+    """A fresh file at ``path`` for writing and reading back (whatever was there, a link included, is removed
+    first, not followed); returns the descriptor. A directory there is an :class:`UnsafePathError`."""
     with parent_fd(path, trusted=trusted, create=True) as (dir_fd, name):
         _remove_at(dir_fd, name, path, directories=False)
         return os.open(
-            name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd
+            name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd
         )
 
 

@@ -164,7 +164,8 @@ def run_claude(
     if hard_kill:
         return _run_hard_kill(argv, env=env, cwd=cwd, trace_path=trace_path, timeout=timeout)
     done = process.run(argv, timeout=timeout, env=env, cwd=cwd, stdout_file=trace_path, grace=2.0)
-    return ClaudeRun(done.stdout, done.stderr, done.returncode, done.timed_out, trace_path)
+    stdout = trace_path.read_text(encoding="utf-8", errors="replace")
+    return ClaudeRun(stdout, done.stderr, done.returncode, done.timed_out, trace_path)
 
 
 def _run_hard_kill(

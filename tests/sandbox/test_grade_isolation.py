@@ -108,6 +108,7 @@ def test_a_grader_runs_none_of_the_agents_hooks_filters_or_config(toy: Toy, tmp_
     assert metrics["git_status_ok"] is True  # a minimal .git/config keeps git working
     assert metrics["hooks_path_off"] is True
     assert metrics["home_is_grade_home"] is True and metrics["home_entries"] == 0  # fresh, the old one gone
+    assert metrics["global_config_neutral"] is True  # dokimi's own .gitconfig, no system config or attributes
     assert metrics["nousersite"] is True
     assert metrics["eval_dir_writable"] is False
     assert metrics["source_visible"] is False  # the toy's grade entry point does not name {source_dir}

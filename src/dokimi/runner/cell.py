@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
+from dokimi import safefs
 from dokimi.batch import CellKey
 from dokimi.constants import (
     AGENT_STDOUT,
@@ -72,6 +73,8 @@ __all__ = [
 ]
 
 AGENT_STDERR = "agent.stderr"
+#: Bytes of the harness's stdout (the trace) kept at each end: a real trace fits whole, a flood is cut.
+AGENT_OUTPUT_CAP = 64 * 1024 * 1024
 DRY_RUN_LAUNCHER = "dryrun_agent.py"
 CONTAINER_CONFIG = CONTAINER_RUN_DIR / "config"
 CONTAINER_HOME = CONTAINER_RUN_DIR / "home"
@@ -346,8 +349,10 @@ def run_agent(
         script = script or ctx.dry_run_scripts[(key.task, key.arm)]
         spec = dataclasses.replace(spec, mounts=[*spec.mounts, Mount(script, DRY_RUN_MOUNT, read_only=True)])
     limits = ctx.limits[key.task]
-    result = run_container(spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT)
-    (run_dir / AGENT_STDERR).write_text(result.stderr, encoding="utf-8")
+    result = run_container(
+        spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT, max_output=AGENT_OUTPUT_CAP
+    )
+    safefs.write_text(run_dir / AGENT_STDERR, result.stderr, trusted=run_dir)
     return AgentRun(result.returncode, result.timed_out, result.duration)
 
 

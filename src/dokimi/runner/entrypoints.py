@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from dokimi import safefs
 from dokimi.constants import (
     CONTAINER_EVAL_DIR,
     CONTAINER_RUN_DIR,
@@ -37,7 +38,7 @@ from dokimi.constants import (
 )
 from dokimi.errors import DocumentError, SourceError, UsageError
 from dokimi.runner.gate import GateVerdict, evaluate_gate
-from dokimi.sandbox.container import ContainerResult, give_to_container_user, run_container
+from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, give_to_container_user, run_container
 from dokimi.sandbox.specs import CacheMount, fresh_grade_home, grade_spec, substitute, uses_placeholder
 from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
@@ -275,9 +276,9 @@ def run_entry_point(
         batch=batch,
     )
     _give_top_level(run_dir)
-    extra = {} if kill_grace_s is None else {"kill_grace_s": kill_grace_s}
-    result = run_container(spec, timeout=timeout, stdout_file=run_dir / f"{kind}.stdout", **extra)
-    (run_dir / f"{kind}.stderr").write_text(result.stderr, encoding="utf-8")
+    grace = KILL_GRACE_S if kill_grace_s is None else kill_grace_s
+    result = run_container(spec, timeout=timeout, stdout_file=run_dir / f"{kind}.stdout", kill_grace_s=grace)
+    safefs.write_text(run_dir / f"{kind}.stderr", result.stderr, trusted=run_dir)
     return EntryPointResult(kind, tuple(argv), result)
 
 

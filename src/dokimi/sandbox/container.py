@@ -10,8 +10,11 @@ Every container (contract §2, §9):
   (:func:`give_to_container_user`);
 - ``--network NET`` (``none`` means no network at all: only a loopback interface);
 - the name ``dokimi-<batch>-<cell>-<role>`` and the labels ``dokimi.managed=1`` and ``dokimi.batch=<batch>``;
-- environment variables through an ``--env-file`` (mode 0600, removed afterwards), so that no value, a
-  credential for instance, appears in the host's process list.
+- environment variables through an ``--env-file`` (mode 0600, in a 0700 directory under DOKIMI_HOME,
+  removed afterwards, and by the next dokimi when this one was killed with SIGKILL), so that no value, a
+  credential for instance, appears in the host's process list or stays on disk;
+- ``--memory`` and ``--pids-limit`` from the manifest's ``image.limits``, and stdout and stderr kept within
+  :data:`DEFAULT_OUTPUT_CAP` bytes at each end.
 
 Timeout (contract §9): the ``docker run`` CLI gets SIGTERM, which it passes to the container; after the grace
 period (10 s) the CLI's process group is killed, then the container is killed by name, then removed
@@ -25,6 +28,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -36,6 +40,11 @@ from dokimi.harness.runas import RunAs, give_to, harness_identity
 from dokimi.sandbox.docker import DOCKER, kill_container, remove_container
 
 DEFAULT_PIDS_LIMIT = 4096
+#: docker ``--memory`` of a container whose repository sets no ``image.limits.memory``.
+DEFAULT_MEMORY = "8g"
+#: Bytes of a container's stdout and of its stderr kept at each end (the middle is cut and counted), so a
+#: grader printing a gigabyte costs dokimi a few tens of MB.
+DEFAULT_OUTPUT_CAP = 8 * 1024 * 1024
 #: Seconds between SIGTERM to ``docker run`` and killing its group (contract §9).
 KILL_GRACE_S = 10.0
 #: ``docker run`` exits 125 when docker itself failed (no such image, a bad option, the daemon refused).
@@ -119,6 +128,8 @@ class ContainerSpec:
     user: str | None = None
     """``uid:gid``; None means :func:`container_user`."""
     pids_limit: int = DEFAULT_PIDS_LIMIT
+    memory: str = DEFAULT_MEMORY
+    """docker ``--memory`` (swap is not added: ``--memory-swap`` is set to the same value)."""
     batch: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 
@@ -133,6 +144,9 @@ class ContainerResult:
     stderr: str
     duration: float
     timed_out: bool
+    stdout_omitted: int = 0
+    """Bytes cut from the middle of stdout (its first and last :data:`DEFAULT_OUTPUT_CAP` are kept)."""
+    stderr_omitted: int = 0
 
     @property
     def ok(self) -> bool:
@@ -148,6 +162,7 @@ def docker_run_argv(spec: ContainerSpec, *, env_file: Path | None) -> list[str]:
     for key, value in sorted(spec.labels.items()):
         argv += ["--label", f"{key}={value}"]
     argv += ["--security-opt", "no-new-privileges", "--cap-drop", "ALL", "--pids-limit", str(spec.pids_limit)]
+    argv += ["--memory", spec.memory, "--memory-swap", spec.memory]
     argv += ["--user", spec.user or container_user(), "--network", spec.network]
     if spec.workdir is not None:
         argv += ["--workdir", str(spec.workdir)]
@@ -184,12 +199,58 @@ def _write_env_file(env: Mapping[str, str], directory: Path) -> Path:
     return Path(name)
 
 
+#: The directory of env files under DOKIMI_HOME: mode 0700, one subdirectory per dokimi process.
+PRIVATE_ENV_DIR = "private-env"
+_swept: set[Path] = set()
+_sweep_lock = threading.Lock()
+
+
+def private_env_root() -> Path:
+    """``<DOKIMI_HOME>/private-env`` (mode 0700), where env files live while their container runs. A
+    process's own directory is ``<pid>-<random>``; the first container dokimi starts removes those of
+    processes that are gone (a dokimi killed with SIGKILL could not remove its own)."""
+    from dokimi.source.fetch import default_directory
+
+    root = default_directory() / PRIVATE_ENV_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    with _sweep_lock:
+        if root not in _swept:
+            sweep_stale_env_dirs(root)
+            _swept.add(root)
+    return root
+
+
+def sweep_stale_env_dirs(root: Path) -> list[str]:
+    """Remove the env directories of dokimi processes that no longer run; returns their names."""
+    from dokimi import safefs
+
+    removed = []
+    for entry in sorted(os.listdir(root)):
+        pid_text = entry.split("-", 1)[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _alive(int(pid_text)):
+            safefs.remove(root / entry, trusted=root)
+            removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_container(
     spec: ContainerSpec,
     *,
     timeout: float,
     stdout_file: Path | None = None,
     kill_grace_s: float = KILL_GRACE_S,
+    max_output: int = DEFAULT_OUTPUT_CAP,
 ) -> ContainerResult:
     """Run one container to its end or its timeout; nothing of it is left afterwards.
 
@@ -207,17 +268,19 @@ def run_container(
     if process.shutting_down():
         raise ContainerError(f"container {spec.name} not started: dokimi is stopping")
     remove_container(spec.name)
-    scratch = Path(tempfile.mkdtemp(prefix="dokimi-run."))
+    scratch = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=private_env_root()))
     env_file = _write_env_file(spec.env, scratch) if spec.env else None
     argv = docker_run_argv(spec, env_file=env_file)
     finished = False
     try:
-        completed = process.run(argv, timeout=timeout, grace=kill_grace_s, stdout_file=stdout_file)
+        completed = process.run(
+            argv, timeout=timeout, grace=kill_grace_s, stdout_file=stdout_file, max_output=max_output
+        )
         finished = not completed.timed_out and not process.shutting_down()
     finally:
         if env_file is not None:
             env_file.unlink(missing_ok=True)
-        scratch.rmdir()
+        scratch.rmdir()  # empty: the env file is its only entry
         if not finished:  # timed out, or dokimi itself was interrupted: the container may outlive its CLI
             _kill_and_remove(spec.name)
     if completed.returncode == DOCKER_RUN_FAILED and completed.stderr.lstrip().startswith("docker:"):
@@ -231,4 +294,6 @@ def run_container(
         stderr=completed.stderr,
         duration=completed.duration,
         timed_out=completed.timed_out,
+        stdout_omitted=completed.stdout_omitted,
+        stderr_omitted=completed.stderr_omitted,
     )

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dokimi.constants import (
     CONTAINER_EVAL_DIR,
@@ -52,6 +52,17 @@ GRADE_GIT_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
     ("safe.directory", "*"),
 )
+
+#: The global git config of every grader (GIT_CONFIG_GLOBAL): an identity, and nothing that runs code.
+NEUTRAL_GLOBAL_GIT_CONFIG = """\
+# Written by dokimi: the global git configuration of the grade container.
+[user]
+\tname = dokimi
+\temail = dokimi@localhost
+[core]
+\thooksPath = /dev/null
+\tfsmonitor = false
+"""
 
 _PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task)\}")
 
@@ -255,12 +266,28 @@ def agent_spec(
         workdir=CONTAINER_WORKSPACE,
         network=network,
         batch=batch,
+        **limit_options(image_config),
     )
 
 
+def limit_options(image_config: Image | None) -> dict[str, Any]:
+    """The ContainerSpec fields of ``image.limits`` (the defaults when the manifest sets none)."""
+    from dokimi.schemas.manifest import Limits
+
+    limits = image_config.limits if image_config is not None else Limits()
+    return {"memory": limits.memory, "pids_limit": limits.pids}
+
+
 def grade_git_env() -> dict[str, str]:
-    """GIT_CONFIG_COUNT/KEY_n/VALUE_n for :data:`GRADE_GIT_CONFIG`."""
-    env = {"GIT_CONFIG_COUNT": str(len(GRADE_GIT_CONFIG))}
+    """GIT_CONFIG_COUNT/KEY_n/VALUE_n for :data:`GRADE_GIT_CONFIG`; no system config or attributes file of
+    the image, and as the global config the neutral one dokimi writes into the fresh grade-home
+    (:func:`fresh_grade_home`), so nothing but the reduced ``.git`` and these values configures git."""
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": str(CONTAINER_RUN_DIR / GRADE_HOME / ".gitconfig"),
+        "GIT_CONFIG_COUNT": str(len(GRADE_GIT_CONFIG)),
+    }
     for i, (key, value) in enumerate(GRADE_GIT_CONFIG):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
@@ -268,16 +295,15 @@ def grade_git_env() -> dict[str, str]:
 
 
 def fresh_grade_home(run_dir: Path) -> Path:
-    """{run_dir}/grade-home, emptied (a link or file in its place is removed, never followed)."""
-    import shutil
+    """{run_dir}/grade-home, emptied (a link or file in its place is removed, never followed), with the
+    neutral global git config in it."""
+    from dokimi import safefs
 
     home = run_dir / GRADE_HOME
-    if home.is_symlink() or home.is_file():
-        home.unlink()
-    elif home.is_dir():
-        shutil.rmtree(home)
+    safefs.remove(home, trusted=run_dir)
     home.mkdir()
     os.chmod(home, 0o755)
+    (home / ".gitconfig").write_text(NEUTRAL_GLOBAL_GIT_CONFIG)
     return home
 
 
@@ -323,4 +349,5 @@ def grade_spec(
         workdir=CONTAINER_WORKSPACE,
         network=network,
         batch=batch,
+        **limit_options(image_config),
     )

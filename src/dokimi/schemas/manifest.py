@@ -44,6 +44,20 @@ class Cache(Document):
     """Absolute mount path inside every container, for example ``/cache/bazel-disk``."""
 
 
+class Limits(Document):
+    """Resource caps of every container of this repository (agent, grade, oracle, static, perf). The defaults
+    hold a runaway or hostile process without getting in the way of an ordinary build; raise them for a
+    repository whose build needs more."""
+
+    memory: str = Field(default="8g", pattern=r"^[1-9][0-9]*[kmg]?$")
+    """Memory of one container (docker ``--memory``): a number of bytes with an optional k, m or g suffix."""
+    pids: int = Field(default=4096, ge=64, le=1_000_000)
+    """Most processes and threads one container may have at once (docker ``--pids-limit``)."""
+    workspace_mb: int = Field(default=20480, ge=1)
+    """Largest the workspace may grow to, in MiB. A run whose workspace is larger after the agent is a
+    host-side failure of that cell: dokimi does not grade, diff or copy it."""
+
+
 class Image(Document):
     """The build image of this repository: built once per eval revision, used by agents and entry points."""
 
@@ -58,6 +72,8 @@ class Image(Document):
     network: Literal["none", "public"] = "none"
     """``none``: entry points and the agent's commands have no network (a task opens hosts with ``egress``);
     ``public``: full network."""
+    limits: Limits = Field(default_factory=Limits)
+    """Memory, process and workspace-size caps of every container (safe defaults when left out)."""
 
 
 class EntryPoints(Document):
