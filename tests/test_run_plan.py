@@ -220,6 +220,16 @@ def test_a_large_diff_travels_in_several_commands_that_reassemble_it(tmp_path: P
     assert base64.b64decode(joined) == diff
 
 
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "gemini-cli"])
+def test_the_derived_script_calls_each_harness_s_own_shell_tool(harness: str) -> None:
+    from dokimi.harness.profile import load_profile
+
+    tool = load_profile(harness).script_tools.command
+    (turn, final) = oracle_script(b"diff", "", tool)
+    assert list(turn["tool_use"]["input"]) == [tool.arg] and turn["tool_use"]["name"] == tool.name
+    assert final == {"final": FIXED_ANSWER}
+
+
 def test_the_oracle_answer_is_the_final_message_of_a_review_task() -> None:
     assert oracle_script(b"", "calc/cache.py:3: unbounded\n") == [{"final": "calc/cache.py:3: unbounded"}]
 

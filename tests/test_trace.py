@@ -357,8 +357,8 @@ def test_an_unknown_converter_name_lists_the_known_ones(tmp_path: Path) -> None:
 
     trace = tmp_path / "t.txt"
     trace.write_text("x")
-    with pytest.raises(UsageError, match="claude-stream-json, text"):
-        convert_file(trace, "codex-json")
+    with pytest.raises(UsageError, match="claude-stream-json, codex-json"):
+        convert_file(trace, "cursor-json")
 
 
 def test_write_conversion_writes_sorted_events_jsonl_and_answer_txt(tmp_path: Path) -> None:
@@ -400,3 +400,55 @@ def test_convert_takes_the_converter_name_and_the_whole_stdout_as_the_shared_int
 
     with pytest.raises(UsageError, match="unknown trace converter"):
         convert("nope", "")
+
+
+# --- Codex exec --json (recorded from the real codex-cli 0.169.0 against the scripted model server) --------
+
+CODEX_TRACE = TRACES / "codex-0.169.0-commands.jsonl"
+
+
+def test_a_recorded_codex_trace_converts_commands_rc_answer_and_turns() -> None:
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(CODEX_TRACE, "codex-json")
+    assert [(e["kind"], e["text"], e["rc"], e["t"]) for e in conv.events] == [
+        ("command", "sed -i s/before/after/ f.txt", 0, 4.0),
+        ("command", "echo out; exit 3", 3, 6.0),
+    ]
+    assert conv.events[1]["output"] == "out\n" and conv.events[1]["output_truncated"] is False
+    assert conv.answer == "I changed f.txt."
+    assert conv.turns == 1 and conv.complete and not conv.is_error
+    assert conv.usage["output_tokens"] == 21 and conv.cost_usd is None
+    assert conv.garbage_lines == 0
+
+
+def test_a_codex_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
+    from dokimi.harness.trace import convert
+
+    lines = CODEX_TRACE.read_text().splitlines()[:7]  # killed while the second command ran
+    conv = convert("codex-json", "\n".join(lines) + "\nnot json\n")
+    assert [(e["text"], e["rc"]) for e in conv.events] == [
+        ("sed -i s/before/after/ f.txt", 0),
+        ("echo out; exit 3", None),
+    ]
+    assert conv.is_error and not conv.complete and conv.garbage_lines == 1
+    assert conv.answer == "Looking."
+
+
+def test_codex_turn_failed_file_changes_and_wrapped_commands() -> None:
+    from dokimi.harness.trace import convert, unwrap_shell
+
+    trace = "\n".join(
+        json.dumps(x)
+        for x in [
+            {"type": "item.completed", "item": {"id": "i1", "type": "file_change",
+                                                "changes": [{"path": "a.py", "kind": "update"}]}},
+            {"type": "turn.failed", "error": {"message": "stream disconnected"}},
+        ]
+    )  # fmt: skip
+    conv = convert("codex-json", trace)
+    assert conv.events == [{"t": 0.0, "kind": "edit", "path": "a.py"}]
+    assert conv.is_error and conv.result_subtype == "error"
+    assert unwrap_shell("/bin/bash -lc 'a && b'") == "a && b"
+    assert unwrap_shell("ls -l") == "ls -l"
+    assert unwrap_shell("/bin/bash -lc 'unterminated") == "/bin/bash -lc 'unterminated"

@@ -25,6 +25,7 @@ import os
 import posixpath
 import re
 import secrets
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -580,10 +581,20 @@ class _Outcome:
     read_paths: set[str]
 
 
-def _dry_run_script(s: PlannedScenario, workspace: Path) -> list[dict[str, object]]:
+def _dry_run_script(s: PlannedScenario, workspace: Path, profile: HarnessProfile) -> list[dict[str, object]]:
+    """Read the scenario's probe file with the harness's read tool (or ``cat`` through its shell tool when it
+    has none), then answer with every token of the request."""
     turns: list[dict[str, object]] = []
     if s.read_target is not None:
-        turns.append({"tool_use": {"name": "Read", "input": {"file_path": str(workspace / s.read_target)}}})
+        path = str(workspace / s.read_target)
+        read = profile.script_tools.read
+        if read is not None:
+            turns.append({"tool_use": {"name": read.name, "input": {read.arg: path}}})
+        else:
+            command = profile.script_tools.command
+            turns.append(
+                {"tool_use": {"name": command.name, "input": {command.arg: f"cat {shlex.quote(path)}"}}}
+            )
     turns.append({"echo_tokens": True})
     return turns
 
@@ -649,7 +660,9 @@ def _run_scenario(
     recorder: MockModelServer | CaptureProxy | None = None
     if capture.kind == "scripted_server":
         assert profile.endpoint_env is not None
-        recorder = MockModelServer(_dry_run_script(s, workspace), capture_path=target / REQUESTS_FILE)
+        recorder = MockModelServer(
+            _dry_run_script(s, workspace, profile), capture_path=target / REQUESTS_FILE
+        )
         environ = {"PATH": (options.environ or os.environ).get("PATH", os.defpath)}
         extra = {**profile.dry_run_env, profile.endpoint_env: recorder.start().url}
     elif capture.kind == "proxy":
@@ -670,6 +683,7 @@ def _run_scenario(
             environ=environ,
             home=str(home),
             extra_env=extra,
+            endpoint=recorder.url if recorder is not None else None,
         )
         inv.write_config_files(config)
         give_to(scratch, who)

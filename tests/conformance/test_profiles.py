@@ -72,9 +72,10 @@ def test_each_argv_element_stays_one_argument_and_the_prompt_is_never_resubstitu
     profile: HarnessProfile, tools: str
 ) -> None:
     argv = _invoke(profile, tools)
-    expected_prompt = NASTY_PROMPT + (profile.prompt_suffix or "")
+    (template,) = [e for e in profile.invoke if "{prompt}" in e]  # "{prompt}", or "--prompt={prompt}"
+    expected_prompt = template.replace("{prompt}", NASTY_PROMPT + (profile.prompt_suffix or ""))
     assert argv.count(expected_prompt) == 1, "the prompt must be one argument, literal braces kept"
-    tool_args = getattr(profile.tools, tools)
+    tool_args = [e.replace("{config_dir}", "/eval/run/config") for e in getattr(profile.tools, tools)]
     others = [e for e in profile.invoke if e != TOOLS_ELEMENT]
     assert len(argv) == len(others) + len(tool_args)
     i = profile.invoke.index(TOOLS_ELEMENT)
@@ -183,3 +184,10 @@ def test_the_claude_code_hook_names_a_script_that_exists() -> None:
     command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert str(Path(support_dir()) / NO_BACKGROUND_HOOK) in command
     assert (Path(support_dir()) / NO_BACKGROUND_HOOK).is_file()
+
+
+def test_a_file_a_tool_level_names_is_one_of_the_config_files(profile: HarnessProfile) -> None:
+    for level in ("none", "read", "all"):
+        for element in getattr(profile.tools, level):
+            if element.startswith("{config_dir}/"):
+                assert element[len("{config_dir}/") :] in profile.config_files, element

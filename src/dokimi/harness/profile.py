@@ -46,6 +46,7 @@ __all__ = [
     "check_tools_lists_are_literal",
     "check_tools_placeholder_exactly_once",
     "check_trace_converter_known",
+    "endpoint_for",
     "load_profile",
     "parse_profile",
     "placeholders_in",
@@ -59,10 +60,12 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A placeholder: ``{name}``. Other braces (JSON in an argument) are literal text."""
 
 TOOLS_ELEMENT = "{tools}"
-INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget"})
+INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget", "endpoint"})
 VERSION_PLACEHOLDERS = frozenset({"bin"})
 EFFORT_PLACEHOLDERS = frozenset({"effort"})
-CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir"})
+CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir", "endpoint"})
+TOOLS_PLACEHOLDERS = frozenset({"config_dir"})
+"""A tool list may name a file of the config dir (Gemini CLI's --policy files); nothing else."""
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CONTAINER_DROPPED_ENV = ("PATH", "HOME")
 """Names never passed from the host into a container: the image's PATH and the per-run HOME apply."""
@@ -180,11 +183,11 @@ def check_bin_is_argv0(profile: HarnessProfile) -> list[ProfileProblem]:
 
 
 def check_tools_lists_are_literal(profile: HarnessProfile) -> list[ProfileProblem]:
-    """The tool lists are inserted as they are: a placeholder in them would never be replaced."""
+    """The tool lists are inserted as they are, except ``{config_dir}`` (a config file a flag names)."""
     problems = []
     for level in ("none", "read", "all"):
         for i, element in enumerate(getattr(profile.tools, level)):
-            if placeholders_in(element):
+            if set(placeholders_in(element)) - TOOLS_PLACEHOLDERS:
                 problems.append(
                     ProfileProblem(
                         ("tools", level, i), f"tools.{level} is literal; {element!r} has a placeholder"
@@ -389,9 +392,25 @@ def _number(value: float | int) -> str:
     return str(value)
 
 
-def render_config_files(profile: HarnessProfile, *, config_dir: str, support_dir: str) -> dict[str, str]:
-    values = {"config_dir": config_dir, "support_dir": support_dir}
+def render_config_files(
+    profile: HarnessProfile, *, config_dir: str, support_dir: str, endpoint: str = ""
+) -> dict[str, str]:
+    values = {"config_dir": config_dir, "support_dir": support_dir, "endpoint": endpoint}
     return {name: substitute(text, values) for name, text in profile.config_files.items()}
+
+
+def endpoint_for(
+    profile: HarnessProfile, environ: Mapping[str, str] | None = None, override: str | None = None
+) -> str:
+    """The model endpoint ``{endpoint}`` stands for (a harness that takes it from a config file or argv, not
+    an environment variable): ``override`` (the scripted server, a capturing proxy, a gateway), else the
+    caller's ``endpoint_env``, else the profile's ``endpoint_default``, else empty."""
+    if override:
+        return override
+    source = os.environ if environ is None else environ
+    if profile.endpoint_env and source.get(profile.endpoint_env):
+        return source[profile.endpoint_env]
+    return profile.endpoint_default or ""
 
 
 def build_env(
@@ -459,22 +478,27 @@ def build_invocation(
     in_container: bool = False,
     home: str | None = None,
     extra_env: Mapping[str, str] | None = None,
+    endpoint: str | None = None,
 ) -> Invocation:
     """argv, env and config files of one run (contract §6).
 
     ``config_dir`` and ``support_dir`` are the directories as the agent sees them (container paths in a
-    container, host paths on the host). ``prompt_suffix`` is appended to ``prompt``.
+    container, host paths on the host). ``prompt_suffix`` is appended to ``prompt``. ``endpoint`` is what
+    ``{endpoint}`` becomes (:func:`endpoint_for`).
     """
     _check_effort(profile, effort)
     full_prompt = prompt + (profile.prompt_suffix or "")
+    config = str(config_dir)
+    url = endpoint_for(profile, environ, endpoint)
     values = {
+        "endpoint": url,
         "bin": bin,
         "prompt": full_prompt,
         "model": model,
         "max_turns": str(max_turns),
         "budget": _number(budget),
     }
-    tool_args = list(getattr(profile.tools, tools))
+    tool_args = [substitute(e, {"config_dir": config}) for e in getattr(profile.tools, tools)]
     effort_args = (
         [substitute(e, {"effort": effort}) for e in profile.effort.argv]
         if effort is not None and profile.effort is not None
@@ -487,7 +511,6 @@ def build_invocation(
             argv.extend(effort_args)
         else:
             argv.append(substitute(element, values))
-    config = str(config_dir)
     env = build_env(
         profile,
         config_dir=config,
@@ -497,7 +520,7 @@ def build_invocation(
         effort=effort,
         extra=extra_env,
     )
-    files = render_config_files(profile, config_dir=config, support_dir=str(support_dir))
+    files = render_config_files(profile, config_dir=config, support_dir=str(support_dir), endpoint=url)
     return Invocation(argv=argv, env=env, config_files=files, prompt=full_prompt)
 
 

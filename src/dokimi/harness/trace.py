@@ -37,6 +37,8 @@ __all__ = [
     "command_rc",
     "convert",
     "convert_claude_stream_json",
+    "convert_codex_json",
+    "convert_gemini_stream_json",
     "convert_file",
     "convert_text",
     "event_kind",
@@ -373,6 +375,201 @@ def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
     return out
 
 
+# --- JSON-lines helper ----------------------------------------------------------------------------------
+
+
+def _json_objects(lines: Iterable[str]) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """(line index, object) for every JSON object line, and how many other non-blank lines there were."""
+    objects: list[tuple[int, dict[str, Any]]] = []
+    garbage = 0
+    for index, line in enumerate(lines):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            garbage += 1
+            continue
+        if type(obj) is not dict:
+            garbage += 1
+            continue
+        objects.append((index, obj))
+    return objects, garbage
+
+
+# --- Codex CLI exec --json ----------------------------------------------------------------------------------
+
+_SHELL_WRAPPERS = ("/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/sh", "bash", "sh", "/bin/zsh", "zsh")
+
+
+def unwrap_shell(command: str) -> str:
+    """The script of a ``/bin/bash -lc 'SCRIPT'`` command line (how Codex reports what it ran), else as is."""
+    import shlex
+
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if len(argv) == 3 and argv[0] in _SHELL_WRAPPERS and argv[1] in ("-c", "-lc", "-lic"):
+        return argv[2]
+    return command
+
+
+def convert_codex_json(lines: Iterable[str]) -> Conversion:
+    """Codex ``exec --json`` (0.169.0) → Conversion.
+
+    ``command_execution`` items → command (``text``: the script inside Codex's ``/bin/bash -lc`` wrapper,
+    ``rc`` its ``exit_code``; null when the item never completed); ``file_change`` → one edit per changed
+    path; ``mcp_tool_call`` and ``web_search`` → tool. The answer is the last ``agent_message``. The trace
+    has no timestamps (``t`` is the line index) and no cost; ``turns`` counts ``turn.completed`` records. A
+    ``turn.failed`` or top-level ``error`` record, or no ``turn.completed`` at all, is an error.
+    """
+    objects, garbage = _json_objects(lines)
+    out = Conversion(garbage_lines=garbage)
+    by_id: dict[str, Event] = {}
+    turns = 0
+    failed = False
+    usage: dict[str, Any] = {}
+    for index, obj in objects:
+        kind = obj.get("type")
+        if kind == "turn.completed":
+            turns += 1
+            if isinstance(obj.get("usage"), Mapping):
+                for key, value in obj["usage"].items():
+                    if isinstance(value, int):
+                        usage[key] = usage.get(key, 0) + value
+            continue
+        if kind in ("turn.failed", "error"):
+            failed = True
+            continue
+        if kind not in ("item.started", "item.updated", "item.completed"):
+            continue
+        item = obj.get("item")
+        if not isinstance(item, Mapping):
+            continue
+        item_type = item.get("type")
+        item_id = item.get("id") if isinstance(item.get("id"), str) else None
+        if item_type == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
+            out.answer = item["text"]
+        elif item_type == "command_execution":
+            event = by_id.get(item_id) if item_id is not None else None
+            if event is None:
+                command = item.get("command")
+                event = {"t": float(index), "kind": "command", "rc": None}
+                event["text"] = unwrap_shell(command) if isinstance(command, str) else ""
+                out.events.append(event)
+                if item_id is not None:
+                    by_id[item_id] = event
+            if kind == "item.completed":
+                rc = item.get("exit_code")
+                event["rc"] = rc if isinstance(rc, int) and not isinstance(rc, bool) else None
+                output = item.get("aggregated_output")
+                event["output"], event["output_truncated"] = truncate_output(
+                    output if isinstance(output, str) else ""
+                )
+        elif item_type == "file_change" and kind == "item.completed":
+            changes = item.get("changes")
+            for change in changes if isinstance(changes, list) else []:
+                if isinstance(change, Mapping) and isinstance(change.get("path"), str):
+                    out.events.append({"t": float(index), "kind": "edit", "path": change["path"]})
+        elif item_type in ("mcp_tool_call", "web_search") and kind == "item.completed":
+            name = item.get("tool") if item_type == "mcp_tool_call" else "web_search"
+            status = item.get("status")
+            out.events.append(
+                {
+                    "t": float(index),
+                    "kind": "tool",
+                    "name": name if isinstance(name, str) else item_type,
+                    "denied": status == "declined",
+                }
+            )
+    out.turns = turns or None
+    out.usage = usage
+    out.complete = turns > 0
+    out.is_error = failed or turns == 0
+    out.result_subtype = "error" if failed else ("success" if turns else None)
+    return out
+
+
+# --- Gemini CLI stream-json ---------------------------------------------------------------------------------
+
+GEMINI_COMMAND_TOOLS = frozenset({"run_shell_command"})
+GEMINI_READ_TOOLS = frozenset({"read_file", "read_many_files"})
+GEMINI_EDIT_TOOLS = frozenset({"replace", "write_file"})
+
+
+def convert_gemini_stream_json(lines: Iterable[str]) -> Conversion:
+    """Gemini CLI ``--output-format stream-json`` (0.61.0) → Conversion.
+
+    ``tool_use`` records: run_shell_command → command (``rc`` null: the CLI's ``tool_result`` carries no exit
+    code); read_file, read_many_files → read; replace, write_file → edit; anything else → tool, ``denied``
+    when its result is an error. The answer is the assistant text after the last tool call (``delta`` messages
+    concatenated). ``t`` comes from the records' timestamps. The ``result`` record ends the run: ``status``
+    other than ``success`` is an error; it reports no cost and no turn count.
+    """
+    objects, garbage = _json_objects(lines)
+    out = Conversion(garbage_lines=garbage)
+    first_ts: float | None = None
+    pending: dict[str, Event] = {}
+    text: list[str] = []
+    result: Mapping[str, Any] | None = None
+    for index, obj in objects:
+        ts = parse_timestamp(obj.get("timestamp"))
+        if first_ts is None and ts is not None:
+            first_ts = ts
+        t = event_time(ts, first_ts, index)
+        kind = obj.get("type")
+        if kind == "message" and obj.get("role") == "assistant" and isinstance(obj.get("content"), str):
+            text = [*text, obj["content"]] if obj.get("delta") else [obj["content"]]
+            out.answer = "".join(text)
+        elif kind == "tool_use":
+            text = []
+            name = obj.get("tool_name") if isinstance(obj.get("tool_name"), str) else "?"
+            params = obj.get("parameters") if isinstance(obj.get("parameters"), Mapping) else {}
+            assert isinstance(name, str) and isinstance(params, Mapping)
+            event: Event = {"t": t}
+            if name in GEMINI_COMMAND_TOOLS:
+                command = params.get("command")
+                event.update(kind="command", text=command if isinstance(command, str) else "", rc=None)
+            elif name in GEMINI_READ_TOOLS or name in GEMINI_EDIT_TOOLS:
+                path = params.get("file_path") or params.get("absolute_path") or params.get("path")
+                event.update(
+                    kind="read" if name in GEMINI_READ_TOOLS else "edit",
+                    path=path if isinstance(path, str) else "",
+                )
+            else:
+                event.update(kind="tool", name=name, denied=False)
+            out.events.append(event)
+            if isinstance(obj.get("tool_id"), str):
+                pending[obj["tool_id"]] = event
+        elif kind == "tool_result":
+            found = pending.pop(obj["tool_id"], None) if isinstance(obj.get("tool_id"), str) else None
+            if found is None:
+                continue
+            failed = obj.get("status") not in (None, "success")
+            if found["kind"] == "command":
+                output = obj.get("output")
+                if not isinstance(output, str):
+                    error = obj.get("error")
+                    output = error.get("message", "") if isinstance(error, Mapping) else ""
+                found["output"], found["output_truncated"] = truncate_output(output)
+            elif found["kind"] == "tool":
+                found["denied"] = failed
+        elif kind == "result":
+            result = obj
+    if result is None:
+        out.is_error = True
+        return out
+    out.complete = True
+    status = result.get("status")
+    out.result_subtype = status if isinstance(status, str) else None
+    out.is_error = status != "success"
+    stats = result.get("stats")
+    if isinstance(stats, Mapping):
+        out.usage = {k: v for k, v in stats.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return out
+
+
 def convert_text(lines: Iterable[str]) -> Conversion:
     """For harnesses without a structured trace: the whole stdout is the answer, and there are no events.
 
@@ -384,6 +581,8 @@ def convert_text(lines: Iterable[str]) -> Conversion:
 
 TRACE_CONVERTERS: dict[str, Converter] = {
     "claude-stream-json": convert_claude_stream_json,
+    "codex-json": convert_codex_json,
+    "gemini-stream-json": convert_gemini_stream_json,
     "text": convert_text,
 }
 """Converters by the profile's ``trace:`` name."""

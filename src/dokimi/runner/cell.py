@@ -76,6 +76,9 @@ AGENT_STDERR = "agent.stderr"
 #: Bytes of the harness's stdout (the trace) kept at each end: a real trace fits whole, a flood is cut.
 AGENT_OUTPUT_CAP = 64 * 1024 * 1024
 DRY_RUN_LAUNCHER = "dryrun_agent.py"
+DRY_RUN_PORT = 47113
+"""The scripted server's port on the agent container's own loopback in a dry run: fixed, so that a harness
+that reads its endpoint from a config file (Codex) gets the URL written there before the container starts."""
 CONTAINER_CONFIG = CONTAINER_RUN_DIR / "config"
 CONTAINER_HOME = CONTAINER_RUN_DIR / "home"
 
@@ -287,6 +290,7 @@ def agent_argv_and_env(
         in_container=True,
         home=str(CONTAINER_HOME),
         extra_env=extra_env,
+        endpoint=f"http://127.0.0.1:{DRY_RUN_PORT}" if ctx.dry_run else None,
     )
     invocation.write_config_files(run_dir / "config")
     argv = list(invocation.argv)
@@ -299,6 +303,8 @@ def agent_argv_and_env(
             str(DRY_RUN_MOUNT),
             "--endpoint-env",
             ctx.profile.endpoint_env,
+            "--port",
+            str(DRY_RUN_PORT),
             "--",
             *argv,
         ]

@@ -36,6 +36,7 @@ from dokimi.errors import UsageError
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
     from dokimi.runner.cell import CellContext
+    from dokimi.schemas.profile import ScriptTool
 
 __all__ = [
     "CHUNK_CHARS",
@@ -60,10 +61,14 @@ DERIVE_TIMEOUT_S = 3600.0
 NO_CHANGE_ANSWER = "I made no change."
 
 
-def apply_patch_turns(diff: bytes) -> list[dict[str, Any]]:
-    """Bash tool calls that write ``diff`` to a file under $HOME (base64, in chunks) and ``git apply`` it."""
+def apply_patch_turns(diff: bytes, command_tool: ScriptTool | None = None) -> list[dict[str, Any]]:
+    """Shell tool calls that write ``diff`` to a file under $HOME (base64, in chunks) and ``git apply`` it.
+
+    ``command_tool`` is the harness's shell tool (its profile's ``script_tools.command``); Claude Code's
+    ``Bash`` by default."""
     if not diff:
         return []
+    name, arg = (command_tool.name, command_tool.arg) if command_tool is not None else ("Bash", "command")
     encoded = base64.b64encode(diff).decode("ascii")
     chunks = [encoded[i : i + CHUNK_CHARS] for i in range(0, len(encoded), CHUNK_CHARS)]
     turns: list[dict[str, Any]] = []
@@ -72,24 +77,14 @@ def apply_patch_turns(diff: bytes) -> list[dict[str, Any]]:
         command = f"printf '%s' '{chunk}' | base64 -d {redirect} {PATCH_FILE}"
         if index == len(chunks) - 1:
             command += f" && git apply --whitespace=nowarn {PATCH_FILE} && rm -f {PATCH_FILE}"
-        turns.append(
-            {
-                "tool_use": {
-                    "name": "Bash",
-                    "input": {
-                        "command": command,
-                        "description": f"apply the fix ({index + 1}/{len(chunks)})",
-                    },
-                }
-            }
-        )
+        turns.append({"tool_use": {"name": name, "input": {arg: command}}})
     return turns
 
 
-def oracle_script(diff: bytes, answer: str) -> list[dict[str, Any]]:
+def oracle_script(diff: bytes, answer: str, command_tool: ScriptTool | None = None) -> list[dict[str, Any]]:
     """The script that makes the agent do what the oracle did: apply ``diff``, then answer ``answer``."""
     final = answer.strip() or (FIXED_ANSWER if diff else NO_CHANGE_ANSWER)
-    return [*apply_patch_turns(diff), {"final": final}]
+    return [*apply_patch_turns(diff, command_tool), {"final": final}]
 
 
 def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
@@ -233,7 +228,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
         diff = oracle_diff(scratch / "workspace", prepared.start_sha)
         answer_file = scratch / "answer.txt"
         answer = answer_file.read_text("utf-8", errors="replace") if answer_file.is_file() else ""
-        return write_script(dest, oracle_script(diff, answer))
+        return write_script(dest, oracle_script(diff, answer, ctx.profile.script_tools.command))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

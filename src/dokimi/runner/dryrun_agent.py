@@ -2,9 +2,10 @@
 """Dry-run launcher, run INSIDE the agent's container: the scripted model server on the container's loopback,
 then the real harness pointed at it.
 
-    python3 /eval/support/dryrun_agent.py --script FILE --endpoint-env ANTHROPIC_BASE_URL -- HARNESS ARGV...
+    python3 /eval/support/dryrun_agent.py --script FILE --endpoint-env ANTHROPIC_BASE_URL [--port N] -- ARGV...
 
-1. starts ``python3 <this dir>/mockmodel.py --script FILE --port 0`` and reads the URL it prints;
+1. starts ``python3 <this dir>/mockmodel.py --script FILE --port N`` (default 0, any free port) and reads the
+   URL it prints; a fixed port lets the host write the URL into a harness's config file beforehand (Codex);
 2. runs the harness argv with ``<endpoint-env>=<url>`` added to its environment, stdout and stderr inherited
    (so the harness's trace is the container's stdout, exactly as in a paid run);
 3. on SIGTERM/SIGINT passes the signal to the harness (which stops its own commands) and waits for it;
@@ -27,10 +28,10 @@ from types import FrameType
 SERVER_START_TIMEOUT_S = 30.0
 
 
-def start_server(script: str, capture: str | None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(script: str, capture: str | None, port: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     """The scripted server as a child; returns it and the base URL it printed on its first stdout line."""
     server_py = Path(__file__).resolve().parent / "mockmodel.py"
-    argv = [sys.executable, str(server_py), "--script", script, "--port", "0"]
+    argv = [sys.executable, str(server_py), "--script", script, "--port", str(port)]
     if capture:
         argv += ["--capture", capture]
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
@@ -52,12 +53,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--script", required=True)
     parser.add_argument("--endpoint-env", required=True)
     parser.add_argument("--capture")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv[:split])
     harness = argv[split + 1 :]
     if not harness:
         print("dryrun_agent: no harness argv after --", file=sys.stderr)
         return 2
-    server, url = start_server(args.script, args.capture)
+    server, url = start_server(args.script, args.capture, args.port)
     env = dict(os.environ)
     env[args.endpoint_env] = url
     try:

@@ -67,6 +67,38 @@ class Effort(Document):
     """The values the harness accepts; any other is refused before the run. Null accepts any string."""
 
 
+class ScriptTool(Document):
+    """One tool as the scripted model calls it: its name and the one input key that carries the argument."""
+
+    name: str = Field(min_length=1)
+    """The tool's name in the harness's tool list (``Bash``, ``exec_command``, ``run_shell_command``)."""
+    arg: str = Field(min_length=1)
+    """The input key of the command or path (``command``, ``cmd``, ``file_path``)."""
+
+
+class ScriptTools(Document):
+    """How a dry run's scripted model calls this harness's tools (dry-run scripts, ``repo reach --dry-run``)."""
+
+    command: ScriptTool
+    """The shell tool: the derived script applies the oracle's diff through it."""
+    read: ScriptTool | None = None
+    """The file-read tool; null when the harness has none (the probe then reads with ``cat`` through
+    ``command``)."""
+
+
+class Verification(Document):
+    """Which version of the CLI the profile was checked against, and whether it was run end to end here."""
+
+    version: str = Field(min_length=1)
+    """The pinned version (scripts/install-harness.sh installs exactly this one)."""
+    package: str = Field(min_length=1)
+    """Where it comes from (``npm @openai/codex``, ``pypi aider-chat``)."""
+    verified: bool
+    """True when this version ran a dry run of the bundled example and the reach tests here."""
+    note: str = ""
+    """Why not verified (or what is only partly verified)."""
+
+
 class HarnessProfile(Document):
     """One harness CLI: how to start it, what it may see, where its trace goes, which guidance it loads."""
 
@@ -122,3 +154,11 @@ class HarnessProfile(Document):
     {support_dir} replaced by those directories as the agent sees them."""
     effort: Effort | None = None
     """How the reasoning effort is passed; null when the harness has no effort setting."""
+    script_tools: ScriptTools = Field(
+        default_factory=lambda: ScriptTools(
+            command=ScriptTool(name="Bash", arg="command"), read=ScriptTool(name="Read", arg="file_path")
+        )
+    )
+    """The harness's shell and read tools as a scripted model calls them (default: Claude Code's)."""
+    verification: Verification | None = None
+    """The pinned version and whether it was verified end to end; null for a profile nobody checked."""

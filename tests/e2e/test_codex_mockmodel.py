@@ -1,0 +1,133 @@
+"""The real Codex CLI (0.169.0) through the built-in codex profile against the scripted model server.
+
+The profile's argv, environment and config.toml come from dokimi (build_invocation), exactly as in a cell: the
+endpoint reaches Codex only through config.toml (no OPENAI_BASE_URL in its environment), commands really run,
+and each tool level offers what the profile says it does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi import process
+from dokimi.harness.profile import build_invocation, load_profile
+from dokimi.harness.trace import convert_file
+from dokimi.mockmodel import MockModelServer
+from dokimi.support import support_dir
+from tests.helpers.git import git_repo
+
+pytestmark = pytest.mark.harness
+
+MODEL = "gpt-5-mini"
+WEB_TOOLS = {"web_search", "web_search_preview"}
+
+
+def run_codex(
+    codex_bin: Path, tmp_path: Path, script: list[dict[str, Any]], tools: str = "all"
+) -> tuple[process.Completed, MockModelServer, Path]:
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        git_repo(repo, {"AGENTS.md": "# notes\n", "f.txt": "before\n"})
+    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
+    config.mkdir()
+    home.mkdir()
+    profile = load_profile("codex")
+    with MockModelServer(script, capture_path=tmp_path / f"capture-{tools}.jsonl") as server:
+        inv = build_invocation(
+            profile,
+            bin=str(codex_bin),
+            prompt="Change before to after in f.txt",
+            model=MODEL,
+            max_turns=5,
+            budget=1,
+            tools=tools,  # type: ignore[arg-type]
+            config_dir=config,
+            support_dir=support_dir(),
+            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
+            home=str(home),
+            endpoint=server.url,
+        )
+        assert "OPENAI_BASE_URL" not in inv.env
+        inv.write_config_files(config)
+        trace = tmp_path / f"trace-{tools}.jsonl"
+        done = process.run(inv.argv, timeout=120, env=inv.env, cwd=repo, stdout_file=trace)
+    return done, server, trace
+
+
+def offered(server: MockModelServer) -> set[str]:
+    body = server.requests[0].body
+    return {t.get("name") or t.get("type") for t in body["tools"]}
+
+
+def test_a_scripted_command_edits_the_file_and_the_trace_converts(codex_bin: Path, tmp_path: Path) -> None:
+    script: list[dict[str, Any]] = [
+        {"tool_use": {"name": "exec_command", "input": {"cmd": "sed -i s/before/after/ f.txt"}}},
+        {"tool_use": {"name": "exec_command", "input": {"cmd": "echo out; exit 3"}}},
+        {"final": "I changed f.txt."},
+    ]
+    done, server, trace = run_codex(codex_bin, tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    assert server.turns_played == 3
+    assert all(r.path == "/responses" for r in server.requests)
+    assert (tmp_path / "repo" / "f.txt").read_text() == "after\n"
+    conversion = convert_file(trace, "codex-json")
+    commands = [(e["text"], e["rc"]) for e in conversion.events if e["kind"] == "command"]
+    assert commands == [("sed -i s/before/after/ f.txt", 0), ("echo out; exit 3", 3)]
+    assert conversion.events[1]["output"] == "out\n"
+    assert conversion.answer == "I changed f.txt."
+    assert conversion.complete and not conversion.is_error and conversion.turns == 1
+    assert conversion.garbage_lines == 0
+
+
+def test_each_tool_level_offers_what_the_profile_says(codex_bin: Path, tmp_path: Path) -> None:
+    write = [{"tool_use": {"name": "exec_command", "input": {"cmd": "cat f.txt; echo x > new.txt"}}}]
+    tools = {}
+    for level in ("none", "read", "all"):
+        done, server, _ = run_codex(codex_bin, tmp_path, [*write, {"final": "ok"}], level)
+        assert done.returncode == 0, done.stderr
+        tools[level] = offered(server)
+        if level == "read":  # the shell runs, in the read-only sandbox: it reads and cannot write
+            output = server.requests[1].body["input"][-1]["output"]
+            assert "before" in output and "Read-only file system" in output
+            assert not (tmp_path / "repo" / "new.txt").exists()
+    assert "exec_command" not in tools["none"]
+    assert tools["none"] <= {"request_user_input", "view_image"}
+    assert "exec_command" in tools["read"] and "exec_command" in tools["all"]
+    assert not (tools["all"] | tools["read"]) & WEB_TOOLS
+    assert (tmp_path / "repo" / "new.txt").read_text() == "x\n"  # written at level all
+
+
+def test_the_effort_reaches_the_request(codex_bin: Path, tmp_path: Path) -> None:
+    profile = load_profile("codex")
+    assert profile.effort is not None
+    repo = git_repo(tmp_path / "repo", {"f.txt": "x\n"})
+    config, home = tmp_path / "config", tmp_path / "home"
+    config.mkdir()
+    home.mkdir()
+    with MockModelServer([{"final": "ok"}]) as server:
+        inv = build_invocation(
+            profile,
+            bin=str(codex_bin),
+            prompt="hi",
+            model=MODEL,
+            max_turns=1,
+            budget=1,
+            tools="none",
+            config_dir=config,
+            support_dir=support_dir(),
+            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
+            home=str(home),
+            endpoint=server.url,
+            effort="high",
+        )
+        inv.write_config_files(config)
+        done = process.run(inv.argv, timeout=120, env=inv.env, cwd=repo)
+        body = server.requests[0].body
+    assert done.returncode == 0, done.stderr
+    assert body["reasoning"]["effort"] == "high"
+    assert not any("ignoring" in line for line in done.stdout.splitlines() if json.loads(line).get("item"))
