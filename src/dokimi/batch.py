@@ -17,14 +17,21 @@ is the only proof that a cell is done. A cell is
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import re
+import socket
+import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dokimi.constants import META_JSON, RESULT_JSON
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, UsageError
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -35,6 +42,8 @@ if TYPE_CHECKING:
 EVAL_DIR_NAME = "_eval"
 BATCH_JSON = "batch.json"
 PLAN_JSON = "plan.json"
+#: The lock file of a batch's one writer (``repo run``, ``repo regrade``); it names the holder.
+LOCK_FILE = ".dokimi-writer.lock"
 #: effort_slug when a cell has no effort.
 DEFAULT_EFFORT_SLUG = "default"
 
@@ -108,7 +117,7 @@ class Cell:
             from dokimi.schemas.meta import Meta
 
             try:
-                self._meta = _read_model(self.dir / META_JSON, Meta)
+                self._meta = _read_model(self.dir / META_JSON, Meta, trusted=self.dir)
             except DocumentError:
                 self._meta = None
         return self._meta
@@ -145,17 +154,20 @@ class Batch:
                 yield cell.result
 
 
-def _read_model(path: Path, model: Any) -> Any:
+def _read_model(path: Path, model: Any, trusted: Path | None = None) -> Any:
     from dokimi.schemas._base import read_document
 
-    return read_document(path, model)
+    return read_document(path, model, trusted=trusted)
 
 
 def _read_json(path: Path) -> Any:
-    from dokimi.schemas._base import decode_text, parse_json
+    from dokimi import safefs
+    from dokimi.schemas._base import MAX_DOCUMENT_BYTES, decode_text, parse_json
 
     try:
-        raw = path.read_bytes()
+        raw = safefs.read_plain(path, limit=MAX_DOCUMENT_BYTES)
+    except safefs.UnsafePathError as exc:
+        raise DocumentError(exc.message, path=str(path)) from None
     except OSError as exc:
         raise DocumentError(f"cannot read: {exc.strerror}", path=str(path)) from None
     return parse_json(decode_text(raw, str(path)), str(path))
@@ -213,10 +225,10 @@ def read_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
 
     rel = path.relative_to(root).as_posix()
     result_path = path / RESULT_JSON
-    if not result_path.exists():
+    if not os.path.lexists(result_path):
         return Cell(dir=path, rel=rel, status="missing", key=planned)
     try:
-        result: Result = _read_model(result_path, Result)
+        result: Result = _read_model(result_path, Result, trusted=root)
     except DocumentError as exc:
         return Cell(dir=path, rel=rel, status="invalid", error=str(exc), key=planned)
     key = CellKey(result.task, result.arm, result.model, result.effort, result.rep)
@@ -246,6 +258,58 @@ def load_batch(root: str | Path) -> Batch:
             cells.append(Cell(dir=path, rel=path.relative_to(root).as_posix(), status="missing", key=key))
     cells.sort(key=lambda c: c.rel)
     return Batch(root=root, pin=pin, pin_error=pin_error, plan=plan, plan_error=plan_error, cells=cells)
+
+
+class BatchLocked(UsageError):
+    """Another dokimi process writes this batch (a second ``repo run`` would delete its cells in flight)."""
+
+
+def _holder_text(root: Path) -> str:
+    try:
+        data = json.loads(
+            (root / LOCK_FILE).read_text(encoding="utf-8", errors="replace")[:4096] or "{}"
+        )  # the holder wrote it; it is ours
+        who = f"pid {data.get('pid')} on {data.get('host')}"
+        return f"{who} ({data.get('command')}, started {data.get('started')})"
+    except (OSError, ValueError, AttributeError):
+        return "another dokimi process"
+
+
+@contextmanager
+def batch_writer(root: Path, command: str) -> Iterator[None]:
+    """Hold the batch's writer lock for the duration: one ``repo run`` or ``repo regrade`` per batch at a
+    time. A second one fails at once with :class:`BatchLocked` (exit 2) naming the holder. The lock is an
+    ``flock`` on ``<batch>/.dokimi-writer.lock``, released by the kernel when the holder exits, even by
+    SIGKILL, so a crashed run never leaves the batch locked. ``repo report`` and ``repo compare`` take no
+    lock: result.json is written atomically and last, so they see finished cells only."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise UsageError(f"cannot open the batch lock: {exc.strerror}", path=path) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BatchLocked(
+                f"batch {root.name} is being written by {_holder_text(root)}",
+                path=root,
+                hint="wait for that run to end or stop it; repo report and repo compare can read the batch "
+                "meanwhile",
+            ) from None
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "argv": sys.argv[1:8],
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(holder, sort_keys=True) + "\n").encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_plan(root: Path, cells: list[CellKey]) -> None:

@@ -320,6 +320,36 @@ def copy_file(source: Path, target: Path, *, trusted: Path, target_trusted: Path
     write_bytes(target, read_bytes(source, trusted=trusted, limit=limit), trusted=target_trusted)
 
 
+def copy_entry(
+    source: Path,
+    target: Path,
+    *,
+    trusted: Path,
+    target_trusted: Path,
+    limit: int,
+    owner: tuple[int, int] | None = None,
+) -> str | None:
+    """Copy one entry as it is: a regular file's content (up to ``limit``), a link as the link (its text,
+    unresolved). Returns None when copied, or why not: absent, or a type dokimi does not copy."""
+    st = lstat(source, trusted=trusted)
+    if st is None:
+        return "absent"
+    if stat.S_ISREG(st.st_mode):
+        copy_file(source, target, trusted=trusted, target_trusted=target_trusted, limit=limit)
+    elif stat.S_ISLNK(st.st_mode):
+        with parent_fd(source, trusted=trusted) as (src_fd, name):
+            text = os.readlink(name, dir_fd=src_fd)
+        with parent_fd(target, trusted=target_trusted, create=True) as (dst_fd, dst_name):
+            _remove_at(dst_fd, dst_name, target, directories=False)
+            os.symlink(text, dst_name, dir_fd=dst_fd)
+    else:
+        return _kind(st.st_mode)
+    if owner is not None:
+        with parent_fd(target, trusted=target_trusted) as (dst_fd, dst_name):
+            os.chown(dst_name, *owner, dir_fd=dst_fd, follow_symlinks=False)
+    return None
+
+
 def copy_tree(
     source: Path,
     target: Path,

@@ -15,6 +15,7 @@ with the name of what moved. The sample is drawn from the finished cells sorted 
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from collections.abc import Callable, Sequence
@@ -106,18 +107,52 @@ def sample_cells(cells: Sequence[Cell], n: int | None, seed: int) -> list[Cell]:
     return sorted(picked, key=lambda c: c.rel)
 
 
-def copy_grade_inputs(run_dir: Path, scratch: Path, *, copy: Callable[..., Any] = shutil.copy2) -> None:
-    """Copy what grade reads from ``run_dir`` into the fresh directory ``scratch``.
+#: Largest grade input file a regrade copies (agent.stdout is capped lower when it is written).
+MAX_INPUT_BYTES = 256 * 1024 * 1024
 
-    The workspace is copied with its symlinks as links. Its ``.git/config`` and ``.git/hooks`` were moved to
+
+def copy_grade_inputs(
+    run_dir: Path, scratch: Path, *, trusted: Path | None = None, max_workspace_bytes: int = 20480 << 20
+) -> list[str]:
+    """Copy what grade reads from ``run_dir`` into the fresh directory ``scratch``, following no link.
+
+    The workspace is copied with its links as links; FIFOs, devices and sockets are left out. A grade input
+    that is a link is copied as the link, never as the file it names (the grader cannot have dokimi read a
+    host file into the copy). The copy belongs to the container user, as the original run directory did, so
+    a grader that writes into it behaves the same. Its ``.git/config`` and ``.git/hooks`` were moved to
     agent-git/ before the original grade; they are not restored, so the regrade sees what the grade saw.
+    ``trusted`` is the directory dokimi made above both (the batch); returns what was left out.
     """
-    scratch.mkdir(parents=True)
-    shutil.copytree(run_dir / WORKSPACE, scratch / WORKSPACE, symlinks=True, copy_function=copy)
+    from dokimi import safefs
+    from dokimi.sandbox.container import container_identity
+
+    root = trusted or Path(os.path.commonpath([run_dir.absolute(), scratch.absolute()]))
+    who = container_identity()
+    owner = (who.uid, who.gid) if os.getuid() == 0 else None
+    safefs.makedirs(scratch, trusted=root)
+    if owner is not None:
+        safefs.chown_tree(scratch, *owner, trusted=root)
+    report = safefs.copy_tree(
+        run_dir / WORKSPACE,
+        scratch / WORKSPACE,
+        trusted=root,
+        target_trusted=root,
+        max_bytes=max_workspace_bytes,
+        owner=owner,
+    )
+    left_out = [f"workspace/{entry}" for entry in report.skipped]
     for name in GRADE_INPUTS:
-        source = run_dir / name
-        if source.is_file():
-            copy(source, scratch / name)
+        why = safefs.copy_entry(
+            run_dir / name,
+            scratch / name,
+            trusted=root,
+            target_trusted=root,
+            limit=MAX_INPUT_BYTES,
+            owner=owner,
+        )
+        if why is not None and why != "absent":
+            left_out.append(f"{name}: {why}")
+    return left_out
 
 
 # --- regrading a batch (needs docker) -----------------------------------------------------------------------
@@ -206,14 +241,38 @@ def regrade_batch(
     progress: Callable[[str], None] | None = None,
 ) -> RegradeReport:
     """Regrade ``sample`` finished cells of the batch at ``root`` (all of them when None); see the module
-    docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image)."""
+    docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image),
+    and BatchLocked when a ``repo run`` or another regrade writes the batch."""
+    from dokimi.batch import batch_writer
+
+    root = Path(root).absolute()
+    if not root.is_dir():
+        from dokimi.errors import DocumentError
+
+        raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
+    with batch_writer(root, "repo regrade"):
+        return _regrade(
+            root, sample=sample, seed=seed, caches=caches, source_dir=source_dir, progress=progress
+        )
+
+
+def _regrade(
+    root: Path,
+    *,
+    sample: int | None,
+    seed: int,
+    caches: dict[str, Path] | None,
+    source_dir: Path | None,
+    progress: Callable[[str], None] | None,
+) -> RegradeReport:
+    from dokimi import safefs
     from dokimi.batch import EVAL_DIR_NAME, load_batch
     from dokimi.errors import DocumentError, DokimiError, UsageError
     from dokimi.runner.entrypoints import grade_run, needs_source_dir
     from dokimi.runner.gate import evaluate_gate
     from dokimi.sandbox.container import container_name
     from dokimi.sandbox.docker import image_exists, require_docker
-    from dokimi.sandbox.specs import docker_network, resolve_caches
+    from dokimi.sandbox.specs import docker_network, resolve_caches, workspace_cap_bytes
     from dokimi.schemas._base import read_document
     from dokimi.schemas.grade import FRAMEWORK_METRICS
     from dokimi.schemas.manifest import RepoManifest
@@ -258,10 +317,11 @@ def regrade_batch(
             progress(f"regrading {cell.rel}")
         scratch = scratch_root / cell.rel
         try:
-            if scratch.exists():
-                shutil.rmtree(scratch)
-            copy_grade_inputs(cell.dir, scratch)
-            task = read_document(scratch / TASK_JSON, Task)
+            safefs.remove(scratch, trusted=root)
+            copy_grade_inputs(
+                cell.dir, scratch, trusted=root, max_workspace_bytes=workspace_cap_bytes(manifest.image)
+            )
+            task = read_document(scratch / TASK_JSON, Task, trusted=root)
             outcome = grade_run(
                 task,
                 grade_command,
@@ -290,7 +350,7 @@ def regrade_batch(
         entry.grader_error = again.grader_error
         entry.mismatches = compare_results(cell.result, again)
         if not entry.mismatches:
-            shutil.rmtree(scratch, ignore_errors=True)
+            safefs.remove(scratch, trusted=root)
     if scratch_root.is_dir() and not any(scratch_root.rglob("grade.json")):
         shutil.rmtree(scratch_root, ignore_errors=True)
     return report

@@ -763,7 +763,10 @@ def run_batch(
 
     progress = progress or QuietProgress()
     cancel = cancel or threading.Event()
-    with open_source(opts.source) as repo:
+    from dokimi.batch import batch_writer
+
+    check_batch_name(opts.batch)
+    with batch_writer((opts.out / opts.batch).absolute(), "repo run"), open_source(opts.source) as repo:
         prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
         outcomes, ledger, stopped = execute_cells(
             prepared,

@@ -278,6 +278,14 @@ def limit_options(image_config: Image | None) -> dict[str, Any]:
     return {"memory": limits.memory, "pids_limit": limits.pids}
 
 
+def workspace_cap_bytes(image_config: Image | None) -> int:
+    """``image.limits.workspace_mb`` in bytes (the default when the manifest sets none)."""
+    from dokimi.schemas.manifest import Limits
+
+    limits = image_config.limits if image_config is not None else Limits()
+    return limits.workspace_mb * 1024 * 1024
+
+
 def grade_git_env() -> dict[str, str]:
     """GIT_CONFIG_COUNT/KEY_n/VALUE_n for :data:`GRADE_GIT_CONFIG`; no system config or attributes file of
     the image, and as the global config the neutral one dokimi writes into the fresh grade-home
