@@ -31,7 +31,7 @@ def test_report_json_is_a_repo_report_document(batch: Path, capsys: pytest.Captu
     assert main(["repo", "report", str(batch), "--json", "--cutoff", "m1=2025-01-01"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "repo_report.v1"
-    assert doc["counts"] == {"finished": 7, "missing": 1, "invalid": 0}
+    assert doc["counts"] == {"finished": 7, "missing": 1, "invalid": 0, "infra_errors": 0}
     raw_t2 = next(r for r in doc["rows"] if r["task"] == "t2" and r["arm"] == RAW)
     assert (raw_t2["passes"], raw_t2["gated"], raw_t2["missing"], raw_t2["cutoff"]) == (1, 1, 1, "before")
 

@@ -217,19 +217,19 @@ def test_a_batch_whose_agent_container_could_see_a_task_name_is_refused_before_a
     assert containers_gone(name)
 
 
-def test_the_batch_budget_starts_no_new_cell_once_spent(
+def test_the_batch_budget_starts_no_cell_whose_cap_does_not_fit(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
-    # The fake harness reports no cost, so each cell is charged its cap (--budget 1): after two cells the
-    # batch has spent 2 >= 1.5 and the last two cells never start.
+    # The fake harness reports no cost, so each cell is charged its cap (--budget 1): after one cell the
+    # batch has spent 1, another cap of 1 would make 2 > 1.5, and the last three cells never start.
     args = run_args(tiny, tmp_path / "out", name, profile, binary, "--json", "--budget", "1", reps=4)
-    proc = dokimi_cli([*args, "--max-batch-usd", "1.5"])
+    proc = dokimi_cli([*args, "--max-batch-usd", "1.5", "-j", "2"])
     assert proc.returncode == 1, proc.stderr
     data = summary(proc)
-    assert (data["ran"], data["not_started"], data["stopped_by_budget"]) == (2, 2, True)
-    assert data["spent_usd"] == 2.0
+    assert (data["ran"], data["not_started"], data["stopped_by_budget"]) == (1, 3, True)
+    assert data["spent_usd"] == 1.0
     again = dokimi_cli([*args, "--max-batch-usd", "1.5"])
     assert again.returncode == 1 and summary(again)["ran"] == 0  # the batch spent its budget already
 

@@ -182,6 +182,22 @@ def test_no_new_cell_starts_once_the_batch_cap_is_spent() -> None:
     ledger.charge(None, 0.1)
     assert ledger.spent_usd == pytest.approx(1.0)
     assert not ledger.may_start()
+    assert not ledger.reserve("cell", 0.01)
+
+
+def test_a_cell_starts_only_when_its_cap_fits_beside_the_spend_and_the_running_caps() -> None:
+    ledger = SpendLedger(1.5, spent_usd=0.2)
+    assert ledger.reserve("a", 1.0)  # 0.2 + 1.0 <= 1.5
+    assert not ledger.reserve("b", 1.0)  # 0.2 + 1.0 + 1.0 > 1.5
+    assert ledger.reserve("c", 0.3)  # exactly 1.5
+    ledger.release("a")
+    ledger.charge(0.1, 1.0)  # a spent far less than its cap
+    assert ledger.reserved_usd == pytest.approx(0.3)
+    assert not ledger.reserve("b", 1.0)  # spent 0.3 + reserved 0.3 + 1.0 = 1.6 > 1.5
+    ledger.release("c")
+    ledger.charge(0.0, 0.3)
+    assert ledger.reserve("b", 1.0)  # 0.3 + 1.0 <= 1.5
+
 
 
 def test_without_a_cap_every_cell_may_start() -> None:

@@ -50,7 +50,7 @@ DEFAULT_EFFORT_SLUG = "default"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _REP = re.compile(r"^rep(\d+)$")
 
-CellStatus = Literal["finished", "invalid", "missing"]
+CellStatus = Literal["finished", "invalid", "missing", "infra_error"]
 
 
 def slug(value: str) -> str:
@@ -148,7 +148,19 @@ class Batch:
     def missing(self) -> list[Cell]:
         return [c for c in self.cells if c.status == "missing"]
 
+    def infra_errors(self) -> list[Cell]:
+        """Cells whose result.json says they never reached their model: left out of every rate and
+        comparison, counted apart, and run again by the next run like missing cells."""
+        return [c for c in self.cells if c.status == "infra_error"]
+
     def results(self) -> Iterator[Result]:
+        """The results of the finished cells (infra errors excluded): what rates and comparisons use."""
+        for cell in self.cells:
+            if cell.result is not None and cell.status == "finished":
+                yield cell.result
+
+    def all_results(self) -> Iterator[Result]:
+        """Every valid result.json, infra errors included (what the batch has spent)."""
         for cell in self.cells:
             if cell.result is not None:
                 yield cell.result
@@ -240,7 +252,8 @@ def read_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
             error=f"{result_path}: names the cell {key.path(root).relative_to(root).as_posix()}, not {rel}",
             key=planned,
         )
-    return Cell(dir=path, rel=rel, status="finished", result=result, key=key)
+    status: CellStatus = "infra_error" if result.infra_error else "finished"
+    return Cell(dir=path, rel=rel, status=status, result=result, key=key)
 
 
 def load_batch(root: str | Path) -> Batch:

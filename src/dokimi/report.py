@@ -146,6 +146,8 @@ class _Group:
     results: list[Result] = field(default_factory=list)
     missing: int = 0
     invalid: int = 0
+    infra: list[Result] = field(default_factory=list)
+    """Results of the infra_error cells (never reached their model)."""
 
 
 def _text(value: object) -> str | None:
@@ -197,7 +199,9 @@ def _merge_outcome(results: Sequence[Result]) -> dict[str, Any]:
     }
 
 
-def _outcome(results: Sequence[Result], missing: int, invalid: int) -> dict[str, Any]:
+def _outcome(
+    results: Sequence[Result], missing: int, invalid: int, infra: Sequence[Result] = ()
+) -> dict[str, Any]:
     gated = [r for r in results if r.gated]
     passes = sum(1 for r in gated if cell_passed(r))
     scores = [s for r in results if (s := cell_score(r)) is not None]
@@ -214,6 +218,8 @@ def _outcome(results: Sequence[Result], missing: int, invalid: int) -> dict[str,
         "score_only": len(results) - len(gated),
         "score_mean": stats.mean(scores),
         "grader_failures": sum(1 for r in results if r.grader_failure),
+        "infra_errors": len(infra),
+        "egress_refused": sum(r.egress_refused or 0 for r in (*results, *infra)),
         "timeouts": sum(1 for r in results if r.agent_timed_out),
         "cost_mean": stats.mean(costs),
         "cost_n": len(costs),
@@ -274,6 +280,8 @@ def build_report(
         key = (dims.task, dims.arm, dims.model, dims.effort, task.mode, task.prompt_style, side)
         if cell.status == "missing":
             groups[key].missing += 1
+        elif cell.status == "infra_error" and cell.result is not None:
+            groups[key].infra.append(cell.result)
         else:
             groups[key].invalid += 1
 
@@ -294,7 +302,7 @@ def build_report(
                 family=facts[task_name].family if task_name in facts else None,
                 base_date=facts[task_name].base_date if task_name in facts else None,
                 harness_versions=versions,
-                **_outcome(group.results, group.missing, group.invalid),
+                **_outcome(group.results, group.missing, group.invalid, group.infra),
             )
         )
 
@@ -309,7 +317,12 @@ def build_report(
             plan=batch.plan is not None,
             plan_error=batch.plan_error,
         ),
-        counts=Counts(finished=len(finished), missing=len(batch.missing()), invalid=len(batch.invalid())),
+        counts=Counts(
+            finished=len(finished),
+            missing=len(batch.missing()),
+            invalid=len(batch.invalid()),
+            infra_errors=len(batch.infra_errors()),
+        ),
         cutoffs={model: cutoff.text for model, cutoff in sorted(cutoffs.items())},
         rows=rows,
         arms=_arm_summaries(groups),
@@ -352,7 +365,10 @@ def _arm_summaries(groups: dict[RowKey, _Group]) -> list[ArmSummary]:
                 shares.append(sum(1 for r in gated if cell_passed(r)) / len(gated))
         arm, model, effort, mode, style, side = arm_key
         outcome = _outcome(
-            results, sum(groups[k].missing for k in keys), sum(groups[k].invalid for k in keys)
+            results,
+            sum(groups[k].missing for k in keys),
+            sum(groups[k].invalid for k in keys),
+            [r for k in keys for r in groups[k].infra],
         )
         out.append(
             ArmSummary(

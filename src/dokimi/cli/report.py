@@ -76,13 +76,22 @@ def _print(doc: object) -> None:
     console.print(
         f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
         f"{counts.invalid} invalid"
+        + (
+            f", {counts.infra_errors} infra errors (never reached the model: in no rate; the next run of "
+            "the batch runs them again)"
+            if counts.infra_errors
+            else ""
+        )
     )
+    infra = any(r.infra_errors for r in doc.rows)
+    egress = any(r.egress_refused for r in doc.rows)
     split = any(r.cutoff for r in doc.rows)
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in ["task", "arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
         table.add_column(name)
     merge = any(r.mergeable_n for r in doc.rows)
     numbers = ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
+    numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
     for name in numbers + (["mergeable", "merge score"] if merge else []):
         table.add_column(name, justify="right")
     for r in doc.rows:
@@ -102,6 +111,8 @@ def _print(doc: object) -> None:
             str(r.invalid),
             _fmt(r.cost_mean, 4),
             _fmt(r.turns_mean, 1),
+            *([str(r.infra_errors)] if infra else []),
+            *([str(r.egress_refused)] if egress else []),
             *([f"{r.mergeable}/{r.mergeable_n}", _fmt(r.merge_score_mean)] if merge else []),
         )
     console.print(table)
@@ -109,7 +120,9 @@ def _print(doc: object) -> None:
         arms = Table(show_edge=False, pad_edge=False, header_style="bold", title="per arm (all tasks)")
         for name in ["arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
             arms.add_column(name)
-        for name in ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]:
+        arm_numbers = ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]
+        arm_numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
+        for name in arm_numbers:
             arms.add_column(name, justify="right")
         for a in doc.arms:
             arms.add_row(
@@ -126,6 +139,8 @@ def _print(doc: object) -> None:
                 _fmt(a.score_mean),
                 str(a.grader_failures),
                 str(a.missing),
+                *([str(a.infra_errors)] if infra else []),
+                *([str(a.egress_refused)] if egress else []),
             )
         console.print(arms)
     _print_guidance(console, doc)

@@ -395,8 +395,8 @@ def run(
         note(f"warning: {warning}")
     if result.stopped_by_budget:
         note(
-            f"--max-batch-usd {max_batch_usd}: spent ${result.spent_usd:.4f}, so "
-            f"{result.count('not_started')} cell(s) were not started"
+            f"--max-batch-usd {max_batch_usd}: spent ${result.spent_usd:.4f}, and the cap of the next cell "
+            f"did not fit in what is left, so {result.count('not_started')} cell(s) were not started"
         )
     if as_json:
         emit_json(run_summary(result))

@@ -8,8 +8,9 @@ No docker, no git, no subprocess: every function here takes plain values and is 
   defaults.
 - :func:`pin_conflicts`: a batch stays on the eval tree it started with: the same revision, or for a working
   tree the same eval_dir and image-context digests; the same manifest and the same image.
-- :class:`SpendLedger`: ``--max-batch-usd`` starts no new cell once that much has been spent; a cell whose
-  cost is unknown is charged its cap (contract §4.2).
+- :class:`SpendLedger`: ``--max-batch-usd`` holds with any ``-j``: a cell starts only when what the batch has
+  spent, plus the caps reserved by the cells running, plus its own cap, fit in it; a cell whose cost is
+  unknown is charged its cap (contract §4.2), and the judge's spend is charged with its cell.
 """
 
 from __future__ import annotations
@@ -218,15 +219,20 @@ def charge_of(cost_usd: float | None, cap_usd: float) -> float:
 
 
 class SpendLedger:
-    """What a batch has spent, shared by the workers of one run (thread-safe).
+    """What a batch has spent and what its running cells may still spend, shared by the workers of one run
+    (thread-safe).
 
-    With a cap, :meth:`may_start` is false once the spend reaches it; cells already running finish. The spend
-    starts at what the batch's finished cells cost (a rerun continues the same budget).
+    A cell reserves its cap before it starts (:meth:`reserve`), and the reservation is released when it ends
+    (:meth:`release`) and its actual cost charged (:meth:`charge_result`). With a batch cap a reservation is
+    refused unless spent + reserved + the cell's cap <= the batch cap, so however many cells run at once the
+    batch never spends more than its cap (each cell is held to its own cap by its harness). The spend starts
+    at what the batch's earlier cells cost (a rerun continues the same budget).
     """
 
     def __init__(self, cap_usd: float | None, spent_usd: float = 0.0) -> None:
         self.cap_usd = cap_usd
         self._spent = spent_usd
+        self._reserved: dict[object, float] = {}
         self._lock = threading.Lock()
 
     @property
@@ -234,17 +240,38 @@ class SpendLedger:
         with self._lock:
             return self._spent
 
-    def charge(self, cost_usd: float | None, cap_usd: float) -> float:
-        amount = charge_of(cost_usd, cap_usd)
+    @property
+    def reserved_usd(self) -> float:
+        with self._lock:
+            return sum(self._reserved.values())
+
+    def charge(self, cost_usd: float | None, cap_usd: float, extra_usd: float = 0.0) -> float:
+        amount = charge_of(cost_usd, cap_usd) + extra_usd
         with self._lock:
             self._spent += amount
         return amount
 
     def charge_result(self, result: Result, cap_usd: float) -> float:
-        return self.charge(result.cost_usd, cap_usd)
+        """The cell's cost (its cap when unknown) plus its judge's."""
+        return self.charge(result.cost_usd, cap_usd, result.judge_cost_usd or 0.0)
+
+    def reserve(self, cell: object, cap_usd: float) -> bool:
+        """Hold ``cap_usd`` for ``cell`` if it fits in the batch cap beside what is spent and reserved."""
+        with self._lock:
+            if self.cap_usd is not None:
+                committed = self._spent + sum(self._reserved.values())
+                if committed + cap_usd > self.cap_usd + 1e-12:
+                    return False
+            self._reserved[cell] = cap_usd
+            return True
+
+    def release(self, cell: object) -> None:
+        with self._lock:
+            self._reserved.pop(cell, None)
 
     def may_start(self) -> bool:
+        """Whether any spend is left (a cell of zero cap would still fit)."""
         if self.cap_usd is None:
             return True
         with self._lock:
-            return self._spent < self.cap_usd
+            return self._spent + sum(self._reserved.values()) < self.cap_usd

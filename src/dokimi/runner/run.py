@@ -653,13 +653,15 @@ def _replace_ctx(ctx: CellContext, **changes: Any) -> CellContext:
 
 
 def finished_result(root: Path, key: CellKey) -> Result | None:
-    """The cell's result.json when it validates and names the cell (the only proof a cell is done)."""
+    """The cell's result.json when it validates and names the cell (the only proof a cell is done). An
+    infra_error cell never reached its model: it is not done, and runs again like a missing cell."""
     from dokimi.batch import read_cell
 
     path = key.path(root)
     if not (path / RESULT_JSON).is_file():
         return None
-    return read_cell(root, path, key).result
+    cell = read_cell(root, path, key)
+    return cell.result if cell.status == "finished" else None
 
 
 def _finished(root: Path, key: CellKey) -> bool:
@@ -667,13 +669,14 @@ def _finished(root: Path, key: CellKey) -> bool:
 
 
 def _spent_so_far(root: Path, limits: Mapping[str, Any], budget_usd: float | None) -> float:
-    """What the batch's finished cells cost; a cell with no reported cost is charged its cap."""
+    """What the batch's cells with a result.json cost (infra errors and the judge included); a cell with no
+    known cost is charged its cap."""
     from dokimi.runner.plan import DEFAULT_BUDGET_USD, charge_of
 
     total = 0.0
-    for result in load_batch(root).results():
+    for result in load_batch(root).all_results():
         cap = limits[result.task].budget_usd if result.task in limits else (budget_usd or DEFAULT_BUDGET_USD)
-        total += charge_of(result.cost_usd, cap)
+        total += charge_of(result.cost_usd, cap) + (result.judge_cost_usd or 0.0)
     return total
 
 
@@ -711,18 +714,21 @@ def execute_cells(
         try:
             while pending or running:
                 while pending and len(running) < jobs and not ctx.cancel.is_set():
-                    if not ledger.may_start():
-                        stopped = True
-                        break
+                    if not ledger.reserve(pending[-1], ctx.limits[pending[-1].task].budget_usd):
+                        break  # it may fit once a running cell has spent less than its cap
                     key = pending.pop()
                     progress.cell_started(key)
                     running[pool.submit(cell_function, ctx, key)] = key
                 if not running:
+                    stopped = bool(pending) and not ctx.cancel.is_set()
                     break
                 completed, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in completed:
                     key = running.pop(future)
-                    outcome = future.result()
+                    try:
+                        outcome = future.result()
+                    finally:
+                        ledger.release(key)
                     if outcome.status == "finished" and outcome.result is not None:
                         outcome.charged_usd = ledger.charge_result(
                             outcome.result, ctx.limits[key.task].budget_usd

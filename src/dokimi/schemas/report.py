@@ -19,7 +19,7 @@ CutoffSide = Literal["before", "after", "unknown"]
 
 
 class Counts(Document):
-    """Cells by status. Each cell is exactly one of finished, missing and invalid."""
+    """Cells by status. Each cell is exactly one of finished, missing, invalid and infra_errors."""
 
     finished: int = 0
     """Cells whose result.json validates."""
@@ -27,6 +27,8 @@ class Counts(Document):
     """Planned (plan.json) or started cells without result.json: not failed; the next run fills them."""
     invalid: int = 0
     """Cells whose result.json does not validate: neither counted nor missing, listed with the reason."""
+    infra_errors: int = 0
+    """Cells that never reached their model (result.json says infra_error): in no rate; rerun like missing."""
 
 
 class Outcome(Document):
@@ -52,6 +54,10 @@ class Outcome(Document):
     """Mean score of the score-only cells (a grader failure scores 0); null without any."""
     grader_failures: int = 0
     """Finished cells whose grading failed; counted as failures in passes (and as 0 in score_mean)."""
+    infra_errors: int = 0
+    """Cells that never reached their model (infra_error): not finished, in no rate, rerun like missing."""
+    egress_refused: int = 0
+    """Connections the agents' containers tried through the egress proxy and were refused (all cells)."""
     timeouts: int = 0
     """Finished cells whose agent was stopped at its timeout (and still graded)."""
     mergeable_n: int = 0

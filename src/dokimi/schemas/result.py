@@ -17,6 +17,33 @@ from dokimi.schemas.meta import Mode
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
+class ModelUsage(Document):
+    """What the model gateway saw of a cell's model calls: the authoritative tokens, cost and turns."""
+
+    requests: int = Field(ge=0)
+    """Requests the harness sent through the gateway."""
+    turns: int = Field(ge=0)
+    """Model responses: answers with status 2xx that carry a usage object."""
+    input_tokens: int = Field(ge=0)
+    """Fresh input tokens (cached ones are counted apart)."""
+    output_tokens: int = Field(ge=0)
+    """Output tokens, thinking included."""
+    cache_write_tokens: int = Field(ge=0)
+    """Input tokens written to the prompt cache."""
+    cache_read_tokens: int = Field(ge=0)
+    """Input tokens read from the prompt cache."""
+    cost_usd: NonNegative | None = None
+    """The cost at the price table's rates; null when a model of the cell is not in the table."""
+    models: list[str] = Field(default_factory=list)
+    """Models the calls named."""
+    unpriced_models: list[str] = Field(default_factory=list)
+    """Models the price table does not know."""
+    statuses: dict[str, int] = Field(default_factory=dict)
+    """HTTP status -> requests answered with it (502: the gateway could not reach the API)."""
+    prices_checked: str | None = None
+    """The day the price table was checked against the vendors' price lists."""
+
+
 class Result(Document):
     """result.json: one cell's outcome (gate, score, metrics), cost and whether grading itself failed."""
 
@@ -61,9 +88,27 @@ class Result(Document):
     agent_timed_out: bool = False
     """True when the agent was stopped at its timeout (the cell is still graded)."""
     cost_usd: NonNegative | None = None
-    """Cost the harness reported; null when it reported none."""
+    """The cell's cost: the model gateway's when it priced every call (``cost_source: gateway``), else the
+    harness's own figure (``harness``); null when neither is known."""
+    cost_source: Literal["gateway", "harness"] | None = None
+    """Where ``cost_usd`` comes from."""
+    usage: ModelUsage | None = None
+    """The model gateway's account of the cell (a sealed real run); null without the gateway."""
+    judge_cost_usd: NonNegative | None = None
+    """What the rubric judge cost for this cell (cached verdicts cost nothing); charged to the batch."""
+    infra_error: bool = False
+    """True when the cell never reached its model: no model response came back (the API was unreachable,
+    answered only errors such as 429, 5xx or 529 after the harness's retries, or the harness died first).
+    Such a cell is left out of every rate and comparison, counted apart, and run again like a missing cell."""
+    infra_error_reason: str | None = None
+    """Why the cell is an infra error; set exactly when ``infra_error`` is true."""
+    egress_attempts: int | None = Field(default=None, ge=0)
+    """Connections the agent's container tried through the egress proxy (null without the proxy)."""
+    egress_refused: int | None = Field(default=None, ge=0)
+    """Of those, the ones refused (a host not on the task's egress list)."""
     turns: int | None = Field(default=None, ge=0)
-    """Turns the harness reported; null when it reported none."""
+    """Model turns: the gateway's count when there is one, else what the harness reported; null when
+    neither is known."""
     duration_s: NonNegative
     """Wall time of the agent's container, in seconds."""
     agent_network: str | None = None
@@ -107,11 +152,23 @@ def grader_error_explains_failure(result: Result) -> str | None:
     return None
 
 
+def infra_error_has_a_reason(result: Result) -> str | None:
+    """``infra_error_reason`` is set exactly when ``infra_error`` is true, and such a cell never passes."""
+    if result.infra_error and not result.infra_error_reason:
+        return "infra_error is true: infra_error_reason must say why"
+    if not result.infra_error and result.infra_error_reason:
+        return "infra_error_reason is set but infra_error is false"
+    if result.infra_error and result.passed:
+        return "an infra_error cell never reached its model, so it cannot pass"
+    return None
+
+
 def result_problems(result: Result) -> list[str]:
     """Rules tying a result's fields together; a Result with any of them does not validate."""
     found = [
         score_only_has_no_verdict(result),
         grader_failure_fails_the_gate(result),
         grader_error_explains_failure(result),
+        infra_error_has_a_reason(result),
     ]
     return [problem for problem in found if problem is not None]
