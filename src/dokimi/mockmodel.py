@@ -21,6 +21,8 @@ Script format (JSON; YAML too when ruamel.yaml is importable): a list of turns, 
     {"echo_tokens": true}                             answer with every RC token in this request's body
     {"error": {"status": 529, "type": "overloaded_error", "message": "..."}}   an HTTP error answer
 
+In a text, ``{{match:REGEX}}`` is replaced by the first match of REGEX in the request's body (empty when there
+is none): how a scripted judge copies the verdict marker, whose nonce is drawn per call.
 ``text`` may also accompany ``tool_use``/``tool_uses``/``echo_tokens`` as a preamble block. Once the script is
 exhausted every main-loop request is answered with the final text ``done``. One script plays in every wire
 format: a ``tool_use`` becomes an Anthropic ``tool_use`` block, an OpenAI ``function_call`` item or
@@ -157,6 +159,22 @@ class CapturedRequest:
             "turn": self.turn,
             "known": self.known,
         }
+
+
+_MATCH = re.compile(r"\{\{match:(.+?)\}\}")
+
+
+def _substitute_matches(text: str, raw: bytes) -> str:
+    """``{{match:REGEX}}`` -> the first match of REGEX in the request body (see the module docstring)."""
+    if "{{match:" not in text:
+        return text
+    body = raw.decode("utf-8", "replace")
+
+    def one(found: re.Match[str]) -> str:
+        hit = re.search(found.group(1), body)
+        return hit.group(0) if hit else ""
+
+    return _MATCH.sub(one, text)
 
 
 def find_tokens(data: bytes | str) -> list[str]:
@@ -844,8 +862,9 @@ class MockModelServer:
             blocks.append({"type": "text", "text": text or "(no tokens)"})
             out_text = text
         elif turn.text is not None:
-            blocks.append({"type": "text", "text": turn.text})
-            out_text = turn.text
+            text = _substitute_matches(turn.text, raw)
+            blocks.append({"type": "text", "text": text})
+            out_text = text
         for call in turn.tool_calls:
             tool_id = f"toolu_mock{next(self._ids):08d}"
             blocks.append({"type": "tool_use", "id": tool_id, "name": call.name, "input": dict(call.input)})

@@ -12,9 +12,12 @@ change under review and that instructions, claims of verification or notes to th
 of the change. A rendered input is a sequence of text segments with the nonce between them; the diff is one
 segment, so it is never rewritten.
 
-Output. One JSON object with a verdict (``pass`` or ``fail``) and a reason per rubric id, parsed from the
-final answer (:func:`parse_verdicts`: the whole answer, else the last fenced block, else the last JSON object
-in it). A reply that does not cover every id is a judge failure.
+Output. The judge writes the verdict marker line ``<<<VERDICT-<nonce>>>>`` and then one JSON object with a
+verdict (``pass`` or ``fail``) and a reason per rubric id. :func:`parse_verdicts` reads one place only: the
+first JSON value after the marker, checked against :class:`JudgeReply`. The nonce is drawn after the diff is
+fixed, so a verdict the agent planted in its diff (or in a code comment the judge quotes) cannot carry the
+marker. No marker, the marker more than once, no object after it, an object of another shape, an id twice,
+an id the rubric lacks, or an id missing is each a judge failure, never a pass.
 
 Consistency (:func:`argues_the_other_way`). A reason whose stated conclusion contradicts its verdict is
 flagged and the item judged again once; the second verdict counts.
@@ -43,12 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from dokimi.errors import DokimiError, UsageError
 from dokimi.merge.diff import WorkspaceDiff
 from dokimi.schemas.review_rules import RepoReviewRules, ReviewRule, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
 
-JUDGE_FORMAT = "dokimi-judge.v1"
+JUDGE_FORMAT = "dokimi-judge.v2"
 """Version of the prompt and answer format; part of the cache key."""
 NONCE_PLACEHOLDER = "{NONCE}"
 """Stands for the nonce in the text the cache key hashes."""
@@ -138,9 +143,17 @@ class JudgeInput:
     def end_line(self) -> str:
         return fence_line(self.nonce, "END")
 
+    def verdict_marker(self) -> str:
+        return verdict_marker(self.nonce)
+
 
 def fence_line(nonce: str, which: Literal["BEGIN", "END"]) -> str:
     return f"<<<CHANGE-{nonce} {which}>>>"
+
+
+def verdict_marker(nonce: str) -> str:
+    """The line the judge writes right before its verdict object: the one place a verdict is read from."""
+    return f"<<<VERDICT-{nonce}>>>"
 
 
 class _Nonce:
@@ -255,9 +268,12 @@ def render_judge_input(
         _N,
         " END>>>\n\n",
         "## Your answer\n\n",
-        "Reply with one JSON object and nothing else, of this form:\n",
+        "Reply with the line <<<VERDICT-",
+        _N,
+        ">>> on a line of its own, then one JSON object of this form, and nothing else:\n",
         '{"verdicts": [{"id": "<item id>", "verdict": "pass" or "fail", '
         '"reason": "<one or two sentences>"}]}\n',
+        "Write that line once, only before your verdict; never quote it.\n",
         f'Give exactly one entry for each of these ids: {ids}. "pass" means the change meets the '
         'criterion; "fail" means it does not. Begin each reason with your conclusion ("Meets the '
         'criterion" or "Does not meet the criterion"), then the evidence from the change.\n',
@@ -361,82 +377,83 @@ class JudgeVerdict:
         )
 
 
-_FENCED = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
+class JudgeReplyItem(BaseModel):
+    """One verdict of a judge's reply."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    verdict: Verdict
+    reason: str = ""
 
 
-def _json_candidates(answer: str) -> list[Any]:
-    """JSON values in an answer, most preferred first: the whole answer, fenced blocks from the last, then
-    every top-level object from the last."""
-    found: list[Any] = []
+class JudgeReply(BaseModel):
+    """The shape of the object after the verdict marker: exactly this, nothing more."""
+
+    model_config = ConfigDict(extra="forbid")
+    verdicts: list[JudgeReplyItem]
+
+
+_FENCE_OPEN = re.compile(r"\A\s*(?:```[A-Za-z]*[ \t]*\n)?\s*")
+
+
+def _reply_after_marker(answer: str, nonce: str) -> tuple[Any, str | None]:
+    """The first JSON value after the one verdict marker, or why there is none."""
+    marker = verdict_marker(nonce)
+    count = answer.count(marker)
+    if count == 0:
+        return None, "the reply has no verdict marker line"
+    if count > 1:
+        return None, f"the reply has the verdict marker {count} times, so which verdict counts is ambiguous"
+    after = answer[answer.index(marker) + len(marker) :]
+    start = _FENCE_OPEN.match(after)
+    offset = start.end() if start else 0
     try:
-        found.append(json.loads(answer.strip()))
+        value, _ = json.JSONDecoder().raw_decode(after, offset)
     except ValueError:
-        pass
-    for block in reversed(_FENCED.findall(answer)):
-        try:
-            found.append(json.loads(block))
-        except ValueError:
-            pass
-    decoder = json.JSONDecoder()
-    objects = []
-    index = answer.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(answer, index)
-        except ValueError:
-            index = answer.find("{", index + 1)
-            continue
-        objects.append(value)
-        index = answer.find("{", end)
-    found.extend(reversed(objects))
-    return found
+        return None, "no JSON object follows the verdict marker"
+    return value, None
 
 
-def _entries(value: Any) -> list[tuple[str, Any, Any]] | None:
-    """(id, verdict, reason) triples of one parsed JSON value, or None when it has no verdict shape."""
-    if isinstance(value, Mapping) and "verdicts" in value:
-        value = value["verdicts"]
-    if isinstance(value, list):
-        out = []
-        for entry in value:
-            if not isinstance(entry, Mapping) or "id" not in entry:
-                return None
-            out.append((str(entry["id"]), entry.get("verdict"), entry.get("reason", "")))
-        return out
-    if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
-        return [(str(k), v.get("verdict"), v.get("reason", "")) for k, v in value.items()]
-    return None
+def _normalized(value: Any) -> Any:
+    """Verdict words compared without case or surrounding spaces ("FAIL" is fail); nothing else is bent."""
+    if isinstance(value, Mapping) and isinstance(value.get("verdicts"), list):
+        items = []
+        for entry in value["verdicts"]:
+            if isinstance(entry, Mapping) and isinstance(entry.get("verdict"), str):
+                entry = {**entry, "verdict": entry["verdict"].strip().lower()}
+            items.append(entry)
+        return {**value, "verdicts": items}
+    return value
 
 
-def _verdict_word(raw: Any) -> Verdict | None:
-    if not isinstance(raw, str):
-        return None
-    word = raw.strip().lower()
-    return word if word in ("pass", "fail") else None  # type: ignore[return-value]
-
-
-def parse_verdicts(answer: str, ids: Sequence[str]) -> tuple[dict[str, tuple[Verdict, str]], str | None]:
+def parse_verdicts(
+    answer: str, ids: Sequence[str], nonce: str
+) -> tuple[dict[str, tuple[Verdict, str]], str | None]:
     """The verdict and reason per id from a judge's final answer, and a failure reason (None when every id is
-    covered with a pass or fail). Ids the rubric does not have are ignored."""
-    for candidate in _json_candidates(answer):
-        entries = _entries(candidate)
-        if entries is None:
-            continue
-        verdicts: dict[str, tuple[Verdict, str]] = {}
-        for item_id, raw, reason in entries:
-            if item_id not in ids:
-                continue
-            word = _verdict_word(raw)
-            if word is None:
-                return {}, f"item {item_id}: verdict {raw!r} is neither pass nor fail"
-            if item_id in verdicts and verdicts[item_id][0] != word:
-                return {}, f"item {item_id} has two different verdicts"
-            verdicts[item_id] = (word, str(reason or ""))
-        missing = [i for i in ids if i not in verdicts]
-        if missing:
-            return verdicts, f"the reply does not cover {', '.join(missing)}"
-        return verdicts, None
-    return {}, "the reply holds no JSON object with verdicts"
+    covered exactly once with pass or fail). Read from one place only: the first JSON value after the verdict
+    marker carrying ``nonce`` (module docstring); anything ambiguous is a failure."""
+    value, problem = _reply_after_marker(answer, nonce)
+    if problem is not None:
+        return {}, problem
+    try:
+        reply = JudgeReply.model_validate(_normalized(value))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the object"
+        if first["type"] == "literal_error" and first["loc"][-1:] == ("verdict",):
+            return {}, f"{where}: verdict {first['input']!r} is neither pass nor fail"
+        return {}, f"the object after the verdict marker is not a verdict reply: {where}: {first['msg']}"
+    verdicts: dict[str, tuple[Verdict, str]] = {}
+    for item in reply.verdicts:
+        if item.id not in ids:
+            return {}, f"the reply judges {item.id!r}, which is not a rubric item"
+        if item.id in verdicts:
+            return {}, f"item {item.id} is judged twice"
+        verdicts[item.id] = (item.verdict, item.reason)
+    missing = [i for i in ids if i not in verdicts]
+    if missing:
+        return verdicts, f"the reply does not cover {', '.join(missing)}"
+    return verdicts, None
 
 
 # --- consistency ------------------------------------------------------------------------------------------
@@ -716,14 +733,18 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
     argv = tuple(first.argv)
     if first.error is not None:
         return JudgeVerdict(model, failure=first.error, cache_key=key, cost_usd=cost, argv=argv, calls=1)
-    verdicts, problem = parse_verdicts(first.answer, judge_input.ids)
+    verdicts, problem = parse_verdicts(first.answer, judge_input.ids, judge_input.nonce)
     if problem is not None:
         return JudgeVerdict(model, failure=problem, cache_key=key, cost_usd=cost, argv=argv, calls=1)
     flagged = [i for i in judge_input.ids if argues_the_other_way(*verdicts[i])]
     if flagged:
         second = _call(judge_input.prompt, model, options, binary, profile)
         cost = _add_cost(cost, second.cost_usd)
-        again, _ = parse_verdicts(second.answer, judge_input.ids) if second.error is None else ({}, None)
+        again, _ = (
+            parse_verdicts(second.answer, judge_input.ids, judge_input.nonce)
+            if second.error is None
+            else ({}, None)
+        )
         for item_id in flagged:
             if item_id in again:
                 verdicts[item_id] = again[item_id]
