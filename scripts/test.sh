@@ -32,6 +32,10 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 log "installing dokimi with its test extras"
+if python3 -m pip show -q dokimi >/dev/null 2>&1 && python3 -m pip show -f dokimi 2>/dev/null | grep -q __editable__; then
+    # an earlier checkout was installed under the old distribution name; it is dokimi-eval now
+    python3 -m pip uninstall -y -q dokimi >&2
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]' >&2
 
 log "L0 scan of dokimi's own docs (they must not lie either)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dokimi.scan.shell import Command, bashlex_commands, plain_commands, split_fence
+from dokimi.scan.shell import Command, parsed_commands, plain_commands, split_fence
 from tests.scan._util import find, rows, scan_files
 
 FENCE = """\
@@ -199,19 +199,19 @@ def generated_lines(count: int) -> list[str]:
     return lines
 
 
-def test_a_plain_line_splits_without_bashlex_exactly_as_bashlex_splits_it() -> None:
+def test_a_plain_line_splits_without_the_parser_exactly_as_the_parser_splits_it() -> None:
     taken = 0
     for text in generated_lines(3000):
         plain = plain_commands(text, 7)
         if plain is None:
             continue
         taken += 1
-        assert plain == bashlex_commands(text, 7), text
+        assert plain == parsed_commands(text, 7), text
         assert all(isinstance(item, Command) and item.note is None for item in plain), text
     assert taken > 500  # many generated lines are plain: the comparison covers the fast path
 
 
-def test_a_line_bash_reads_otherwise_is_left_to_bashlex() -> None:
+def test_a_line_bash_reads_otherwise_is_left_to_the_parser() -> None:
     for text in [
         "make a=1",
         "FOO=1 make",
@@ -238,3 +238,45 @@ def test_a_line_bash_reads_otherwise_is_left_to_bashlex() -> None:
         "for x in a; do b; done",
     ]:
         assert plain_commands(text, 1) is None, text
+
+
+def commands_of(text: str) -> list[tuple[list[str], str | None, bool]]:
+    return [(c.argv, c.after, c.piped) for c in parsed_commands(text, 1) if isinstance(c, Command)]
+
+
+def test_quotes_are_removed_from_words_as_the_shell_removes_them() -> None:
+    assert commands_of("""make "a b" 'c $d' e"f"g h\\ i 'x\\ny'""") == [
+        (["make", "a b", "c $d", "efg", "h i", "x\\ny"], None, False)
+    ]
+
+
+def test_a_pipe_binds_tighter_than_and_or() -> None:
+    """The grammar nests ``b || c`` inside the pipeline; bash runs ``(a | b) || c``: c is not piped."""
+    assert commands_of("a | b | c || d && e") == [
+        (["a"], None, True),
+        (["b"], "|", True),
+        (["c"], "|", True),
+        (["d"], "||", False),
+        (["e"], "&&", False),
+    ]
+
+
+def test_words_after_a_redirection_target_are_arguments() -> None:
+    # <batch> is a read from "batch" and a write to the next word, FILE
+    assert commands_of("dokimi repo report <batch> FILE --json > out.txt more") == [
+        (["dokimi", "repo", "report", "--json", "more"], None, False)
+    ]
+
+
+def test_blocks_give_their_inner_commands_and_declarations_their_words() -> None:
+    assert commands_of("case $x in a) make y;; esac; export A=1; for f in a b; do make $f; done") == [
+        (["make", "y"], None, False),
+        (["export", "A=1"], ";", False),
+        (["make", "$f"], ";", False),
+    ]
+
+
+def test_a_syntax_error_names_where_the_grammar_stopped() -> None:
+    (command,) = parsed_commands("python run.py 'unterminated", 3)
+    assert isinstance(command, Command)
+    assert command.note is not None and "bash grammar could not parse" in command.note

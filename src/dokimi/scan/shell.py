@@ -1,4 +1,5 @@
-"""Shell text split into simple commands by a real parser (bashlex; shlex when bashlex cannot parse).
+"""Shell text split into simple commands by a real parser (tree-sitter's bash grammar; shlex when it cannot
+parse).
 
 Rules (contract §8): lines are split at ``&&``, ``||``, ``|``, ``;`` and ``&``; redirections are dropped; a
 line continued with a trailing backslash is one command reported at its first line; a comment line ends a
@@ -42,7 +43,7 @@ class Command:
     piped: bool = False
     """Part of a pipeline (runs in a subshell: a cd there changes nothing after it)."""
     note: str | None = None
-    """Set when bashlex could not parse the line and shlex split it instead."""
+    """Set when the bash grammar could not parse the line and shlex split it instead."""
 
     @property
     def argv(self) -> list[str]:
@@ -115,13 +116,41 @@ def _continues(text: str) -> bool:
     return trailing % 2 == 1
 
 
+class ShellSyntaxError(ValueError):
+    """tree-sitter found a syntax error in the text (its tree has an ERROR or MISSING node)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    """One tree-sitter parser for bash, built on first use (about 1 ms)."""
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
 @functools.lru_cache(maxsize=8192)
 def _parse(text: str) -> tuple[Any, ...]:
-    """bashlex's parse, cached by text (guidance repeats its commands); raises when it cannot parse.
-    bashlex is imported here, on the first line that is not plain: building its parser costs about 60 ms."""
-    import bashlex  # type: ignore[import-untyped]
+    """The statements of ``text`` (tree-sitter nodes), cached by text (guidance repeats its commands); raises
+    :class:`ShellSyntaxError` when the text is not valid bash."""
+    root = _parser().parse(text.encode()).root_node
+    if root.has_error:
+        raise ShellSyntaxError(_first_error(root))
+    return (root,)
 
-    return tuple(bashlex.parse(text))
+
+def _first_error(node: Any) -> str:
+    """Where tree-sitter could not parse: ``syntax error near 'X' (column N)``."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.is_missing:
+            return f"missing {current.type!r} at column {current.start_point[1] + 1}"
+        if current.type == "ERROR":
+            near = current.text.decode(errors="replace")[:20]
+            return f"syntax error near {near!r} (column {current.start_point[1] + 1})"
+        stack.extend(reversed(current.children))
+    return "syntax error"
 
 
 #: A line of plain words and the four list operators, nothing bash could read otherwise: no quotes, no
@@ -134,10 +163,11 @@ RESERVED_WORDS = frozenset(
 
 
 def plain_commands(text: str, line: int) -> list[Item] | None:
-    """The commands of a plain line (:data:`PLAIN_LINE`: ``make x && python y.py | tee z``) without bashlex,
-    exactly as bashlex would give them; None for any other line (then bashlex parses it). No reserved word
-    anywhere, no empty command and nothing after a last operator, so every line taken here is one bashlex
-    parses the plain way. tests/scan/test_shell.py holds this to bashlex on many generated lines."""
+    """The commands of a plain line (:data:`PLAIN_LINE`: ``make x && python y.py | tee z``) without the
+    parser, exactly as the parser would give them; None for any other line (then the parser reads it). No
+    reserved word anywhere, no empty command and nothing after a last operator, so every line taken here is
+    one the parser reads the plain way. tests/scan/test_shell.py holds this to the parser on many generated
+    lines."""
     if not PLAIN_LINE.fullmatch(text):
         return None
     pieces = PLAIN_OPERATOR.split(text)
@@ -168,16 +198,16 @@ def strip_heredocs(text: str) -> str:
 def split_commands(text: str, line: int) -> list[Item]:
     """Simple commands of one logical shell line (heredoc operators removed first)."""
     plain = plain_commands(text, line)
-    return plain if plain is not None else bashlex_commands(text, line)
+    return plain if plain is not None else parsed_commands(text, line)
 
 
-def bashlex_commands(text: str, line: int) -> list[Item]:
-    """Simple commands of one logical shell line by bashlex (shlex when bashlex cannot parse it)."""
+def parsed_commands(text: str, line: int) -> list[Item]:
+    """Simple commands of one logical shell line by the bash grammar (shlex when it cannot parse it)."""
     text = strip_heredocs(text)
     try:
         nodes = _parse(text)
-    except Exception as exc:  # bashlex raises several error types, all mean "cannot parse"
-        return _shlex_split(text, line, f"{type(exc).__name__}: {exc}")
+    except ShellSyntaxError as exc:
+        return _shlex_split(text, line, str(exc))
     items: list[Item] = []
     for node in nodes:
         _walk(node, items, line, None, False)
@@ -203,7 +233,7 @@ def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> 
                 joined += "\n" + logical[j][1]
             try:
                 nodes = _parse(strip_heredocs(joined))
-            except Exception:
+            except ShellSyntaxError:
                 continue
             parsed = []
             for node in nodes:
@@ -217,59 +247,176 @@ def split_fence(lines: list[str], first_line: int, *, session: bool = False) -> 
     return items
 
 
+#: Nodes whose value is only known when the shell runs: the word holding one is never looked up.
+EXPANSION_NODES = frozenset(
+    {
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "brace_expression",
+    }
+)
+#: Statements that hold other statements, walked through with the operator before them.
+BLOCK_NODES = frozenset(
+    {
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "do_group",
+        "compound_statement",
+        "negated_command",
+        "case_statement",
+        "case_item",
+    }
+)
+#: Children of a block that are not statements (the loop variable and its words, a case pattern, keywords).
+BLOCK_SKIP_FIELDS = frozenset({"variable", "value", "initializer", "condition_words", "update"})
+#: ``export A=1``, ``local x``, ``unset y``: a command word followed by its arguments.
+DECLARATION_NODES = frozenset({"declaration_command", "unset_command"})
+#: Operators that chain statements in a list.
+LIST_OPERATORS = frozenset({"&&", "||", ";", "&", ";;"})
+ESCAPE = re.compile(r"\\(.)", re.S)
+STRING_ESCAPE = re.compile(r'\\([$`"\\\n])')
+
+
+def _node_text(node: Any) -> str:
+    return str(node.text.decode(errors="replace"))
+
+
+def _has_expansion(node: Any) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in EXPANSION_NODES:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _unquoted(node: Any) -> str:
+    """A word as the shell sees it after quote removal: ``"a b"`` is ``a b``, ``a\\ b`` is ``a b``; an
+    expansion keeps its source text."""
+    kind = node.type
+    if kind == "concatenation":
+        return "".join(_unquoted(child) for child in node.children)
+    if kind == "word":
+        return ESCAPE.sub(r"\1", _node_text(node))
+    if kind == "raw_string":
+        return _node_text(node)[1:-1]
+    if kind in ("string", "translated_string"):
+        text = _node_text(node)
+        inner = text[text.index('"') + 1 : -1] if text.endswith('"') else text
+        return STRING_ESCAPE.sub(r"\1", inner)
+    if kind == "ansi_c_string":
+        return _node_text(node)[2:-1]
+    return _node_text(node)
+
+
 def _word(node: Any) -> Word:
-    literal = not any(
-        p.kind in ("parameter", "commandsubstitution", "processsubstitution", "tilde")
-        for p in getattr(node, "parts", [])
-    )
-    return Word(node.word, literal)
+    literal = not _has_expansion(node) and not _node_text(node).startswith("~")
+    return Word(_unquoted(node), literal)
 
 
 def _walk(node: Any, out: list[Item], line: int, after: str | None, piped: bool) -> None:
-    kind = node.kind
-    if kind == "list":
+    kind = node.type
+    if kind in ("program", "list"):
         op: str | None = after
-        for part in node.parts:
-            if part.kind == "operator":
-                op = part.op
-                continue
-            _walk(part, out, line, op, piped)
+        for part in node.children:
+            if part.type in LIST_OPERATORS:
+                op = part.type
+            elif part.is_named and part.type != "comment":
+                _walk(part, out, line, op, piped)
+                if kind == "program":
+                    op = None  # a newline between statements: the next one follows no operator
     elif kind == "pipeline":
-        commands = [p for p in node.parts if p.kind != "pipe"]
+        commands = [p for p in node.children if p.is_named and p.type != "comment"]
         for index, part in enumerate(commands):
-            _walk(part, out, line, after if index == 0 else "|", True)
-    elif kind == "compound":
-        opener = node.list[0] if node.list else None
-        subshell = opener is not None and opener.kind == "reservedword" and opener.word == "("
-        if subshell:
-            out.append(ScopeOpen(line))
-        for part in node.list:
-            if part.kind != "reservedword":
-                _walk(part, out, line, after, piped)
-        if subshell:
-            out.append(ScopeClose(line))
-    elif kind in ("if", "for", "while", "until"):
-        for part in node.parts:
-            if part.kind in ("list", "command", "compound", "pipeline"):
+            if part.type == "list" and index > 0:
+                _pipeline_tail(part, out, line, piped)
+            else:
+                _walk(part, out, line, after if index == 0 else "|", True)
+    elif kind == "redirected_statement":
+        body = node.child_by_field_name("body")
+        if body is not None:
+            _walk(body, out, line, after, piped)
+            _redirect_arguments(node, out, body)
+    elif kind == "subshell":
+        out.append(ScopeOpen(line))
+        for part in node.named_children:
+            _walk(part, out, line, after, piped)
+        out.append(ScopeClose(line))
+    elif kind in BLOCK_NODES:
+        for index, part in enumerate(node.children):
+            if part.is_named and node.field_name_for_child(index) not in BLOCK_SKIP_FIELDS:
                 _walk(part, out, line, after, piped)
     elif kind == "command":
-        words: list[Word] = []
-        assignments: list[Word] = []
-        for part in node.parts:
-            if part.kind == "word":
-                words.append(_word(part))
-            elif part.kind == "assignment" and not words:
-                assignments.append(_word(part))
-        if words or assignments:
-            out.append(Command(line, words, assignments, after=after, piped=piped))
-    # function definitions, redirections alone, reserved words: nothing to check
+        _command(node, out, line, after, piped)
+    elif kind in DECLARATION_NODES:
+        words = [Word(_node_text(node.children[0]), True)]
+        words += [_word(part) for part in node.named_children]
+        out.append(Command(line, words, [], after=after, piped=piped))
+    elif kind == "variable_assignment":
+        out.append(Command(line, [], [_word(node)], after=after, piped=piped))
+    elif kind == "variable_assignments":
+        out.append(Command(line, [], [_word(p) for p in node.named_children], after=after, piped=piped))
+    # function definitions, test commands, redirections alone: nothing to check
+
+
+def _pipeline_tail(node: Any, out: list[Item], line: int, piped: bool) -> None:
+    """The last command of a pipeline followed by ``&&``/``||``/``;``: the grammar nests the list inside the
+    pipeline (``a | b || c`` as ``a | (b || c)``), bash binds the pipe tighter. The list's first command is
+    the pipeline's last one; the commands after the operator are not in the pipeline."""
+    op: str | None = "|"
+    first = True
+    for part in node.children:
+        if part.type in LIST_OPERATORS:
+            op = part.type
+        elif part.is_named and part.type != "comment":
+            if first and part.type == "list":
+                _pipeline_tail(part, out, line, piped)
+            else:
+                _walk(part, out, line, op, True if first else piped)
+            first = False
+
+
+def _redirect_arguments(node: Any, out: list[Item], body: Any) -> None:
+    """Words after a redirection's target are arguments of the command (``a > f b`` runs ``a b``); the grammar
+    reads them as more targets."""
+    if body.type != "command" or not out or not isinstance(out[-1], Command):
+        return
+    for index, part in enumerate(node.children):
+        if node.field_name_for_child(index) == "redirect" and part.type == "file_redirect":
+            targets = part.children_by_field_name("destination")
+            out[-1].words.extend(_word(target) for target in targets[1:])
+
+
+def _command(node: Any, out: list[Item], line: int, after: str | None, piped: bool) -> None:
+    words: list[Word] = []
+    assignments: list[Word] = []
+    for index, part in enumerate(node.children):
+        field = node.field_name_for_child(index)
+        if part.type == "variable_assignment" and not words:
+            assignments.append(_word(part))
+        elif part.type == "command_name":
+            words.extend(_word(child) for child in part.named_children)
+        elif field == "argument":
+            words.append(_word(part))
+        elif field == "redirect" and part.type == "file_redirect":
+            words.extend(_word(target) for target in part.children_by_field_name("destination")[1:])
+    if words or assignments:
+        out.append(Command(line, words, assignments, after=after, piped=piped))
 
 
 OPERATORS = frozenset({"&&", "||", "|", ";", "&", ";;", "|&"})
 
 
 def _shlex_split(text: str, line: int, error: str) -> list[Item]:
-    note = f"shell parsed with shlex (bashlex could not parse: {error})"
+    note = f"shell parsed with shlex (the bash grammar could not parse it: {error})"
     lexer = shlex.shlex(text, posix=True, punctuation_chars="();<>|&")
     lexer.whitespace_split = True
     lexer.commenters = "#"
