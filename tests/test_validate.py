@@ -192,6 +192,71 @@ def test_grader_keys_unlike_any_framework_key_pass_through(repo: Repo) -> None:
     assert run(repo).valid
 
 
+BUILTIN_MANIFEST = MANIFEST.replace(
+    '  grade: "python3 {eval_dir}/run.py grade --contract {run_dir} --src {source_dir}"\n'
+    '  oracle: "python3 {eval_dir}/run.py oracle --contract {run_dir}"\n',
+    "  grade: builtin:pytest\n",
+)
+
+
+def _builtin_task(repo: Repo, **extra: Any) -> dict[str, Any]:
+    return repo.task(
+        "t1", grader="builtin:pytest", oracle_patch="oracle.patch", fail_to_pass=["tests/test_a.py::test_a"],
+        **extra,
+    )  # fmt: skip
+
+
+def test_a_builtin_grade_needs_no_oracle_and_its_task_keys_validate(repo: Repo) -> None:
+    repo.add_eval(
+        BUILTIN_MANIFEST,
+        tasks={"t1": _builtin_task(repo, test_patch="tests.patch", pass_to_pass=[])},
+        files={f"{EVAL}/tasks/t1/oracle.patch": "x", f"{EVAL}/tasks/t1/tests.patch": "y"},
+    )
+    report = run(repo)
+    assert report.valid, [f.text() for f in report.errors]
+
+
+def test_with_a_builtin_grade_every_task_key_must_be_known(repo: Repo) -> None:
+    repo.add_eval(
+        BUILTIN_MANIFEST,
+        tasks={"t1": _builtin_task(repo, hidden_files=["a"])},
+        files={f"{EVAL}/tasks/t1/oracle.patch": "x"},
+    )
+    finding = one(run(repo), "builtin_task_keys")
+    assert finding.key == "hidden_files" and "a built-in grader reads no other keys" in finding.message
+
+
+def test_a_builtin_grade_with_a_missing_patch_or_oracle_patch_is_refused(repo: Repo) -> None:
+    task = _builtin_task(repo, test_patch="tests.patch")
+    del task["oracle_patch"]
+    repo.add_eval(BUILTIN_MANIFEST, tasks={"t1": task})
+    report = run(repo)
+    assert "builtin:oracle needs the task's oracle_patch" in one(report, "builtin_task_keys").message
+    assert one(report, "patches_exist").key == "test_patch"
+
+
+@pytest.mark.parametrize(
+    ("grade", "problem"),
+    [
+        ("builtin:pytets", "did you mean builtin:pytest?"),
+        ("builtin:command", "builtin:command needs the command to run"),
+        ("builtin:oracle", "builtin:oracle is a oracle entry point, not grade"),
+    ],
+)
+def test_an_unknown_or_misplaced_builtin_is_refused(repo: Repo, grade: str, problem: str) -> None:
+    repo.add_eval(BUILTIN_MANIFEST.replace("builtin:pytest", grade), tasks={"t1": _builtin_task(repo)})
+    report = run(repo)
+    assert any(problem in f.message for f in only(report, "builtin_graders")), [
+        f.text() for f in report.errors
+    ]
+
+
+def test_builtin_command_may_name_its_report(repo: Repo) -> None:
+    manifest = BUILTIN_MANIFEST.replace("builtin:pytest", '"builtin:command go test -json {report}"')
+    repo.add_eval(manifest, tasks={"t1": _builtin_task(repo)}, files={f"{EVAL}/tasks/t1/oracle.patch": "x"})
+    assert not only(run(repo), "placeholders")
+
+
 def test_eval_dir_without_entry_points_is_refused(repo: Repo) -> None:
     text = MANIFEST.split("entry_points:")[0] + "tasks: .agent-eval/tasks\n"
     repo.add_eval(text)

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from dokimi.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin
 from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS, RUN_DIR_ENTRIES
 from dokimi.errors import DocumentError
 from dokimi.manifest import (
@@ -34,9 +35,17 @@ from dokimi.manifest import (
     read_manifest_marked,
     task_dirs,
 )
-from dokimi.schemas._base import Document, Loc, Marked, format_loc
+from dokimi.schemas._base import Document, Loc, Marked, format_loc, unknown_key_hint
 from dokimi.schemas.manifest import RepoManifest
-from dokimi.schemas.task import REQUIRED_KEYS, base_form, egress_host_problem, split_base
+from dokimi.schemas.task import (
+    BUILTIN_GRADER_KEYS,
+    REQUIRED_KEYS,
+    base_form,
+    egress_host_problem,
+    framework_task_keys,
+    misspelled_task_keys,
+    split_base,
+)
 from dokimi.source import Repo
 from dokimi.source import git as gitcmd
 from dokimi.source.snapshot import Snapshot, normalize
@@ -463,6 +472,73 @@ def check_entry_point_commands(ctx: Context) -> Iterator[Finding]:
             )
 
 
+def check_builtin_graders(ctx: Context) -> Iterator[Finding]:
+    """An entry point that starts with ``builtin:`` names one of dokimi's built-in graders, in its place:
+    ``builtin:pytest`` or ``builtin:command CMD`` as grade, ``builtin:oracle`` as oracle."""
+    m = ctx.manifest
+    if m is None or m.entry_points is None:
+        return
+    for name in ("grade", "oracle", "static", "perf"):
+        value = getattr(m.entry_points, name)
+        if not is_builtin(value):
+            continue
+        problem: str | None = "built-ins serve grade and oracle only"
+        if name in ("grade", "oracle"):
+            problem = builtin_problem(value, name)
+        if problem is not None:
+            yield ctx.at_manifest(
+                _code(check_builtin_graders),
+                ("entry_points", name),
+                problem,
+                "see docs/your-repo.md for the built-in graders",
+            )
+    if is_builtin(m.entry_points.oracle) and not is_builtin(m.entry_points.grade):
+        yield ctx.at_manifest(
+            _code(check_builtin_graders),
+            ("entry_points", "oracle"),
+            "builtin:oracle works with a built-in grade only (it applies the task's oracle_patch)",
+            "use builtin:pytest or builtin:command as grade, or give your own oracle command",
+        )
+
+
+def check_builtin_task_keys(ctx: Context) -> Iterator[Finding]:
+    """With a built-in grade, every task.json key is known (the framework's plus ``test_patch``,
+    ``oracle_patch``, ``fail_to_pass``, ``pass_to_pass``): there is no repository grader to pass others to.
+    ``fail_to_pass`` lists the test ids that must pass (``repo task new`` finds them); with builtin:oracle
+    every task needs its ``oracle_patch``."""
+    m = ctx.manifest
+    if m is None or m.entry_points is None or not is_builtin(m.entry_points.grade):
+        return
+    code = _code(check_builtin_task_keys)
+    known = [*framework_task_keys(), *BUILTIN_GRADER_KEYS]
+    for lt, data in ctx.task_data():
+        misspelled = {key for key, _ in misspelled_task_keys(data)}
+        for key in data:
+            if key not in known and key not in misspelled:
+                yield ctx.at_task(
+                    lt, code, (key,), "unknown key (a built-in grader reads no other keys)",
+                    unknown_key_hint(key, known),
+                )  # fmt: skip
+        for key in ("fail_to_pass", "pass_to_pass"):
+            value = data.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                yield ctx.at_task(lt, code, (key,), "must be a list of test ids (strings)")
+        if not data.get("fail_to_pass"):
+            yield ctx.at_task(
+                lt, code, (), "no fail_to_pass ids: the null workspace cannot fail the gate",
+                "list the tests the fix makes pass, or make the task with `dokimi repo task new`",
+                severity="warning",
+            )  # fmt: skip
+        for key in ("test_patch", "oracle_patch"):
+            if key in data and not isinstance(data[key], str):
+                yield ctx.at_task(lt, code, (key,), "must be a path relative to the task directory")
+        if m.entry_points.oracle == ORACLE and "oracle_patch" not in data:
+            yield ctx.at_task(
+                lt, code, (), "builtin:oracle needs the task's oracle_patch",
+                'add "oracle_patch": "oracle.patch" (the reference fix, a git diff) next to task.json',
+            )  # fmt: skip
+
+
 _PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Extra placeholders of one command: perf takes {variant} (agent-modes §3).
 _EXTRA_PLACEHOLDERS: dict[Loc, tuple[str, ...]] = {("entry_points", "perf"): ("variant",)}
@@ -494,6 +570,8 @@ def check_placeholders(ctx: Context) -> Iterator[Finding]:
         return
     for loc, value in _templated_values(m):
         allowed = (*PLACEHOLDERS, *_EXTRA_PLACEHOLDERS.get(loc, ()))
+        if loc == ("entry_points", "grade") and is_builtin(value):
+            allowed = (*allowed, REPORT_PLACEHOLDER)  # builtin:command's JUnit report path
         for name in dict.fromkeys(placeholders_in(value)):
             if name not in allowed:
                 yield ctx.at_manifest(
@@ -945,7 +1023,11 @@ def check_setup_patch_synonym(ctx: Context) -> Iterator[Finding]:
             yield ctx.at_task(lt, code, ("review_patch",), "must be one path (a string)")
 
 
-def _task_patches(data: dict[str, Any]) -> Iterator[tuple[Loc, str]]:
+def _task_patches(data: dict[str, Any], *, builtin: bool = False) -> Iterator[tuple[Loc, str]]:
+    if builtin:  # the built-in graders' hidden tests and reference solution
+        for key in ("test_patch", "oracle_patch"):
+            if isinstance(data.get(key), str):
+                yield (key,), data[key]
     if isinstance(data.get("setup_patch"), str):
         yield ("setup_patch",), data["setup_patch"]
     patches = data.get("setup_patches")
@@ -962,8 +1044,10 @@ def check_patches_exist(ctx: Context) -> Iterator[Finding]:
     tree, inside eval_dir (only eval_dir is copied for the run)."""
     code = _code(check_patches_exist)
     eval_dir = ctx.manifest.eval_dir if ctx.manifest is not None else None
+    entry_points = ctx.manifest.entry_points if ctx.manifest is not None else None
+    builtin = entry_points is not None and is_builtin(entry_points.grade)
     for lt, data in ctx.task_data():
-        for loc, rel in _task_patches(data):
+        for loc, rel in _task_patches(data, builtin=builtin):
             if not rel or rel.startswith("/"):
                 yield ctx.at_task(lt, code, loc, f"{rel!r} must be a path relative to {lt.dir}/")
                 continue
@@ -1356,6 +1440,7 @@ RULES: tuple[Rule, ...] = (
     check_image_caches,
     check_image_env_names,
     check_entry_point_commands,
+    check_builtin_graders,
     check_placeholders,
     check_source_dir_only_in_grade_and_oracle,
     check_source_dir_needs_source_url,
@@ -1377,6 +1462,7 @@ RULES: tuple[Rule, ...] = (
     check_egress_hosts,
     check_mode_values,
     check_task_schema,
+    check_builtin_task_keys,
     check_guidance_globs_at_every_base,
     check_also_scan_exists,
     check_review_rules_file,

@@ -86,7 +86,15 @@ def placeholder_values(kind: EntryKind, *, task: str | None) -> dict[str, str]:
 
 
 def entry_argv(command: str, kind: EntryKind, *, task: str | None) -> list[str]:
-    """``entry_points.<kind>`` as an argv: shell-like words, each with its placeholders substituted once."""
+    """``entry_points.<kind>`` as an argv: shell-like words, each with its placeholders substituted once. A
+    built-in grader (``builtin:pytest``, ``builtin:command CMD``, ``builtin:oracle``) becomes dokimi's support
+    script (dokimi.builtin_graders)."""
+    from dokimi.builtin_graders import builtin_argv, is_builtin
+
+    if is_builtin(command):
+        if kind == "static" or task is None:
+            raise UsageError(f"entry_points.{kind}: a built-in grader serves grade and oracle only")
+        return builtin_argv(command, kind, task=task, values=placeholder_values(kind, task=task))
     try:
         words = shlex.split(command)
     except ValueError as exc:
@@ -261,6 +269,9 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
+    from dokimi.builtin_graders import is_builtin
+    from dokimi.support import support_dir
+
     spec = grade_spec(
         name=name,
         image=image,
@@ -274,6 +285,7 @@ def run_entry_point(
         caches=caches,
         env=env,
         batch=batch,
+        support_dir=support_dir() if is_builtin(command) else None,
     )
     _give_top_level(run_dir)
     grace = KILL_GRACE_S if kill_grace_s is None else kill_grace_s

@@ -329,6 +329,7 @@ def grade_spec(
     caches: Sequence[CacheMount] = (),
     env: Mapping[str, str] | None = None,
     batch: str | None = None,
+    support_dir: Path | None = None,
 ) -> ContainerSpec:
     """The grade/oracle/static container (the caller has made grade-home fresh and moved the agent's git
     configuration aside: see dokimi.runner.entrypoints)."""
@@ -340,6 +341,8 @@ def grade_spec(
     ]
     if source_dir is not None:
         mounts.append(Mount(source_dir, CONTAINER_SOURCE_DIR, read_only=True))
+    if support_dir is not None:  # dokimi's built-in graders
+        mounts.append(Mount(support_dir, CONTAINER_SUPPORT, read_only=True))
     mounts += _cache_mounts(caches)
     full_env = {
         **configured.env,

@@ -7,9 +7,9 @@ named checks in :mod:`dokimi.validate`, so that each one reports its own finding
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
 from dokimi.schemas._base import Document
@@ -76,17 +76,36 @@ class Image(Document):
     """Memory, process and workspace-size caps of every container (safe defaults when left out)."""
 
 
+def _oracle_optional_in_schema(schema: dict[str, Any]) -> None:
+    schema["required"] = [key for key in schema.get("required", []) if key != "oracle"]
+
+
 class EntryPoints(Document):
-    """Commands run inside the image with cwd ``{run_dir}/workspace``; the repository's own commands."""
+    """Commands run inside the image with cwd ``{run_dir}/workspace``; the repository's own commands, or
+    dokimi's built-in graders (``builtin:pytest``, ``builtin:command CMD``)."""
+
+    model_config = ConfigDict(json_schema_extra=_oracle_optional_in_schema)
 
     grade: str
-    """Writes ``{run_dir}/grade.json`` (repo_grade.v1) for the finished run."""
+    """Writes ``{run_dir}/grade.json`` (repo_grade.v1) for the finished run. Or a built-in grader:
+    ``builtin:pytest`` (runs the task's ``fail_to_pass`` and ``pass_to_pass`` pytest ids) or ``builtin:command
+    CMD`` (passes when CMD exits 0; with ``{report}`` in CMD, when the JUnit XML it writes there shows every
+    ``fail_to_pass`` id passing and no ``pass_to_pass`` id failing)."""
     oracle: str
-    """Applies the reference solution to the workspace (used by ``tasks check``)."""
+    """Applies the reference solution to the workspace (used by ``tasks check``). Required unless grade is a
+    built-in, whose default is ``builtin:oracle`` (applies the task's ``oracle_patch``)."""
     static: str | None = None
     """Optional: writes repo_static.v1 to ``{out}``; merged into ``repo scan`` by ``--static``."""
     perf: str | None = None
     """Optional: performance check (agent-modes §3), for example ``bench --variant {variant} --out {out}``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_oracle_default(cls, data: Any) -> Any:
+        grade = data.get("grade") if isinstance(data, dict) else None
+        if isinstance(grade, str) and grade.strip().startswith("builtin:") and "oracle" not in data:
+            return {**data, "oracle": "builtin:oracle"}
+        return data
 
 
 class TestsBlock(Document):

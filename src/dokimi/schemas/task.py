@@ -212,15 +212,16 @@ def framework_task_keys() -> list[str]:
 
 
 def misspelled_task_keys(data: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(key, framework key)`` for each key of a task.json that is not a framework key but spells like one
-    (``gates``, ``setup_pathces``, ``Prompt``): such a key would otherwise reach the grader unread while the
-    framework silently uses the default (no gate, no setup patch). Other unknown keys belong to the grader."""
+    """``(key, framework key)`` for each key of a task.json that is not a framework key (or a built-in
+    grader's) but spells like one (``gates``, ``setup_pathces``, ``Prompt``, ``fail_to_pas``): such a key
+    would otherwise reach the grader unread while the framework silently uses the default (no gate, no setup
+    patch). Other unknown keys belong to the grader."""
     known = framework_task_keys()
     found = []
     for key in data:
-        if key in known or not isinstance(key, str):
+        if key in known or key in BUILTIN_GRADER_KEYS or not isinstance(key, str):
             continue
-        close = did_you_mean(key, known, cutoff=MISSPELLING_CUTOFF)
+        close = did_you_mean(key, [*known, *BUILTIN_GRADER_KEYS], cutoff=MISSPELLING_CUTOFF)
         if close is not None:
             found.append((key, close))
     return found
