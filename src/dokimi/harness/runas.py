@@ -87,6 +87,9 @@ def reachable_binary(binary: Path, who: RunAs | None) -> Path:
     st = real.stat()
     key = hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:12]
     shared = Path(tempfile.gettempdir()) / f"dokimi-bin-{key}"
+    package = _package_root(real)
+    if package is not None:
+        return _mirror_package(package, real, shared)
     target = shared / real.name
     if target.exists():
         return target
@@ -99,4 +102,48 @@ def reachable_binary(binary: Path, who: RunAs | None) -> Path:
         shutil.copy2(real, staging)
     os.chmod(staging, 0o755)
     os.replace(staging, target)
+    return target
+
+
+def _package_root(real: Path) -> Path | None:
+    """``<root>`` of a ``<root>/bin/<exe>`` layout with a ``*-resources`` directory beside ``bin`` (Codex:
+    ``codex-resources/bwrap`` is its sandbox, found relative to the executable), else None."""
+    root = real.parent.parent
+    if real.parent.name != "bin":
+        return None
+    try:
+        return root if any(p.is_dir() and p.name.endswith("-resources") for p in root.iterdir()) else None
+    except OSError:
+        return None
+
+
+def _mirror_package(root: Path, real: Path, shared: Path) -> Path:
+    """The whole package directory, hard-linked (or copied) into ``shared``, readable by everyone."""
+    target = shared / "pkg" / real.relative_to(root)
+    if target.exists():
+        return target
+    shared.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(shared, 0o755)
+    staging = shared / f".pkg.{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+
+    def link_or_copy(src: str, dst: str) -> object:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        return dst
+
+    shutil.copytree(root, staging, symlinks=True, copy_function=link_or_copy)
+    for path in [staging, *staging.rglob("*")]:
+        if not path.is_symlink():
+            os.chmod(
+                path,
+                (path.stat().st_mode & 0o777)
+                | (0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644),
+            )
+    try:
+        os.replace(staging, shared / "pkg")
+    except OSError:  # another process mirrored it first
+        shutil.rmtree(staging, ignore_errors=True)
     return target

@@ -76,7 +76,7 @@ def apply_patch_turns(diff: bytes, command_tool: ScriptTool | None = None) -> li
         redirect = ">" if index == 0 else ">>"
         command = f"printf '%s' '{chunk}' | base64 -d {redirect} {PATCH_FILE}"
         if index == len(chunks) - 1:
-            command += f" && git apply --whitespace=nowarn {PATCH_FILE} && rm -f {PATCH_FILE}"
+            command += f" && git apply --whitespace=nowarn {PATCH_FILE} && unlink {PATCH_FILE}"
         turns.append({"tool_use": {"name": name, "input": {arg: command}}})
     return turns
 

@@ -2,7 +2,7 @@
 """Dry-run launcher, run INSIDE the agent's container: the scripted model server on the container's loopback,
 then the real harness pointed at it.
 
-    python3 /eval/support/dryrun_agent.py --script FILE --endpoint-env ANTHROPIC_BASE_URL [--port N] -- ARGV...
+    python3 /eval/support/dryrun_agent.py --script FILE --endpoint-env NAME [--port N] -- ARGV...
 
 1. starts ``python3 <this dir>/mockmodel.py --script FILE --port N`` (default 0, any free port) and reads the
    URL it prints; a fixed port lets the host write the URL into a harness's config file beforehand (Codex);

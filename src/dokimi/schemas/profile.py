@@ -77,7 +77,7 @@ class ScriptTool(Document):
 
 
 class ScriptTools(Document):
-    """How a dry run's scripted model calls this harness's tools (dry-run scripts, ``repo reach --dry-run``)."""
+    """How a dry run's scripted model calls this harness's tools (derived scripts, ``reach --dry-run``)."""
 
     command: ScriptTool
     """The shell tool: the derived script applies the oracle's diff through it."""

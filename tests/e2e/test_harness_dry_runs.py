@@ -1,0 +1,65 @@
+"""Each verified harness other than Claude Code runs a dry run of the bundled example in the locked-down agent
+container (``repo run --harness H --dry-run``): with the scripts derived from the oracles every gated task
+passes exactly as its oracle does, and with a null script (an agent that only answers) every gated task fails.
+(Claude Code's own batch e2e is tests/e2e/test_batch_e2e.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+from dokimi.batch import cell_dir
+from tests.helpers.runs import dokimi_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GATED = ("feature_variables", "fix_power_assoc", "test_division_by_zero")
+SCORED = "review_cache"
+
+
+@pytest.mark.parametrize(("harness", "model", "version"), [("codex", "gpt-5-mini", "0.169.0")])
+def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(
+    docker_available: bool,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    harness: str,
+    model: str,
+    version: str,
+) -> None:
+    binary = request.getfixturevalue(f"{harness}_bin")
+    example = tmp_path / "calc"
+    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
+    null = tmp_path / "null.json"
+    null.write_text(json.dumps([{"final": "I changed nothing."}]))
+    out = tmp_path / "runs"
+    args = [
+        "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml", "--harness", harness,
+        "--arm", "guidance:none,guidance:raw", "--model", model, "--reps", "1", "--batch", harness,
+        "--out", str(out), "--bin", str(binary), "--dry-run", "--dry-run-script", f"guidance:none={null}",
+        "-j", "2", "--json",
+    ]  # fmt: skip
+    done = dokimi_cli(args)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["ran"], summary["harness"], summary["harness_version"]) == (8, harness, version)
+    batch = out / harness
+    for task in (*GATED, SCORED):
+        oracle = json.loads(
+            (cell_dir(batch, task, "guidance:raw", model, None, 0) / "result.json").read_text()
+        )
+        nothing = json.loads(
+            (cell_dir(batch, task, "guidance:none", model, None, 0) / "result.json").read_text()
+        )
+        assert not oracle["grader_failure"] and not nothing["grader_failure"], task
+        if task in GATED:
+            assert (oracle["passed"], nothing["passed"]) == (True, False), task
+        else:
+            assert (oracle["metrics"]["recall"], nothing["metrics"]["recall"]) == (1.0, 0.0)
+    raw = cell_dir(batch, "fix_power_assoc", "guidance:raw", model, None, 0)
+    events = [json.loads(line) for line in (raw / "events.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["rc"]) for e in events] == [("command", 0)] and "git apply" in events[0]["text"]
