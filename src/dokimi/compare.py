@@ -398,6 +398,8 @@ def measure_stats(spec: MeasureSpec, paired: Sequence[tuple[str, TaskArm, TaskAr
     if not deltas:
         return Measure(kind=spec.kind, name=spec.name, tasks=0, interval=interval)
     ci = stats.bootstrap_mean_ci(deltas) if interval == "bootstrap" else stats.t_interval(deltas)
+    p = stats.sign_flip_p(deltas)
+    mde, underpowered = power_note(spec, deltas, p)
     return Measure(
         kind=spec.kind,
         name=spec.name,
@@ -410,11 +412,36 @@ def measure_stats(spec: MeasureSpec, paired: Sequence[tuple[str, TaskArm, TaskAr
         up=sum(1 for d in deltas if d > 0),
         down=sum(1 for d in deltas if d < 0),
         tied=sum(1 for d in deltas if d == 0),
-        p=stats.sign_flip_p(deltas),
+        p=p,
+        mde=mde,
+        underpowered=underpowered,
         n_baseline=sum(b.values[spec.key][1] for _, b, _ in paired),
         n_treatment=sum(t.values[spec.key][1] for _, _, t in paired),
         per_task=per_task,
     )
+
+
+#: Significance level of the underpowered note (and of ``repo plan``'s default).
+POWER_ALPHA = 0.05
+#: The power a comparison should have had for the observed effect.
+POWER_TARGET = 0.8
+
+
+def power_note(spec: MeasureSpec, deltas: Sequence[float], p: float) -> tuple[float | None, bool | None]:
+    """(mde, underpowered) of a gate or score measure; (None, None) for the descriptive ones.
+
+    The mde is the smallest mean delta these tasks detect with 80% power (:mod:`dokimi.power`, from the
+    observed spread of the deltas). A result with p >= 0.05 is underpowered when an effect of the observed
+    size would have been missed more than 20% of the time."""
+    if spec.kind not in HOLM_KINDS or len(deltas) < 2:
+        return None, None
+    from dokimi.power import minimum_detectable_effect
+
+    mde = minimum_detectable_effect(deltas, alpha=POWER_ALPHA, target=POWER_TARGET)
+    if p < POWER_ALPHA:
+        return mde, False
+    observed = abs(math.fsum(deltas) / len(deltas))
+    return mde, mde is None or mde > observed
 
 
 def apply_holm(comparisons: Sequence[Comparison]) -> int:

@@ -116,6 +116,14 @@ def _print(doc: object) -> None:
                 f"{m.n_baseline}/{m.n_treatment}",
             )
         console.print(table)
+        for m in c.measures:
+            if m.underpowered:
+                size = f"effects below {m.mde:.3f}" if m.mde is not None else "no effect at all"
+                console.print(
+                    f"  {m.name}: not significant, and underpowered: with {m.tasks} tasks this comparison "
+                    f"misses {size} more than 20% of the time; `dokimi repo plan` gives the tasks and reps "
+                    "a smaller effect needs"
+                )
         for u in c.unpaired:
             console.print(f"  unpaired: {u.task} ({u.measure}): {u.reason}")
     console.print(

@@ -36,6 +36,7 @@ SCHEMAS: dict[str, str] = {
     "repo_run.v1": "dokimi.schemas.run_summary:RunSummary",
     "repo_regrade.v1": "dokimi.schemas.regrade:RegradeDoc",
     "repo_generated.v1": "dokimi.schemas.generated:Generated",
+    "repo_power.v1": "dokimi.schemas.power:RepoPower",
     "repo_run_file.v1": "dokimi.schemas.run_file:RunFile",
 }
 

@@ -94,6 +94,14 @@ class Measure(Document):
     """Treatment cells of the paired tasks that report the measure."""
     per_task: list[TaskValue] = Field(default_factory=list)
     """Every paired task's values, sorted by task."""
+    mde: float | None = None
+    """gate and score: the smallest mean delta this many tasks detect with 80% power at alpha 0.05, simulated
+    from the observed per-task deltas (centred, resampled, shifted); null for fewer than two tasks or when no
+    effect is detectable with so few tasks."""
+    underpowered: bool | None = None
+    """gate and score: true when p >= 0.05 and the comparison could not reliably detect an effect of the
+    observed size (mde above |delta|, or no mde at all): "not significant" then says little about the arm.
+    `dokimi repo plan` gives the tasks and reps a smaller effect needs."""
 
 
 class Unpaired(Document):
