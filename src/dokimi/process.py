@@ -27,7 +27,7 @@ from dokimi.errors import PrerequisiteError, ProcessError
 #: How to get the tools dokimi runs; shown when one is missing.
 INSTALL_HINTS: dict[str, str] = {
     "git": "install git (Debian: apt-get install -y git)",
-    "docker": "install docker and start the daemon: scripts/setup.sh does both",
+    "docker": "install docker and start the daemon: `dokimi setup` does both",
     "npm": "install Node.js and npm (Debian: apt-get install -y npm)",
     "claude": "install Claude Code: scripts/install-harness.sh, then pass --bin PATH",
 }

@@ -45,6 +45,6 @@ def test_no_docker_is_missing_with_the_setup_script_as_its_fix(
     checks = _checks(capsys)
     assert checks["git"]["status"] == "ok"
     assert checks["docker client"]["status"] == "missing"
-    assert "scripts/setup.sh" in str(checks["docker client"]["fix"])
+    assert "dokimi setup" in str(checks["docker client"]["fix"])
     assert "base image" not in checks  # nothing to ask a daemon that is not there
     assert checks["claude code"]["required"] is False  # recommended unless --bin names one

@@ -27,6 +27,7 @@ TOP_COMMANDS: dict[str, tuple[str, str]] = {
         "Check docker, git, harness CLIs and images, with the fix for each.",
     ),
     "mock-model": ("dokimi.cli.mockmodel:mock_model", "A scripted model server for zero-cost dry runs."),
+    "setup": ("dokimi.cli.setup:setup", "Start the docker daemon and build the base image, offline."),
 }
 
 #: ``dokimi repo`` commands, in the order of the contract.

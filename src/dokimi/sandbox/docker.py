@@ -16,7 +16,7 @@ from dokimi.errors import ContainerError, PrerequisiteError
 
 DOCKER = "docker"
 DOCKER_TIMEOUT_S = 120.0
-SETUP_HINT = "install docker and start the daemon: scripts/setup.sh does both (it is idempotent)"
+SETUP_HINT = "install docker and start the daemon: `dokimi setup` does both (it is idempotent)"
 
 
 def docker(

@@ -102,7 +102,7 @@ def check_docker() -> list[DoctorCheck]:
             present,
             required=False,
             detail=BASE_IMAGE if present else f"{BASE_IMAGE} is not on the daemon",
-            fix="scripts/setup.sh builds it offline from the Debian mirror (about a minute)",
+            fix="`dokimi setup` builds it offline from the Debian mirror (about a minute)",
         )
     )
     images = docker(
