@@ -32,6 +32,8 @@ TOP_COMMANDS: dict[str, tuple[str, str]] = {
 
 #: ``dokimi repo`` commands, in the order of the contract.
 REPO_COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("dokimi.cli.init:init", "Start evaluating a repository: a manifest and a Dockerfile to edit."),
+    "task": ("dokimi.cli.task:task", "Make a task from a fix commit or a merged pull request."),
     "validate": ("dokimi.cli.validate:validate", "Validate the manifest and every task against a snapshot."),
     "fetch": ("dokimi.cli.fetch:fetch", "Clone or update a bare, blob-less cache of <url>@<rev>."),
     "scan": (

@@ -38,6 +38,8 @@ SCHEMAS: dict[str, str] = {
     "repo_generated.v1": "dokimi.schemas.generated:Generated",
     "repo_power.v1": "dokimi.schemas.power:RepoPower",
     "repo_run_file.v1": "dokimi.schemas.run_file:RunFile",
+    "repo_task_new.v1": "dokimi.schemas.task_new:TaskNew",
+    "repo_init.v1": "dokimi.schemas.init:InitReport",
 }
 
 

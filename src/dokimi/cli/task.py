@@ -1,0 +1,226 @@
+"""``dokimi repo task new ID --from-commit SHA | --from-pr MERGE [--tests GLOB]``: a task mined from a fix
+(dokimi.mining), its tests classified and the task checked.
+
+Exit codes: 0 the task is written and sound (the null workspace fails, the oracle passes); 1 it is written but
+not sound (no test goes from failing to passing, or tasks check finds a problem); 2 nothing could be mined
+(not a fix commit, no test in it, an existing task directory, no docker).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from dokimi.cli._common import emit_json, json_option, note
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+if TYPE_CHECKING:
+    from dokimi.mining import MinedTask
+
+MAX_LISTED = 20
+
+
+@click.group("task")
+def task() -> None:
+    """Make tasks: mine a fix commit or a merged pull request into a task."""
+
+
+@task.command("new")
+@click.argument("task_id", metavar="ID")
+@click.option(
+    "--from-commit", "from_commit", metavar="SHA", help="A fix commit; the task's base is its parent."
+)
+@click.option(
+    "--from-pr",
+    "from_pr",
+    metavar="MERGE",
+    help="The merge commit of a pull request; base: its first parent.",
+)
+@click.option(
+    "--tests",
+    "test_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Which changed files are tests, the hidden part (repeatable; default: test_*.py, *_test.py, "
+    "conftest.py and tests/ or test/ directories).",
+)
+@click.option(
+    "-C",
+    "--repo",
+    "repo_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The repository (a working tree with the manifest).",
+)
+@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@click.option("--image", metavar="IMAGE", help="Check in this local image instead of building one.")
+@json_option
+def new(
+    task_id: str,
+    from_commit: str | None,
+    from_pr: str | None,
+    test_globs: tuple[str, ...],
+    repo_dir: Path,
+    manifest: str | None,
+    image: str | None,
+    as_json: bool,
+) -> int:
+    """Mine the fix FROM-COMMIT (or the pull request merged by FROM-PR) into task ID: its test changes
+    become the hidden tests (tests.patch), its code changes the reference solution (oracle.patch), its
+    message, minus what gives the fix away, the draft prompt. With a built-in grade, the null and oracle
+    workspaces are then graded to find FAIL_TO_PASS and PASS_TO_PASS test ids, and tasks check runs on the
+    task. Edit the prompt in task.json afterwards."""
+    from dokimi.builtin_graders import is_builtin
+    from dokimi.errors import UsageError
+    from dokimi.manifest import load_manifest
+    from dokimi.mining import (
+        DEFAULT_TEST_GLOBS,
+        TASK_ID,
+        draft_prompt,
+        patch_of,
+        read_fix,
+        write_task,
+    )
+    from dokimi.source import open_source
+
+    if (from_commit is None) == (from_pr is None):
+        raise click.UsageError("give --from-commit SHA or --from-pr MERGE (one of them)")
+    if not TASK_ID.match(task_id):
+        raise click.UsageError(f"{task_id!r}: a task id is letters, digits, '.', '_' and '-'")
+    globs = list(test_globs) or list(DEFAULT_TEST_GLOBS)
+    with open_source(str(repo_dir)) as repo:
+        loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
+        m = loaded.manifest
+        if m is None or m.tasks is None or m.entry_points is None:
+            raise UsageError(
+                "the manifest has no tasks directory and entry points",
+                hint="run `dokimi repo init` first, or add eval_dir, tasks and entry_points",
+            )
+        if repo.git_dir is None:
+            raise UsageError(f"{repo_dir} is not a git repository", hint="task new reads the fix from git")
+        fix = read_fix(
+            repo.git_dir, from_pr or from_commit or "", merge=from_pr is not None, test_globs=globs
+        )
+        tests = patch_of(repo.git_dir, fix, fix.test_paths)
+        oracle = patch_of(repo.git_dir, fix, fix.code_paths)
+        builtin = is_builtin(m.entry_points.grade)
+        grader = m.entry_points.grade.split()[0] if builtin else "builtin:pytest"
+        directory = repo_dir / m.tasks / task_id
+        prompt = draft_prompt(fix.message, [*fix.test_paths, *fix.code_paths])
+        data = write_task(directory, task_id, fix, prompt=prompt, grader=grader, tests=tests, oracle=oracle)
+    from dokimi.mining import MinedTask
+
+    mined = MinedTask(task_id, directory, fix, prompt)
+    note(f"wrote {directory}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
+         f"({len(fix.code_paths)} file(s)); base {fix.base_rev}")  # fmt: skip
+    if builtin:
+        _discover_and_check(repo_dir, manifest, image, mined, data)
+    else:
+        note(
+            "the manifest's grade is not a built-in, so the tests were not classified: your grader reads "
+            "tests.patch and oracle.patch (or switch to grade: builtin:pytest)"
+        )
+    if as_json:
+        emit_json(_summary(mined))
+    else:
+        _print(mined)
+    ok = mined.check_ok is not False and (not builtin or bool(mined.fail_to_pass))
+    return EXIT_OK if ok else EXIT_FOUND_PROBLEMS
+
+
+def _check(repo_dir: Path, manifest: str | None, image: str | None, task_id: str, out: Path | None) -> Any:
+    """repo tasks check on one task, from a freshly opened working tree (it holds the new files)."""
+    from dokimi.manifest import load_manifest
+    from dokimi.runner.taskcheck import CheckOptions, check_tasks
+    from dokimi.source import open_source
+
+    with open_source(str(repo_dir)) as repo:
+        loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
+        options = CheckOptions(task_ids=[task_id], out_dir=out, image=image)
+        return check_tasks(
+            repo,
+            loaded,
+            options,
+            on_image=lambda built: note(f"image {built.ref} ({'built' if built.built else 'reused'})"),
+        )
+
+
+def _discover_and_check(
+    repo_dir: Path,
+    manifest: str | None,
+    image: str | None,
+    mined: MinedTask,
+    data: dict[str, Any],
+) -> None:
+    from dokimi.mining import discover, write_task_json
+
+    note("grading the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS ...")
+    f2p, p2p, failing = discover(
+        mined.directory, data, lambda out: _check(repo_dir, manifest, image, mined.task_id, out)
+    )
+    mined.fail_to_pass, mined.pass_to_pass, mined.failing_with_fix = f2p, p2p, failing
+    data["fail_to_pass"], data["pass_to_pass"] = f2p, p2p
+    write_task_json(mined.directory, data)
+    if not f2p:
+        mined.checked = False
+        mined.check_problems = [
+            "no test fails before the fix and passes after it: the task cannot tell a fix from no fix"
+        ]
+        return
+    note("checking the task: the null workspace must fail, the oracle must pass ...")
+    report = _check(repo_dir, manifest, image, mined.task_id, None)
+    (result,) = report.tasks
+    mined.checked = True
+    mined.check_ok = result.status == "ok"
+    mined.check_problems = list(result.problems)
+
+
+def _summary(mined: MinedTask) -> Any:
+    from dokimi.schemas.task_new import TaskNew
+
+    return TaskNew(
+        task=mined.task_id,
+        directory=str(mined.directory),
+        fix=mined.fix.sha,
+        base=mined.fix.base_rev,
+        test_files=mined.fix.test_paths,
+        code_files=mined.fix.code_paths,
+        prompt=mined.prompt,
+        fail_to_pass=mined.fail_to_pass,
+        pass_to_pass=mined.pass_to_pass,
+        failing_with_fix=mined.failing_with_fix,
+        checked=mined.checked,
+        ok=mined.check_ok,
+        problems=mined.check_problems,
+    )
+
+
+def _listed(ids: list[str]) -> str:
+    shown = "\n".join(f"  {i}" for i in ids[:MAX_LISTED])
+    more = (
+        f"\n  ... and {len(ids) - MAX_LISTED} more (task.json lists them all)"
+        if len(ids) > MAX_LISTED
+        else ""
+    )
+    return shown + more if ids else "  (none)"
+
+
+def _print(mined: MinedTask) -> None:
+    click.echo(f"task {mined.task_id}: {mined.directory}")
+    click.echo(f"base {mined.fix.base_rev}")
+    click.echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
+    click.echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
+    if mined.failing_with_fix:
+        click.echo(f"failing even with the fix, left out ({len(mined.failing_with_fix)}):")
+        click.echo(_listed(mined.failing_with_fix))
+    if mined.checked:
+        verdict = "sound (the null workspace fails, the oracle passes)" if mined.check_ok else "NOT sound"
+        click.echo(f"tasks check: {verdict}")
+    for problem in mined.check_problems:
+        click.echo(f"problem: {problem}")
+    click.echo("draft prompt (edit it in task.json: say what is wrong, not how to fix it):")
+    for line in mined.prompt.splitlines():
+        click.echo(f"  {line}")

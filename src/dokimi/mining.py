@@ -1,0 +1,233 @@
+"""``repo task new``: a task mined from a fix, the way SWE-bench turns a pull request into an instance.
+
+From a fix commit (``--from-commit SHA``, base ``SHA^``) or a merged pull request (``--from-pr MERGE``, base
+the merge's first parent, so the task is the whole pull request): the diff is split by the test globs into
+the hidden tests (``tests.patch``) and the code part, the reference solution (``oracle.patch``). The commit
+message, minus what gives the fix away (the changed files' names, code, issue references, trailers), is the
+draft prompt. Then, with a built-in grade, the null and oracle workspaces are graded in discovery mode and
+every test the test patch touches is classified: FAIL_TO_PASS (fails before the fix, passes after it) and
+PASS_TO_PASS (passes both times). Those ids go into task.json, and ``repo tasks check`` runs on the task.
+
+Only files are written: the task directory under the manifest's ``tasks``; nothing is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dokimi.errors import DokimiError, UsageError
+from dokimi.globs import match_any
+from dokimi.source.git import run_git
+
+#: Which changed files are tests (the hidden part) when ``--tests`` is not given.
+DEFAULT_TEST_GLOBS = (
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/tests/**",
+    "**/test/**",
+    "tests/**",
+    "test/**",
+)
+TEST_PATCH = "tests.patch"
+ORACLE_PATCH = "oracle.patch"
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_TRAILER = re.compile(r"^[A-Za-z][A-Za-z-]*(-by|-authored-by)?:\s", re.IGNORECASE)
+_ISSUE_REF = re.compile(
+    r"\b(fix(es|ed)?|close[sd]?|resolve[sd]?|see|refs?)\s+#\d+[.,;:]?\s*|\s*\(#\d+\)|#\d+", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix read from git: the commit, its base, the changed paths split in two, the message."""
+
+    sha: str
+    base_rev: str
+    """task.json's ``base``: ``<sha>^`` (the fix's parent; for a merge, its first parent)."""
+    message: str
+    test_paths: list[str]
+    code_paths: list[str]
+
+
+@dataclass
+class MinedTask:
+    """What ``repo task new`` made and found."""
+
+    task_id: str
+    directory: Path
+    fix: Fix
+    prompt: str
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: list[str] = field(default_factory=list)
+    failing_with_fix: list[str] = field(default_factory=list)
+    """Tests the test patch touches that fail even with the fix (left out of both lists)."""
+    checked: bool = False
+    """Whether the null and oracle checks ran (a built-in grade)."""
+    check_ok: bool | None = None
+    check_problems: list[str] = field(default_factory=list)
+
+
+# --- reading the fix ----------------------------------------------------------------------------------------
+
+
+def _git_text(git_dir: Path, *args: str) -> str:
+    return run_git(list(args), git_dir=git_dir).decode("utf-8", "replace")
+
+
+def read_fix(git_dir: Path, rev: str, *, merge: bool, test_globs: Sequence[str]) -> Fix:
+    """The fix at ``rev``: a single-parent commit, or (``merge``) a merge commit whose first parent is the
+    base. The changed paths are split by ``test_globs``; both parts must be non-empty."""
+    sha = _git_text(git_dir, "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}").strip()
+    parents = _git_text(git_dir, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+    if merge and len(parents) < 2:
+        raise UsageError(
+            f"{rev} is not a merge commit (it has {len(parents)} parent)",
+            hint="--from-pr takes the merge commit of a pull request; use --from-commit for a single fix",
+        )
+    if not merge and len(parents) != 1:
+        what = "a merge commit" if len(parents) > 1 else "the first commit (no parent)"
+        raise UsageError(
+            f"{rev} is {what}",
+            hint="--from-commit takes a commit with one parent; for a merged pull request use --from-pr",
+        )
+    raw = run_git(
+        ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", f"{sha}^1", sha, "--"], git_dir=git_dir
+    )
+    paths = [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
+    tests = [p for p in paths if match_any(test_globs, p)]
+    code = [p for p in paths if p not in set(tests)]
+    if not tests:
+        raise UsageError(
+            f"{sha[:12]} changes no test file: none of {', '.join(test_globs)} matches "
+            + ", ".join(paths[:5]),
+            hint="pick a fix that adds or changes a test, or name its tests with --tests GLOB",
+        )
+    if not code:
+        raise UsageError(
+            f"{sha[:12]} changes only tests, so there is no fix for the agent to make",
+            hint="pick the commit that changes the code, or narrow --tests",
+        )
+    message = _git_text(git_dir, "log", "-1", "--format=%B", sha)
+    return Fix(sha, f"{sha}^", message, tests, code)
+
+
+def patch_of(git_dir: Path, fix: Fix, paths: Sequence[str]) -> bytes:
+    """``git diff --binary`` of ``paths`` between the base and the fix (no renames, no external diff)."""
+    return run_git(
+        ["diff", "--binary", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index",
+         f"{fix.sha}^1", fix.sha, "--", *paths],
+        git_dir=git_dir,
+    )  # fmt: skip
+
+
+def draft_prompt(message: str, changed: Sequence[str]) -> str:
+    """The commit message as a draft prompt, minus what gives the fix away: trailers (Signed-off-by, ...),
+    issue references, and lines naming a changed file or holding code (indented, fenced, in backticks)."""
+    names = {p for path in changed for p in (path, posixpath.basename(path), posixpath.splitext(path)[0])}
+    kept: list[str] = []
+    fenced = False
+    for line in message.strip().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or _TRAILER.match(stripped) or line.startswith(("    ", "\t")) or "`" in line:
+            continue
+        if any(name and name in line for name in names):
+            continue
+        line = _ISSUE_REF.sub("", line).rstrip()
+        if stripped and not line.strip():
+            continue  # nothing left of it
+        kept.append(line)
+    text = "\n".join(kept).strip()
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text or "Describe the problem the agent must fix (what goes wrong, not how to fix it)."
+
+
+# --- writing the task ---------------------------------------------------------------------------------------
+
+
+def write_task(
+    directory: Path, task_id: str, fix: Fix, *, prompt: str, grader: str, tests: bytes, oracle: bytes
+) -> dict[str, Any]:
+    """The task directory: task.json, tests.patch, oracle.patch. Refuses an existing directory."""
+    if directory.exists():
+        raise UsageError(
+            f"{directory} already exists", hint="pick another task id, or remove that directory first"
+        )
+    directory.mkdir(parents=True)
+    (directory / TEST_PATCH).write_bytes(tests)
+    (directory / ORACLE_PATCH).write_bytes(oracle)
+    task: dict[str, Any] = {
+        "id": task_id,
+        "family": "fix",
+        "base": fix.base_rev,
+        "prompt": prompt,
+        "grader": grader,
+        "test_patch": TEST_PATCH,
+        "oracle_patch": ORACLE_PATCH,
+        "fail_to_pass": [],
+        "pass_to_pass": [],
+    }
+    write_task_json(directory, task)
+    return task
+
+
+def write_task_json(directory: Path, task: dict[str, Any]) -> None:
+    (directory / "task.json").write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n")
+
+
+def classify(null: dict[str, str], oracle: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+    """(FAIL_TO_PASS, PASS_TO_PASS, failing with the fix) from the outcomes of the null and oracle runs."""
+    f2p = sorted(t for t, o in oracle.items() if o == "passed" and null.get(t) != "passed")
+    p2p = sorted(t for t, o in oracle.items() if o == "passed" and null.get(t) == "passed")
+    failing = sorted(t for t, o in oracle.items() if o != "passed")
+    return f2p, p2p, failing
+
+
+def _outcomes(out: Path, task_id: str, phase: str) -> dict[str, str]:
+    """``details.outcomes`` of the discovery grade of one phase, from the tasks check's run directory."""
+    for path in sorted(out.rglob("grade.json")):
+        if path.parent.name == phase and task_id in path.parts:
+            data = json.loads(path.read_text())
+            outcomes = (data.get("details") or {}).get("outcomes")
+            if isinstance(outcomes, dict):
+                return {str(k): str(v) for k, v in outcomes.items()}
+            errors = "; ".join(data.get("errors") or []) or (data.get("details") or {}).get("run")
+            raise DokimiError(
+                f"the {phase} run recorded no test outcomes: {errors}",
+                path=path,
+                hint="check that the tests run in the image (see the grade.stderr beside it)",
+            )
+    raise DokimiError(
+        f"the {phase} run of {task_id} left no grade.json",
+        hint="run `dokimi repo tasks check . --task " + task_id + " --out DIR` and read DIR",
+    )
+
+
+CheckFn = Callable[[Path | None], Any]
+"""Runs ``repo tasks check`` on the new task (its run directories kept under the path given) and returns the
+TasksCheck report."""
+
+
+def discover(
+    task_dir: Path, task: dict[str, Any], run_check: CheckFn
+) -> tuple[list[str], list[str], list[str]]:
+    """Grade the null and oracle workspaces in discovery mode (no ids yet) and classify the tests."""
+    scratch = Path(tempfile.mkdtemp(prefix="dokimi-task-new."))
+    try:
+        run_check(scratch)
+        null = _outcomes(scratch, task["id"], "null")
+        oracle = _outcomes(scratch, task["id"], "oracle")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return classify(null, oracle)
