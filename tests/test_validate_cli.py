@@ -87,17 +87,21 @@ def test_the_default_manifest_location_is_used_without_options(
         (b"id: \xff\xfe\n", "not UTF-8 text"),
         ("schema: repo_manifest.v1\nid: [unclosed\n", "not valid YAML"),
         ("schema: repo_manifest.v1\nid: a\nid: b\n", f"{MANIFEST_PATH}:3: duplicate key"),
-        ("schema: repo_manifest.v1\nguidance:\n\tglobs: []\n", "fix: YAML indents with spaces"),
+        ("schema: repo_manifest.v1\nguidance:\n\tglobs: []\n", "YAML indents with spaces"),
     ],
 )
-def test_an_unreadable_manifest_exits_2_without_a_traceback(
+def test_an_unreadable_manifest_is_an_invalid_document_exit_1_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, fragment: str
 ) -> None:
+    """The manifest is there and is not a YAML mapping: the check found a problem (exit 1), named like any
+    other finding; exit 2 is for a manifest that is missing or a source that cannot be read."""
     path = git_repo(tmp_path / "r", {MANIFEST_PATH: content})
     rc = main(["repo", "validate", str(path), "--manifest", MANIFEST_PATH])
-    err = capsys.readouterr().err
-    assert rc == 2
-    assert err.startswith("error: ") and fragment in err and "Traceback" not in err
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert rc == 1
+    assert fragment in text and "[manifest_schema]" in text and "Traceback" not in text
+    assert f"invalid: {MANIFEST_PATH}" in captured.out
 
 
 def test_no_manifest_exits_2_and_says_how_to_give_one(

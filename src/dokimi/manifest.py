@@ -76,12 +76,15 @@ def read_manifest_marked(
         raise ManifestError("give --manifest or --manifest-file, not both")
     if manifest_file is not None:
         name = str(manifest_file)
+        from dokimi import safefs
+        from dokimi.schemas._base import MAX_DOCUMENT_BYTES
+
         try:
-            raw = Path(manifest_file).read_bytes()
+            raw = safefs.read_plain(Path(manifest_file), limit=MAX_DOCUMENT_BYTES)
         except FileNotFoundError:
             raise ManifestError("no such file", path=name, hint="check the --manifest-file path") from None
-        except IsADirectoryError:
-            raise ManifestError("is a directory, not a file", path=name) from None
+        except safefs.UnsafePathError as exc:
+            raise ManifestError(exc.message, path=name) from None
         except OSError as exc:
             raise ManifestError(f"cannot read: {exc.strerror}", path=name) from None
         return _parse_manifest(raw, name), name, True
@@ -110,14 +113,22 @@ def read_manifest_marked(
     return _parse_manifest(raw, path), path, False
 
 
+class ManifestUnreadable(ManifestError):
+    """The manifest exists but is not a YAML mapping (binary, not UTF-8, bad YAML, a duplicate key, nested
+    too deep, an alias bomb): for ``repo validate`` a finding about the document (exit 1), for every other
+    command an error (exit 2)."""
+
+
 def _parse_manifest(raw: bytes, name: str) -> Marked:
     try:
         marked = parse_yaml(decode_text(raw, name), name)
     except DocumentError as exc:
-        raise ManifestError(exc.message, path=exc.path, line=exc.line, key=exc.key, hint=exc.hint) from None
+        raise ManifestUnreadable(
+            exc.message, path=exc.path, line=exc.line, key=exc.key, hint=exc.hint
+        ) from None
     if not isinstance(marked.data, dict):
         kind = "empty" if marked.data is None else f"a YAML {type(marked.data).__name__}"
-        raise ManifestError(
+        raise ManifestUnreadable(
             f"the manifest must be a mapping (schema: repo_manifest.v1, id: ...), but it is {kind}",
             path=name,
             line=1,

@@ -2,8 +2,9 @@
 
 Each rule of the spec that can be decided from the manifest, the tasks and the tree is one named function
 ``check_<rule>(ctx) -> Iterable[Finding]``; :data:`RULES` runs them in order. A finding is data (severity,
-code, message, file:line or task and key, fix), never an exception: only a manifest that cannot be read at all
-raises (:class:`~dokimi.errors.ManifestError`, exit 2).
+code, message, file:line or task and key, fix), never an exception: only a manifest that is missing raises
+(:class:`~dokimi.errors.ManifestError`, exit 2); one that exists but is not a YAML mapping (binary, a
+duplicate key, bad YAML) is a finding of ``manifest_schema`` (exit 1).
 
 Git work is batched: every task base is resolved in one ``cat-file --batch-check`` call, the trees of all
 bases come from one ``diff-tree --stdin`` against the eval tree's listing, and every task.json is read through
@@ -457,7 +458,7 @@ def check_image_env_names(ctx: Context) -> Iterator[Finding]:
 
 
 def check_entry_point_commands(ctx: Context) -> Iterator[Finding]:
-    """Every entry point given is a non-empty command."""
+    """Every entry point given is a non-empty command that splits into words (balanced quotes)."""
     m = ctx.manifest
     if m is None or m.entry_points is None:
         return
@@ -470,6 +471,19 @@ def check_entry_point_commands(ctx: Context) -> Iterator[Finding]:
                 "empty command",
                 f"give the command that runs {name}, or remove the key",
             )
+            continue
+        if value is not None:
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                yield ctx.at_manifest(
+                    _code(check_entry_point_commands),
+                    ("entry_points", name),
+                    f"cannot be split into words as a shell would: {exc}",
+                    "close every quote (the command is split like shell words and run without a shell)",
+                )
 
 
 def check_builtin_graders(ctx: Context) -> Iterator[Finding]:
@@ -997,6 +1011,31 @@ def check_caps_finite_positive(ctx: Context) -> Iterator[Finding]:
                 yield ctx.at_task(lt, code, (key,), f"must be a whole number, not {value!r}", "round it")
 
 
+#: Largest prompt a task may have, in UTF-8 bytes. A harness gets the prompt as one argv element, and Linux
+#: refuses an element over 128 KiB (MAX_ARG_STRLEN): every paid cell of a larger prompt would fail to start.
+MAX_PROMPT_BYTES = 100_000
+
+
+def check_prompt_size(ctx: Context) -> Iterator[Finding]:
+    """A task's prompt is text of at most :data:`MAX_PROMPT_BYTES` bytes, without NUL characters."""
+    code = _code(check_prompt_size)
+    for lt, data in ctx.task_data():
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str):
+            continue
+        size = len(prompt.encode("utf-8", "surrogatepass"))
+        if size > MAX_PROMPT_BYTES:
+            yield ctx.at_task(
+                lt,
+                code,
+                ("prompt",),
+                f"is {size} bytes, over the limit of {MAX_PROMPT_BYTES} (a harness takes it as one argument)",
+                "shorten the prompt; put long material in a file of the task's base the prompt names",
+            )
+        elif "\0" in prompt:
+            yield ctx.at_task(lt, code, ("prompt",), "holds a NUL character", "remove it")
+
+
 def check_setup_patch_synonym(ctx: Context) -> Iterator[Finding]:
     """setup_patch (one string) is a synonym of setup_patches (a list of strings), never both."""
     code = _code(check_setup_patch_synonym)
@@ -1457,6 +1496,7 @@ RULES: tuple[Rule, ...] = (
     check_gate_and_score_forms,
     check_mergeable_gate_has_rubric,
     check_caps_finite_positive,
+    check_prompt_size,
     check_setup_patch_synonym,
     check_patches_exist,
     check_egress_hosts,
@@ -1504,12 +1544,23 @@ def validate_repo(
 ) -> ValidationReport:
     """Validate the manifest and every task of ``repo`` against its eval tree.
 
-    Raises ManifestError (exit 2) when no manifest is found or it cannot be read at all (not UTF-8 text, not
-    YAML, duplicate keys, not a mapping), and SourceError when the source cannot be read; every rule violation
+    Raises ManifestError (exit 2) when no manifest is found, and SourceError when the source cannot be read;
+    a manifest that is not a YAML mapping (not UTF-8 text, not YAML, duplicate keys) and every rule violation
     is a finding in the report.
     """
+    from dokimi.manifest import ManifestUnreadable
+
     snapshot = repo.eval_snapshot()
-    found = read_manifest_marked(snapshot, manifest=manifest, manifest_file=manifest_file)
+    try:
+        found = read_manifest_marked(snapshot, manifest=manifest, manifest_file=manifest_file)
+    except ManifestUnreadable as exc:  # there is a manifest, and it is invalid: a finding, not a usage error
+        name = exc.path or str(manifest_file or manifest)
+        problem = DocumentError(exc.message, path=name, line=exc.line, key=exc.key, hint=exc.hint)
+        ctx = Context(
+            repo, snapshot, name, Marked({}, name), manifest_file is not None, manifest=None,
+            manifest_errors=[problem],
+        )  # fmt: skip
+        return validate_loaded(ctx)
     if found is None:
         from dokimi.manifest import load_manifest
 

@@ -124,3 +124,18 @@ def deliver_document(
 def note(message: str) -> None:
     """One line for the human on stderr."""
     click.echo(message, err=True)
+
+
+class FiniteFloat(click.FloatRange):
+    """A FloatRange that refuses NaN and infinity (``--timeout nan`` passes a plain FloatRange, since every
+    comparison with NaN is false, and would switch the timeout off)."""
+
+    name = "finite number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        number = super().convert(value, param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from dokimi.cli._common import (
+    FiniteFloat,
     check_manifest_choice,
     emit_json,
     json_option,
@@ -50,7 +51,13 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
     help="On a real run, do not put the capturing proxy between the harness and its endpoint "
     "(payload stays null).",
 )
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds per scenario.")
+@click.option(
+    "--timeout",
+    type=FiniteFloat(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds per scenario.",
+)
 @out_option("reach")
 @click.option("--salt", help="Token salt (default: random, recorded in reach.json; reuse it to reproduce).")
 @json_option

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from dokimi.cli._common import (
+    FiniteFloat,
     check_manifest_choice,
     emit_json,
     json_option,
@@ -47,9 +48,7 @@ def rubric() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Verdict cache (keyed by the rendered input, the model id and the decoding parameters).",
 )
-@click.option(
-    "--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True, help="Per judge call."
-)
+@click.option("--timeout", type=FiniteFloat(min=1), default=600.0, show_default=True, help="Per judge call.")
 @json_option
 def check(
     source: str,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dokimi.cli._common import (
+    FiniteFloat,
     check_manifest_choice,
     emit_json,
     json_option,
@@ -228,7 +229,7 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     metavar="S",
     help="Agent wall-clock cap in seconds unless task.json sets timeout_s (default 1800).",
 )
@@ -241,13 +242,13 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 @click.option(
     "--budget",
     "budget_usd",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     metavar="USD",
     help="Cost cap per run unless task.json sets budget_usd (default 1).",
 )
 @click.option(
     "--max-batch-usd",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloat(min=0, min_open=True),
     metavar="USD",
     help="Start no new cell once the batch has spent this much (unknown cost counts as the cap).",
 )

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from dokimi.cli._common import (
+    FiniteFloat,
     check_manifest_choice,
     emit_json,
     json_option,
@@ -72,7 +73,7 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
 @click.option(
     "--grade-timeout",
     "grade_timeout",
-    type=click.FloatRange(min=1),
+    type=FiniteFloat(min=1),
     default=3600.0,
     show_default=True,
     help="Seconds for each oracle and grade run.",

@@ -509,6 +509,29 @@ class PreparedBatch:
     warnings: list[str]
 
 
+def check_run_options(opts: RunOptions) -> None:
+    """What no batch can run with: no arm or model (an empty ``--arm ''``), no worker, and a limit that is
+    not a finite number above zero (``--timeout nan`` would switch the timeout off, ``--budget nan`` the
+    budget)."""
+    import math
+
+    if opts.jobs < 1:
+        raise UsageError(f"-j {opts.jobs}: at least one worker")
+    for option, values in (("--arm", opts.arms), ("--model", opts.models)):
+        if not values or any(not str(v).strip() for v in values):
+            raise UsageError(
+                f"{option} names nothing to run: {', '.join(repr(v) for v in values) or 'none given'}",
+                hint=f"give at least one non-empty value to {option}",
+            )
+    for option, value in (
+        ("--timeout", opts.timeout_s),
+        ("--budget", opts.budget_usd),
+        ("--max-batch-usd", opts.max_batch_usd),
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{option} {value}: must be a finite number above zero")
+
+
 def prepare_batch(
     opts: RunOptions,
     repo: Repo,
@@ -526,8 +549,7 @@ def prepare_batch(
     from dokimi.workspace import check_arm
 
     check_batch_name(opts.batch)
-    if opts.jobs < 1:
-        raise UsageError(f"-j {opts.jobs}: at least one worker")
+    check_run_options(opts)
     for arm in opts.arms:
         check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)

@@ -22,9 +22,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, DokimiError
 
 Loc = tuple[str | int, ...]
+
+
+class OutputError(DokimiError):
+    """A file dokimi was asked to write cannot be written (the place is not a writable directory)."""
+
 
 #: Deepest nesting a document may have; real documents stay under 10 levels. Deeper input (a hostile
 #: result.json of 100,000 brackets) would exhaust Python's recursion limit.
@@ -431,12 +436,30 @@ def dump_document(document: BaseModel | dict[str, Any]) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``path`` through a temporary file and a rename. A directory that cannot be made or written (a
+    file in the way, no permission, a full disk) is a DokimiError naming the path, never a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            why = "a parent of it is a file, not a directory"
+        raise OutputError(
+            f"cannot write here: {why}",
+            path=path,
+            hint="give a path in a directory you can write (its parents must be directories)",
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=path) from None
     except BaseException:
         try:
             os.unlink(tmp)

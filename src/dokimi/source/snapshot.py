@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from dokimi import safefs
 from dokimi.errors import SourceError
 from dokimi.source import git
 from dokimi.source.git import CatFile, TreeEntry
 
 MAX_LINK_HOPS = 40
+#: Largest file read from a working tree; a FIFO, a device or a bigger one is a SourceError, not a hang.
+MAX_DISK_READ = 256 * 1024 * 1024
 FIRST_FEW_BYTES = 8000
 """git's binary test reads this many bytes for a NUL (``buffer_is_binary``)."""
 ATTRIBUTES = ".gitattributes"
@@ -355,7 +358,9 @@ class Snapshot:
             names.update(f"{d}/{ATTRIBUTES}" if d else ATTRIBUTES for d in self.dirs)
             for name in names:
                 try:
-                    texts.append((self.work_tree / name).read_bytes())
+                    texts.append(safefs.read_plain(self.work_tree / name, limit=MAX_DISK_READ))
+                except safefs.UnsafePathError:
+                    return True
                 except FileNotFoundError:
                     if name in indexed_names:
                         return True  # in the index only: git reads it from there
@@ -366,7 +371,9 @@ class Snapshot:
             return True
         for file in files:
             try:
-                texts.append(file.read_bytes())
+                texts.append(safefs.read_plain(file, limit=MAX_DISK_READ))
+            except safefs.UnsafePathError:
+                return True
             except FileNotFoundError:
                 continue
             except OSError:
@@ -390,7 +397,9 @@ class Snapshot:
             entry = self.entries.get(path)
             if entry is not None and entry.is_symlink:
                 return os.readlink(self.work_tree / path).encode("utf-8", "surrogateescape")
-            return (self.work_tree / path).read_bytes()
+            return safefs.read_plain(self.work_tree / path, limit=MAX_DISK_READ)
+        except safefs.UnsafePathError as exc:  # a FIFO or a device in a working tree is read by nothing
+            raise SourceError(f"{path}: {exc.message}", path=path) from None
         except OSError as exc:
             raise SourceError(f"{path}: cannot read: {exc.strerror}", path=path) from None
 
