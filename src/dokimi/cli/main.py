@@ -49,6 +49,7 @@ REPO_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compare": ("dokimi.cli.compare:compare", "Compare arms with paired, task-level statistics."),
     "plan": ("dokimi.cli.plan:plan", "Tasks x reps for 80% power, simulated on a pilot batch."),
+    "study": ("dokimi.cli.study:study", "A guidance study from one file: run it, then one report."),
     "regrade": ("dokimi.cli.regrade:regrade", "Regrade a sample of finished cells and flag every mismatch."),
     "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
     "rate": ("dokimi.cli.rate:rate", "Human scoring of blinded artifacts, with adjudication."),

@@ -37,6 +37,8 @@ SCHEMAS: dict[str, str] = {
     "repo_regrade.v1": "dokimi.schemas.regrade:RegradeDoc",
     "repo_generated.v1": "dokimi.schemas.generated:Generated",
     "repo_power.v1": "dokimi.schemas.power:RepoPower",
+    "repo_study.v1": "dokimi.schemas.study:Study",
+    "repo_study_report.v1": "dokimi.schemas.study:StudyReport",
     "repo_run_file.v1": "dokimi.schemas.run_file:RunFile",
     "repo_task_new.v1": "dokimi.schemas.task_new:TaskNew",
     "repo_init.v1": "dokimi.schemas.init:InitReport",
