@@ -24,10 +24,11 @@ def test_the_bundled_study_completes_in_a_dry_run_and_reports_every_part(
     example = tmp_path / "calc"
     runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     out = tmp_path / "runs"
-    run = dokimi_cli(
-        ["repo", "study", "run", str(STUDY), "--source", f"{example}@HEAD", "--bin", str(claude_bin),
-         "--out", str(out), "--dry-run", "--json"]  # fmt: skip
-    )
+    args = [
+        "repo", "study", "run", str(STUDY), "--source", f"{example}@HEAD", "--bin", str(claude_bin),
+        "--out", str(out), "--dry-run", "--json",
+    ]  # fmt: skip
+    run = dokimi_cli(args)
     assert run.returncode == 0, run.stderr
     report = StudyReport.model_validate_json(run.stdout)
     assert report.question.startswith("Does the repository's own AGENTS.md help")
