@@ -7,6 +7,7 @@ dokimi speaks to docker only through its CLI (DESIGN.md): the spec's semantics a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,14 +146,32 @@ def kill_container(name: str) -> None:
 
 #: What ``docker rm -f`` says when the container is gone already, or another ``rm`` is removing it (the
 #: worker that ran it and a Ctrl-C cleanup can both remove one container).
-_ALREADY_GONE = ("No such container", "is already in progress")
+_NO_SUCH_CONTAINER = "No such container"
+_REMOVAL_IN_PROGRESS = "is already in progress"
+#: How long a removal another caller started may take before this caller gives up waiting for it.
+REMOVAL_WAIT_S = 60.0
 
 
 def remove_container(name: str) -> None:
-    """``docker rm -f NAME``; a container that is gone already, or being removed already, is fine."""
+    """``docker rm -f NAME``; a container that is gone already is fine. When another caller is removing it
+    already (a worker and a Ctrl-C cleanup at once), wait until it is gone: a caller that returns must be able
+    to count on the container no longer existing."""
     result = docker(["rm", "-f", name], check=False)
-    if not result.ok and not any(text in result.stderr for text in _ALREADY_GONE):
+    if result.ok or _NO_SUCH_CONTAINER in result.stderr:
+        return
+    if _REMOVAL_IN_PROGRESS not in result.stderr:
         raise ContainerError(_failure(["rm", "-f", name], result), hint=_hint(result.stderr))
+    _wait_until_removed(name)
+
+
+def _wait_until_removed(name: str) -> None:
+    deadline = time.monotonic() + REMOVAL_WAIT_S
+    while time.monotonic() < deadline:
+        inspected = docker(["container", "inspect", "--format", "{{.Id}}", name], check=False)
+        if not inspected.ok and _NO_SUCH_CONTAINER in inspected.stderr:
+            return
+        time.sleep(0.1)
+    raise ContainerError(f"container {name} was still being removed after {REMOVAL_WAIT_S:.0f} s")
 
 
 def remove_batch_containers(batch: str) -> list[str]:
