@@ -234,14 +234,14 @@ def test_the_batch_budget_starts_no_cell_whose_cap_does_not_fit(
     assert again.returncode == 1 and summary(again)["ran"] == 0  # the batch spent its budget already
 
 
-def test_a_task_with_egress_is_refused_without_an_agent_network(
+def test_a_task_with_egress_is_refused_when_the_run_is_not_sealed(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"egress": ["pypi.org"]}})
     profile, binary = fake_harness(tmp_path / "harness")
     proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary))
     assert proc.returncode == 2 and "--agent-network" in proc.stderr
-    assert not (tmp_path / "out" / name).exists()
+    assert not (tmp_path / "out" / name / "_eval").exists()  # refused before any work (the lock file aside)
 
 
 def test_the_agent_network_is_recorded_and_warned_about(

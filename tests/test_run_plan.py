@@ -116,13 +116,12 @@ def test_task_caps_override_the_run_options_which_override_the_defaults() -> Non
     assert (defaults.timeout_s, defaults.max_turns) == (DEFAULT_TIMEOUT_S, DEFAULT_MAX_TURNS)
 
 
-def test_a_task_with_egress_is_refused_unless_an_agent_network_is_given() -> None:
+def test_a_task_with_egress_runs_sealed_or_with_an_agent_network_only() -> None:
     needs = task("a", egress=["pypi.org"])
-    assert egress_refusal(needs, None) is not None and "--agent-network" in (
-        egress_refusal(needs, None) or ""
-    )
-    assert egress_refusal(needs, "host") is None
-    assert egress_refusal(task("b"), None) is None
+    assert "--agent-network" in (egress_refusal(needs, None, sealed=False) or "")
+    assert egress_refusal(needs, None, sealed=True) is None
+    assert egress_refusal(needs, "host", sealed=False) is None
+    assert egress_refusal(task("b"), None, sealed=False) is None
 
 
 # --- pins -------------------------------------------------------------------------------------------------

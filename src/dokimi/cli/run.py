@@ -42,6 +42,24 @@ def _caches(values: tuple[str, ...]) -> dict[str, Path]:
     return out
 
 
+def _resolve(values: tuple[str, ...]) -> dict[str, str]:
+    import ipaddress
+
+    out: dict[str, str] = {}
+    for value in values:
+        host, sep, address = value.partition("=")
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r}: expected HOST=ADDRESS with an IP address", param_hint="--egress-resolve"
+            ) from None
+        if not sep or not host:
+            raise click.BadParameter(f"{value!r}: expected HOST=ADDRESS", param_hint="--egress-resolve")
+        out[host.lower()] = address
+    return out
+
+
 class _Reporter:
     """Progress for a human: a rich bar on a terminal, nothing otherwise (errors are noted either way)."""
 
@@ -223,8 +241,17 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 @click.option(
     "--agent-network",
     metavar="NET",
-    help="Docker network of the agent's container (the egress proxy is not built: it then reaches "
-    "any host; recorded and warned about).",
+    help="UNSEALED escape hatch: put the agent's container on this docker network instead of the batch's "
+    "internal one; it then reaches any host that network reaches, with your real credentials, and the "
+    "model gateway sees nothing (warned about, recorded, flagged by repo report).",
+)
+@click.option(
+    "--egress-resolve",
+    "egress_resolve",
+    multiple=True,
+    metavar="HOST=ADDRESS",
+    help="The address the egress proxy connects to for HOST (like curl --resolve): an internal mirror, "
+    "or a name your DNS does not know. A mapped host may be a private address.",
 )
 @click.option(
     "--timeout",
@@ -313,6 +340,7 @@ def run(
     source_dir: Path | None,
     judge_model: str | None,
     judge_bin: str | None,
+    egress_resolve: tuple[str, ...],
     as_json: bool,
 ) -> int:
     """Run agents on SOURCE: one cell per (task, arm, model, effort, rep) under OUT/BATCH.
@@ -382,6 +410,7 @@ def run(
         source_dir=source_dir,
         judge_model=judge_model,
         judge_bin=judge_bin,
+        egress_resolve=_resolve(egress_resolve),
     )
     from dokimi.process import Terminated
 

@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 EGRESS_LOG = "egress.jsonl"
+ANY_HOST = "*"
+"""The allow-list of a manifest with ``image.network: public``: any public host (still logged; a name that
+resolves to a non-public address is still refused)."""
 CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 300.0
 CHUNK = 64 * 1024
@@ -89,6 +92,8 @@ def host_allowed(allow: Sequence[str], host: str, port: int, *, plain_http: bool
     """The allow-list entry that admits ``host:port``, or None. An entry without a port admits 443 (and 80
     for a plain-HTTP request); ``*`` stands for one whole label."""
     for entry in allow:
+        if entry == ANY_HOST:
+            return entry
         name, sep, entry_port = entry.partition(":")
         ports = {int(entry_port)} if sep else ({443, 80} if plain_http else {443})
         if port in ports and _entry_matches_name(name, host):

@@ -46,11 +46,12 @@ from dokimi.constants import (
 from dokimi.errors import DokimiError
 from dokimi.runner import mergegrade
 from dokimi.runner.dryrun import DRY_RUN_MOUNT
-from dokimi.runner.gate import GateVerdict, evaluate_gate, grader_failure
+from dokimi.runner.gate import GateVerdict, evaluate_gate, grader_failure, not_graded
 from dokimi.runner.mergegrade import JudgeSettings
 from dokimi.runner.plan import CellLimits
 
 if TYPE_CHECKING:
+    from dokimi.gateway.sealed import SealAccount, SealedBatch
     from dokimi.harness.trace import Conversion
     from dokimi.manifest import LoadedTask
     from dokimi.sandbox.specs import CacheMount
@@ -125,6 +126,9 @@ class CellContext:
     batch)."""
     generated: Mapping[tuple[str, str], GuidanceOverlay] = field(default_factory=dict)
     """(task, model) -> the guidance files the harness's generator wrote (guidance:generated)."""
+    sealed: SealedBatch | None = None
+    """A sealed real run: the batch network, the model gateway and the egress proxy (None: --dry-run or
+    --agent-network)."""
     cancel: threading.Event = field(default_factory=threading.Event)
     prep_lock: threading.Lock = field(default_factory=threading.Lock)
     """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
@@ -150,11 +154,11 @@ class CellContext:
         return self.overlays.get(key.arm)
 
     def grade_network(self, task: Task) -> str:
-        """Entry points run with image.network; a task with egress gets --agent-network until the proxy
-        exists."""
+        """Entry points run with image.network, never with the agent's egress; only an unsealed run's task
+        with egress gets --agent-network (its entry points have no other way to those hosts)."""
         from dokimi.sandbox.specs import docker_network
 
-        if task.egress and self.agent_network:
+        if task.egress and self.agent_network and self.sealed is None:
             return self.agent_network
         image_network = self.manifest.image.network if self.manifest.image else "none"
         return docker_network(image_network)
@@ -190,10 +194,19 @@ def build_result(
     duration_s: float,
     agent_network: str | None,
     base_date: str | None,
+    account: SealAccount | None = None,
+    infra_reason: str | None = None,
+    judge_cost_usd: float | None = None,
 ) -> Result:
-    """result.json of one cell: the gate verdict, grade.json's metrics and what the agent's run reported."""
+    """result.json of one cell: the gate verdict, grade.json's metrics and what the agent's run reported;
+    in a sealed run the gateway's account is the cost and turns (:func:`dokimi.gateway.sealed.observed_usage`)
+    and ``infra_reason`` marks a cell that never reached its model."""
+    from dokimi.gateway.prices import CHECKED
+    from dokimi.gateway.sealed import observed_usage
     from dokimi.schemas.result import Result
 
+    observed = observed_usage(account, _usable(cost_usd), turns)
+    usage = None if account is None else {**account.usage.to_json(), "prices_checked": CHECKED}
     return Result.model_validate(
         {
             "schema": "repo_result.v1",
@@ -215,8 +228,15 @@ def build_result(
             "grader_error": verdict.grader_error,
             "agent_rc": agent_rc,
             "agent_timed_out": agent_timed_out,
-            "cost_usd": _usable(cost_usd),
-            "turns": turns if turns is None or turns >= 0 else None,
+            "cost_usd": _usable(observed.cost_usd),
+            "cost_source": observed.cost_source,
+            "usage": usage,
+            "judge_cost_usd": _usable(judge_cost_usd),
+            "infra_error": infra_reason is not None,
+            "infra_error_reason": infra_reason,
+            "egress_attempts": None if account is None else account.egress_attempts,
+            "egress_refused": None if account is None else account.egress_refused,
+            "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
             "duration_s": _usable(duration_s) or 0.0,
             "agent_network": agent_network,
             "base_date": base_date,
@@ -266,15 +286,25 @@ def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
 
 
 def agent_argv_and_env(
-    ctx: CellContext, key: CellKey, run_dir: Path, *, prompt: str | None = None
+    ctx: CellContext,
+    key: CellKey,
+    run_dir: Path,
+    *,
+    prompt: str | None = None,
+    seal_env: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The agent container's command and environment (and the profile's config files written). ``prompt``
-    replaces the task's (the guidance generator's run)."""
+    replaces the task's (the guidance generator's run). A sealed cell (``seal_env``) gets none of the
+    caller's environment: its endpoint, dummy credentials and proxy variables come from the seal."""
     from dokimi.harness.profile import build_invocation
 
     task = ctx.task(key.task)
     limits = ctx.limits[key.task]
     extra_env = dict(ctx.profile.dry_run_env) if ctx.dry_run else {}
+    endpoint = f"http://127.0.0.1:{DRY_RUN_PORT}" if ctx.dry_run else None
+    if seal_env is not None:
+        extra_env.update(seal_env)
+        endpoint = seal_env.get(ctx.profile.endpoint_env or "")
     invocation = build_invocation(
         ctx.profile,
         bin=str(CONTAINER_HARNESS),
@@ -286,11 +316,11 @@ def agent_argv_and_env(
         config_dir=CONTAINER_CONFIG,
         support_dir=CONTAINER_SUPPORT,
         effort=key.effort,
-        environ=ctx.environ,
+        environ={} if seal_env is not None else ctx.environ,
         in_container=True,
         home=str(CONTAINER_HOME),
         extra_env=extra_env,
-        endpoint=f"http://127.0.0.1:{DRY_RUN_PORT}" if ctx.dry_run else None,
+        endpoint=endpoint,
     )
     invocation.write_config_files(run_dir / "config")
     argv = list(invocation.argv)
@@ -316,6 +346,8 @@ class AgentRun:
     rc: int | None
     timed_out: bool
     duration_s: float
+    account: SealAccount | None = None
+    """The gateway's and the egress proxy's account of a sealed cell."""
 
 
 def run_agent(
@@ -330,13 +362,39 @@ def run_agent(
     """The agent's container, to its end or its timeout; stdout to agent.stdout, stderr to agent.stderr.
 
     ``prompt``, ``script`` and ``role`` serve the guidance generator (guidance:generated): its prompt, its
-    dry-run script, and the container name's last part."""
+    dry-run script, and the container name's last part. A sealed cell is opened on the batch's gateway and
+    egress proxy for the container's lifetime, and its account returned with the run."""
+    (run_dir / "config").mkdir(exist_ok=True)
+    (run_dir / "home").mkdir(exist_ok=True)
+    if ctx.sealed is None:
+        return _run_agent_container(ctx, key, run_dir, prompt=prompt, script=script, role=role)
+    public = ctx.manifest.image is not None and ctx.manifest.image.network == "public"
+    rel = key.path(ctx.root).relative_to(ctx.root).as_posix()
+    seal = ctx.sealed.open_cell(f"{rel}:{role}", run_dir, ctx.task(key.task).egress, any_host=public)
+    try:
+        run = _run_agent_container(
+            ctx, key, run_dir, prompt=prompt, script=script, role=role, seal_env=seal.env
+        )
+    finally:
+        account = seal.close()
+    run.account = account
+    return run
+
+
+def _run_agent_container(
+    ctx: CellContext,
+    key: CellKey,
+    run_dir: Path,
+    *,
+    prompt: str | None,
+    script: Path | None,
+    role: str,
+    seal_env: Mapping[str, str] | None = None,
+) -> AgentRun:
     from dokimi.sandbox.container import Mount, container_name, run_container
     from dokimi.sandbox.specs import agent_spec
 
-    (run_dir / "config").mkdir(exist_ok=True)
-    (run_dir / "home").mkdir(exist_ok=True)
-    argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt)
+    argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt, seal_env=seal_env)
     spec = agent_spec(
         name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), role),
         image=ctx.image,
@@ -490,6 +548,20 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _NotGraded(Exception):
+    """The cell never reached its model: nothing to grade."""
+
+
+def infra_reason(agent: AgentRun) -> str | None:
+    """Why a sealed cell never reached its model (:func:`dokimi.gateway.model.infra_error_reason`), or None.
+    An unsealed cell (dry run, --agent-network) has no gateway to tell, and is never an infra error."""
+    if agent.account is None:
+        return None
+    from dokimi.gateway.model import infra_error_reason
+
+    return infra_error_reason(agent.account.usage, agent_rc=agent.rc, timed_out=agent.timed_out)
+
+
 # --- the cell -----------------------------------------------------------------------------------------------
 
 
@@ -519,10 +591,14 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     cost: float | None = None
     turns: int | None = None
     metrics: dict[str, bool | int | float | None] = {}
+    judge_cost: float | None = None
+    infra = infra_reason(agent)
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
         cost, turns = conversion.cost_usd, conversion.turns
         checks = None
+        if infra is not None:
+            raise _NotGraded
         if rubric is not None:  # the diff is taken before grade restores its hidden files (mergeability §3)
             checks = mergegrade.after_agent(
                 workspace=run_dir / "workspace",
@@ -536,6 +612,8 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
                 judge=ctx.judge,
                 run_dir=run_dir,
             )
+            if checks.verdict is not None and not checks.verdict.cached:
+                judge_cost = checks.verdict.cost_usd
         verdict, metrics, grade_doc = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
         extra: dict[str, bool | int | float | None] = {}
         if checks is not None and not verdict.grader_failure:
@@ -546,10 +624,17 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         if extra:
             verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
             metrics.update(extra)
+    except _NotGraded:
+        verdict = not_graded(task)
     except Exception as exc:
         # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
-        verdict = grader_failure(task, f"host-side failure after the agent ran: {_reason(exc)}")
+        # A cell that never reached its model stays an infra error: there was no agent run to fail.
+        verdict = (
+            not_graded(task)
+            if infra is not None
+            else grader_failure(task, f"host-side failure after the agent ran: {_reason(exc)}")
+        )
     if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
     result = build_result(
@@ -566,6 +651,9 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         duration_s=agent.duration_s,
         agent_network=ctx.agent_network,
         base_date=prepared.base_date,
+        account=agent.account,
+        infra_reason=infra,
+        judge_cost_usd=judge_cost,
     )
     from dokimi.schemas._base import write_document
 

@@ -50,6 +50,13 @@ def _number(value: MetricValue) -> float | None:
     return float(value)
 
 
+def not_graded(task: Task) -> GateVerdict:
+    """The verdict of a cell that never reached its model (an infra error): not graded, never a pass."""
+    if task.score is not None:
+        return GateVerdict(False, None, None, {})
+    return GateVerdict(True, False, None, {gate_key(entry): None for entry in task.gate})
+
+
 def grader_failure(task: Task, reason: str) -> GateVerdict:
     """The verdict of a run whose grader failed: a failure on every gated metric."""
     if task.score is not None:

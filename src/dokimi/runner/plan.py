@@ -142,14 +142,15 @@ def cell_limits(
     )
 
 
-def egress_refusal(task: Task, agent_network: str | None) -> str | None:
-    """Why a task cannot run: it names egress hosts, and without the egress proxy (not built) only an explicit
-    --agent-network gives its agent a route (contract, top section). None when it can run."""
-    if task.egress and agent_network is None:
+def egress_refusal(task: Task, agent_network: str | None, *, sealed: bool) -> str | None:
+    """Why a task cannot run: it names egress hosts and the run is neither sealed (whose egress proxy opens
+    them) nor given --agent-network: a dry run, or a harness that declares no model route, has no way to
+    them. None when it can run."""
+    if task.egress and not sealed and agent_network is None:
         return (
-            f"task {task.id} needs egress ({', '.join(task.egress)}), and the egress proxy is not built yet; "
-            "pass --agent-network NET to give the agent's container that docker network (it then reaches any "
-            "host), or leave the task out with --task"
+            f"task {task.id} needs egress ({', '.join(task.egress)}), which only a sealed real run opens "
+            "(through the egress proxy); this run is a dry run or its harness declares no model route. Run "
+            "it for real, pass --agent-network NET (unsealed), or leave the task out with --task"
         )
     return None
 

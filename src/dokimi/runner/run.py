@@ -56,6 +56,7 @@ from dokimi.runner.plan import (
 from dokimi.workspace import ARM_GENERATED
 
 if TYPE_CHECKING:
+    from dokimi.gateway.sealed import SealedBatch
     from dokimi.manifest import LoadedTask
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
@@ -116,6 +117,9 @@ class RunOptions:
     """--judge-model: the full model id of the rubric judge (mergeability §4); None: the judge is not run."""
     judge_bin: str | None = None
     """--judge-bin: the Claude Code executable the judge runs on the host (default: --bin)."""
+    egress_resolve: Mapping[str, str] = field(default_factory=dict)
+    """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host name (like curl's
+    --resolve); a mapped name may be a private address."""
 
 
 class Progress(Protocol):
@@ -263,9 +267,6 @@ def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedT
                 path=item.path,
                 hint="`dokimi repo validate` lists every problem; fix them, or leave the task out (--task)",
             )
-        refusal = egress_refusal(item.task, opts.agent_network)
-        if refusal:
-            raise UsageError(refusal, path=item.path)
     return manifest, {t: tasks[t] for t in chosen}, chosen
 
 
@@ -470,22 +471,36 @@ def check_efforts(profile: HarnessProfile, efforts: Sequence[str]) -> None:
         )
 
 
+SEALED = "sealed"
+"""What :func:`_agent_network` returns for a sealed real run (the batch network is made later)."""
+
+
 def _agent_network(opts: RunOptions, manifest: RepoManifest, profile: HarnessProfile) -> str:
-    """--agent-network, else image.network. A paid run of a harness that reaches a model (its profile lists
-    egress hosts) with no network at all is refused: nothing could reach the model."""
+    """--agent-network (unsealed, warned), else for a dry run image.network (the scripted model runs inside
+    the container), and so for a harness whose profile declares no model route at all (neither
+    endpoint_env nor egress: it calls no model), else :data:`SEALED`: the batch's internal network, the model
+    gateway and the egress proxy."""
     from dokimi.sandbox.specs import docker_network
 
     if opts.agent_network:
         return opts.agent_network
-    network = docker_network(manifest.image.network if manifest.image else "none")
-    if network == "none" and not opts.dry_run and profile.egress:
-        raise UsageError(
-            "the agent's container would have no network, so the harness cannot reach its model: the egress "
-            "proxy (contract §2) is not built yet",
-            hint="pass --agent-network NET (for example host; the agent then reaches any host), or --dry-run "
-            "for a zero-cost run against the scripted model server",
-        )
-    return network
+    if opts.dry_run or not (profile.endpoint_env or profile.egress):
+        return docker_network(manifest.image.network if manifest.image else "none")
+    from dokimi.gateway.sealed import gateway_upstream
+
+    gateway_upstream(profile, os.environ)  # refuse a harness the gateway cannot serve before any work
+    return SEALED
+
+
+def agent_network_warning(network: str) -> str:
+    """The loud warning of ``--agent-network``: the run is not sealed."""
+    return (
+        f"--agent-network {network}: THIS RUN IS NOT SEALED. The agent's container joins docker network "
+        f"{network!r} instead of the batch's internal network, so its commands can reach any host that "
+        "network reaches (the upstream repository and its fix included) and the model API with the real "
+        "credential from your environment; the model gateway does not see, record or price its calls. "
+        "meta.json and result.json record it and repo report flags every such cell"
+    )
 
 
 def judge_settings(opts: RunOptions, root: Path) -> JudgeSettings | None:
@@ -563,12 +578,13 @@ def prepare_batch(
     check_efforts(profile, opts.efforts)
     harness_bin = reachable_binary(resolve_bin(profile, opts.bin), harness_identity())
     network = _agent_network(opts, manifest, profile)
+    for task_id in task_ids:
+        refusal = egress_refusal(tasks[task_id].task, opts.agent_network, sealed=network == SEALED)  # type: ignore[arg-type]
+        if refusal:
+            raise UsageError(refusal, path=tasks[task_id].path)
     warnings: list[str] = []
     if opts.agent_network and opts.agent_network != "none":
-        warnings.append(
-            f"--agent-network {opts.agent_network}: the agent's container reaches any host on that network "
-            "(the egress proxy of contract §2 is not built); meta.json and result.json record it"
-        )
+        warnings.append(agent_network_warning(opts.agent_network))
     require_docker()
 
     root = (opts.out / opts.batch).absolute()
@@ -614,6 +630,52 @@ def prepare_batch(
         )
         for t in task_ids
     }
+    sealed = None
+    if network == SEALED:
+        from dokimi.gateway.sealed import SealedBatch
+
+        progress.note("starting the batch network, the model gateway and the egress proxy")
+        sealed = SealedBatch(
+            opts.batch, profile=profile, environ=os.environ, log_dir=eval_root, resolve=opts.egress_resolve
+        ).start()
+        network = sealed.network
+    try:
+        return _prepare_cells(
+            opts, repo, root, eval_root, manifest, tasks, task_ids, content, image, profile, harness_bin,
+            version, support, caches, source_dir, network, limits, cancel, overlays, sealed, pin, warnings,
+            progress,
+        )  # fmt: skip
+    except BaseException:
+        if sealed is not None:
+            sealed.stop()
+        raise
+
+
+def _prepare_cells(
+    opts: RunOptions,
+    repo: Repo,
+    root: Path,
+    eval_root: Path,
+    manifest: RepoManifest,
+    tasks: dict[str, LoadedTask],
+    task_ids: list[str],
+    content: Path,
+    image: Any,
+    profile: HarnessProfile,
+    harness_bin: Path,
+    version: str,
+    support: Path,
+    caches: tuple[Any, ...],
+    source_dir: Path | None,
+    network: str,
+    limits: dict[str, Any],
+    cancel: threading.Event,
+    overlays: Any,
+    sealed: SealedBatch | None,
+    pin: BatchPin,
+    warnings: list[str],
+    progress: Progress,
+) -> PreparedBatch:
     ctx = CellContext(
         root=root,
         batch=opts.batch,
@@ -638,6 +700,7 @@ def prepare_batch(
         review_rules=load_review_rules(content),
         cancel=cancel,
         overlays=overlays,
+        sealed=sealed,
     )
     progress.note("isolation probe")
     probe_isolation(ctx, task_ids, eval_root)
@@ -796,13 +859,17 @@ def run_batch(
     check_batch_name(opts.batch)
     with batch_writer((opts.out / opts.batch).absolute(), "repo run"), open_source(opts.source) as repo:
         prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
-        outcomes, ledger, stopped = execute_cells(
-            prepared,
-            jobs=opts.jobs,
-            max_batch_usd=opts.max_batch_usd,
-            budget_usd=opts.budget_usd,
-            progress=progress,
-        )
+        try:
+            outcomes, ledger, stopped = execute_cells(
+                prepared,
+                jobs=opts.jobs,
+                max_batch_usd=opts.max_batch_usd,
+                budget_usd=opts.budget_usd,
+                progress=progress,
+            )
+        finally:
+            if prepared.ctx.sealed is not None:
+                prepared.ctx.sealed.stop()
     ctx = prepared.ctx
     return BatchRun(
         root=ctx.root,

@@ -135,6 +135,11 @@ class HarnessProfile(Document):
     """Variables that, set to a true value in the caller's environment (anything but empty, 0, false, no,
     off), make the harness ignore endpoint_env (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX): the
     request bytes cannot be captured through it then."""
+    credential_env: list[str] = Field(default_factory=list)
+    """Variables that hold the model API credential (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN). In a sealed
+    real run the agent's container gets a per-cell dummy in each one set on the host (in the first when none
+    is), and the model gateway swaps the dummy for the host's value: the real credential never enters the
+    container. A profile without them cannot run sealed."""
     dry_run_env: dict[str, str] = Field(default_factory=dict)
     """Variables set only for a dry run against the scripted server (a dummy API key), after env_set."""
     trace: str = "text"

@@ -1,0 +1,180 @@
+"""Sealed real runs end to end: ``repo run`` of the bundled example, not ``--dry-run`` and without
+``--agent-network``, with the real Claude Code CLI and the scripted model server on host loopback playing the
+vendor API (ANTHROPIC_BASE_URL points at it, as a user's own gateway would).
+
+The harness reaches the model only through dokimi's gateway; a command the scripted agent runs inside its
+container fails to reach a second loopback server, a host service on the docker bridge address and another
+container, and each attempt through the proxy is in egress.jsonl. A server that answers only 529 makes every
+cell an infra error, which a rerun after the server recovers fills, and the comparison then equals that of a
+batch that never had errors. Every network target is on loopback or made by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi.batch import cell_dir, load_batch
+from dokimi.mockmodel import MockModelServer
+from dokimi.report import build_report
+from tests.helpers.runs import dokimi_cli
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TASK = "fix_power_assoc"
+MODEL = "claude-haiku-4-5"
+REAL_KEY = "sk-ant-test-" + "k" * 24
+BASE_IMAGE = "dokimi-base:bookworm"
+
+PROBE = r"""python3 - <<'PY'
+import json, os, urllib.request
+targets = json.loads(%r)
+def get(url, proxy):
+    handlers = [] if proxy else [urllib.request.ProxyHandler({})]
+    try:
+        return urllib.request.build_opener(*handlers).open(url, timeout=5).status
+    except Exception as e:
+        return type(e).__name__ + ":" + str(getattr(e, "code", ""))
+seen = {"key_is_dummy": os.environ.get("ANTHROPIC_API_KEY", "").startswith("dokimi-gw-")}
+for name, url in targets.items():
+    seen[name] = [get(url, True), get(url, False)]
+print("PROBE " + json.dumps(seen, sort_keys=True))
+PY"""
+
+
+class _Hello(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"hi\n")
+
+
+def _serve(host: str) -> ThreadingHTTPServer:
+    httpd = ThreadingHTTPServer((host, 0), _Hello)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=120)
+
+
+def docker_bridge_address() -> str:
+    """The host's address on docker's default bridge (docker0)."""
+    argv = ["ip", "-4", "-o", "addr", "show", "dev", "docker0"]
+    shown = subprocess.run(argv, capture_output=True, text=True, check=False)
+    words = shown.stdout.split()
+    assert "inet" in words, shown.stdout + shown.stderr
+    return words[words.index("inet") + 1].split("/")[0]
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    repo = tmp_path / "calc"
+    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](repo)
+    return repo
+
+
+@pytest.fixture
+def real_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+
+
+@pytest.fixture
+def other_container(docker_available: bool) -> Iterator[str]:
+    tag = uuid.uuid4().hex[:8]
+    network, name = f"dokimi-test-e2e-{tag}", f"dokimi-test-e2e-{tag}"
+    _docker("network", "create", network)
+    try:
+        _docker("run", "-d", "--rm", "--name", name, "--network", network, BASE_IMAGE,
+                "python3", "-m", "http.server", "8000")  # fmt: skip
+        address = _docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)
+        yield address.stdout.strip()
+    finally:
+        _docker("rm", "-f", name, check=False)
+        _docker("network", "rm", network, check=False)
+
+
+def run_args(example: Path, out: Path, batch: str, claude_bin: Path, *extra: str) -> list[str]:
+    return [
+        "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
+        "--model", MODEL, "--reps", "1", "--batch", batch, "--out", str(out), "--bin", str(claude_bin),
+        "--json", *extra,
+    ]  # fmt: skip
+
+
+def test_a_real_run_reaches_its_model_only_through_the_gateway_and_nothing_else(
+    docker_available: bool,
+    claude_bin: Path,
+    example: Path,
+    other_container: str,
+    real_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    loopback, host_wide = _serve("127.0.0.1"), _serve("0.0.0.0")
+    bridge = docker_bridge_address()
+    targets = {
+        "loopback": f"http://127.0.0.1:{loopback.server_address[1]}/",
+        "bridge": f"http://{bridge}:{host_wide.server_address[1]}/",
+        "container": f"http://{other_container}:8000/",
+    }
+    probe = {"command": PROBE % json.dumps(targets), "description": "probe"}
+    script = [{"tool_use": {"name": "Bash", "input": probe}}, {"final": "probed"}]
+    try:
+        with MockModelServer(script) as vendor:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+            out = tmp_path / "runs"
+            proc = dokimi_cli(run_args(example, out, "sealed", claude_bin, "--arm", "guidance:raw"))
+            vendor_requests = vendor.requests
+    finally:
+        for httpd in (loopback, host_wide):
+            httpd.shutdown()
+            httpd.server_close()
+    assert proc.returncode == 0, proc.stderr
+    assert "--agent-network" not in proc.stderr
+    run_dir = cell_dir(out / "sealed", TASK, "guidance:raw", MODEL, None, 0)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["infra_error"] is False and result["agent_network"] is None
+    assert result["cost_source"] == "gateway" and result["cost_usd"] > 0
+    assert result["usage"]["turns"] == result["turns"] >= 2 and result["usage"]["models"] == [MODEL]
+
+    # every request the vendor saw came through the gateway, recorded, never with the real key
+    recorded = [json.loads(line) for line in (run_dir / "gateway.jsonl").read_text().splitlines()]
+    assert len(recorded) == len(vendor_requests) >= 2
+    for path in run_dir.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert REAL_KEY.encode() not in path.read_bytes(), path
+
+    # the agent's command: the dummy key only, and no way out but the proxy, which refused and logged
+    output = next(
+        e["output"] for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines())
+        if e["kind"] == "command"
+    )  # fmt: skip
+    seen = json.loads(output.split("PROBE ", 1)[1].splitlines()[0])
+    assert seen["key_is_dummy"] is True
+    for name in targets:
+        via_proxy, direct = seen[name]
+        assert via_proxy == "HTTPError:403", (name, seen)
+        assert not str(direct).isdigit(), (name, seen)
+    egress = [json.loads(line) for line in (run_dir / "egress.jsonl").read_text().splitlines()]
+    refused = {f"http://{r['host']}:{r['port']}/" for r in egress if not r["allowed"]}
+    assert set(targets.values()) <= refused
+    assert result["egress_refused"] == len(refused) and result["egress_attempts"] == len(egress)
+    assert build_report(load_batch(out / "sealed")).arms[0].egress_refused == len(refused)
