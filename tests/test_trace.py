@@ -452,3 +452,36 @@ def test_codex_turn_failed_file_changes_and_wrapped_commands() -> None:
     assert unwrap_shell("/bin/bash -lc 'a && b'") == "a && b"
     assert unwrap_shell("ls -l") == "ls -l"
     assert unwrap_shell("/bin/bash -lc 'unterminated") == "/bin/bash -lc 'unterminated"
+
+
+# --- Gemini CLI stream-json (recorded from the real gemini-cli 0.61.0 against the scripted model server) ---
+
+GEMINI_TRACE = TRACES / "gemini-0.61.0-tools.jsonl"
+
+
+def test_a_recorded_gemini_trace_converts_reads_commands_tools_and_the_answer() -> None:
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(GEMINI_TRACE, "gemini-stream-json")
+    assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
+    read, command, tool = conv.events
+    assert read["path"] == "f.txt" and read["t"] == 0.055
+    # exit 3, yet the CLI says "success" and no exit code: rc stays null rather than a guess
+    assert (command["text"], command["rc"], command["output"]) == (
+        "sed -i s/before/after/ f.txt; echo out; exit 3",
+        None,
+        "out",
+    )
+    assert (tool["name"], tool["denied"]) == ("google_web_search", True)  # web tools are off at level all
+    assert conv.answer == "I changed f.txt."
+    assert conv.complete and not conv.is_error and conv.result_subtype == "success"
+    assert conv.usage["tool_calls"] == 3 and conv.turns is None and conv.cost_usd is None
+
+
+def test_a_gemini_trace_without_its_result_record_is_an_error() -> None:
+    from dokimi.harness.trace import convert
+
+    lines = GEMINI_TRACE.read_text().splitlines()[:6]
+    conv = convert("gemini-stream-json", "\n".join(lines))
+    assert conv.is_error and not conv.complete
+    assert [e["kind"] for e in conv.events] == ["read", "command"] and "output" not in conv.events[1]

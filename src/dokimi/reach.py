@@ -560,7 +560,10 @@ class ReachOptions:
 def harness_version(profile: HarnessProfile, binary: Path, *, timeout: float = 60.0) -> str:
     """The version the harness reports: the first dotted number version_cmd prints, else its first line."""
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/")}
-    done = process.run(version_argv(profile, str(binary)), timeout=timeout, env=env)
+    from dokimi.harness.runtime import host_launcher
+
+    launcher = host_launcher(binary)
+    done = process.run([*launcher[:-1], *version_argv(profile, launcher[-1])], timeout=timeout, env=env)
     text = (done.stdout or done.stderr).strip()
     if not done.ok or not text:
         raise PrerequisiteError(
@@ -635,7 +638,7 @@ def _run_scenario(
     s: PlannedScenario,
     *,
     profile: HarnessProfile,
-    binary: Path,
+    launcher: list[str],
     who: RunAs | None,
     workspace: Path,
     scratch: Path,
@@ -672,7 +675,7 @@ def _run_scenario(
     try:
         inv = build_invocation(
             profile,
-            bin=str(binary),
+            bin=launcher[-1],
             prompt=s.prompt(),
             model=options.model,
             max_turns=options.max_turns,
@@ -689,7 +692,7 @@ def _run_scenario(
         give_to(scratch, who)
         stdout_path = target / "stdout"
         done = process.run(
-            wrap_argv(inv.argv, who),
+            wrap_argv([*launcher[:-1], *inv.argv], who),
             timeout=options.timeout,
             env=inv.env,
             cwd=workspace / s.cwd,
@@ -762,6 +765,10 @@ def run_reach(
     version = harness_version(profile, binary)
     who = harness_identity()
     run_binary = reachable_binary(binary, who)
+    from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
+
+    node = reachable_binary(node_binary(), who) if is_node_script(binary) else None
+    launcher = host_launcher(run_binary, node)
     salt = options.salt if options.salt is not None else secrets.token_hex(4)
     trace_dirs = _trace_dirs(planned)
     say = options.progress or (lambda _msg: None)
@@ -783,7 +790,7 @@ def run_reach(
                 _run_scenario(
                     s,
                     profile=profile,
-                    binary=run_binary,
+                    launcher=launcher,
                     who=who,
                     workspace=workspace,
                     scratch=base / "scenarios" / trace_dirs[s.name],

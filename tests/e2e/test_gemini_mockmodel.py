@@ -1,6 +1,6 @@
 """The real Gemini CLI 0.61.0 on the pinned Node, through the built-in gemini-cli profile, against the
-scripted model server on the host: each tool level offers what the profile says, a shell call runs, the trace converts.
-(Not in the agent container: the profile stays unverified until a Node runtime is mounted there.)"""
+scripted model server on the host: each tool level offers what the profile says, a shell call runs, the trace
+converts. (The dry run in the agent container is tests/e2e/test_harness_dry_runs.py.)"""
 
 from __future__ import annotations
 

@@ -22,16 +22,23 @@ GATED = ("feature_variables", "fix_power_assoc", "test_division_by_zero")
 SCORED = "review_cache"
 
 
-@pytest.mark.parametrize(("harness", "model", "version"), [("codex", "gpt-5-mini", "0.169.0")])
+@pytest.mark.parametrize(
+    ("harness", "model", "version"),
+    [("codex", "gpt-5-mini", "0.169.0"), ("gemini", "gemini-2.5-flash", "0.61.0")],
+)
 def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(
     docker_available: bool,
     request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     harness: str,
     model: str,
     version: str,
 ) -> None:
     binary = request.getfixturevalue(f"{harness}_bin")
+    if harness == "gemini":  # a Node program: the pinned Node is mounted beside it (never the host's)
+        monkeypatch.setenv("DOKIMI_NODE_BIN", str(request.getfixturevalue("node_bin")))
+        harness = "gemini-cli"
     example = tmp_path / "calc"
     runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     null = tmp_path / "null.json"
@@ -62,4 +69,5 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
             assert (oracle["metrics"]["recall"], nothing["metrics"]["recall"]) == (1.0, 0.0)
     raw = cell_dir(batch, "fix_power_assoc", "guidance:raw", model, None, 0)
     events = [json.loads(line) for line in (raw / "events.jsonl").read_text().splitlines()]
-    assert [(e["kind"], e["rc"]) for e in events] == [("command", 0)] and "git apply" in events[0]["text"]
+    rc = None if harness == "gemini-cli" else 0  # Gemini CLI reports no exit code
+    assert [(e["kind"], e["rc"]) for e in events] == [("command", rc)] and "git apply" in events[0]["text"]

@@ -106,8 +106,13 @@ def reachable_binary(binary: Path, who: RunAs | None) -> Path:
 
 
 def _package_root(real: Path) -> Path | None:
-    """``<root>`` of a ``<root>/bin/<exe>`` layout with a ``*-resources`` directory beside ``bin`` (Codex:
-    ``codex-resources/bwrap`` is its sandbox, found relative to the executable), else None."""
+    """The directory to mirror whole: a Node program's npm prefix, or ``<root>`` of a ``<root>/bin/<exe>``
+    layout with a ``*-resources`` directory beside ``bin`` (Codex: ``codex-resources/bwrap`` is its sandbox,
+    found relative to the executable); None for a self-contained binary."""
+    from dokimi.harness.runtime import is_node_script, package_root
+
+    if is_node_script(real):  # a Node program needs its whole npm prefix (every dependency)
+        return package_root(real)
     root = real.parent.parent
     if real.parent.name != "bin":
         return None

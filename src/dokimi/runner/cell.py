@@ -36,7 +36,6 @@ from dokimi import safefs
 from dokimi.batch import CellKey
 from dokimi.constants import (
     AGENT_STDOUT,
-    CONTAINER_HARNESS,
     CONTAINER_RUN_DIR,
     CONTAINER_SUPPORT,
     META_JSON,
@@ -297,9 +296,11 @@ def agent_argv_and_env(
     replaces the task's (the guidance generator's run). A sealed cell (``seal_env``) gets none of the
     caller's environment: its endpoint, dummy credentials and proxy variables come from the seal."""
     from dokimi.harness.profile import build_invocation
+    from dokimi.harness.runtime import container_launcher
 
     task = ctx.task(key.task)
     limits = ctx.limits[key.task]
+    launcher = container_launcher(ctx.harness_bin)
     extra_env = dict(ctx.profile.dry_run_env) if ctx.dry_run else {}
     endpoint = f"http://127.0.0.1:{DRY_RUN_PORT}" if ctx.dry_run else None
     if seal_env is not None:
@@ -307,7 +308,7 @@ def agent_argv_and_env(
         endpoint = seal_env.get(ctx.profile.endpoint_env or "")
     invocation = build_invocation(
         ctx.profile,
-        bin=str(CONTAINER_HARNESS),
+        bin=launcher[-1],
         prompt=task.prompt if prompt is None else prompt,
         model=key.model,
         max_turns=limits.max_turns,
@@ -323,7 +324,7 @@ def agent_argv_and_env(
         endpoint=endpoint,
     )
     invocation.write_config_files(run_dir / "config")
-    argv = list(invocation.argv)
+    argv = [*launcher[:-1], *invocation.argv]  # a Node harness: /eval/node /eval/harness/...js
     if ctx.dry_run:
         assert ctx.profile.endpoint_env is not None
         argv = [

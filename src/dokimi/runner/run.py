@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dokimi import __version__
 from dokimi.batch import EVAL_DIR_NAME, CellKey, load_batch, read_pin, read_plan, write_plan
-from dokimi.constants import CONTAINER_HARNESS, RESULT_JSON
+from dokimi.constants import RESULT_JSON
 from dokimi.errors import ContainerError, PrerequisiteError, UsageError
 from dokimi.rules import load_review_rules
 from dokimi.runner.cell import CellContext, CellOutcome, run_cell
@@ -374,9 +374,11 @@ def harness_version_in_image(
 ) -> str:
     """version_cmd run inside the image with the harness at /eval/harness (contract §9)."""
     from dokimi.harness.profile import version_argv
+    from dokimi.harness.runtime import container_launcher
     from dokimi.sandbox.container import container_name, run_container
     from dokimi.sandbox.specs import agent_spec
 
+    launcher = container_launcher(harness_bin)
     run_dir = scratch / "version"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -385,7 +387,7 @@ def harness_version_in_image(
         name=container_name(batch, "_eval", "version"),
         image=image,
         run_dir=run_dir,
-        argv=version_argv(profile, str(CONTAINER_HARNESS)),
+        argv=[*launcher[:-1], *version_argv(profile, launcher[-1])],
         image_config=None,
         task=None,
         network="none",

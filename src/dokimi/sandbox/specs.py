@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi.constants import (
     CONTAINER_EVAL_DIR,
-    CONTAINER_HARNESS,
     CONTAINER_RUN_DIR,
     CONTAINER_SOURCE_DIR,
     CONTAINER_SUPPORT,
@@ -217,8 +216,10 @@ def agent_mounts(
     ]
     mounts += [Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in scratch]
     mounts += _cache_mounts(caches)
-    if harness_bin is not None:
-        mounts.append(Mount(harness_bin, CONTAINER_HARNESS, read_only=True))
+    if harness_bin is not None:  # a binary, or a Node program's npm prefix and the pinned Node
+        from dokimi.harness.runtime import harness_mounts
+
+        mounts.extend(Mount(src, dst, read_only=True) for src, dst in harness_mounts(harness_bin))
     if support_dir is not None:
         mounts.append(Mount(support_dir, CONTAINER_SUPPORT, read_only=True))
     return mounts

