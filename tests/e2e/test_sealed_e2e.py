@@ -178,3 +178,110 @@ def test_a_real_run_reaches_its_model_only_through_the_gateway_and_nothing_else(
     assert set(targets.values()) <= refused
     assert result["egress_refused"] == len(refused) and result["egress_attempts"] == len(egress)
     assert build_report(load_batch(out / "sealed")).arms[0].egress_refused == len(refused)
+
+
+def profile_with_one_retry(tmp_path: Path) -> Path:
+    """The built-in claude-code profile with CLAUDE_CODE_MAX_RETRIES=1, so a 529-only API ends a cell in
+    seconds rather than after ten backed-off retries."""
+    from dokimi.harness.profiles import __file__ as profiles_init
+
+    text = (Path(profiles_init).parent / "claude-code.yaml").read_text()
+    marker = "env_set:\n"
+    assert marker in text
+    path = tmp_path / "claude-one-retry.yaml"
+    path.write_text(text.replace(marker, marker + '  CLAUDE_CODE_MAX_RETRIES: "1"\n', 1))
+    return path
+
+
+def test_an_api_answering_only_529_makes_infra_errors_that_a_rerun_fills(
+    docker_available: bool,
+    claude_bin: Path,
+    example: Path,
+    real_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "runs"
+    profile = profile_with_one_retry(tmp_path)
+    arms = ("--arm", "guidance:none,guidance:raw", "--harness", str(profile), "-j", "2")
+    overloaded = {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}}
+    with MockModelServer([overloaded] * 200) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        down = dokimi_cli(run_args(example, out, "noisy", claude_bin, *arms))
+    assert down.returncode == 1, down.stderr  # the batch is not complete: its cells must run again
+    assert "infra error" in down.stderr
+    noisy = load_batch(out / "noisy")
+    assert len(noisy.infra_errors()) == 2 and noisy.finished() == []
+    for cell in noisy.infra_errors():
+        assert cell.result is not None and "only errors" in str(cell.result.infra_error_reason)
+        assert "529" in str(cell.result.infra_error_reason)
+    report = build_report(noisy)
+    assert report.counts.infra_errors == 2
+    assert all((a.finished, a.gated, a.infra_errors, a.pass_rate) == (0, 0, 1, None) for a in report.arms)
+
+    answer = [{"final": "I changed nothing."}]
+    with MockModelServer(answer) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        rerun = dokimi_cli(run_args(example, out, "noisy", claude_bin, *arms))
+        clean = dokimi_cli(run_args(example, out, "clean", claude_bin, *arms))
+    assert rerun.returncode == 0 and clean.returncode == 0, rerun.stderr + clean.stderr
+    assert json.loads(rerun.stdout)["ran"] == 2
+    noisy = load_batch(out / "noisy")
+    assert noisy.infra_errors() == [] and len(noisy.finished()) == 2
+
+    def gate(batch: str) -> dict[str, Any]:
+        compared = dokimi_cli(["repo", "compare", str(out / batch), "--baseline", "guidance:none", "--json"])
+        assert compared.returncode == 0, compared.stderr
+        (comparison,) = json.loads(compared.stdout)["comparisons"]
+        return next(m for m in comparison["measures"] if m["kind"] == "gate")
+
+    assert gate("noisy") == gate("clean")
+
+
+def test_a_task_with_egress_reaches_its_host_through_the_proxy_and_no_other(
+    docker_available: bool,
+    claude_bin: Path,
+    example: Path,
+    real_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    from tests.helpers.git import commit
+
+    allowed, other = _serve("127.0.0.1"), _serve("127.0.0.1")
+    port = allowed.server_address[1]
+    task_json = example / ".agent-eval" / "tasks" / TASK / "task.json"
+    task = json.loads(task_json.read_text())
+    commit(
+        example,
+        "egress",
+        files={str(task_json.relative_to(example)): json.dumps({**task, "egress": [f"allowed.test:{port}"]})},
+    )
+    targets = {
+        "allowed": f"http://allowed.test:{port}/",
+        "other": f"http://127.0.0.1:{other.server_address[1]}/",
+    }
+    probe = {"command": PROBE % json.dumps(targets), "description": "probe"}
+    try:
+        with MockModelServer([{"tool_use": {"name": "Bash", "input": probe}}, {"final": "ok"}]) as vendor:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+            out = tmp_path / "runs"
+            extra = ("--arm", "guidance:raw", "--egress-resolve", "allowed.test=127.0.0.1")
+            proc = dokimi_cli(run_args(example, out, "egress", claude_bin, *extra))
+    finally:
+        for httpd in (allowed, other):
+            httpd.shutdown()
+            httpd.server_close()
+    assert proc.returncode == 0, proc.stderr
+    run_dir = cell_dir(out / "egress", TASK, "guidance:raw", MODEL, None, 0)
+    output = next(
+        e["output"] for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines())
+        if e["kind"] == "command"
+    )  # fmt: skip
+    seen = json.loads(output.split("PROBE ", 1)[1].splitlines()[0])
+    assert seen["allowed"][0] == 200 and not str(seen["allowed"][1]).isdigit()
+    assert seen["other"][0] == "HTTPError:403" and not str(seen["other"][1]).isdigit()
+    egress = [json.loads(line) for line in (run_dir / "egress.jsonl").read_text().splitlines()]
+    assert [(r["host"], r["allowed"]) for r in egress] == [("allowed.test", True), ("127.0.0.1", False)]
+    result = json.loads((run_dir / "result.json").read_text())
+    assert (result["egress_attempts"], result["egress_refused"]) == (2, 1)

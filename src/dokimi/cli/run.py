@@ -423,6 +423,11 @@ def run(
         raise
     for warning in result.warnings:
         note(f"warning: {warning}")
+    if result.infra_errors:
+        note(
+            f"{result.infra_errors} infra error(s): cell(s) that never reached their model (result.json says "
+            "why); they count in no rate, and the next run of this batch runs them again"
+        )
     if result.stopped_by_budget:
         note(
             f"--max-batch-usd {max_batch_usd}: spent ${result.spent_usd:.4f}, and the cap of the next cell "

@@ -170,8 +170,14 @@ class BatchRun:
 
     @property
     def complete(self) -> bool:
-        """Every planned cell of this run has a result.json (ran now or earlier)."""
-        return all(o.status in ("finished", "skipped") for o in self.outcomes)
+        """Every planned cell of this run has a result.json (ran now or earlier) that is not an infra error
+        (a cell that never reached its model runs again next time)."""
+        return all(o.status in ("finished", "skipped") for o in self.outcomes) and not self.infra_errors
+
+    @property
+    def infra_errors(self) -> int:
+        """Cells of this run that never reached their model."""
+        return sum(1 for o in self.outcomes if o.result is not None and o.result.infra_error)
 
 
 def group_rows(run: BatchRun) -> list[RunGroup]:
