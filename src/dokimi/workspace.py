@@ -41,7 +41,7 @@ import hashlib
 import os
 import posixpath
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -433,14 +433,20 @@ def _write_entry(root: Path, rel: str, mode: str, data: bytes) -> None:
 
 
 def export_tree_as_stored(
-    snapshot: Snapshot, dest: Path, *, under: str = "", exclude: Sequence[str] = ()
+    snapshot: Snapshot,
+    dest: Path,
+    *,
+    under: str = "",
+    exclude: Sequence[str] = (),
+    only: Callable[[str], bool] | None = None,
 ) -> int:
     """Step 1: write ``snapshot``'s files into ``dest`` byte for byte; returns the number of entries written.
 
     ``under`` exports only that directory, re-rooted at ``dest`` (the eval dir for {eval_dir}); ``exclude``
-    skips directories (the tasks dir for an image build context). Files get mode 0644 or 0755 as git records
-    them, symlinks stay symlinks, a submodule becomes an empty directory (a checkout without ``--recursive``).
-    A working-tree snapshot is copied from disk the same way.
+    skips directories (the tasks dir for an image build context); ``only`` keeps just the tree paths it
+    accepts (the paths an image's Dockerfile names). Files get mode 0644 or 0755 as git records them,
+    symlinks stay symlinks, a submodule becomes an empty directory (a checkout without ``--recursive``). A
+    working-tree snapshot is copied from disk the same way.
     """
     under = under.strip("/")
     exclude = [ex.strip("/") for ex in exclude if ex.strip("/")]
@@ -451,7 +457,7 @@ def export_tree_as_stored(
     chosen: list[tuple[str, str, str | None, str]] = []  # (tree path, dest path, oid, mode)
     for path in sorted(snapshot.entries):
         rel = _selected(path, under, exclude)
-        if rel is None:
+        if rel is None or (only is not None and not only(path)):
             continue
         _check_tree_path(rel)
         entry = snapshot.entries[path]

@@ -139,3 +139,65 @@ def test_an_image_of_the_callers_must_exist() -> None:
     with pytest.raises(UsageError, match="no such image"):
         use_image("dokimi-test/no-such-image:" + secrets.token_hex(4))
     assert use_image(BASE_IMAGE).pin == "image"
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "sources"),
+    [
+        (
+            "FROM x\nCOPY requirements.txt /tmp/\nRUN pip install -r /tmp/requirements.txt\n",
+            ["requirements.txt"],
+        ),
+        ("FROM x\nCOPY --chown=1:1 ./a/ b/c.py /dst/\nADD https://example.invalid/f /f\n", ["a", "b/c.py"]),
+        ('FROM x\nCOPY ["tools/x y.sh", "/opt/"]\n', ["tools/x y.sh"]),
+        ("FROM x AS b\nRUN true\nFROM x\nCOPY --from=b /out /out\n# COPY . /src\n", []),
+        ("FROM x\nCOPY \\\n    setup.cfg \\\n    /src/\n", ["setup.cfg"]),
+        ("FROM x\nCOPY . /src\n", None),
+        ("FROM x\nARG DIR=src\nCOPY $DIR /src\n", None),
+    ],
+)
+def test_the_paths_a_dockerfile_names(dockerfile: str, sources: list[str] | None) -> None:
+    from dokimi.sandbox.image import dockerfile_sources
+
+    assert dockerfile_sources(dockerfile) == sources
+
+
+NAMED_DOCKERFILE = (
+    f"FROM {BASE_IMAGE}\nCOPY app/calc.py /ctx/app/calc.py\nCOPY .agent-eval/ /ctx/.agent-eval/\n"
+)
+
+
+def test_the_context_holds_the_eval_dir_and_what_the_dockerfile_names_so_a_guidance_edit_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = _repo(tmp_path, NAMED_DOCKERFILE)
+    (path / "AGENTS.md").write_text("# guidance\n")
+    first = _build(str(path))
+    try:
+        files = _files_in(first.ref)
+        assert "app/calc.py" in files and ".agent-eval/grade.py" in files
+        assert not [f for f in files if f.startswith(".agent-eval/tasks")]
+        (path / "AGENTS.md").write_text("# guidance, edited\n")  # guidance is not in the context
+        again = _build(str(path))
+        assert (again.ref, again.built) == (first.ref, False)
+        (path / "app" / "calc.py").write_text("def add(a, b):\n    return a + b\n")  # a file it copies
+        changed = _build(str(path))
+        try:
+            assert changed.ref != first.ref and changed.built
+        finally:
+            _rmi(changed.ref)
+    finally:
+        _rmi(first.ref)
+
+
+def test_a_failed_build_keeps_its_log_and_reports_its_steps(tmp_path: Path) -> None:
+    token = f"step-log-{secrets.token_hex(4)}"
+    path = _repo(tmp_path, f"FROM {BASE_IMAGE}\nRUN echo {token}\nRUN echo failing-{token} && exit 7\n")
+    steps: list[str] = []
+    with pytest.raises(ContainerError) as caught:
+        _build(str(path), progress=steps.append)  # no work_dir: the log must survive anyway
+    log = Path(str(caught.value.path))
+    assert log.is_file() and f"failing-{token}" in log.read_text()
+    assert str(log) in str(caught.value)
+    assert any(s.startswith("building image") for s in steps)
+    assert [s for s in steps if s.startswith("Step ")][-1].endswith(f"RUN echo failing-{token} && exit 7")

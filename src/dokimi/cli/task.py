@@ -145,6 +145,7 @@ def _check(repo_dir: Path, manifest: str | None, image: str | None, task_id: str
             loaded,
             options,
             on_image=lambda built: note(f"image {built.ref} ({'built' if built.built else 'reused'})"),
+            on_build=note,
         )
 
 

@@ -133,6 +133,7 @@ def check(
                 on_image=lambda built: note(
                     f"image {built.ref} ({'built' if built.built else 'reused'}, pin {built.pin})"
                 ),
+                on_build=note,
             )
     if as_json:
         emit_json(report)

@@ -609,7 +609,11 @@ def prepare_batch(
             if early is not None:
                 raise early
         progress.note("resolving the image" if opts.image else "building the image (reused when it exists)")
-        image = use_image(opts.image) if opts.image else build_image(repo, manifest, work_dir=eval_root)
+        image = (
+            use_image(opts.image)
+            if opts.image
+            else build_image(repo, manifest, work_dir=eval_root, progress=progress.note)
+        )
         pin = make_pin(manifest, repo, opts.source, eval_digest, image)
         check_and_write_pin(root, pin, opts.batch)
         content = publish_eval_dir(staging, eval_digest, eval_root)

@@ -205,11 +205,12 @@ def check_tasks(
     progress: ProgressFn | None = None,
     on_image: Callable[[BuiltImage], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    on_build: Callable[[str], None] | None = None,
 ) -> TasksCheck:
     """Run the self-check of §4.3 over the manifest's tasks (or ``options.task_ids``).
 
     ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
-    task), ``progress`` each finished step.
+    task), ``progress`` each finished step, ``on_build`` each step of an image build.
     """
     from dokimi.manifest import load_tasks
 
@@ -252,6 +253,7 @@ def check_tasks(
                 work_dir=content.parent,
                 network=options.build_network,
                 timeout_s=options.build_timeout_s,
+                progress=on_build,
             )
         )
         if on_image is not None:

@@ -1,15 +1,22 @@
-"""The build image of an eval tree (contract §1.1, §9).
+"""The build image of an eval tree.
 
-The build context is the eval tree's repository root at the eval revision: every tracked file as git stores
-it, no ``.git``, no untracked file, and without the tasks directory (so no gold answer can be baked into an
-image). One image serves every task of that eval revision.
+The build context is what the image can need, and nothing that changes with guidance edits: the eval
+directory (without its tasks directory, so no gold answer can be baked into an image), the Dockerfile, a
+``.dockerignore`` at the root, and every path the Dockerfile's ``COPY`` and ``ADD`` instructions name (paths
+relative to the repository root, as before; ``COPY --from`` names another stage, not the context). A
+Dockerfile that copies ``.`` or names a path through a build variable gets the whole repository (still without
+the tasks directory). Every file is exported as git stores it, without ``.git`` and untracked files. So
+editing AGENTS.md or any file the Dockerfile does not name changes neither the context nor the image.
 
 Tags: ``dokimi/<id>:<sha>`` for a commit (pin ``tree``). A working tree has no revision, so its image is
 tagged with a digest of the exported context, ``dokimi/<id>:ctx-<digest>`` (pin ``digest``); the same files
 give the same tag and the build is skipped. ``--image`` names an image of the caller's (pin ``image``). The
 context digest is also recorded as the image label ``dokimi.context-digest``.
 
-A build that runs past its limit (3 hours by default) is a ContainerError, never a hung batch.
+The build's output goes to a log that outlives the build, failed or not (under the dokimi cache,
+``build-logs/``, and ``work_dir/build.log`` when the caller keeps a work directory); each ``Step N/M`` line
+is passed to the caller's progress callback as it is printed. A build that runs past its limit (3 hours by
+default) is a ContainerError, never a hung batch.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -92,12 +103,173 @@ def context_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+_INSTRUCTION = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE)
+WHOLE_TREE = None
+"""What :func:`dockerfile_sources` returns when the Dockerfile needs the whole repository."""
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Dockerfile lines with comments dropped and backslash continuations joined."""
+    lines: list[str] = []
+    current = ""
+    for raw in text.splitlines():
+        if not current and raw.lstrip().startswith("#"):
+            continue
+        if raw.rstrip().endswith("\\"):
+            current += raw.rstrip()[:-1] + " "
+            continue
+        lines.append(current + raw)
+        current = ""
+    if current:
+        lines.append(current)
+    return lines
+
+
+def dockerfile_sources(text: str) -> list[str] | None:
+    """The context paths the Dockerfile's COPY and ADD instructions name (relative to the context root,
+    without a leading ``./``), or None when it needs the whole context (``COPY . /src``, a ``$VARIABLE`` in
+    a source, or an instruction that cannot be split). ``--from=`` copies from a stage, heredocs from the
+    Dockerfile itself, and an ADD of a URL from the network: none of them names the context."""
+    sources: list[str] = []
+    for line in _logical_lines(text):
+        match = _INSTRUCTION.match(line)
+        if not match:
+            continue
+        kind, rest = match.group(1).upper(), match.group(2).strip()
+        if rest.startswith("["):
+            import json
+
+            try:
+                words = [str(w) for w in json.loads(rest)]
+            except ValueError:
+                return WHOLE_TREE
+        else:
+            try:
+                words = shlex.split(rest, posix=True)
+            except ValueError:
+                return WHOLE_TREE
+        flags = [w for w in words if w.startswith("--")]
+        if any(f.startswith("--from") for f in flags):
+            continue
+        args = [w for w in words if not w.startswith("--")]
+        for source in args[:-1]:
+            if source.startswith("<<") or (
+                kind == "ADD" and re.match(r"^[a-z][a-z0-9+.-]*://|^git@", source)
+            ):
+                continue
+            if "$" in source:
+                return WHOLE_TREE
+            normalized = source.lstrip("/")
+            while normalized.startswith("./"):
+                normalized = normalized[2:]
+            normalized = normalized.rstrip("/")
+            if normalized in ("", "."):
+                return WHOLE_TREE
+            sources.append(normalized)
+    return sources
+
+
+def _named_by(path: str, sources: list[str]) -> bool:
+    """Whether a tree path is a source the Dockerfile names, or lies inside one (a glob matches per segment,
+    as docker's does)."""
+    from dokimi.globs import is_glob, match_glob
+
+    for source in sources:
+        if not is_glob(source):
+            if path == source or path.startswith(source + "/"):
+                return True
+            continue
+        parts = path.split("/")
+        depth = source.count("/") + 1
+        if len(parts) >= depth and match_glob(source, "/".join(parts[:depth])):
+            return True
+    return False
+
+
+def context_selector(manifest: RepoManifest, dockerfile_text: str | None) -> Callable[[str], bool] | None:
+    """Which tree paths go into the build context (None: all of them, the tasks directory aside)."""
+    assert manifest.image is not None
+    sources = dockerfile_sources(dockerfile_text) if dockerfile_text is not None else WHOLE_TREE
+    if sources is WHOLE_TREE:
+        return None
+    dockerfile = manifest.image.dockerfile.strip("/")
+    eval_dir = (manifest.eval_dir or "").strip("/")
+    named = list(sources)
+
+    def selected(path: str) -> bool:
+        if path in (dockerfile, ".dockerignore"):
+            return True
+        if eval_dir and path.startswith(eval_dir + "/"):
+            return True
+        return _named_by(path, named)
+
+    return selected
+
+
 def export_build_context(repo: Repo, manifest: RepoManifest, dest: Path) -> str:
-    """Export the eval tree without its tasks directory into ``dest``; returns the context digest."""
+    """Export the build context (see the module docstring) into ``dest``; returns the context digest."""
+    from dokimi.errors import SourceError
+
     snapshot = repo.eval_snapshot()
     exclude = [manifest.tasks] if manifest.tasks else []
-    export_tree_as_stored(snapshot, dest, exclude=exclude)
+    text: str | None = None
+    if manifest.image is not None:
+        try:
+            text = snapshot.read(manifest.image.dockerfile.strip("/")).decode("utf-8", "replace")
+        except SourceError:
+            text = None  # the build below says the Dockerfile is missing
+    export_tree_as_stored(
+        snapshot, dest, exclude=exclude, only=context_selector(manifest, text) if text else None
+    )
     return context_digest(dest)
+
+
+def build_log_path(manifest_id: str, tag: str) -> Path:
+    """Where the log of a build of ``tag`` is kept (one file per build, newest name last)."""
+    from dokimi.source.fetch import default_directory
+
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", tag)
+    return default_directory() / "build-logs" / f"{stamp}-{name}.log"
+
+
+class _StepWatcher:
+    """Reads the build log while docker writes it and passes each ``Step N/M`` line to ``progress``."""
+
+    def __init__(self, log: Path, progress: Callable[[str], None]) -> None:
+        self.log = log
+        self.progress = progress
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="dokimi-build-progress", daemon=True)
+
+    def __enter__(self) -> _StepWatcher:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+
+    def _watch(self) -> None:
+        offset = 0
+        pending = b""
+        while True:
+            finished = self.done.wait(0.5)
+            try:
+                with open(self.log, "rb") as handle:
+                    handle.seek(offset)
+                    chunk = handle.read()
+            except OSError:
+                chunk = b""
+            offset += len(chunk)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                text = line.decode("utf-8", "replace").strip()
+                if re.match(r"^(Step \d+/\d+|#\d+ \[)", text):
+                    self.progress(text[:200])
+            if finished:
+                return
 
 
 def use_image(ref: str) -> BuiltImage:
@@ -119,12 +291,14 @@ def build_image(
     network: str | None = None,
     timeout_s: float = BUILD_TIMEOUT_S,
     force: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> BuiltImage:
     """The image of ``repo``'s eval tree, built with ``image.dockerfile`` unless an image of its tag exists.
 
     ``network`` is passed to ``docker build --network`` (``--build-network``; default: docker's). The build
-    log goes to ``work_dir/build.log`` when ``work_dir`` is given. A failed build, or one that runs past
-    ``timeout_s``, is a ContainerError with the log's last lines.
+    log is kept under the dokimi cache (``build-logs/``) and copied to ``work_dir/build.log`` when
+    ``work_dir`` is given; ``progress`` gets each build step as it starts. A failed build, or one that runs
+    past ``timeout_s``, is a ContainerError with the log's last lines and the log's path.
     """
     if manifest.image is None:
         raise UsageError(
@@ -157,20 +331,26 @@ def build_image(
         if network:
             argv += ["--network", network]
         argv.append(str(context))
-        log = (work_dir / "build.log") if work_dir is not None else scratch / "build.log"
-        result = process.run(argv, timeout=timeout_s, stdout_file=log)
+        log = build_log_path(manifest.id, tag)
+        if progress is not None:
+            progress(f"building image {tag} (log: {log})")
+            with _StepWatcher(log, progress):
+                result = process.run(argv, timeout=timeout_s, stdout_file=log)
+        else:
+            result = process.run(argv, timeout=timeout_s, stdout_file=log)
+        _keep_log(log, result.stderr, work_dir)
         if result.timed_out:
             raise ContainerError(
                 f"image build of {tag} ran past {timeout_s:g} s and was stopped",
-                path=str(log) if work_dir is not None else None,
+                path=str(log),
                 hint="make the Dockerfile faster, or bake fewer things into the image",
             )
         if result.returncode != 0:
             text = (result.stdout + "\n" + result.stderr).strip().splitlines()
             tail = "\n    ".join(text[-BUILD_LOG_TAIL:])
             raise ContainerError(
-                f"image build of {tag} failed (exit {result.returncode}):\n    {tail}",
-                path=str(log) if work_dir is not None else None,
+                f"image build of {tag} failed (exit {result.returncode}; whole log: {log}):\n    {tail}",
+                path=str(log),
                 hint="fix the Dockerfile; it must build offline unless --build-network gives it a network",
             )
         pin: ImagePin = "tree" if repo.rev is not None else "digest"
@@ -182,3 +362,14 @@ def build_image(
 def _image_id(ref: str) -> str | None:
     data = image_inspect(ref)
     return str(data["Id"]) if data and data.get("Id") else None
+
+
+def _keep_log(log: Path, stderr: str, work_dir: Path | None) -> None:
+    """docker's stderr (where the legacy builder prints why a step failed) goes after its stdout in the log,
+    and a copy goes to ``work_dir/build.log``."""
+    if stderr.strip():
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write("\n--- stderr ---\n" + stderr)
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, work_dir / "build.log")
