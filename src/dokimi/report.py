@@ -390,7 +390,7 @@ def _arm_summaries(groups: dict[RowKey, _Group]) -> list[ArmSummary]:
 
 
 def warn_agent_network(results: Iterable[Result]) -> list[ReportWarning]:
-    """Cells run with --agent-network: the agent had open network, because the egress proxy is missing."""
+    """Cells run with --agent-network: unsealed, the agent had that network's reach."""
     networks: dict[str, int] = defaultdict(int)
     for result in results:
         if result.agent_network:
@@ -398,8 +398,8 @@ def warn_agent_network(results: Iterable[Result]) -> list[ReportWarning]:
     return [
         ReportWarning(
             code="agent_network",
-            message=f"{count} cell(s) ran with --agent-network {net}: the agent's commands could reach "
-            "any host (the egress proxy of contract §2 is missing), including the upstream fix",
+            message=f"{count} cell(s) ran with --agent-network {net} (unsealed): the agent's commands could "
+            "reach any host that network reaches, including the upstream fix",
         )
         for net, count in sorted(networks.items())
     ]
