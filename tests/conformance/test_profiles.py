@@ -191,3 +191,16 @@ def test_a_file_a_tool_level_names_is_one_of_the_config_files(profile: HarnessPr
         for element in getattr(profile.tools, level):
             if element.startswith("{config_dir}/"):
                 assert element[len("{config_dir}/") :] in profile.config_files, element
+
+
+def test_a_vendor_profile_can_run_sealed(profile: HarnessProfile) -> None:
+    """A sealed real run needs the endpoint variable (pointed at the model gateway) and the credential
+    variables (given per-cell dummies) of every profile that reaches a model; each credential variable is one
+    the harness may read (env_allow), so a dry run and an unsealed run pass it through too."""
+    from dokimi.gateway.sealed import gateway_upstream
+
+    if not (profile.endpoint_env or profile.egress):
+        return
+    assert profile.endpoint_env and profile.credential_env
+    assert set(profile.credential_env) <= set(profile.env_allow)
+    assert gateway_upstream(profile, {}) == profile.endpoint_default
