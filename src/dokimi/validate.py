@@ -986,7 +986,7 @@ def check_mergeable_gate_has_rubric(ctx: Context) -> Iterator[Finding]:
                     _code(check_mergeable_gate_has_rubric),
                     ("gate", i),
                     f"the gate names {name} but {lt.dir}/rubric.json does not exist, so it is never measured",
-                    "add the task's rubric.json (mergeability §2), or drop the gate entry",
+                    "add the task's rubric.json (docs/mergeability.md), or drop the gate entry",
                     severity="warning",
                 )
 

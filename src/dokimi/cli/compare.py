@@ -1,5 +1,5 @@
 """``dokimi repo compare BATCH[/ARM] [BATCH/ARM ...] --baseline ARM|BATCH/ARM [--metric NAME ...] [--json]
-[--html FILE]`` (contract §9, docs/statistics.md).
+[--html FILE]`` (docs/statistics.md).
 
 Exit codes: 0 the comparison was made, 2 a refused selector or metric, or a directory that is not a batch.
 """

@@ -1,5 +1,5 @@
 """``dokimi repo perf RUN_DIR [--seed S] [--cache NAME=PATH] [--json]``: the performance check
-(agent-modes §3) of one finished cell.
+of one finished cell.
 
 Exit codes: 0 the check passed; 1 it failed, or could not be measured (a noisy host, a broken benchmark);
 2 not a cell of a batch, no perf object or entry point, no docker, the batch's image missing.

@@ -1,4 +1,4 @@
-"""``dokimi repo reach``: probe which guidance files a harness really loads (contract §7)."""
+"""``dokimi repo reach``: probe which guidance files a harness really loads."""
 
 from __future__ import annotations
 

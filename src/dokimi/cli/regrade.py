@@ -1,4 +1,4 @@
-"""``dokimi repo regrade BATCH [--sample N] [--seed S] [--json]``: grading must be deterministic (§4.2).
+"""``dokimi repo regrade BATCH [--sample N] [--seed S] [--json]``: grading must be deterministic.
 
 Exit codes: 0 every sampled cell regraded to the same verdict and metrics; 1 a mismatch (each listed with the
 metric that moved) or a cell that could not be regraded; 2 not a batch, no docker, the batch's image missing.

@@ -1,4 +1,4 @@
-"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html FILE]`` (contract §9).
+"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html FILE]``.
 
 What each number means: docs/statistics.md.
 

@@ -1,5 +1,5 @@
-"""``dokimi repo rubric check``: admit rubrics by calibrating the judge (mergeability §5,
-docs/mergeability.md). Thin: options -> dokimi.merge.calibrate -> a table or --json.
+"""``dokimi repo rubric check``: admit rubrics by calibrating the judge
+(docs/mergeability.md). Thin: options -> dokimi.merge.calibrate -> a table or --json.
 
 Exit codes: 0 every expectation held, 1 one did not (or no task has a rubric), 2 could not run (bad model id,
 no harness binary, no manifest).

@@ -1,4 +1,4 @@
-"""``dokimi repo scan``: the L0 scan (contract §8). Thin: options -> dokimi.scan -> text, JSON or SARIF."""
+"""``dokimi repo scan``: the L0 scan. Thin: options -> dokimi.scan -> text, JSON or SARIF."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``dokimi repo tasks check``: the self-check of contract §4.3 (docs/running.md). Thin: options ->
+"""``dokimi repo tasks check``: the self-check before paid runs (docs/running.md). Thin: options ->
 dokimi.runner.taskcheck -> a table or --json.
 
 Exit codes: 0 every task is ok, 1 a task is broken or unsupported, 2 could not run (no docker, no manifest, an

@@ -32,7 +32,7 @@ TESTS_BLOCKER = Blocker(
     "from a target or filtered out by configuration, and no test's assertions are weakened.",
     rationale="The change edits test configuration or existing test files; a reviewer checks that this "
     "does not disable tests.",
-    evidence=["mergeability §3 (test integrity)"],
+    evidence=["dokimi test integrity: a change to test configuration or existing tests"],
 )
 """The fixed blocker the judge gets when a test config file or an existing test file changed."""
 

@@ -254,7 +254,7 @@ def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedT
             f"manifest {loaded.path} is guidance-only (no eval_dir, tasks and entry_points), so there is "
             "nothing to run",
             path=loaded.path,
-            hint="add eval_dir, tasks and entry_points (contract §2)",
+            hint="add eval_dir, tasks and entry_points (grade, oracle) to the manifest",
         )
     tasks = {t.id: t for t in load_tasks(repo.eval_snapshot(), manifest)}
     chosen = list(opts.tasks) or sorted(tasks)
@@ -455,7 +455,7 @@ def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) ->
         raise ContainerError(
             "the isolation probe failed: " + "; ".join(result.problems),
             hint="the agent's container must see neither the eval content, the source, task names nor "
-            "guidance above the workspace (contract §9)",
+            "guidance above the workspace",
         )
 
 

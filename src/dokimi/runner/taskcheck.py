@@ -392,8 +392,8 @@ def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
         )
     if task.egress:
         problem = (
-            f"egress {', '.join(task.egress)} needs the egress proxy (contract §2), which is not implemented "
-            "yet; bake the dependency into the image instead"
+            f"egress {', '.join(task.egress)} needs the egress proxy, which tasks check does not start yet; "
+            "bake the dependency into the image instead"
         )
         return TaskReport(
             task=task.id,

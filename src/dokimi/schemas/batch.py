@@ -1,7 +1,7 @@
 """_eval/batch.json (repo_batch.v1): the pin of a batch, so that it stays on the eval tree it started with.
 
 Written once by ``repo run`` when a batch starts; later runs of the batch refuse another eval tree, and
-``repo compare`` warns when two arms ran from different pins (contract §9).
+``repo compare`` warns when two arms ran from different pins.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""repo_compare.v1: what ``repo compare ... --json`` prints (contract §9). See docs/statistics.md.
+"""repo_compare.v1: what ``repo compare ... --json`` prints. See docs/statistics.md.
 
 Cells are first reduced to one value per (task, arm, model, effort, mode); every statistic is over tasks.
 """

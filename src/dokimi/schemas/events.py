@@ -1,4 +1,4 @@
-"""events.jsonl: the harness-independent trace of one run, one JSON object per line (contract §4.1).
+"""events.jsonl: the harness-independent trace of one run, one JSON object per line.
 
 Graders read these events and never a harness-specific trace. ``kind`` decides the other keys:
 

@@ -1,5 +1,4 @@
-"""grade.json (repo_grade.v1): what a repository's ``grade`` entry point writes to {run_dir} (contract
-§4.2).
+"""grade.json (repo_grade.v1): what a repository's ``grade`` entry point writes to {run_dir}.
 
 A grade.json is untrusted input: the reader validates it, and :func:`grade_problems` lists the reasons a
 valid one is still a grader failure. A grader failure counts as a failure of the run on every gated metric.
@@ -18,7 +17,7 @@ MetricValue = StrictBool | StrictInt | FiniteFloat | None
 """A metric value: a number, a boolean, or null for "not measured" (never false)."""
 
 FRAMEWORK_METRICS = ("mergeable", "merge_score", "perf_ratio", "perf_pass", "perf_scaling_ok")
-"""Metrics the framework adds after grade returns (mergeability §1); a grade.json may not contain them."""
+"""Metrics the framework adds after grade returns; a grade.json may not contain them."""
 
 
 class RepoGrade(Document):
@@ -61,23 +60,21 @@ class TaskLike(Protocol):
 
 
 def grader_reported_errors(grade: RepoGrade) -> str | None:
-    """``pass: null`` with non-empty ``errors`` means the grader failed (§4.2)."""
+    """``pass: null`` with non-empty ``errors`` means the grader failed."""
     if grade.pass_ is None and grade.errors:
         return "the grader failed: " + "; ".join(grade.errors)
     return None
 
 
 def null_pass_without_score(grade: RepoGrade, task: TaskLike) -> str | None:
-    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score``
-    (§4.2)."""
+    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score``."""
     if grade.pass_ is None and not grade.errors and task.score is None:
         return "pass is null but the task has no score: only a score-only task may leave pass null"
     return None
 
 
 def score_metric_missing(grade: RepoGrade, task: TaskLike) -> str | None:
-    """A score-only grade must report the task's score metric as a number: it is the run's result (§3,
-    §4.3)."""
+    """A score-only grade must report the task's score metric as a number: it is the run's result."""
     if grade.pass_ is not None or grade.errors or task.score is None:
         return None
     value = grade.metrics.get(task.score.metric)
@@ -87,8 +84,7 @@ def score_metric_missing(grade: RepoGrade, task: TaskLike) -> str | None:
 
 
 def framework_metrics_claimed(grade: RepoGrade) -> str | None:
-    """``mergeable`` and ``merge_score`` belong to the framework; a grade.json containing them failed
-    (mergeability §1)."""
+    """``mergeable`` and ``merge_score`` belong to the framework; a grade.json containing them failed."""
     claimed = [name for name in FRAMEWORK_METRICS if name in grade.metrics]
     if claimed:
         return f"metrics {', '.join(claimed)} belong to the framework; a grader may not report them"

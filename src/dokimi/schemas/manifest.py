@@ -1,4 +1,4 @@
-"""repo_manifest.v1: the repository's ``repo-eval.yaml`` (contract §2, mergeability §3 ``tests``).
+"""repo_manifest.v1: the repository's ``repo-eval.yaml``.
 
 The model fixes the *shape* (keys and their types; unknown keys are refused). The rules that relate keys to
 each other or to the tree (eval_dir/tasks/entry_points together, placeholders, paths that must exist) are
@@ -29,7 +29,7 @@ class Guidance(Document):
     """The guidance files the ``guidance:*`` arms add, remove or replace, and files L0 only checks."""
 
     globs: list[str] = Field(default_factory=lambda: list(DEFAULT_GUIDANCE_GLOBS))
-    """Globs (mergeability §2 dialect: ``**`` crosses ``/``, ``*`` and ``?`` do not) of the guidance files,
+    """Globs (``**`` crosses ``/``, ``*`` and ``?`` do not) of the guidance files,
     relative to the repository root. Evaluated at every task base. Default: the four default globs."""
     also_scan: list[str] = Field(default_factory=list)
     """Files (or globs) the L0 scan checks too, never changed by an arm (for example ``CONTRIBUTING.md``)."""
@@ -97,7 +97,7 @@ class EntryPoints(Document):
     static: str | None = None
     """Optional: writes repo_static.v1 to ``{out}``; merged into ``repo scan`` by ``--static``."""
     perf: str | None = None
-    """Optional: performance check (agent-modes §3), for example ``bench --variant {variant} --out {out}``."""
+    """Optional: performance check, for example ``bench --variant {variant} --out {out}``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -109,7 +109,7 @@ class EntryPoints(Document):
 
 
 class TestsBlock(Document):
-    """Test files and how to list test cases, for the test-integrity check (mergeability §3)."""
+    """Test files and how to list test cases, for the test-integrity check."""
 
     globs: list[str] = Field(default_factory=list)
     """Globs of test files: none may be deleted by the agent."""
@@ -122,7 +122,7 @@ class TestsBlock(Document):
 
 
 class RepoManifest(Document):
-    """repo_manifest.v1: what a repository provides to be evaluated (contract §2).
+    """repo_manifest.v1: what a repository provides to be evaluated.
 
     Without ``eval_dir``, ``tasks`` and ``entry_points`` the manifest is guidance-only: scan and reach run on
     it, validate checks its globs, and ``tasks check`` and ``run`` refuse it.
@@ -151,7 +151,7 @@ class RepoManifest(Document):
     build_systems: list[str] = Field(default_factory=list)
     """Build systems whose L0 claim-check adapters apply (for example ``bazel``, ``make``)."""
     tests: TestsBlock | None = None
-    """Test files, test configuration files and the test-listing command (mergeability §3)."""
+    """Test files, test configuration files and the test-listing command."""
 
     @property
     def has_tasks(self) -> bool:

@@ -1,9 +1,9 @@
-"""meta.json: what the framework prepared for one run (contract §3 and §4), written to {run_dir} before
+"""meta.json: what the framework prepared for one run, written to {run_dir} before
 grade.
 
 Graders read the upstream base (``base_sha``) and the commit the agent started from (``start_sha``) here
 and never derive either from the workspace, whose history starts at ``start_sha``'s parent chain of one
-commit (contract §3).
+commit.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ SHA40 = r"^[0-9a-f]{40}$"
 
 
 class Mode(StrEnum):
-    """The way of using an agent a task models (agent-modes §2); arms are compared within one mode."""
+    """The way of using an agent a task models; arms are compared within one mode."""
 
     INTERACTIVE = "interactive"
     AUTONOMOUS = "autonomous"
@@ -35,9 +35,9 @@ class AppliedPatch(Document):
     sha: str = Field(min_length=1)
     """Digest of the patch file's bytes, so a regrade can tell that the same patch was applied."""
     kind: Literal["setup", "review"] | None = None
-    """``setup`` for a setup_patches entry (step 4 of contract §3), ``review`` for review_patch (step 7);
-    null when the writer gave the ``{path: sha}`` form, which lists setup patches first and the review
-    patch last."""
+    """``setup`` for a setup_patches entry (step 4 of the workspace preparation), ``review`` for
+    review_patch (step 7); null when the writer gave the ``{path: sha}`` form, which lists setup patches
+    first and the review patch last."""
 
 
 class GuidanceFileRecord(Document):
@@ -56,7 +56,7 @@ class Meta(Document):
     """meta.json in every run directory: the run's coordinates and the commits it started from."""
 
     schema_: Literal["repo_meta.v1"] = Field("repo_meta.v1", alias="schema")
-    """Document type and version. Dokimi writes it; graders written against contract §4 may ignore it."""
+    """Document type and version. Dokimi writes it; graders may ignore it."""
     task: str = Field(min_length=1)
     """Task id (the task directory's name)."""
     batch: str | None = None
@@ -71,9 +71,9 @@ class Meta(Document):
     model: str = Field(min_length=1)
     """Model id exactly as passed to the harness (an opaque string)."""
     effort: str | None = None
-    """Reasoning effort of the harness (agent-modes §1); null when the harness default was used."""
+    """Reasoning effort of the harness; null when the harness default was used."""
     mode: Mode | None = None
-    """The task's agent mode (agent-modes §2); null when the task declares none."""
+    """The task's agent mode; null when the task declares none."""
     rep: int = Field(ge=0)
     """Repetition index of this cell."""
     base_rev: str = Field(min_length=1)
@@ -85,7 +85,7 @@ class Meta(Document):
     patches: list[AppliedPatch] = Field(default_factory=list)
     """Every patch applied, in the order applied. A ``{path: sha}`` object is accepted on input."""
     start_sha: str = Field(pattern=SHA40)
-    """Workspace HEAD after preparation (contract §3 step 7): the commit the agent starts from and graders
+    """Workspace HEAD after preparation (step 7): the commit the agent starts from and graders
     diff from. It is not an upstream commit."""
     agent_network: str | None = None
     """The docker network given to the agent's container by ``--agent-network``; null when it had none."""

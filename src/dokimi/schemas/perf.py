@@ -1,4 +1,4 @@
-"""repo_perf.v1: what a repository's ``perf`` entry point writes to {out} for one variant (agent-modes §3).
+"""repo_perf.v1: what a repository's ``perf`` entry point writes to {out} for one variant.
 
 The framework owns the protocol (baseline = oracle, interleaved order, the control run, the noise band and
 the verdict) and calls ``perf: "<command> --variant {variant} --out {out}"`` once per variant and round;

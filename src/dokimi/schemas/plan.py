@@ -14,7 +14,7 @@ from dokimi.schemas._base import Document
 
 
 class PlannedCell(Document):
-    """One planned cell: the five dimensions of a cell (contract §9, agent-modes §1)."""
+    """One planned cell: the five dimensions of a cell."""
 
     task: str = Field(min_length=1)
     """Task id."""

@@ -1,4 +1,4 @@
-"""harness_profile.v1: how dokimi starts one harness CLI (contract §6, agent-modes §1 for ``effort``).
+"""harness_profile.v1: how dokimi starts one harness CLI, and how a reasoning ``effort`` reaches it.
 
 The model holds the shape only. The rules that tie fields together (``{tools}`` exactly once, the known
 placeholders per field, ...) are named functions in :mod:`dokimi.harness.profile`, each reported with the
@@ -41,7 +41,7 @@ class Guidance(Document):
 
 
 class Bridge(Document):
-    """The guidance:bridge arm (contract §3): a file written next to every matched ``for`` file."""
+    """The guidance:bridge arm: a file written next to every matched ``for`` file."""
 
     for_: str = Field(alias="for")
     """Name of the file the bridge points at (AGENTS.md)."""
@@ -52,7 +52,7 @@ class Bridge(Document):
 
 
 class Effort(Document):
-    """How the reasoning effort reaches the harness (agent-modes §1: the profile carries the effort).
+    """How the reasoning effort reaches the harness (the profile carries the effort).
 
     With an effort set, ``argv`` is inserted right after the expansion of ``"{tools}"`` and ``env`` is added
     to the child's environment, both with ``{effort}`` replaced by the value. Without one, neither is used and
@@ -123,7 +123,7 @@ class HarnessProfile(Document):
     env_set: dict[str, str] = Field(default_factory=dict)
     """Variables set for every run, after env_allow."""
     egress: list[str] = Field(default_factory=list)
-    """The only hosts the agent container reaches through the egress proxy (contract §2)."""
+    """The only hosts the agent container reaches through the egress proxy."""
     endpoint_env: str | None = None
     """Variable holding the model endpoint's base URL, used by payload capture: the reach probe's dry run
     points it at the scripted model server, a real run at a capturing proxy in front of the real endpoint."""

@@ -1,4 +1,4 @@
-"""guidance_reach.v1: what the reach probe found (contract §7), written to ``<out>/reach.json``."""
+"""guidance_reach.v1: what the reach probe found, written to ``<out>/reach.json``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""repo_readiness.v1 (contract §8): the L0 scan of a repository's guidance, claim by claim."""
+"""repo_readiness.v1: the L0 scan of a repository's guidance, claim by claim."""
 
 from __future__ import annotations
 

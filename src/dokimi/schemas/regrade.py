@@ -1,4 +1,4 @@
-"""repo_regrade.v1: what ``repo regrade --json`` prints (contract §4.2: grading must be deterministic)."""
+"""repo_regrade.v1: what ``repo regrade --json`` prints (grading must be deterministic)."""
 
 from __future__ import annotations
 

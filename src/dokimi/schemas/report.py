@@ -1,4 +1,4 @@
-"""repo_report.v1: what ``repo report <batch> --json`` prints (contract §9, agent-modes §1-2).
+"""repo_report.v1: what ``repo report <batch> --json`` prints.
 
 One row per (task, arm, model, effort, mode, prompt_style) and, with ``--cutoff``, per side of the model's
 training cutoff. Cells that differ in effort or mode are never pooled. See docs/statistics.md.
@@ -61,7 +61,7 @@ class Outcome(Document):
     timeouts: int = 0
     """Finished cells whose agent was stopped at its timeout (and still graded)."""
     mergeable_n: int = 0
-    """Finished cells that report the ``mergeable`` metric (mergeability §7), plus grader failures that do
+    """Finished cells that report the ``mergeable`` metric, plus grader failures that do
     not: a grader failure is not mergeable."""
     mergeable: int = 0
     """Of those, cells that are mergeable."""

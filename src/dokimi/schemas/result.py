@@ -1,6 +1,6 @@
 """result.json (repo_result.v1): the framework's verdict on one cell, written LAST to the run directory.
 
-Its presence means the cell is done; a rerun skips a cell whose result.json validates (contract §9).
+Its presence means the cell is done; a rerun skips a cell whose result.json validates.
 Reports and comparisons read only these documents.
 """
 
@@ -56,10 +56,10 @@ class Result(Document):
     model: str = Field(min_length=1)
     """Model id as passed to the harness."""
     effort: str | None = None
-    """Reasoning effort (agent-modes §1); null for the harness default. Reports never pool cells that
+    """Reasoning effort; null for the harness default. Reports never pool cells that
     differ."""
     mode: Mode | None = None
-    """The task's agent mode (agent-modes §2); null when the task declares none."""
+    """The task's agent mode; null when the task declares none."""
     rep: int = Field(ge=0)
     """Repetition index."""
     harness: str = Field(min_length=1)
@@ -116,7 +116,7 @@ class Result(Document):
     base_date: str | None = None
     """Committer date of the task base (ISO 8601), for the split against a model's training cutoff."""
     prompt_style: Literal["spec", "issue"] | None = None
-    """The task's prompt style (mergeability §8); null when the task declares none."""
+    """The task's prompt style; null when the task declares none."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Result:
@@ -135,7 +135,7 @@ def score_only_has_no_verdict(result: Result) -> str | None:
 
 
 def grader_failure_fails_the_gate(result: Result) -> str | None:
-    """A grader failure counts as a failure on every gated metric (contract §4.2)."""
+    """A grader failure counts as a failure on every gated metric."""
     if result.grader_failure and result.passed:
         return "a grader failure cannot pass: it counts as a failure on every gated metric"
     if result.grader_failure and any(result.gate_results.values()):

@@ -1,5 +1,5 @@
-"""review_rules.json (repo_review_rules.v1): a team's own review rules, mined and confirmed (agent-modes
-§4).
+"""review_rules.json (repo_review_rules.v1): a team's own review rules, mined from review comments
+and confirmed by a maintainer.
 
 The repository keeps them at <eval_dir>/review_rules.json. Rubric blockers cite them as ``house:R13``; the
 judge or a reviewer agent gets only the cited rules and those whose paths match the diff
@@ -19,7 +19,7 @@ from dokimi.globs import match_any
 from dokimi.schemas._base import Document
 
 MIN_PRS_FOR_BLOCKER = 3
-"""A rule may back a blocker only when seen on at least this many PRs (agent-modes §4)."""
+"""A rule may back a blocker only when seen on at least this many PRs."""
 MIN_REVIEWERS_FOR_BLOCKER = 2
 """... and from at least this many reviewers; a one-reviewer rule is that reviewer's preference."""
 
@@ -40,7 +40,7 @@ class ReviewRule(Document):
     rule: str = Field(min_length=1)
     """The rule, stated as a reviewer would."""
     paths: list[str] = Field(min_length=1)
-    """Globs (dokimi's dialect, mergeability §2) of the files the rule applies to; ``**`` for every file."""
+    """Globs (dokimi's dialect) of the files the rule applies to; ``**`` for every file."""
     prs: int = Field(ge=0)
     """Number of merged PRs whose review comments raised it (before ``cut_date``)."""
     reviewers: int = Field(ge=0)
@@ -81,8 +81,7 @@ class RepoReviewRules(Document):
 
 
 def may_back_a_blocker(rule: ReviewRule) -> bool:
-    """Only confirmed rules seen on at least 3 PRs from at least 2 reviewers may be blockers (agent-modes
-    §4)."""
+    """Only confirmed rules seen on at least 3 PRs from at least 2 reviewers may be blockers."""
     return (
         rule.status is RuleStatus.CONFIRMED
         and rule.prs >= MIN_PRS_FOR_BLOCKER
@@ -91,7 +90,7 @@ def may_back_a_blocker(rule: ReviewRule) -> bool:
 
 
 def may_score_base(rules: RepoReviewRules, base_date: dt.date) -> bool:
-    """Leak guard: rules may score only tasks whose base is on or after ``cut_date`` (agent-modes §4)."""
+    """Leak guard: rules may score only tasks whose base is on or after ``cut_date``."""
     return base_date >= rules.cut_date
 
 
@@ -99,7 +98,7 @@ def rules_for_diff(
     rules: RepoReviewRules, changed_paths: Iterable[str], cited: Iterable[str] = ()
 ) -> list[ReviewRule]:
     """What the judge or reviewer agent gets: the cited rules and the confirmed rules whose paths match the
-    diff, never the whole list (agent-modes §4)."""
+    diff, never the whole list."""
     paths = list(changed_paths)
     cited_ids = set(cited)
     return [
@@ -111,8 +110,7 @@ def rules_for_diff(
 
 
 def one_reviewer_confirmed(rule: ReviewRule) -> str | None:
-    """A rule seen from one reviewer only stays a candidate until a second reviewer confirms it
-    (agent-modes §4)."""
+    """A rule seen from one reviewer only stays a candidate until a second reviewer confirms it."""
     if rule.status is RuleStatus.CONFIRMED and rule.reviewers < MIN_REVIEWERS_FOR_BLOCKER:
         return (
             f"{rule.id}: confirmed from {rule.reviewers} reviewer(s); "

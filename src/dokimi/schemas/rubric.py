@@ -1,4 +1,4 @@
-"""rubric.json (repo_rubric.v1): a maintainer's rubric for one task (mergeability §2), at
+"""rubric.json (repo_rubric.v1): a maintainer's rubric for one task, at
 tasks/<id>/rubric.json.
 
 The model refuses what is malformed (missing evidence, duplicate ids, extglob patterns). What only makes a
@@ -18,12 +18,12 @@ from dokimi.schemas._base import Document
 from dokimi.schemas.review_rules import RepoReviewRules, may_back_a_blocker
 
 BLOCKERS_RANGE = (2, 5)
-"""A task has 2-5 blockers (mergeability §2)."""
+"""A task has 2-5 blockers."""
 NON_BLOCKERS_RANGE = (3, 6)
 """... and 3-6 non-blockers."""
 
 HOUSE_CITATION = re.compile(r"^house:(?P<rule>[A-Za-z][A-Za-z0-9_.-]*)$")
-"""A blocker's citation of a team review rule, ``house:R13`` (agent-modes §4)."""
+"""A blocker's citation of a team review rule, ``house:R13``."""
 
 ITEM_ID = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _EXTGLOB = re.compile(r"[!@+?*]\(|^!")
@@ -41,14 +41,14 @@ def _dialect_globs(patterns: list[str]) -> list[str]:
 
 
 class RubricStatus(StrEnum):
-    """Whether a maintainer approved the rubric (mergeability §6)."""
+    """Whether a maintainer approved the rubric."""
 
     DRAFT = "draft"
     APPROVED = "approved"
 
 
 class Scope(Document):
-    """What a change may touch; checked deterministically from the workspace diff (mergeability §3)."""
+    """What a change may touch; checked deterministically from the workspace diff."""
 
     allowed_globs: list[str] = Field(min_length=1)
     """Every changed path (old and new side) must match one of these."""
@@ -113,7 +113,7 @@ class NonBlocker(Document):
 
 
 class HackReport(Document):
-    """The author's attempt to break the rubric (mergeability §6)."""
+    """The author's attempt to break the rubric."""
 
     lazy_solution: str = Field(min_length=1)
     """How a weak change could pass the tests and still be unmergeable."""
@@ -122,7 +122,7 @@ class HackReport(Document):
 
 
 class Calibration(Document):
-    """Diffs for the admission check (repo rubric check, mergeability §5), relative to the task directory."""
+    """Diffs for the admission check (repo rubric check), relative to the task directory."""
 
     lazy: list[str] = Field(default_factory=list)
     """Diffs that must not be mergeable, each failing at least the blocker it was written to break."""
@@ -164,7 +164,7 @@ class RepoRubric(Document):
 
 
 def blocker_count(rubric: RepoRubric) -> str | None:
-    """A task has 2-5 blockers (mergeability §2)."""
+    """A task has 2-5 blockers."""
     low, high = BLOCKERS_RANGE
     if not low <= len(rubric.blockers) <= high:
         return f"{len(rubric.blockers)} blockers; a task has {low}-{high}"
@@ -172,7 +172,7 @@ def blocker_count(rubric: RepoRubric) -> str | None:
 
 
 def non_blocker_count(rubric: RepoRubric) -> str | None:
-    """A task has 3-6 non-blockers (mergeability §2)."""
+    """A task has 3-6 non-blockers."""
     low, high = NON_BLOCKERS_RANGE
     if not low <= len(rubric.non_blockers) <= high:
         return f"{len(rubric.non_blockers)} non-blockers; a task has {low}-{high}"
@@ -188,7 +188,7 @@ def task_matches(rubric: RepoRubric, task_id: str | None) -> str | None:
 
 def house_citations(rubric: RepoRubric, rules: RepoReviewRules | None) -> list[str]:
     """A ``house:R13`` citation names a rule that exists, is confirmed, and was seen on at least 3 PRs from
-    at least 2 reviewers (agent-modes §4)."""
+    at least 2 reviewers."""
     out = []
     for blocker in rubric.blockers:
         for rule_id in blocker.house_rules:

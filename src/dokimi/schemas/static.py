@@ -1,4 +1,4 @@
-"""repo_static.v1 (contract §4.4): the claims a repository's own ``static`` entry point checks.
+"""repo_static.v1: the claims a repository's own ``static`` entry point checks.
 
 An untrusted document: only ``schema`` and, per claim, ``file``, ``line`` and ``status`` are required. Every
 other key, per claim and at the top level, is free-form and kept. The status class is the part before the

@@ -1,5 +1,5 @@
-"""task.json: one task of a repository (contract §3; mode and effort from agent-modes §1-§2; prompt_style from
-mergeability §8).
+"""task.json: one task of a repository: the framework's keys (with mode, effort and prompt_style), and the
+repository grader's.
 
 The framework reads the core and workspace keys typed here. Every other key belongs to the repository's grader
 and is kept unread (``Task.model_extra``), so a task written back to ``{run_dir}/task.json`` is the
@@ -60,7 +60,7 @@ _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 def egress_host_problem(host: str) -> str | None:
-    """Why ``host`` is not an egress entry (contract §3), or None when it is one.
+    """Why ``host`` is not an egress entry, or None when it is one.
 
     A DNS name with an optional ``:port``; ``*`` stands for one whole label; the last two labels are literal,
     so ``*.pythonhosted.org`` passes and ``*``, ``*.org`` or ``pypi.*`` do not.
@@ -104,7 +104,7 @@ class GateMin(Document):
 
 
 class Score(Document):
-    """The result of a score-only task (``pass: null``), and the value the oracle must reach (§4.3)."""
+    """The result of a score-only task (``pass: null``), and the value the oracle must reach."""
 
     metric: str = Field(min_length=1)
     """Name of the numeric metric that is the result."""
@@ -120,7 +120,7 @@ def _default_gate() -> list[GateEntry]:
 
 
 class Task(OpenDocument):
-    """task.json (contract §3). Keys not listed here belong to the repository's grader and are kept unread."""
+    """task.json. Keys not listed here belong to the repository's grader and are kept unread."""
 
     id: str
     """Task id; equals the name of the task's directory."""
@@ -153,12 +153,12 @@ class Task(OpenDocument):
     """Extra hosts this task's agent and entry points reach through the proxy: DNS names with an optional
     ``:port``; ``*`` is one whole label and the last two labels are literal."""
     mode: Mode | None = None
-    """Which way of using an agent the task models (agent-modes §2): interactive, autonomous or review."""
+    """Which way of using an agent the task models: interactive, autonomous or review."""
     prompt_style: PromptStyle | None = None
-    """How the prompt reads (mergeability §8): ``spec`` (names files and constraints) or ``issue`` (as filed).
+    """How the prompt reads: ``spec`` (names files and constraints) or ``issue`` (as filed).
     """
     effort: str | None = None
-    """Reasoning effort of the harness for this task, passed to the harness profile (agent-modes §1)."""
+    """Reasoning effort of the harness for this task, passed to the harness profile."""
 
     @model_validator(mode="before")
     @classmethod
