@@ -323,3 +323,26 @@ def test_a_symlinked_guidance_file_in_the_tree_stays_a_symlink(tmp_path: Path) -
         dest = prepare(repo, tmp_path, base, ARM_TREE, overlay)
     assert os.readlink(dest / "CLAUDE.md") == "AGENTS.md"
     assert recorded(dest)["CLAUDE.md"] == git(path, "rev-parse", f"{head}:CLAUDE.md").strip()
+
+
+def test_what_a_generator_leaves_is_read_without_following_links_or_blocking_on_a_fifo(
+    tmp_path: Path,
+) -> None:
+    from dokimi.runner.guidance import MAX_GUIDANCE_BYTES, _changed_guidance
+
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / ".git").mkdir()
+    (ws / "AGENTS.md").write_text("unchanged\n")
+    (ws / "CLAUDE.md").write_text("written by the generator\n")
+    os.mkfifo(ws / "sub" / "CLAUDE.md")  # would block a plain open() forever
+    os.symlink("/etc/passwd", ws / "GEMINI.md")
+    (ws / "big").mkdir()
+    (ws / "big" / "AGENTS.md").write_bytes(b"x" * (MAX_GUIDANCE_BYTES + 1))
+    (ws / ".git" / "CLAUDE.md").write_text("never read\n")
+    before = {"AGENTS.md": blob_sha(b"unchanged\n")}
+    found = _changed_guidance(ws, ["**/AGENTS.md", "**/CLAUDE.md", "**/GEMINI.md"], before)
+    assert found == [
+        ("CLAUDE.md", "100644", b"written by the generator\n"),
+        ("GEMINI.md", "120000", b"/etc/passwd"),
+    ]

@@ -48,7 +48,10 @@ def test_init_runs_once_per_task_and_model_and_every_rep_starts_from_its_file(
         0,
         "2.1.328",
     )
-    # the generator really ran the CLI: its trace holds the Bash call that wrote the file
+    # the CLI's own /init ran: its init prompt is what the harness sent the scripted model
+    requests = (record_path.parent / "generator.requests.jsonl").read_text()
+    assert "Please analyze this codebase and create a CLAUDE.md file" in requests
+    # and its trace holds the Bash call that wrote the file
     trace = (record_path.parent / "generator.stdout").read_text()
     assert '"type":"system"' in trace.replace(" ", "") and "base64 -d > CLAUDE.md" in trace
     stamp = record_path.stat().st_mtime_ns

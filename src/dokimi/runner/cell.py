@@ -291,10 +291,13 @@ def agent_argv_and_env(
     *,
     prompt: str | None = None,
     seal_env: Mapping[str, str] | None = None,
+    capture: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The agent container's command and environment (and the profile's config files written). ``prompt``
     replaces the task's (the guidance generator's run). A sealed cell (``seal_env``) gets none of the
-    caller's environment: its endpoint, dummy credentials and proxy variables come from the seal."""
+    caller's environment: its endpoint, dummy credentials and proxy variables come from the seal.
+    ``capture`` (dry run) is where the scripted model server records the request bodies, as the container
+    sees it."""
     from dokimi.harness.profile import build_invocation
     from dokimi.harness.runtime import container_launcher
 
@@ -336,6 +339,7 @@ def agent_argv_and_env(
             ctx.profile.endpoint_env,
             "--port",
             str(DRY_RUN_PORT),
+            *(["--capture", capture] if capture else []),
             "--",
             *argv,
         ]
@@ -359,22 +363,27 @@ def run_agent(
     prompt: str | None = None,
     script: Path | None = None,
     role: str = "agent",
+    capture: str | None = None,
 ) -> AgentRun:
     """The agent's container, to its end or its timeout; stdout to agent.stdout, stderr to agent.stderr.
 
-    ``prompt``, ``script`` and ``role`` serve the guidance generator (guidance:generated): its prompt, its
-    dry-run script, and the container name's last part. A sealed cell is opened on the batch's gateway and
-    egress proxy for the container's lifetime, and its account returned with the run."""
+    ``prompt``, ``script``, ``role`` and ``capture`` serve the guidance generator (guidance:generated): its
+    prompt, its dry-run script, the container name's last part, and (dry run) where the scripted server
+    records the requests. A sealed cell is opened on the batch's gateway and egress proxy for the
+    container's lifetime, and its account returned with the run."""
     (run_dir / "config").mkdir(exist_ok=True)
     (run_dir / "home").mkdir(exist_ok=True)
+    capture = capture if ctx.dry_run else None
     if ctx.sealed is None:
-        return _run_agent_container(ctx, key, run_dir, prompt=prompt, script=script, role=role)
+        return _run_agent_container(
+            ctx, key, run_dir, prompt=prompt, script=script, role=role, capture=capture
+        )
     public = ctx.manifest.image is not None and ctx.manifest.image.network == "public"
     rel = key.path(ctx.root).relative_to(ctx.root).as_posix()
     seal = ctx.sealed.open_cell(f"{rel}:{role}", run_dir, ctx.task(key.task).egress, any_host=public)
     try:
         run = _run_agent_container(
-            ctx, key, run_dir, prompt=prompt, script=script, role=role, seal_env=seal.env
+            ctx, key, run_dir, prompt=prompt, script=script, role=role, seal_env=seal.env, capture=capture
         )
     finally:
         account = seal.close()
@@ -391,11 +400,12 @@ def _run_agent_container(
     script: Path | None,
     role: str,
     seal_env: Mapping[str, str] | None = None,
+    capture: str | None = None,
 ) -> AgentRun:
     from dokimi.sandbox.container import Mount, container_name, run_container
     from dokimi.sandbox.specs import agent_spec
 
-    argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt, seal_env=seal_env)
+    argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt, seal_env=seal_env, capture=capture)
     spec = agent_spec(
         name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), role),
         image=ctx.image,

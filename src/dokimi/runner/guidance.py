@@ -47,6 +47,11 @@ GENERATED_DIR = "generated"
 GENERATED_JSON = "generated.json"
 GENERATED_FILES = "files"
 GENERATOR_STDOUT = "generator.stdout"
+GENERATOR_REQUESTS = "generator.requests.jsonl"
+"""Dry run: the request bodies the harness sent the scripted model while generating."""
+DRY_RUN_CAPTURE_IN_CONTAINER = "/eval/run/home/.dokimi-generator-requests.jsonl"
+"""Where the scripted server records them inside the container (the per-run HOME is writable)."""
+CAPTURE_LIMIT = 64 * 1024 * 1024
 DRY_RUN_GUIDANCE = "CLAUDE.md"
 """The file the dry-run generator script writes (what Claude Code's /init writes)."""
 DRY_RUN_GUIDANCE_TEXT = (
@@ -179,7 +184,15 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
         prepared = prepare(ctx, key, scratch)
         patterns = guidance_patterns(ctx.manifest.guidance.globs, ctx.profile.guidance.names)
         before = {path: sha for path, _mode, sha in prepared.guidance}
-        agent = run_agent(ctx, key, scratch, prompt=prompt, script=script, role="generate")
+        agent = run_agent(
+            ctx,
+            key,
+            scratch,
+            prompt=prompt,
+            script=script,
+            role="generate",
+            capture=DRY_RUN_CAPTURE_IN_CONTAINER,
+        )
         workspace = scratch / "workspace"
         written = _changed_guidance(workspace, patterns, before)
         conversion = convert_file(scratch / "agent.stdout", ctx.profile.trace)
@@ -198,6 +211,8 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
         shutil.copyfile(scratch / "agent.stdout", directory / GENERATOR_STDOUT)
         if (scratch / AGENT_STDERR).is_file():
             shutil.copyfile(scratch / AGENT_STDERR, directory / "generator.stderr")
+        if ctx.dry_run:  # what the harness sent the scripted model: the generator's real prompt
+            _keep_capture(scratch, directory)
         record = Generated.model_validate(
             {
                 "schema": "repo_generated.v1",
@@ -222,12 +237,30 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _keep_capture(scratch: Path, directory: Path) -> None:
+    """Copy the dry run's request capture out of the container's HOME (written inside the agent's container:
+    read without following links, size-capped; absent when the server never started)."""
+    from dokimi.safefs import UnsafePathError, read_bytes
+
+    home = scratch / "home"
+    try:
+        data = read_bytes(home / Path(DRY_RUN_CAPTURE_IN_CONTAINER).name, trusted=home, limit=CAPTURE_LIMIT)
+    except (FileNotFoundError, UnsafePathError):
+        return
+    (directory / GENERATOR_REQUESTS).write_bytes(data)
+
+
 def _changed_guidance(
     workspace: Path, patterns: Sequence[str], before: Mapping[str, str]
 ) -> list[tuple[str, str, bytes]]:
     """(path, mode, bytes) of every file under ``workspace`` that ``patterns`` match and that is new or
-    changed against ``before`` (path -> blob SHA). Read without following links; .git is skipped."""
+    changed against ``before`` (path -> blob SHA). The generator ran as the agent: links are kept as links
+    (never followed), only regular files up to :data:`MAX_GUIDANCE_BYTES` are read (a FIFO, a device or a
+    huge file is skipped), and .git and linked directories are not entered."""
+    import stat
+
     from dokimi import globs
+    from dokimi.safefs import UnsafePathError, read_bytes
     from dokimi.workspace import blob_sha
 
     found: list[tuple[str, str, bytes]] = []
@@ -238,15 +271,17 @@ def _changed_guidance(
             rel = os.path.relpath(full, workspace).replace(os.sep, "/")
             if not globs.match_any(patterns, rel):
                 continue
-            if os.path.islink(full):
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
                 mode, data = "120000", os.fsencode(os.readlink(full))
-            else:
-                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-                with os.fdopen(fd, "rb") as handle:
-                    data = handle.read(MAX_GUIDANCE_BYTES + 1)
-                if len(data) > MAX_GUIDANCE_BYTES:
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    data = read_bytes(Path(full), trusted=workspace, limit=MAX_GUIDANCE_BYTES)
+                except (FileNotFoundError, UnsafePathError):
                     continue
-                mode = "100755" if os.stat(full).st_mode & 0o111 else "100644"
+                mode = "100755" if st.st_mode & 0o111 else "100644"
+            else:
+                continue
             if before.get(rel) != blob_sha(data):
                 found.append((rel, mode, data))
     return sorted(found)
