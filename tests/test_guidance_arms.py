@@ -346,3 +346,38 @@ def test_what_a_generator_leaves_is_read_without_following_links_or_blocking_on_
         ("CLAUDE.md", "100644", b"written by the generator\n"),
         ("GEMINI.md", "120000", b"/etc/passwd"),
     ]
+
+
+def test_guidance_generated_is_refused_before_any_work_for_a_harness_without_a_generator(
+    history: History, tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    profile = tools / "seeing.yaml"
+    profile.write_text(SEEING_PROFILE)
+    run = dokimi_cli(
+        [
+            "repo",
+            "run",
+            f"{history.path}@{history.d}",
+            "--manifest",
+            ".agent-eval/repo-eval.yaml",
+            "--arm",
+            "guidance:none,guidance:generated",
+            "--model",
+            "m",
+            "--reps",
+            "1",
+            "--batch",
+            "gen",
+            "--out",
+            str(tmp_path / "runs"),
+            "--harness",
+            str(profile),
+            "--bin",
+            "/bin/true",
+        ]  # fmt: skip
+    )
+    assert run.returncode == 2
+    assert "guidance_init" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "runs" / "gen" / "_eval").exists()  # nothing exported, built or planned

@@ -54,7 +54,13 @@ class Category(StrEnum):
 
 
 #: Arms the framework makes (contract §3), redacted whether or not the batch ran them.
-BUILTIN_ARMS: tuple[str, ...] = ("guidance:none", "guidance:raw", "guidance:bridge")
+BUILTIN_ARMS: tuple[str, ...] = (
+    "guidance:none",
+    "guidance:raw",
+    "guidance:bridge",
+    "guidance:tree",
+    "guidance:generated",
+)
 
 #: Harness display names and vendor names (banners, "I am Claude Code", ...).
 HARNESS_NAMES: tuple[str, ...] = (

@@ -578,6 +578,12 @@ def prepare_batch(
     manifest, tasks, task_ids = _load(opts, repo)
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
+    if ARM_GENERATED in opts.arms and not profile.guidance_init:
+        raise UsageError(
+            f"arm {ARM_GENERATED} needs the harness's own guidance generator, and profile {profile.name} "
+            "declares none (guidance_init)",
+            hint="use a harness whose profile sets guidance_init (claude-code: /init), or leave the arm out",
+        )
     if opts.dry_run and not profile.endpoint_env:
         raise UsageError(
             f"harness {profile.name} has no endpoint_env, so a dry run cannot point it at the scripted model",
