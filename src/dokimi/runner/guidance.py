@@ -166,8 +166,9 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
     globs or the harness's guidance names match, and that the generator added or changed, is kept. An
     existing record is reused."""
     from dokimi.batch import CellKey
+    from dokimi.gateway.sealed import observed_usage
     from dokimi.harness.trace import convert_file
-    from dokimi.runner.cell import AGENT_STDERR, prepare, reset_run_dir, run_agent
+    from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
     from dokimi.schemas._base import write_document
     from dokimi.schemas.generated import Generated
     from dokimi.workspace import ARM_NONE, blob_sha, guidance_patterns
@@ -196,6 +197,7 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
         workspace = scratch / "workspace"
         written = _changed_guidance(workspace, patterns, before)
         conversion = convert_file(scratch / "agent.stdout", ctx.profile.trace)
+        observed = observed_usage(agent.account, _usable(conversion.cost_usd), conversion.turns)
         if directory.exists():
             shutil.rmtree(directory)
         (directory / GENERATED_FILES).mkdir(parents=True)
@@ -226,8 +228,9 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
                 "files": records,
                 "agent_rc": agent.rc,
                 "agent_timed_out": agent.timed_out,
-                "cost_usd": conversion.cost_usd,
-                "turns": conversion.turns,
+                "cost_usd": observed.cost_usd,
+                "cost_source": observed.cost_source,
+                "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
                 "duration_s": round(time.monotonic() - start, 3),
             }
         )

@@ -43,7 +43,10 @@ class Generated(Document):
     agent_timed_out: bool = False
     """True when the generator ran past the task's timeout."""
     cost_usd: float | None = Field(default=None, ge=0)
-    """What the generator's run cost, as its trace reports it; null when unknown."""
+    """What the generator's run cost: the model gateway's account in a sealed run, else what the harness's
+    trace reports; null when unknown."""
+    cost_source: Literal["gateway", "harness"] | None = None
+    """Where cost_usd comes from."""
     turns: int | None = Field(default=None, ge=0)
     """Turns of the generator's run, as its trace reports them."""
     duration_s: float = Field(ge=0)
