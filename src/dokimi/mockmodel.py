@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import signal
 import sys
@@ -256,21 +257,51 @@ def _load_yaml(text: str, path: Path) -> Any:
         raise ScriptError(f"{path}: not valid YAML: {e}") from e
 
 
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024
+
+
+def _read_script(p: Path) -> str:
+    """The script's text: a regular file only (a FIFO would block forever), at most MAX_SCRIPT_BYTES."""
+    import stat
+
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ScriptError(f"{p}: cannot read script: {e.strerror}") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ScriptError(f"{p}: not a regular file (a directory, FIFO or device); give a JSON file")
+        if st.st_size > MAX_SCRIPT_BYTES:
+            raise ScriptError(f"{p}: {st.st_size} bytes, over the {MAX_SCRIPT_BYTES} byte limit")
+        os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScriptError(f"{p}: not UTF-8 text (byte {e.start})") from e
+
+
 def load_script(path: str | Path) -> list[Turn]:
     """Read a JSON script (or YAML, when the file ends in .yaml/.yml and a YAML library is importable)."""
     p = Path(path)
+    text = _read_script(p)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScriptError(f"{p}: cannot read script: {e.strerror}") from e
-    if p.suffix in (".yaml", ".yml"):
-        data = _load_yaml(text, p)
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScriptError(f"{p}:{e.lineno}: not valid JSON: {e.msg}") from e
-    return parse_script(data, source=str(p))
+        if p.suffix in (".yaml", ".yml"):
+            data = _load_yaml(text, p)
+        else:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ScriptError(f"{p}:{e.lineno}: not valid JSON: {e.msg}") from e
+        return parse_script(data, source=str(p))
+    except RecursionError:
+        raise ScriptError(f"{p}: nested too deeply") from None
 
 
 # --- which requests play the script -------------------------------------------------------------------------

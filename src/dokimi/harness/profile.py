@@ -339,13 +339,12 @@ def load_profile(name_or_path: str | Path) -> HarnessProfile:
         resource = resources.files(PROFILES_PACKAGE) / f"{text_name}.yaml"
         label = f"<built-in>/{text_name}.yaml"
         return parse_profile(decode_text(resource.read_bytes(), label), label)
+    from dokimi.schemas._base import read_raw
+
     path = Path(name_or_path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DocumentError("no such profile file", path=str(path)) from None
-    except OSError as exc:
-        raise DocumentError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if not path.exists() and not path.is_symlink():
+        raise DocumentError("no such profile file", path=str(path))
+    raw = read_raw(path)
     return parse_profile(decode_text(raw, str(path)), str(path))
 
 

@@ -58,14 +58,9 @@ def read_key(path: Path) -> RatingKey:
 def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
     """Every non-blank line of a JSON Lines file validated against ``model``, with its line number.
     A bad line raises DocumentError naming ``file:line`` and the key."""
-    from dokimi.schemas._base import Marked, decode_text, parse_json, validate_marked
+    from dokimi.schemas._base import Marked, decode_text, parse_json, read_raw, validate_marked
 
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DocumentError("no such file", path=str(path)) from None
-    except OSError as exc:
-        raise DocumentError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    raw = read_raw(path)
     rows: list[tuple[int, M]] = []
     for number, line in enumerate(decode_text(raw, str(path)).splitlines(), 1):
         if not line.strip():

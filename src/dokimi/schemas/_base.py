@@ -401,31 +401,35 @@ def validate_marked(marked: Marked, model: type[M]) -> M:
         raise first from None
 
 
+def read_raw(path: str | Path, *, trusted: Path | None = None, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a document file, as :func:`read_document` reads them: with ``trusted`` no link below it
+    is followed; without it a link the user made is followed. Only a regular file of at most ``limit``
+    bytes is read: a FIFO, a device, a directory or a larger file is a DocumentError, never a hang."""
+    from dokimi import safefs
+
+    name = str(path)
+    try:
+        if trusted is not None:
+            return safefs.read_bytes(Path(path), trusted=trusted, limit=limit)
+        return safefs.read_plain(Path(path), limit=limit)
+    except FileNotFoundError:
+        raise DocumentError("no such file", path=name) from None
+    except safefs.UnsafePathError as exc:
+        raise DocumentError(exc.message, path=name, hint=exc.hint) from None
+    except OSError as exc:
+        raise DocumentError(f"cannot read: {exc.strerror}", path=name) from None
+
+
 def read_document(
     path: str | Path, model: type[M], *, text: str | None = None, trusted: Path | None = None
 ) -> M:
     """Read and validate one document. ``text`` overrides reading ``path`` (a blob from a snapshot).
 
     With ``trusted`` (a directory dokimi made that ``path`` is below: a batch, a run dir) no link is followed
-    from there on, for a document an agent or a grader could have replaced. Without it a link the user made
-    is followed. Either way only a regular file of at most :data:`MAX_DOCUMENT_BYTES` is read: a FIFO, a
-    device or a huge file is a DocumentError, never a hang."""
-    from dokimi import safefs
-
+    from there on, for a document an agent or a grader could have replaced; see :func:`read_raw`."""
     name = str(path)
     if text is None:
-        try:
-            if trusted is not None:
-                raw = safefs.read_bytes(Path(path), trusted=trusted, limit=MAX_DOCUMENT_BYTES)
-            else:
-                raw = safefs.read_plain(Path(path), limit=MAX_DOCUMENT_BYTES)
-        except FileNotFoundError:
-            raise DocumentError("no such file", path=name) from None
-        except safefs.UnsafePathError as exc:
-            raise DocumentError(exc.message, path=name, hint=exc.hint) from None
-        except OSError as exc:
-            raise DocumentError(f"cannot read: {exc.strerror}", path=name) from None
-        text = decode_text(raw, name)
+        text = decode_text(read_raw(path, trusted=trusted), name)
     return validate_marked(parse_text(text, name), model)
 
 

@@ -118,12 +118,9 @@ def parse_events(lines: Iterable[str], *, path: str = "events.jsonl") -> list[An
     ]
 
 
-def read_events(path: str | Path) -> list[AnyEvent]:
-    """Read and validate an events.jsonl file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DocumentError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DocumentError(f"cannot read: {exc}", path=str(path)) from None
+def read_events(path: str | Path, *, trusted: Path | None = None) -> list[AnyEvent]:
+    """Read and validate an events.jsonl file (a regular file, never a link below ``trusted``)."""
+    from dokimi.schemas._base import decode_text, read_raw
+
+    text = decode_text(read_raw(path, trusted=trusted), str(path))
     return parse_events(text.splitlines(), path=str(path))
