@@ -123,6 +123,8 @@ class EgressCell:
     opened: float = field(default_factory=time.monotonic)
     attempts: int = 0
     refused: int = 0
+    in_flight: int = 0
+    """Connections of this cell still being served (their line is written when they end)."""
     _file: IO[str] | None = None
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -166,6 +168,7 @@ class EgressProxy:
         self.idle_timeout = idle_timeout
         self._cells: dict[str, EgressCell] = {}
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -216,8 +219,11 @@ class EgressProxy:
             self._cells[cell.token] = cell
         return cell
 
-    def close_cell(self, cell: EgressCell) -> EgressCell:
-        with self._lock:
+    def close_cell(self, cell: EgressCell, *, settle: float = 5.0) -> EgressCell:
+        """Stop serving the cell; wait up to ``settle`` seconds for its connections still open (a client
+        has its last byte a moment before the proxy logs the attempt), then close its log."""
+        with self._settled:
+            self._settled.wait_for(lambda: cell.in_flight == 0, timeout=settle)
             self._cells.pop(cell.token, None)
             if cell._file is not None:
                 cell._file.close()
@@ -243,6 +249,15 @@ class EgressProxy:
         }
 
     # called from handler threads
+
+    def _begin(self, cell: EgressCell) -> None:
+        with self._lock:
+            cell.in_flight += 1
+
+    def _end(self, cell: EgressCell) -> None:
+        with self._settled:
+            cell.in_flight -= 1
+            self._settled.notify_all()
 
     def _cell_for(self, authorization: str | None) -> EgressCell | None:
         if not authorization or not authorization.lower().startswith("basic "):
@@ -286,7 +301,9 @@ class EgressProxy:
             cell.refused += 0 if record["allowed"] else 1
             record["t"] = round(time.monotonic() - cell.opened, 3)
             if self._cells.get(cell.token) is cell:
-                cell.write(record)
+                from dokimi.schemas.gateway import EgressRecord
+
+                cell.write(EgressRecord.model_validate(record).model_dump(mode="json", exclude_none=True))
 
 
 def _pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
@@ -349,6 +366,13 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             if cell is None:
                 self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
                 return
+            proxy._begin(cell)
+            try:
+                self._connect(cell, record)
+            finally:
+                proxy._end(cell)
+
+        def _connect(self, cell: EgressCell, record: dict[str, Any]) -> None:
             parsed = parse_target(self.path, 443)
             if parsed is None:
                 self._refuse(400, f"{self.path!r} is not host:port", record, cell)
@@ -385,6 +409,13 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             if cell is None:
                 self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
                 return
+            proxy._begin(cell)
+            try:
+                self._forward_for(cell, record)
+            finally:
+                proxy._end(cell)
+
+        def _forward_for(self, cell: EgressCell, record: dict[str, Any]) -> None:
             parts = urlsplit(self.path)
             if parts.scheme != "http" or not parts.hostname:
                 self._refuse(

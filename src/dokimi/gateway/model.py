@@ -350,5 +350,6 @@ class ModelGateway(CaptureProxy):
             },
             "cost_usd": None if cost is None else round(cost, 8),
         }
-        record.pop("tag", None)
-        cell._write(record)
+        from dokimi.schemas.gateway import GatewayRecord
+
+        cell._write(GatewayRecord.model_validate(record).model_dump(mode="json"))

@@ -15,6 +15,8 @@ SCHEMAS: dict[str, str] = {
     "task.json": "dokimi.schemas.task:Task",
     "meta.json": "dokimi.schemas.meta:Meta",
     "events.jsonl": "dokimi.schemas.events:Event",
+    "gateway.jsonl": "dokimi.schemas.gateway:GatewayRecord",
+    "egress.jsonl": "dokimi.schemas.gateway:EgressRecord",
     "repo_grade.v1": "dokimi.schemas.grade:RepoGrade",
     "result.json": "dokimi.schemas.result:Result",
     "repo_static.v1": "dokimi.schemas.static:RepoStatic",
