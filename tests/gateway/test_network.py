@@ -73,6 +73,20 @@ def batch_network(docker_available: bool) -> Iterator[BatchNetwork]:
         close_batch_network(net)
 
 
+def _chains() -> str:
+    return subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def test_closing_the_batch_network_removes_it_and_its_firewall_chain(docker_available: bool) -> None:
+    net = open_batch_network(f"test-{uuid.uuid4().hex[:8]}")
+    assert f"-N {net.chain}" in _chains() and f"-i {net.bridge} -j {net.chain}" in _chains()
+    again = open_batch_network(net.name.removeprefix("dokimi-").removesuffix("-net-internal"))
+    assert again == net and _chains().count(f"-j {net.chain}") == 1  # a rerun reuses, never stacks
+    close_batch_network(net)
+    assert net.chain not in _chains()
+    assert _docker("network", "inspect", net.name, check=False).returncode != 0
+
+
 @pytest.fixture
 def other_container(docker_available: bool) -> Iterator[str]:
     """A container of the test's own on a network of the test's own, serving HTTP on port 8000."""
