@@ -225,9 +225,15 @@ def discover(
     """Grade the null and oracle workspaces in discovery mode (no ids yet) and classify the tests."""
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-task-new."))
     try:
-        run_check(scratch)
-        null = _outcomes(scratch, task["id"], "null")
-        oracle = _outcomes(scratch, task["id"], "oracle")
+        report = run_check(scratch)
+        try:
+            null = _outcomes(scratch, task["id"], "null")
+            oracle = _outcomes(scratch, task["id"], "oracle")
+        except DokimiError as exc:
+            problems = [p for t in getattr(report, "tasks", []) for p in t.problems]
+            if problems:
+                exc.message += " (tasks check: " + "; ".join(problems) + ")"
+            raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return classify(null, oracle)

@@ -34,7 +34,7 @@ eval_dir: {eval_dir}
 
 # The guidance files (AGENTS.md and the like) that the arms compare: guidance:none removes every file these
 # globs match at a task's base, guidance:raw keeps them.
-guidance:
+{globs_comment}guidance:
   globs: [{globs}]
 
 image:
@@ -116,6 +116,25 @@ def looks_like_pytest(directory: Path) -> bool:
     )
 
 
+def guidance_globs_for(directory: Path) -> tuple[list[str], str]:
+    """The default guidance globs that match a file of ``directory`` (a glob that matches nothing at any task
+    base only adds a warning), with a comment saying which were left out; ``**/AGENTS.md`` when none
+    matches."""
+    from dokimi.globs import match_glob
+
+    files = [
+        str(p.relative_to(directory))
+        for p in directory.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(directory).parts
+    ]
+    matched = [g for g in DEFAULT_GUIDANCE_GLOBS if any(match_glob(g, f) for f in files)]
+    left_out = [g for g in DEFAULT_GUIDANCE_GLOBS if g not in matched]
+    if not matched:
+        return ["**/AGENTS.md"], "No guidance file yet: add an AGENTS.md, or list your own files."
+    comment = "Not listed because nothing matches them yet: " + ", ".join(left_out) + "." if left_out else ""
+    return matched, comment
+
+
 def init_repo(directory: Path, *, eval_dir: str = DEFAULT_EVAL_DIR, grade: str | None = None) -> InitResult:
     """Write the manifest, the Dockerfile, the manifest's JSON Schema and the tasks directory under
     ``directory/eval_dir``. Raises UsageError, writing nothing, when one of the files exists."""
@@ -139,11 +158,13 @@ def init_repo(directory: Path, *, eval_dir: str = DEFAULT_EVAL_DIR, grade: str |
             hint="edit the existing files, or move them away and run repo init again",
         )
     grade = grade or (PYTEST_GRADE if looks_like_pytest(directory) else COMMAND_GRADE)
+    globs, globs_comment = guidance_globs_for(directory)
     files[root / DEFAULT_MANIFEST_NAME] = MANIFEST_TEMPLATE.format(
         schema_file=SCHEMA_FILE,
         id=repository_id(directory),
         eval_dir=eval_dir,
-        globs=", ".join(f'"{g}"' for g in DEFAULT_GUIDANCE_GLOBS),
+        globs=", ".join(f'"{g}"' for g in globs),
+        globs_comment=f"# {globs_comment}\n" if globs_comment else "",
         grade=grade if grade == PYTEST_GRADE else json.dumps(grade),
         grade_comment=PYTEST_COMMENT if grade == PYTEST_GRADE else COMMAND_COMMENT,
     )

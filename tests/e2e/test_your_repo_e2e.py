@@ -10,76 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.git import commit, git_repo
+from tests.helpers.inventory import FIXES, make_inventory
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
 MODEL = "claude-haiku-4-5"
-
-INVENTORY = '''\
-"""A tiny inventory."""
-
-
-def total(items):
-    """The value of the stock: quantity times price, summed."""
-    return sum(item["qty"] for item in items)
-
-
-def find(items, name):
-    """The item called ``name``, whatever its case; None when there is none."""
-    for item in items:
-        if item["name"] == name:
-            return item
-    return None
-
-
-def discounted(price, percent):
-    """``price`` less ``percent`` per cent."""
-    return price - percent
-'''
-
-TESTS = """\
-from inventory.core import discounted, find, total
-
-ITEMS = [{"name": "Bolt", "qty": 3, "price": 2.0}, {"name": "Nut", "qty": 10, "price": 0.5}]
-
-
-def test_total_of_nothing():
-    assert total([]) == 0
-
-
-def test_find_missing():
-    assert find(ITEMS, "screw") is None
-
-
-def test_no_discount():
-    assert discounted(80.0, 0) == 80.0
-"""
-
-FIXES = [
-    (
-        "fix_total",
-        "Fix total: it counted the pieces instead of their value\n\nStock of 3 bolts at 2.0 came out as 3.\n",
-        (
-            'return sum(item["qty"] for item in items)',
-            'return sum(item["qty"] * item["price"] for item in items)',
-        ),
-        "\n\ndef test_total_is_quantity_times_price():\n    assert total(ITEMS) == 11.0\n",
-    ),
-    (
-        "fix_find_case",
-        "find: ignore case, as documented\n\nLooking up 'bolt' found nothing.\n",
-        ('if item["name"] == name:', 'if item["name"].lower() == name.lower():'),
-        '\n\ndef test_find_ignores_case():\n    assert find(ITEMS, "bolt")["qty"] == 3\n',
-    ),
-    (
-        "fix_discount",
-        "Fix discounted: percent is a percentage\n\nA 25% discount on 80.0 gave 55.0.\n",
-        ("return price - percent", "return price * (100 - percent) / 100"),
-        "\n\ndef test_discount_is_a_percentage():\n    assert discounted(80.0, 25) == 60.0\n",
-    ),
-]
 
 PROMPTS = {
     "fix_total": "inventory.core.total returns the number of pieces in stock, but it should return "
@@ -89,27 +25,6 @@ PROMPTS = {
     "fix_discount": "inventory.core.discounted(80.0, 25) returns 55.0; a 25 per cent discount on 80.0 is "
     "60.0. Fix it.",
 }
-
-
-def _make_repository(path: Path) -> dict[str, str]:
-    """The user's repository: the package, its tests, then one commit per fix (code and a new test)."""
-    repo = git_repo(
-        path,
-        {
-            "inventory/__init__.py": "",
-            "inventory/core.py": INVENTORY,
-            "tests/test_core.py": TESTS,
-            "pyproject.toml": '[project]\nname = "inventory"\nversion = "0.1"\n\n'
-            '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
-            "AGENTS.md": "# inventory\n\nRun the tests with `python3 -m pytest`.\n",
-        },
-        msg="inventory: first version",
-    )
-    code, tests, shas = INVENTORY, TESTS, {}
-    for task_id, message, (old, new), test in FIXES:
-        code, tests = code.replace(old, new), tests + test
-        shas[task_id] = commit(repo, message, files={"inventory/core.py": code, "tests/test_core.py": tests})
-    return shas
 
 
 def _ok(args: list[str], timeout: float = 900) -> str:
@@ -122,7 +37,7 @@ def test_a_new_user_evaluates_their_own_repository_from_zero(
     docker_available: bool, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = tmp_path / "inventory"
-    shas = _make_repository(repo)
+    shas = make_inventory(repo)
 
     init = json.loads(_ok(["repo", "init", str(repo), "--json"]))
     assert init["grade"] == "builtin:pytest"
