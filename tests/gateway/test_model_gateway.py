@@ -171,3 +171,17 @@ def test_dummy_keys_are_found_in_headers_and_query_and_swapped_everywhere() -> N
     path, swapped = swap_credentials(f"/v1/x?key={dummy}&a=1", headers, {dummy: "REAL"})
     assert path == "/v1/x?key=REAL&a=1"
     assert swapped == [("Authorization", "Bearer REAL"), ("x-goog-api-key", "REAL")]
+
+
+def test_a_cell_that_spent_its_cap_gets_no_more_requests_forwarded(tmp_path: Path) -> None:
+    with MockModelServer([{"text": "a"}, {"text": "b"}]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl", cap_usd=1e-9)
+            first, _ = post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["K"]})
+            second, body = post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["K"]})
+            usage = gateway.close_cell(cell)
+        assert len(mock.requests) == 1
+    assert (first, second) == (200, 429) and b"budget" in body
+    assert usage.turns == 1 and usage.statuses[429] == 1 and usage.requests == 2
+    lines = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert [line["status"] for line in lines] == [200, 429]

@@ -15,6 +15,9 @@ For every request the gateway (rules, one function each):
 * :func:`swap_credentials` replaces each dummy with the real value of its variable, read from the host's
   environment when the batch started; the real credential therefore never enters a container, and is never
   recorded (headers are recorded through the capture proxy's allow-list);
+* :func:`cap_refusal`: once the cell's priced spend has reached its cap (``--budget``), further requests are
+  refused (429) without being forwarded. The harness stops itself at that cap; this holds a command the
+  agent runs with the dummy key to it too, so the batch budget's reservation of the cap is a real bound;
 * forwards the request to the upstream (the profile's endpoint variable as set on the host, else the vendor's
   default URL) and streams the answer back (:class:`dokimi.capture_proxy.CaptureProxy` does the relaying);
 * records the request and the response, with the tokens the response reports (:mod:`dokimi.gateway.usage`)
@@ -136,6 +139,16 @@ class CellUsage:
         }
 
 
+def cap_refusal(usage: CellUsage, cap_usd: float | None) -> str | None:
+    """Why a cell's next request is refused: its priced spend has reached its cap. None: it may go on."""
+    if cap_usd is not None and usage.cost_usd >= cap_usd:
+        return (
+            f"the cell's budget of ${cap_usd:g} is spent (${usage.cost_usd:.4f} at the price table's rates); "
+            "the model gateway forwards no more of its requests"
+        )
+    return None
+
+
 def infra_error_reason(usage: CellUsage, *, agent_rc: int | None, timed_out: bool) -> str | None:
     """Why a cell never reached its model, or None when it did (at least one model response).
 
@@ -161,8 +174,12 @@ def infra_error_reason(usage: CellUsage, *, agent_rc: int | None, timed_out: boo
 class GatewayCell:
     """One cell opened on the gateway: its dummy credentials, its record file and its account."""
 
-    def __init__(self, name: str, record_path: Path, credential_vars: Sequence[str]) -> None:
+    def __init__(
+        self, name: str, record_path: Path, credential_vars: Sequence[str], cap_usd: float | None = None
+    ) -> None:
         self.name = name
+        self.cap_usd = cap_usd
+        """The cell's cost cap; None: no cap at the gateway."""
         self.record_path = record_path
         self.env: dict[str, str] = {var: new_dummy() for var in credential_vars}
         """Credential variable -> this cell's dummy: what the agent's container gets instead."""
@@ -208,6 +225,14 @@ def _request_model(req: ProxiedRequest) -> str | None:
     return match.group(1) if match else None
 
 
+class _CapRefusal(Refusal):
+    """A request of a cell whose budget is spent: answered 429 by the gateway, recorded in the cell."""
+
+    def __init__(self, cell: GatewayCell, message: str) -> None:
+        super().__init__(429, message)
+        self.cell = cell
+
+
 def _known(cells: set[GatewayCell]) -> set[str]:
     return {dummy for cell in cells for dummy in cell.env.values()}
 
@@ -238,12 +263,12 @@ class ModelGateway(CaptureProxy):
         self.refused = 0
         self._in_flight_by_cell: dict[str, int] = {}
 
-    def open_cell(self, name: str, record_path: Path) -> GatewayCell:
+    def open_cell(self, name: str, record_path: Path, *, cap_usd: float | None = None) -> GatewayCell:
         """Register a cell; its ``env`` holds the dummy credentials to give its container. The variables are
         those of ``credential_vars`` set on the host, or the first one when none is (so the harness starts;
-        the upstream then gets the dummy)."""
+        the upstream then gets the dummy). ``cap_usd``: refuse its requests once it has spent that much."""
         chosen = [v for v in self.credential_vars if v in self._credentials] or list(self.credential_vars[:1])
-        cell = GatewayCell(name, record_path, chosen)
+        cell = GatewayCell(name, record_path, chosen, cap_usd)
         with self._cells_lock:
             for dummy in cell.env.values():
                 self._cells[dummy] = cell
@@ -277,6 +302,10 @@ class ModelGateway(CaptureProxy):
         if len(cells) != 1 or not keys <= _known(cells):  # an ended cell, or the keys of two cells
             raise Refusal(401, "the model gateway does not know this cell key (the cell has ended)")
         (cell,) = cells
+        with self._lock:
+            over = cap_refusal(cell.usage, cell.cap_usd)
+        if over is not None:
+            raise _CapRefusal(cell, over)
         real = {dummy: self._credentials[var] for var, dummy in cell.env.items() if var in self._credentials}
         new_path, new_headers = swap_credentials(path, headers, real)
         with self._lock:
@@ -284,6 +313,9 @@ class ModelGateway(CaptureProxy):
         return Admission(new_path, new_headers, tag=cell)
 
     def _refused(self, method: str, path: str, refusal: Refusal) -> None:
+        if isinstance(refusal, _CapRefusal):
+            self._record_cap_refusal(method, path, refusal)
+            return
         with self._lock:
             self.refused += 1
             if self.unattributed_path is not None:
@@ -303,6 +335,23 @@ class ModelGateway(CaptureProxy):
                         )
                         + "\n"
                     )
+
+    def _record_cap_refusal(self, method: str, path: str, refusal: _CapRefusal) -> None:
+        from dokimi.capture_proxy import redacted_path
+        from dokimi.schemas.gateway import GatewayRecord
+
+        cell = refusal.cell
+        with self._lock:
+            cell.usage.requests += 1
+            cell.usage.statuses[429] += 1
+            if cell.closed:
+                return
+            t = round(time.monotonic() - cell.opened, 3)
+            record = GatewayRecord(
+                index=0, t=t, duration_s=0.0, method=method, path=redacted_path(path), headers={},
+                status=429, error=refusal.message,
+            )  # fmt: skip
+            cell._write(record.model_dump(mode="json"))
 
     def _completed(self, req: ProxiedRequest) -> None:
         cell = req.tag

@@ -184,11 +184,17 @@ class SealedBatch:
         return self._net.address
 
     def open_cell(
-        self, name: str, run_dir: Path, egress: Sequence[str], *, any_host: bool = False
+        self,
+        name: str,
+        run_dir: Path,
+        egress: Sequence[str],
+        *,
+        any_host: bool = False,
+        cap_usd: float | None = None,
     ) -> CellSeal:
         """Open a cell: its gateway record goes to ``run_dir``/gateway.jsonl and its egress log to
         ``run_dir``/egress.jsonl; ``egress`` is its allow-list (``any_host``: image.network public)."""
-        gateway_cell = self.gateway.open_cell(name, run_dir / RECORD_FILE)
+        gateway_cell = self.gateway.open_cell(name, run_dir / RECORD_FILE, cap_usd=cap_usd)
         allow = [ANY_HOST] if any_host else list(egress)
         egress_cell = self.proxy.open_cell(name, allow, run_dir / EGRESS_LOG)
         endpoint = f"http://{self.address}:{self.gateway.port}"

@@ -380,7 +380,13 @@ def run_agent(
         )
     public = ctx.manifest.image is not None and ctx.manifest.image.network == "public"
     rel = key.path(ctx.root).relative_to(ctx.root).as_posix()
-    seal = ctx.sealed.open_cell(f"{rel}:{role}", run_dir, ctx.task(key.task).egress, any_host=public)
+    seal = ctx.sealed.open_cell(
+        f"{rel}:{role}",
+        run_dir,
+        ctx.task(key.task).egress,
+        any_host=public,
+        cap_usd=ctx.limits[key.task].budget_usd,
+    )
     try:
         run = _run_agent_container(
             ctx, key, run_dir, prompt=prompt, script=script, role=role, seal_env=seal.env, capture=capture
