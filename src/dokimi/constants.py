@@ -88,3 +88,12 @@ MAX_GUIDANCE_BYTES: Final = 2 * 1024 * 1024
 BUILD_SYSTEMS: Final = frozenset(
     {"bazel", "make", "cmake", "meson", "ninja", "python", "pytest", "npm", "cargo", "go", "maven", "gradle"}
 )
+
+
+#: The classes of an L0 scan status; a status is its class or a refinement after ``_`` (``ok_suffix``).
+STATUS_CLASSES = ("ok", "unresolved", "fail")
+
+
+def status_class(status: str) -> str:
+    """The part of a status before the first ``_``: ``ok_suffix`` -> ``ok``."""
+    return status.split("_", 1)[0]

@@ -8,6 +8,7 @@ of behaviour.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -36,9 +37,9 @@ def render(result: ScanResult) -> str:
         for d in result.drafts
         for fix in [d.verdict.fix or "-"]
     ]
-    lines += [json.dumps(f.model_dump(mode="json"), sort_keys=True) for f in result.files]
-    lines += [json.dumps(w.model_dump(mode="json"), sort_keys=True) for w in result.warnings]
-    lines.append(json.dumps(result.build_systems.model_dump(mode="json"), sort_keys=True))
+    lines += [json.dumps(dataclasses.asdict(f), sort_keys=True) for f in result.files]
+    lines += [json.dumps(dataclasses.asdict(w), sort_keys=True) for w in result.warnings]
+    lines.append(json.dumps(dataclasses.asdict(result.build_systems), sort_keys=True))
     return "\n".join(lines) + "\n"
 
 

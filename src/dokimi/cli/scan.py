@@ -88,39 +88,47 @@ def _scan(
     show_all: bool,
     fail_on_fail: bool,
 ) -> int:
-    from dokimi.scan import merge_static, render_text, scan_repo, static_not_merged, to_sarif
-    from dokimi.scan.report import summary_line
-    from dokimi.schemas._base import dump_document, write_text_atomic
+    from dokimi.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
+    from dokimi.scan.report import summary_line, use_color
 
-    document, defaulted = scan_repo(source, manifest=manifest, manifest_file=manifest_file)
-    if defaulted:
-        note(f"no manifest: scanning the default guidance globs {', '.join(document.guidance_globs)}")
+    scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file)
+    if scanned.defaulted:
+        note(f"no manifest: scanning the default guidance globs {', '.join(scanned.globs)}")
     invalid_static = False
-    if static_path is not None:
-        from dokimi.errors import DocumentError
-        from dokimi.schemas._base import read_document
-        from dokimi.schemas.static import RepoStatic
-
-        try:
-            static_doc = read_document(static_path, RepoStatic)
-        except DocumentError as exc:
-            invalid_static = True
-            document = static_not_merged(document, path=str(static_path), error=str(exc))
-        else:
-            document = merge_static(document, static_doc, path=str(static_path))
-    if out is not None:
-        write_text_atomic(out, dump_document(document))
-    if fmt == "json":
-        sys.stdout.write(dump_document(document))
-    elif fmt == "sarif":
-        sys.stdout.write(json.dumps(to_sarif(document), indent=2, sort_keys=True) + "\n")
+    if static_path is None and out is None and fmt != "json":
+        # the text and SARIF outputs need no document: no pydantic models to build (a fast pre-commit hook)
+        view = view_of_result(scanned.result)
     else:
-        sys.stdout.write(render_text(document, show_all=show_all))
+        from dokimi.scan import merge_static, static_not_merged
+        from dokimi.schemas._base import dump_document, write_text_atomic
+
+        document = scanned.document()
+        if static_path is not None:
+            from dokimi.errors import DocumentError
+            from dokimi.schemas._base import read_document
+            from dokimi.schemas.static import RepoStatic
+
+            try:
+                static_doc = read_document(static_path, RepoStatic)
+            except DocumentError as exc:
+                invalid_static = True
+                document = static_not_merged(document, path=str(static_path), error=str(exc))
+            else:
+                document = merge_static(document, static_doc, path=str(static_path))
+        if out is not None:
+            write_text_atomic(out, dump_document(document))
+        if fmt == "json":
+            sys.stdout.write(dump_document(document))
+        view = view_of_document(document)
+    if fmt == "sarif":
+        sys.stdout.write(json.dumps(to_sarif(view), indent=2, sort_keys=True) + "\n")
+    elif fmt == "text":
+        sys.stdout.write(render_text(view, show_all=show_all, color=use_color(sys.stdout)))
     if fmt != "text":
-        note(summary_line(document))
+        note(summary_line(view))
     if invalid_static:
         return EXIT_FOUND_PROBLEMS
-    if fail_on_fail and not document.gate.passed:
+    if fail_on_fail and not view.gate_passed:
         return EXIT_FOUND_PROBLEMS
     return EXIT_OK
 

@@ -2,23 +2,69 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.scan.engine import ScanResult, scan_snapshot
-from dokimi.scan.report import build_readiness, merge_static, render_text, static_not_merged, to_sarif
-from dokimi.schemas.readiness import RepoReadiness
+from dokimi.scan.report import (
+    ScanView,
+    build_readiness,
+    merge_static,
+    render_text,
+    static_not_merged,
+    to_sarif,
+    view_of_document,
+    view_of_result,
+)
+
+if TYPE_CHECKING:
+    from dokimi.schemas.readiness import RepoReadiness
 
 __all__ = [
     "ScanResult",
+    "ScanView",
+    "ScannedRepo",
     "build_readiness",
     "merge_static",
     "render_text",
     "scan_repo",
+    "scan_result",
     "scan_snapshot",
     "static_not_merged",
     "to_sarif",
-    "RepoReadiness",
+    "view_of_document",
+    "view_of_result",
 ]
+
+
+DEFAULT_MANIFEST = f"{DEFAULT_EVAL_DIR}/{DEFAULT_MANIFEST_NAME}"
+
+
+@dataclass
+class ScannedRepo:
+    """The scan's result and what the readiness document says about where it came from."""
+
+    result: ScanResult
+    source: str
+    rev: str | None
+    manifest: str | None
+    globs: list[str]
+    also_scan: list[str]
+    defaulted: bool
+
+    def document(self) -> RepoReadiness:
+        """The repo_readiness.v1 document (builds the pydantic models: only when it is written or merged)."""
+        return build_readiness(
+            self.result,
+            source=self.source,
+            rev=self.rev,
+            manifest=self.manifest,
+            globs=self.globs,
+            also_scan=self.also_scan,
+            defaulted=self.defaulted,
+        )
 
 
 def scan_repo(
@@ -31,44 +77,62 @@ def scan_repo(
 
     Returns the readiness document and whether the default globs were used.
     """
+    scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file)
+    return scanned.document(), scanned.defaulted
+
+
+def scan_result(
+    source: str, *, manifest: str | None = None, manifest_file: Path | None = None
+) -> ScannedRepo:
+    """:func:`scan_repo` without the document: the scan's plain result, for the text output."""
     from dokimi.source import git
 
-    # Python's collector stays off from the listing to the document (see git.nogc): the listing and the scan
+    # Python's collector stays off from the listing to the result (see git.nogc): the listing and the scan
     # allocate hundreds of thousands of objects and free them by reference counting. It comes back on after
     # _scan_repo has returned, when the listing and its indexes are gone, so the first collection has only
-    # the document to look at.
+    # the result to look at.
     with git.nogc():
         return _scan_repo(source, manifest, manifest_file)
 
 
-def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) -> tuple[RepoReadiness, bool]:
-    from dokimi.manifest import load_manifest
+def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) -> ScannedRepo:
     from dokimi.source import open_source
 
     with open_source(source) as repo:
         snapshot = repo.eval_snapshot()
         try:
-            loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=False)
-            model = loaded.manifest
-            url = (model.source.url if model is not None and model.source is not None else None) or repo.url
+            if manifest is None and manifest_file is None and not snapshot.is_file(DEFAULT_MANIFEST):
+                # no manifest: the default globs, without loading the manifest's models
+                path, globs, also, systems, url, defaulted = (
+                    None,
+                    list(DEFAULT_GUIDANCE_GLOBS),
+                    [],
+                    None,
+                    None,
+                    True,
+                )
+            else:
+                from dokimi.manifest import load_manifest
+
+                loaded = load_manifest(
+                    snapshot, manifest=manifest, manifest_file=manifest_file, required=False
+                )
+                model = loaded.manifest
+                path, globs, also = loaded.path, list(loaded.guidance_globs), list(loaded.also_scan)
+                systems = list(model.build_systems) if model is not None and model.build_systems else None
+                url = model.source.url if model is not None and model.source is not None else None
+                defaulted = loaded.defaulted
             result = scan_snapshot(
-                snapshot,
-                globs=list(loaded.guidance_globs),
-                also_scan=list(loaded.also_scan),
-                build_systems=list(model.build_systems)
-                if model is not None and model.build_systems
-                else None,
-                source_url=url,
+                snapshot, globs=globs, also_scan=also, build_systems=systems, source_url=url or repo.url
             )
         finally:
             snapshot.close()
-        document = build_readiness(
+        return ScannedRepo(
             result,
             source=repo.label,
             rev=snapshot.rev,
-            manifest=loaded.path,
-            globs=list(loaded.guidance_globs),
-            also_scan=list(loaded.also_scan),
-            defaulted=loaded.defaulted,
+            manifest=path,
+            globs=globs,
+            also_scan=also,
+            defaulted=defaulted,
         )
-    return document, loaded.defaulted

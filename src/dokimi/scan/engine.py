@@ -8,6 +8,7 @@ identifiers) in a second; identifiers are looked up in one ``git grep``. Nothing
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from collections.abc import Container, Iterable
@@ -48,8 +49,7 @@ from dokimi.scan.shell import (
     split_commands,
     split_fence,
 )
-from dokimi.scan.verdict import Draft, Verdict, ok, unresolved
-from dokimi.schemas.readiness import BuildSystems, GuidanceFile, Warning_
+from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord, ok, unresolved
 from dokimi.source import git
 from dokimi.source.snapshot import Snapshot
 
@@ -104,10 +104,10 @@ SPAN_COMMANDS = frozenset(
 
 @dataclass
 class ScanResult:
-    files: list[GuidanceFile]
+    files: list[FileRecord]
     drafts: list[Draft]
-    warnings: list[Warning_]
-    build_systems: BuildSystems
+    warnings: list[WarningRecord]
+    build_systems: AdapterChoice
 
 
 @dataclass
@@ -129,16 +129,16 @@ class _Work:
 
 def select_guidance(
     snapshot: Snapshot, globs: list[str], also_scan: list[str]
-) -> tuple[dict[str, Origin], list[Warning_]]:
+) -> tuple[dict[str, Origin], list[WarningRecord]]:
     """Files the globs and also_scan name (path -> origin), and warnings for what matched nothing."""
     paths = sorted(snapshot.entries)
     chosen: dict[str, Origin] = {}
-    warnings: list[Warning_] = []
+    warnings: list[WarningRecord] = []
     for glob in globs:
         matched = [p for p in glob_matches(snapshot, glob, paths) if not snapshot.entries[p].is_submodule]
         if not matched:
             warnings.append(
-                Warning_(
+                WarningRecord(
                     kind="glob_no_match",
                     path=glob,
                     message=f"the guidance glob {glob} matches no file",
@@ -151,7 +151,7 @@ def select_guidance(
         matched = filter_paths(item, paths) if is_glob(item) else ([item] if item in snapshot.entries else [])
         if not matched:
             warnings.append(
-                Warning_(
+                WarningRecord(
                     kind="also_scan_missing",
                     path=item,
                     message=f"also_scan names {item}, which the tree lacks",
@@ -181,11 +181,11 @@ def glob_matches(snapshot: Snapshot, glob: str, paths: list[str]) -> list[str]:
 
 def read_guidance(
     snapshot: Snapshot, chosen: dict[str, Origin]
-) -> tuple[list[GuidanceFile], dict[str, str], dict[str, str], list[Warning_]]:
+) -> tuple[list[FileRecord], dict[str, str], dict[str, str], list[WarningRecord]]:
     """Resolve symlinks (a file linking to another is scanned once, as the file it names) and read every
     guidance file plus the root configs adapters detect from, in one batch."""
-    files: list[GuidanceFile] = []
-    warnings: list[Warning_] = []
+    files: list[FileRecord] = []
+    warnings: list[WarningRecord] = []
     real_of: dict[str, str] = {}
     for path in sorted(chosen):
         resolved = snapshot.resolve(path)
@@ -194,12 +194,12 @@ def read_guidance(
             reason = resolved.reason or "a directory"
             reason = f"a link that {reason}" if resolved.reason in ("dangles", "loops") else reason
             files.append(
-                GuidanceFile(
-                    path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=reason
-                )
+                FileRecord(path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=reason)
             )
             warnings.append(
-                Warning_(kind="unreadable", path=path, message=f"{path} cannot be read: {reason}", gate=True)
+                WarningRecord(
+                    kind="unreadable", path=path, message=f"{path} cannot be read: {reason}", gate=True
+                )
             )
             continue
         real_of[path] = resolved.path
@@ -225,12 +225,12 @@ def read_guidance(
         real = real_of[path]
         if real in problems:
             files.append(
-                GuidanceFile(
+                FileRecord(
                     path=path, origin=chosen[path], scanned_as=None, state="unreadable", reason=problems[real]
                 )
             )
             warnings.append(
-                Warning_(
+                WarningRecord(
                     kind="unreadable",
                     path=path,
                     message=f"{path} cannot be read: {problems[real]}",
@@ -240,7 +240,7 @@ def read_guidance(
             continue
         state: Literal["alias", "scanned"] = "alias" if real in scanned else "scanned"
         scanned.add(real)
-        files.append(GuidanceFile(path=path, origin=chosen[path], scanned_as=real, state=state))
+        files.append(FileRecord(path=path, origin=chosen[path], scanned_as=real, state=state))
     root_texts = {p: blobs[p].decode("utf-8", "replace") for p in roots if p in blobs}
     files.sort(key=lambda f: f.path)
     return files, texts, root_texts, warnings
@@ -266,7 +266,7 @@ def _read_many_lenient(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, by
 # --- adapters -----------------------------------------------------------------------------------------------
 
 
-def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dict[str, str]) -> BuildSystems:
+def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dict[str, str]) -> AdapterChoice:
     """The manifest's build_systems, else the adapters whose files are at the root (any conftest.py or a
     pytest section also selects pytest)."""
     if build_systems:
@@ -277,13 +277,13 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
             if name in ADAPTERS and name not in names:
                 names.append(name)
                 why[name] = "build_systems in the manifest"
-        return BuildSystems(adapters=names, selected_by="manifest", why=why)
+        return AdapterChoice(adapters=names, selected_by="manifest", why=why)
     why = {}
     for name, adapter in ADAPTERS.items():
         reason = adapter.detect(tree, root_texts)
         if reason:
             why[name] = f"detected: {reason}"
-    return BuildSystems(adapters=list(why), selected_by="detected", why=why)
+    return AdapterChoice(adapters=list(why), selected_by="detected", why=why)
 
 
 # --- claims of one file -------------------------------------------------------------------------------------
@@ -592,7 +592,7 @@ def _scan(
     warnings.extend(unreadable)
     if not any(f.state == "scanned" for f in files):
         warnings.append(
-            Warning_(
+            WarningRecord(
                 kind="no_guidance",
                 message="no guidance file matched, so nothing was scanned (incomplete)",
                 gate=True,
@@ -648,7 +648,7 @@ def _scan(
     for draft in work.drafts:
         counts[draft.file] = counts.get(draft.file, 0) + 1
     files = [
-        f.model_copy(update={"claims": counts.get(f.scanned_as or "", 0)}) if f.state == "scanned" else f
+        dataclasses.replace(f, claims=counts.get(f.scanned_as or "", 0)) if f.state == "scanned" else f
         for f in files
     ]
     # the same claim twice (a span and a fence naming one path on one line) is one claim; keyed by plain

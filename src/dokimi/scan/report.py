@@ -1,14 +1,24 @@
-"""The readiness document: claims, counts, the --static merge, the gate; and its text and SARIF renderings."""
+"""The readiness document: claims, counts, the --static merge, the gate; and its text and SARIF renderings.
+
+The renderings read a :class:`ScanView`, made from the scan's own result (:func:`view_of_result`, no pydantic:
+the text output of a scan in pre-commit) or from the repo_readiness.v1 document (:func:`view_of_document`,
+after a --static merge or when the document is written anyway).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from dokimi import __version__
+from dokimi.constants import status_class
 from dokimi.scan.engine import ScanResult
-from dokimi.schemas.readiness import Claim, Gate, RepoReadiness, StaticMerge, Warning_
-from dokimi.schemas.static import RepoStatic, status_class
+
+if TYPE_CHECKING:
+    from dokimi.schemas.readiness import Claim, RepoReadiness
+    from dokimi.schemas.static import RepoStatic
 
 STATUS_ORDER = ("fail", "unresolved", "ok")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -31,6 +41,8 @@ def build_readiness(
     also_scan: list[str],
     defaulted: bool,
 ) -> RepoReadiness:
+    from dokimi.schemas.readiness import BuildSystems, Claim, Gate, GuidanceFile, RepoReadiness, Warning_
+
     claims = [
         Claim(
             file=d.file,
@@ -52,12 +64,12 @@ def build_readiness(
         guidance_globs=globs,
         also_scan=also_scan,
         defaulted=defaulted,
-        build_systems=result.build_systems,
-        files=result.files,
+        build_systems=BuildSystems(**dataclasses.asdict(result.build_systems)),
+        files=[GuidanceFile(**dataclasses.asdict(f)) for f in result.files],
         claims=claims,
         counts=dict(framework),
         by_source={"framework": framework},
-        warnings=result.warnings,
+        warnings=[Warning_(**dataclasses.asdict(w)) for w in result.warnings],
         gate=Gate(passed=True),
     )
     return with_gate(document)
@@ -66,6 +78,8 @@ def build_readiness(
 def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> RepoReadiness:
     """A repository claim replaces the framework claim on the same (file, line, claim text); by_source keeps
     both sides' counts from before the merge."""
+    from dokimi.schemas.readiness import Claim, StaticMerge
+
     repo_claims = []
     for item in static.claims:
         data = item.model_dump(mode="json", by_alias=True)
@@ -110,6 +124,8 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
 
 
 def static_not_merged(document: RepoReadiness, *, path: str, error: str) -> RepoReadiness:
+    from dokimi.schemas.readiness import StaticMerge, Warning_
+
     warning = Warning_(
         kind="static", path=path, message=f"--static {path} was not merged: {error}", gate=True
     )
@@ -125,62 +141,137 @@ def static_not_merged(document: RepoReadiness, *, path: str, error: str) -> Repo
 def with_gate(document: RepoReadiness) -> RepoReadiness:
     """--fail-on-fail: any fail claim, a missing also_scan file, an unreadable guidance file, no guidance
     matched (incomplete), or an invalid --static document. A glob with no match does not fail it."""
-    reasons = []
-    fails = document.counts.get("fail", 0)
-    if fails:
-        reasons.append(f"{fails} claim{'s' if fails != 1 else ''} fail")
-    for warning in document.warnings:
-        if warning.gate:
-            reasons.append(warning.message)
+    from dokimi.schemas.readiness import Gate
+
+    reasons = gate_reasons(document.counts.get("fail", 0), document.warnings)
     return document.model_copy(update={"gate": Gate(passed=not reasons, reasons=reasons)})
+
+
+def gate_reasons(fails: int, warnings: Iterable[Any]) -> list[str]:
+    """Why --fail-on-fail fails: the fail claims, then each warning that counts against the gate."""
+    reasons = [f"{fails} claim{'s' if fails != 1 else ''} fail"] if fails else []
+    return reasons + [w.message for w in warnings if w.gate]
 
 
 # --- renderings ---------------------------------------------------------------------------------------------
 
 
-def summary_line(document: RepoReadiness) -> str:
-    scanned = sum(1 for f in document.files if f.state == "scanned")
-    counts = document.counts
+class ClaimRow(NamedTuple):
+    file: str
+    line: int
+    kind: str
+    claim: str
+    status: str
+    why: str
+    fix: str | None
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ScanView:
+    """What the text and SARIF renderings show, from the scan's result or from the document."""
+
+    claims: list[ClaimRow]
+    warnings: list[str]
+    adapters: list[str]
+    selected_by: str
+    scanned: int
+    counts: dict[str, int]
+    gate_passed: bool
+
+
+def view_of_result(result: ScanResult) -> ScanView:
+    claims = [
+        ClaimRow(d.file, d.line, d.kind, d.claim, d.verdict.status, d.verdict.why, d.verdict.fix, "framework")
+        for d in result.drafts
+    ]
+    counts = {"ok": 0, "unresolved": 0, "fail": 0}
+    for claim in claims:
+        counts[status_class(claim.status)] += 1
+    return ScanView(
+        claims=claims,
+        warnings=[w.message for w in result.warnings],
+        adapters=list(result.build_systems.adapters),
+        selected_by=result.build_systems.selected_by,
+        scanned=sum(1 for f in result.files if f.state == "scanned"),
+        counts=counts,
+        gate_passed=not gate_reasons(counts["fail"], result.warnings),
+    )
+
+
+def view_of_document(document: RepoReadiness) -> ScanView:
+    return ScanView(
+        claims=[
+            ClaimRow(c.file, c.line, c.kind, c.claim, c.status, c.why, c.fix, c.source)
+            for c in document.claims
+        ],
+        warnings=[w.message for w in document.warnings],
+        adapters=list(document.build_systems.adapters),
+        selected_by=document.build_systems.selected_by,
+        scanned=sum(1 for f in document.files if f.state == "scanned"),
+        counts=dict(document.counts),
+        gate_passed=document.gate.passed,
+    )
+
+
+def summary_line(view: ScanView) -> str:
+    counts = view.counts
     total = sum(counts.values())
     text = (
-        f"scan: {scanned} guidance file{'s' if scanned != 1 else ''}, {total} claims: "
+        f"scan: {view.scanned} guidance file{'s' if view.scanned != 1 else ''}, {total} claims: "
         f"{counts.get('ok', 0)} ok, "
         f"{counts.get('unresolved', 0)} unresolved, {counts.get('fail', 0)} fail"
     )
-    if document.warnings:
-        text += f"; {len(document.warnings)} warning{'s' if len(document.warnings) != 1 else ''}"
-    return text + ("" if document.gate.passed else " (gate: fail)")
+    if view.warnings:
+        text += f"; {len(view.warnings)} warning{'s' if len(view.warnings) != 1 else ''}"
+    return text + ("" if view.gate_passed else " (gate: fail)")
 
 
-def render_text(document: RepoReadiness, *, show_all: bool = False) -> str:
-    """Claims grouped by file: fail and unresolved (everything with ``show_all``), then warnings, then one
-    summary line."""
-    lines: list[str] = []
-    by_file: dict[str, list[Claim]] = {}
-    for claim in document.claims:
-        if show_all or status_class(claim.status) != "ok":
-            by_file.setdefault(claim.file, []).append(claim)
-    for file in sorted(by_file):
-        lines.append(file)
-        for claim in sorted(by_file[file], key=lambda c: (c.line, c.claim)):
-            text = f"  {claim.line:>5}  {claim.status:<11} {claim.kind:<14} {claim.claim}  {claim.why}"
-            if claim.fix:
-                text += f"; {claim.fix}"
-            if claim.source == "repository":
-                text += " [repository]"
-            lines.append(text)
-    for warning in document.warnings:
-        lines.append(f"warning: {warning.message}")
-    adapters = ", ".join(document.build_systems.adapters) or "none"
-    lines.append(f"adapters: {adapters} ({document.build_systems.selected_by})")
-    lines.append(summary_line(document))
+#: ANSI colours of the status word on a terminal: fail red, unresolved yellow.
+COLORS = {"fail": "\033[31m", "unresolved": "\033[33m"}
+RESET = "\033[0m"
+
+
+def use_color(stream: IO[str]) -> bool:
+    """Colour on a terminal only, and never when NO_COLOR is set (no-color.org) or TERM is dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def claim_line(claim: ClaimRow, *, color: bool = False) -> str:
+    """``path:line: status kind claim: why; fix``: a form editors and CI logs turn into a link to the line."""
+    status = claim.status
+    klass = status_class(status)
+    if color and klass in COLORS:
+        status = f"{COLORS[klass]}{status}{RESET}"
+    text = f"{claim.file}:{claim.line}: {status} {claim.kind} {claim.claim}: {claim.why}"
+    if claim.fix:
+        text += f"; {claim.fix}"
+    if claim.source == "repository":
+        text += " [repository]"
+    return text
+
+
+def render_text(view: ScanView, *, show_all: bool = False, color: bool = False) -> str:
+    """One ``path:line: status kind claim: why`` line per fail and unresolved claim (every claim with
+    ``show_all``), sorted by file and line; then the warnings, the adapters and one summary line."""
+    shown = [c for c in view.claims if show_all or status_class(c.status) != "ok"]
+    shown.sort(key=lambda c: (c.file, c.line, c.claim))
+    lines = [claim_line(c, color=color) for c in shown]
+    for message in view.warnings:
+        lines.append(f"warning: {message}")
+    adapters = ", ".join(view.adapters) or "none"
+    lines.append(f"adapters: {adapters} ({view.selected_by})")
+    lines.append(summary_line(view))
     return "\n".join(lines) + "\n"
 
 
-def to_sarif(document: RepoReadiness) -> dict[str, Any]:
+def to_sarif(view: ScanView) -> dict[str, Any]:
     """SARIF 2.1.0: one result per fail claim (level error) and per unresolved claim (level note), located at
     the repository-relative file and line, so GitHub code scanning shows them inline."""
-    kinds = sorted({c.kind for c in document.claims if status_class(c.status) != "ok"})
+    kinds = sorted({c.kind for c in view.claims if status_class(c.status) != "ok"})
     rules = [
         {
             "id": f"dokimi/{kind}",
@@ -191,7 +282,7 @@ def to_sarif(document: RepoReadiness) -> dict[str, Any]:
         for kind in kinds
     ]
     results = []
-    for claim in document.claims:
+    for claim in view.claims:
         klass = status_class(claim.status)
         if klass == "ok":
             continue

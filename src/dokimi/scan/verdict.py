@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 OK = "ok"
 OK_SUFFIX = "ok_suffix"
@@ -39,3 +40,39 @@ class Draft:
     kind: str
     claim: str
     verdict: Verdict
+
+
+# The scan's own records of the guidance files, warnings and adapters: plain data with the fields of the
+# repo_readiness.v1 models of the same meaning (dokimi.schemas.readiness), which are built from them only when
+# a document is written. The text output needs no pydantic, so a scan in pre-commit starts fast.
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRecord:
+    """A guidance file the scan considered (readiness ``GuidanceFile``)."""
+
+    path: str
+    origin: Literal["glob", "also_scan"]
+    scanned_as: str | None
+    state: Literal["scanned", "alias", "unreadable"]
+    reason: str | None = None
+    claims: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarningRecord:
+    """Guidance the manifest names but the tree lacks, or cannot be read (readiness ``Warning_``)."""
+
+    kind: Literal["glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static"]
+    path: str | None = None
+    message: str
+    gate: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdapterChoice:
+    """Which claim-check adapters ran, and why (readiness ``BuildSystems``)."""
+
+    adapters: list[str]
+    selected_by: Literal["manifest", "detected"]
+    why: dict[str, str] = field(default_factory=dict)

@@ -11,14 +11,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from dokimi.constants import STATUS_CLASSES, status_class
 from dokimi.schemas._base import OpenDocument
 
-STATUS_CLASSES = ("ok", "unresolved", "fail")
-
-
-def status_class(status: str) -> str:
-    """The part of a status before the first ``_``: ``ok_suffix`` -> ``ok``."""
-    return status.split("_", 1)[0]
+__all__ = ["STATUS_CLASSES", "RepoStatic", "StaticClaim", "status_class"]
 
 
 class StaticClaim(OpenDocument):

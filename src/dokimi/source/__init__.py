@@ -145,10 +145,11 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
         return Repo(spec, clone.git_dir, None, clone.sha, url=spec.url, promisor=True)
     assert spec.path is not None
     path = spec.path.resolve()
-    git_dir = git.git_dir_of(path)
     if spec.kind == "dir":
-        _refuse_part_of_a_repository(spec, path, git_dir)
+        git_dir, top = git.repo_dirs(path)
+        _refuse_part_of_a_repository(spec, path, git_dir, top)
         return Repo(spec, git_dir, path, None, url=_origin_url(git_dir))
+    git_dir = git.git_dir_of(path)
     if git_dir is None:
         raise SourceError(
             f"{spec.path}: not a git repository, so @{spec.rev} cannot be read", hint="drop @<rev>"
@@ -163,12 +164,13 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
     return Repo(spec, git_dir, path, sha, url=_origin_url(git_dir), promisor=_is_promisor(git_dir))
 
 
-def _refuse_part_of_a_repository(spec: SourceSpec, path: Path, git_dir: Path | None) -> None:
+def _refuse_part_of_a_repository(
+    spec: SourceSpec, path: Path, git_dir: Path | None, top: Path | None
+) -> None:
     """A bare ``<dir>`` is a working tree read as a whole: a subdirectory of a repository would shift every
     manifest path (they are relative to the repository root), and a bare repository has no working tree."""
     if git_dir is None:
         return
-    top = git.toplevel(path)
     if top is None:
         raise SourceError(
             f"{spec.text}: a bare repository (or a .git directory) has no working tree",

@@ -238,6 +238,20 @@ def git_dir_of(path: Path) -> Path | None:
     return Path(out) if out else None
 
 
+def repo_dirs(path: Path) -> tuple[Path | None, Path | None]:
+    """(git directory, top of the work tree) of ``path`` in one ``git rev-parse`` where both exist; the top is
+    None for a bare repository or a .git directory, both are None outside a repository."""
+    try:
+        out = run_git_text(
+            ["rev-parse", "--absolute-git-dir", "--show-toplevel"], cwd=path, what="git rev-parse"
+        ).splitlines()
+    except SourceError:
+        return git_dir_of(path), None
+    if len(out) != 2 or not out[0] or not out[1]:
+        return git_dir_of(path), toplevel(path)
+    return Path(out[0]), Path(out[1])
+
+
 def toplevel(path: Path) -> Path | None:
     try:
         out = run_git_text(["rev-parse", "--show-toplevel"], cwd=path, what="git rev-parse").strip()

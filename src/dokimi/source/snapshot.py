@@ -480,8 +480,7 @@ def snapshot_of_commit(
 def snapshot_of_worktree(root: Path, *, label: str) -> Snapshot:
     """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain
     dir."""
-    git_dir = git.git_dir_of(root)
-    top = git.toplevel(root) if git_dir else None
+    git_dir, top = git.repo_dirs(root)
     entries: dict[str, TreeEntry] = {}
     if git_dir is not None and top is not None and top.resolve() == root.resolve():
         submodules = git.submodule_paths_worktree(root)
