@@ -71,6 +71,7 @@ def test_the_workflow_export_import_adjudicate_summary(
     assert main(["repo", "rate", "summary", "--key", key]) == 0
     text = capsys.readouterr().out
     assert "rater agreement" in text and "withheld at export: 1" in text
+    assert max(len(line) for line in text.splitlines()) <= 100  # fits 100 columns (stdout not a terminal)
 
 
 def test_import_of_a_bad_row_exits_2_with_file_and_line(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import deliver_document, json_option, stdout_console
+from dokimi.cli._common import deliver_document, json_option
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -66,14 +66,14 @@ def compare(
 
 
 def _print(doc: object) -> None:
-    from rich.table import Table
-
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.schemas.compare import CompareDoc
 
     assert isinstance(doc, CompareDoc)
-    console = stdout_console(wide_when_piped=True)
+    width = terminal_width()
+    lines: list[str] = []
     for selector in doc.selectors:
-        console.print(f"{selector.role} {selector.label}:")
+        lines.append(f"{selector.role} {selector.label}:")
         for b in selector.batches:
             pin = b.pin
             where = (
@@ -82,28 +82,23 @@ def _print(doc: object) -> None:
                 else f"tree {pin.tree or '(working tree)'}, eval_dir {pin.eval_dir_digest}, "
                 f"image {pin.image} ({pin.image_pin.value})"
             )
-            console.print(f"  {b.name} ({b.path}): {b.cells} cells, {', '.join(b.harness_versions)}; {where}")
+            text = f"  {b.name} ({b.path}): {b.cells} cells, {', '.join(b.harness_versions)}; {where}"
+            lines += fit_line(text, width)
+    columns = [
+        Col("measure", key=True),
+        *(
+            Col(name, right=True, droppable=False)
+            for name in ("tasks", "baseline", "treatment", "delta", "95% CI", "up/down/tied", "p")
+        ),
+        Col("p Holm", right=True),
+        Col("n b/t", right=True, droppable=False),
+    ]
     for c in doc.comparisons:
         title = f"{c.treatment} vs {c.baseline}: model {c.model}, effort {c.effort or 'default'}"
         if c.mode:
             title += f", mode {c.mode}"
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, header_style="bold")
-        table.add_column("measure")
-        numbers = [
-            "tasks",
-            "baseline",
-            "treatment",
-            "delta",
-            "95% CI",
-            "up/down/tied",
-            "p",
-            "p Holm",
-            "n b/t",
-        ]
-        for name in numbers:
-            table.add_column(name, justify="right")
-        for m in c.measures:
-            table.add_row(
+        rows = [
+            [
                 m.name,
                 str(m.tasks),
                 _fmt(m.baseline_mean),
@@ -114,20 +109,25 @@ def _print(doc: object) -> None:
                 _p(m.p),
                 _p(m.p_holm),
                 f"{m.n_baseline}/{m.n_treatment}",
-            )
-        console.print(table)
+            ]
+            for m in c.measures
+        ]
+        lines += ["", *fit_line(title, width), *render_table(columns, rows, width=width)]
         for m in c.measures:
             if m.underpowered:
                 size = f"effects below {m.mde:.3f}" if m.mde is not None else "no effect at all"
-                console.print(
+                lines += fit_line(
                     f"  {m.name}: not significant, and underpowered: with {m.tasks} tasks this comparison "
                     f"misses {size} more than 20% of the time; `dokimi repo plan` gives the tasks and reps "
-                    "a smaller effect needs"
+                    "a smaller effect needs",
+                    width,
                 )
         for u in c.unpaired:
-            console.print(f"  unpaired: {u.task} ({u.measure}): {u.reason}")
-    console.print(
+            lines += fit_line(f"  unpaired: {u.task} ({u.measure}): {u.reason}", width)
+    lines += fit_line(
         "p: two-sided sign-flip permutation over tasks; "
         f"Holm over {doc.holm_family} gate/score comparison(s); "
-        "cost, turns and metrics are descriptive."
+        "cost, turns and metrics are descriptive.",
+        width,
     )
+    print_lines(lines)

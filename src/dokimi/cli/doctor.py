@@ -10,10 +10,8 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, stdout_console
+from dokimi.cli._common import emit_json, json_option
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
-
-MARKS = {"ok": "[green]ok[/green]", "missing": "[red]missing[/red]", "warn": "[yellow]warn[/yellow]"}
 
 
 @click.command("doctor")
@@ -27,7 +25,6 @@ MARKS = {"ok": "[green]ok[/green]", "missing": "[red]missing[/red]", "warn": "[y
 def doctor(claude_bin: Path | None, as_json: bool) -> int:
     """Check docker (client, daemon, base image, leftovers), git, the Claude Code CLI and free disk, and say
     how to fix each gap. Exit 1 when something required is missing."""
-    from rich.table import Table
 
     from dokimi.sandbox.doctor import run_doctor
 
@@ -35,13 +32,30 @@ def doctor(claude_bin: Path | None, as_json: bool) -> int:
     if as_json:
         emit_json(report)
     else:
-        table = Table(show_header=True)
-        for column in ("check", "status", "detail", "fix"):
-            table.add_column(column, overflow="fold")
+        from dokimi.cli.tables import (
+            Col,
+            color_on,
+            colored,
+            fit_line,
+            print_lines,
+            render_table,
+            terminal_width,
+        )
+
+        width, color = terminal_width(), color_on()
+        rows = [
+            [
+                check.name + ("" if check.required else " (recommended)"),
+                colored(check.status, check.status, color=color),
+            ]
+            for check in report.checks
+        ]
+        lines = render_table([Col("check", key=True), Col("status", droppable=False)], rows, width=width)
         for check in report.checks:
-            name = check.name + ("" if check.required else " (recommended)")
-            table.add_row(name, MARKS[check.status], check.detail, check.fix or "")
-        console = stdout_console()
-        console.print(table)
-        console.print("ready" if report.ok else "not ready: fix what is missing")
+            if check.detail:
+                lines += fit_line(f"  {check.name}: {check.detail}", width, indent="    ")
+            if check.fix:
+                lines += fit_line(f"  {check.name}: fix: {check.fix}", width, indent="    ")
+        lines.append("ready" if report.ok else "not ready: fix what is missing")
+        print_lines(lines)
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS

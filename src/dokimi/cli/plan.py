@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, stdout_console
+from dokimi.cli._common import emit_json, json_option
 
 
 def _reps(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
@@ -91,36 +91,43 @@ def plan(
     if as_json:
         emit_json(doc)
         return 0
-    console = stdout_console(wide_when_piped=True)
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
+
+    width = terminal_width()
     p = doc.pilot
-    console.print(
+    lines = fit_line(
         f"pilot: {p.tasks} tasks ({p.paired_tasks} with {doc.treatment or 'no treatment'}), "
-        f"{p.reps:g} reps, baseline mean {p.baseline_mean:.3f}, model {doc.model}, measure {doc.measure}"
+        f"{p.reps:g} reps, baseline mean {p.baseline_mean:.3f}, model {doc.model}, measure {doc.measure}",
+        width,
     )
     spread = f"icc {p.icc:.3f}" if p.icc is not None else f"within-task sd {p.within_task_sd or 0:.4g}"
     observed = "" if p.observed_delta is None else f", observed delta {p.observed_delta:+.3f}"
-    console.print(f"  {spread}, effect heterogeneity sd {p.heterogeneity_sd:.3f}{observed}")
-    console.print(
+    lines += fit_line(f"  {spread}, effect heterogeneity sd {p.heterogeneity_sd:.3f}{observed}", width)
+    lines += fit_line(
         f"to detect {doc.effect:+g} with {doc.target_power:.0%} power at alpha {doc.alpha:g} "
-        f"({doc.simulations} simulated studies per size):"
+        f"({doc.simulations} simulated studies per size):",
+        width,
     )
-    from rich.table import Table
-
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in ("reps", "tasks", "cells", "power"):
-        table.add_column(name, justify="right")
+    rows = []
     for row in doc.rows:
         mark = " *" if doc.recommended is not None and row.reps == doc.recommended.reps else ""
-        table.add_row(
-            f"{row.reps}{mark}",
-            "-" if row.tasks is None else str(row.tasks),
-            "-" if row.cells is None else str(row.cells),
-            "-" if row.power is None else f"{row.power:.3f}",
+        rows.append(
+            [
+                f"{row.reps}{mark}",
+                "-" if row.tasks is None else str(row.tasks),
+                "-" if row.cells is None else str(row.cells),
+                "-" if row.power is None else f"{row.power:.3f}",
+            ]
         )
-    console.print(table)
+    columns = [
+        Col("reps", right=True, key=True),
+        *(Col(n, right=True, droppable=False) for n in ("tasks", "cells", "power")),
+    ]
+    lines += render_table(columns, rows, width=width)
     if doc.recommended is not None:
         r = doc.recommended
-        console.print(f"recommended (*): {r.tasks} tasks x {r.reps} reps per arm ({r.cells} cells)")
+        lines.append(f"recommended (*): {r.tasks} tasks x {r.reps} reps per arm ({r.cells} cells)")
     for note in doc.notes:
-        console.print(f"  note: {note}")
+        lines += fit_line(f"  note: {note}", width)
+    print_lines(lines)
     return 0

@@ -203,16 +203,11 @@ def summary_cmd(key: Path, as_json: bool) -> int:
     if as_json:
         emit_json(doc)
         return EXIT_OK
-    from rich.table import Table
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
 
-    from dokimi.cli._common import stdout_console
-
-    console = stdout_console()
-    table = Table(title=f"rates ({doc.final} final runs, {doc.adjudicated} adjudicated)")
-    for column in ("arm", "model", "effort", "outcome", "k/n", "rate", "95% CI"):
-        table.add_column(column)
-    for row in doc.rates:
-        table.add_row(
+    width = terminal_width()
+    rows = [
+        [
             row.arm,
             row.model,
             row.effort or "default",
@@ -220,24 +215,29 @@ def summary_cmd(key: Path, as_json: bool) -> int:
             f"{row.k}/{row.n}",
             _fmt(row.rate),
             f"[{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]",
-        )
-    console.print(table)
+        ]
+        for row in doc.rates
+    ]
+    columns = [Col("arm", key=True), Col("model"), Col("effort"), Col("outcome", key=True)]
+    columns += [Col(n, right=True, droppable=False) for n in ("k/n", "rate", "95% CI")]
+    title = f"rates ({doc.final} final runs, {doc.adjudicated} adjudicated)"
+    lines = render_table(columns, rows, width=width, title=title)
     if doc.kappa:
-        agreement = Table(title="rater agreement")
-        for column in ("raters", "outcome", "n", "agreement", "kappa"):
-            agreement.add_column(column)
-        for k in doc.kappa:
-            agreement.add_row(
-                f"{k.rater_a} / {k.rater_b}", k.outcome, str(k.n), _fmt(k.agreement), _fmt(k.kappa)
-            )
-        console.print(agreement)
-    console.print(f"blinding leaks: {doc.blinding_leaks}; withheld at export: {doc.withheld}")
+        agreement = [
+            [f"{k.rater_a} / {k.rater_b}", k.outcome, str(k.n), _fmt(k.agreement), _fmt(k.kappa)]
+            for k in doc.kappa
+        ]
+        kappa_columns = [Col("raters", key=True), Col("outcome", key=True)]
+        kappa_columns += [Col(n, right=True, droppable=False) for n in ("n", "agreement", "kappa")]
+        lines += ["", *render_table(kappa_columns, agreement, width=width, title="rater agreement")]
+    lines.append(f"blinding leaks: {doc.blinding_leaks}; withheld at export: {doc.withheld}")
     for item in doc.excluded:
-        console.print(
+        lines += fit_line(
             f"excluded {item.run_id} ({item.arm}, {item.model}, {item.effort or 'default'}): "
             f"{item.reason}: {item.detail}",
-            markup=False,
+            width,
         )
+    print_lines(lines)
     if doc.pending:
         note(f"pending adjudication: {', '.join(doc.pending)}")
     if doc.unrated:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import deliver_document, json_option, stdout_console
+from dokimi.cli._common import deliver_document, json_option
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -66,14 +66,12 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
 
 
 def _print(doc: object) -> None:
-    from rich.table import Table
-
+    from dokimi.cli.tables import Col, print_lines, render_table
     from dokimi.schemas.report import ReportDoc
 
     assert isinstance(doc, ReportDoc)
-    console = stdout_console(wide_when_piped=True)
     counts = doc.counts
-    console.print(
+    lines = [
         f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
         f"{counts.invalid} invalid"
         + (
@@ -82,20 +80,19 @@ def _print(doc: object) -> None:
             if counts.infra_errors
             else ""
         )
-    )
+    ]
     infra = any(r.infra_errors for r in doc.rows)
     egress = any(r.egress_refused for r in doc.rows)
     split = any(r.cutoff for r in doc.rows)
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in ["task", "arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
-        table.add_column(name)
     merge = any(r.mergeable_n for r in doc.rows)
+    lines += _pivot(doc)
+    names = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
+    names += [Col("cutoff")] if split else []
     numbers = ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
     numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
-    for name in numbers + (["mergeable", "merge score"] if merge else []):
-        table.add_column(name, justify="right")
-    for r in doc.rows:
-        table.add_row(
+    numbers += ["mergeable", "merge score"] if merge else []
+    rows = [
+        [
             r.task,
             r.arm,
             r.model,
@@ -114,18 +111,20 @@ def _print(doc: object) -> None:
             *([str(r.infra_errors)] if infra else []),
             *([str(r.egress_refused)] if egress else []),
             *([f"{r.mergeable}/{r.mergeable_n}", _fmt(r.merge_score_mean)] if merge else []),
-        )
-    console.print(table)
+        ]
+        for r in doc.rows
+    ]
+    lines += [
+        "",
+        *render_table([*names, *(Col(n, right=True) for n in numbers)], rows, title="per task and arm"),
+    ]
     if len(doc.rows) > 1:
-        arms = Table(show_edge=False, pad_edge=False, header_style="bold", title="per arm (all tasks)")
-        for name in ["arm", "model", "effort", "mode", *(["cutoff"] if split else [])]:
-            arms.add_column(name)
+        arm_names = [Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
+        arm_names += [Col("cutoff")] if split else []
         arm_numbers = ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]
         arm_numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
-        for name in arm_numbers:
-            arms.add_column(name, justify="right")
-        for a in doc.arms:
-            arms.add_row(
+        arm_rows = [
+            [
                 a.arm,
                 a.model,
                 a.effort or "default",
@@ -141,34 +140,69 @@ def _print(doc: object) -> None:
                 str(a.missing),
                 *([str(a.infra_errors)] if infra else []),
                 *([str(a.egress_refused)] if egress else []),
-            )
-        console.print(arms)
-    _print_guidance(console, doc)
+            ]
+            for a in doc.arms
+        ]
+        columns = [*arm_names, *(Col(n, right=True) for n in arm_numbers)]
+        lines += ["", *render_table(columns, arm_rows, title="per arm (all tasks)")]
+    lines += _guidance_lines(doc)
+    for cell in doc.invalid_cells:
+        lines.append(f"invalid: {cell.cell}: {cell.error}")
+    print_lines(lines)
 
 
-def _print_guidance(console: object, doc: object) -> None:
-    """Per arm: tasks whose agent started with any guidance file (from meta.json), and the generator's
-    cost for guidance:generated."""
-    from rich.console import Console
-    from rich.table import Table
-
+def _pivot(doc: object) -> list[str]:
+    """Pass counts and rates with the arms in columns, one row per task: the first thing to read when the
+    batch has several arms and one model, effort, mode and cutoff."""
+    from dokimi.cli.tables import Col, render_table
     from dokimi.schemas.report import ReportDoc
 
-    assert isinstance(console, Console) and isinstance(doc, ReportDoc)
+    assert isinstance(doc, ReportDoc)
+    arms = sorted({r.arm for r in doc.rows})
+    others = {(r.model, r.effort, r.mode, r.cutoff) for r in doc.rows}
+    tasks = sorted({r.task for r in doc.rows})
+    if len(arms) < 2 or len(others) != 1:
+        return []
+    by = {(r.task, r.arm): r for r in doc.rows}
+    rows = []
+    for task in tasks:
+        row = [task]
+        for arm in arms:
+            r = by.get((task, arm))
+            row.append("-" if r is None or not r.gated else f"{r.passes}/{r.gated} {_fmt(r.pass_rate, 2)}")
+        rows.append(row)
+    columns = [Col("task", key=True), *(Col(arm, right=True, droppable=False) for arm in arms)]
+    return ["", *render_table(columns, rows, title="passes and pass rate per task (arms in columns)")]
+
+
+def _guidance_lines(doc: object) -> list[str]:
+    """Per arm: tasks whose agent started with any guidance file (from meta.json), and the generator's
+    cost for guidance:generated."""
+    from dokimi.cli.tables import Col, render_table
+    from dokimi.schemas.report import ReportDoc
+
+    assert isinstance(doc, ReportDoc)
     if not doc.guidance:
-        return
-    table = Table(show_edge=False, pad_edge=False, header_style="bold", title="guidance at the agent's start")
-    for name in ["arm", "tasks with guidance", "distinct files", "from", "generator cost"]:
-        table.add_column(name, justify="left" if name in ("arm", "from") else "right")
+        return []
+    rows = []
     for g in doc.guidance:
         recorded = g.tasks if not g.cells_unrecorded else f"{g.tasks} ({g.cells_unrecorded} cells unrecorded)"
-        table.add_row(
-            g.arm,
-            f"{g.tasks_with_guidance}/{recorded}",
-            str(len(g.files)),
-            ", ".join(s.split(" ")[0] for s in g.sources) or "base",
-            (_fmt(g.generation_cost_usd, 4) + f" ({g.generated_pairs} runs)") if g.generated_pairs else "-",
+        rows.append(
+            [
+                g.arm,
+                f"{g.tasks_with_guidance}/{recorded}",
+                str(len(g.files)),
+                ", ".join(s.split(" ")[0] for s in g.sources) or "base",
+                (_fmt(g.generation_cost_usd, 4) + f" ({g.generated_pairs} runs)")
+                if g.generated_pairs
+                else "-",
+            ]
         )
-    console.print(table)
-    for cell in doc.invalid_cells:
-        console.print(f"invalid: {cell.cell}: {cell.error}")
+    columns = [
+        Col("arm", key=True),
+        Col("tasks with guidance", right=True, droppable=False),
+        Col("distinct files", right=True, droppable=False),
+        Col("from", droppable=False),
+        Col("generator cost", right=True, droppable=False),
+    ]
+    return ["", *render_table(columns, rows, title="guidance at the agent's start")]

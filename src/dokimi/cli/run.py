@@ -105,40 +105,40 @@ class _Reporter:
 
 
 def _print_table(run: BatchRun) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.runner.run import group_rows
 
-    table = Table(title=f"batch {run.root}", title_justify="left")
-    for column in (
-        "task",
-        "arm",
-        "model",
-        "effort",
-        "cells",
-        "ran",
-        "skipped",
-        "pass",
-        "grader fail",
-        "failed",
-        "not started",
-    ):
-        table.add_column(column, justify="left" if column in ("task", "arm", "model", "effort") else "right")
-    # fmt: skip
-    for row in group_rows(run):
-        table.add_row(
-            row.task, row.arm, row.model, row.effort, str(row.cells), str(row.ran), str(row.skipped),
-            f"{row.passed}/{row.graded}", str(row.grader_failures), str(row.failed),
+    width = terminal_width()
+    columns = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort")]
+    columns += [
+        Col(n, right=True, droppable=n not in ("cells", "pass")) for n in ("cells", "ran", "skipped", "pass")
+    ]
+    columns += [Col(n, right=True) for n in ("grader fail", "failed", "not started")]
+    rows = [
+        [
+            row.task,
+            row.arm,
+            row.model,
+            row.effort,
+            str(row.cells),
+            str(row.ran),
+            str(row.skipped),
+            f"{row.passed}/{row.graded}",
+            str(row.grader_failures),
+            str(row.failed),
             str(row.not_started + row.interrupted),
-        )  # fmt: skip
-    Console(highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
-    click.echo(
+        ]  # fmt: skip
+        for row in group_rows(run)
+    ]
+    lines = render_table(columns, rows, width=width, title=f"batch {run.root}")
+    lines += fit_line(
         f"{run.count('finished')} ran, {run.count('skipped')} skipped (finished earlier), "
         f"{run.count('failed')} failed before the agent ran, {run.count('not_started')} not started; "
         f"batch spend so far ${run.spent_usd:.4f}; "
-        f"harness {run.harness} {run.harness_version}; image {run.image}"
+        f"harness {run.harness} {run.harness_version}; image {run.image}",
+        width,
     )
+    print_lines(lines)
 
 
 def _stopped_note(root: Path) -> str:

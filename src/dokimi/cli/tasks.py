@@ -22,7 +22,6 @@ from dokimi.cli._common import (
     note,
     progress_bar,
     source_argument,
-    stdout_console,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
@@ -184,22 +183,28 @@ def _phase_cell(phase: Any) -> str:
 
 
 def _table(report: Any) -> None:
-    from rich.table import Table
+    from dokimi.cli.tables import Col, color_on, colored, fit_line, print_lines, render_table, terminal_width
 
-    table = Table(title=f"tasks check: {report.manifest_id} ({report.image})", title_justify="left")
-    for column in ("task", "status", "null", "oracle", "problems"):
-        table.add_column(column, overflow="fold")
-    for task in report.tasks:
-        style = {"ok": "green", "broken": "red", "unsupported": "yellow"}[task.status]
-        table.add_row(
+    width = terminal_width()
+    color = color_on()
+    status_of = {"ok": "ok", "broken": "fail", "unsupported": "warn"}
+    rows = [
+        [
             task.task,
-            f"[{style}]{task.status}[/{style}]",
+            colored(task.status, status_of[task.status], color=color),
             _phase_cell(task.null),
             _phase_cell(task.oracle),
-            "\n".join(task.problems),
-        )
-    console = stdout_console()
-    console.print(table)
+        ]
+        for task in report.tasks
+    ]
+    columns = [Col("task", key=True), Col("status", droppable=False), Col("null"), Col("oracle")]
+    lines = render_table(
+        columns, rows, width=width, title=f"tasks check: {report.manifest_id} ({report.image})"
+    )
+    for task in report.tasks:
+        for problem in task.problems:
+            lines += fit_line(f"  {task.task}: {problem}", width)
     broken = sum(1 for t in report.tasks if t.status != "ok")
     verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
-    console.print(f"{verdict}{' (warm)' if report.warm else ''}")
+    lines.append(f"{verdict}{' (warm)' if report.warm else ''}")
+    print_lines(lines)
