@@ -9,17 +9,29 @@ The eval dir is the directory of this file (dokimi mounts it read-only, outside 
 {run_dir}/grade.json (repo_grade.v1). oracle applies tasks/<id>/oracle.patch to the workspace, or, for a review
 task, writes the gold answer to {run_dir}/answer.txt.
 
-Everything in the workspace is the agent's and untrusted: hidden tests run from a temporary directory outside it,
-with the workspace only on PYTHONPATH, so a conftest.py or pytest configuration in the workspace is not loaded by
-them. Standard library only; pytest is run as a subprocess.
+Everything in the workspace is the agent's and untrusted, and the hidden tests import it, so a pass is proved,
+never inferred from an exit code (see docs/running.md, "What a grader must not trust"):
+
+- isolated interpreter: ``python3 -I`` ignores PYTHONPATH and the user site, so a ``sitecustomize.py``, a
+  ``usercustomize.py`` or a ``pytest.py`` in the workspace is never imported at start-up; the workspace is
+  appended to ``sys.path`` by a conftest.py of ours, after the standard library and pytest, so it can provide
+  ``calc`` and nothing else;
+- a report path the workspace cannot predict: pytest writes JUnit XML to a random name in a fresh private
+  directory, and only that file counts (code that ends the process with ``os._exit(0)`` leaves no report);
+- every expected test ran and passed: the expected test ids come from the hidden test files themselves (read
+  here, never run), and each must appear in the report exactly once with no failure, error or skip.
+
+Standard library only; pytest is run as a subprocess.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -28,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 EVAL_DIR = Path(__file__).resolve().parent
 SCHEMA = "repo_grade.v1"
@@ -36,6 +49,14 @@ OUTPUT_TAIL = 4000
 # Git overrides of the contract (§1.1): nothing the agent configured runs here.
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*"]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# The hidden tests: an isolated interpreter (-I: no PYTHONPATH, no user site, no script dir on sys.path).
+ISOLATED_PYTEST = [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# Our conftest.py next to the copied hidden tests: the workspace goes LAST on sys.path, so it provides calc
+# and cannot shadow the standard library or pytest.
+HIDDEN_CONFTEST = """\
+import os, sys
+sys.path.append(os.environ["CALC_GRADE_CODE"])
+"""
 
 Metrics = dict[str, bool | int | float | None]
 
@@ -158,12 +179,112 @@ def pytest_counts(output: str) -> dict[str, int]:
     return counts
 
 
-def run_tests_outside(tests: Path, code: Path) -> Run:
-    """Run a copy of `tests` from a temporary directory, importing the code under `code`."""
+@dataclass(frozen=True)
+class HiddenRun:
+    """The hidden tests' outcome as proved by the report: every expected id passed, or what went wrong."""
+
+    run: Run
+    expected: list[str]
+    passed: list[str]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def expected_test_ids(tests: Path) -> list[str]:
+    """``file::function`` of every test function (and ``[n]`` per case of a literal parametrize list) in the
+    hidden tests, read from their source, never by running them: the workspace cannot change this list."""
+    ids: list[str] = []
+    for path in sorted(tests.rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                cases = 1
+                for decorator in node.decorator_list:
+                    if (
+                        isinstance(decorator, ast.Call)
+                        and ast.unparse(decorator.func).endswith("parametrize")
+                        and len(decorator.args) >= 2
+                        and isinstance(decorator.args[1], (ast.List, ast.Tuple))
+                    ):
+                        cases *= len(decorator.args[1].elts)
+                name = f"{path.relative_to(tests).as_posix()}::{node.name}"
+                ids += [name] if cases == 1 else [f"{name}[{i}]" for i in range(cases)]
+    return ids
+
+
+def report_results(report: Path) -> dict[str, list[str]]:
+    """``file::function`` -> the outcome of each of its cases in a JUnit XML report, in order."""
+    results: dict[str, list[str]] = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        module = classname.split(".")[-1] if classname else ""
+        function = name.split("[", 1)[0]
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = child.tag
+        results.setdefault(f"{module}.py::{function}", []).append(outcome)
+    return results
+
+
+def run_tests_outside(tests: Path, code: Path) -> HiddenRun:
+    """Run a copy of ``tests`` from a fresh private directory in an isolated interpreter, importing the code
+    under ``code`` (appended to sys.path), and prove the outcome from a JUnit report at an unpredictable path."""
+    expected = expected_test_ids(tests)
     with tempfile.TemporaryDirectory(prefix="calc-grade-") as tmp:
-        copy = Path(tmp) / "hidden_tests"
+        root = Path(tmp)
+        os.chmod(root, 0o700)
+        copy = root / "hidden_tests"
         shutil.copytree(tests, copy)
-        return run([*PYTEST, "--rootdir", tmp, str(copy)], cwd=Path(tmp), env=clean_env(code))
+        (root / "conftest.py").write_text(HIDDEN_CONFTEST, encoding="utf-8")
+        report = root / f"report-{secrets.token_hex(16)}.xml"
+        env = clean_env()
+        env["CALC_GRADE_CODE"] = str(code)
+        result = run(
+            [
+                *ISOLATED_PYTEST,
+                "--rootdir",
+                tmp,
+                f"--junitxml={report}",
+                "-o",
+                "junit_family=xunit1",
+                str(copy),
+            ],
+            cwd=root,
+            env=env,
+        )
+        problems: list[str] = []
+        passed: list[str] = []
+        if not report.is_file():
+            problems.append("pytest wrote no report (the process ended before it could)")
+            results: dict[str, list[str]] = {}
+        else:
+            try:
+                results = report_results(report)
+            except ElementTree.ParseError as exc:
+                problems.append(f"the report is not valid XML: {exc}")
+                results = {}
+    counts: dict[str, int] = {}
+    for test_id in expected:
+        base = test_id.split("[", 1)[0]
+        index = counts.get(base, 0)
+        counts[base] = index + 1
+        outcomes = results.get(base, [])
+        if index >= len(outcomes):
+            problems.append(f"{test_id} did not run")
+        elif outcomes[index] != "passed":
+            problems.append(f"{test_id} {outcomes[index]}")
+        else:
+            passed.append(test_id)
+    for base, outcomes in results.items():
+        if len(outcomes) > counts.get(base, 0):
+            problems.append(f"{base} ran {len(outcomes)} times, expected {counts.get(base, 0)}")
+    if result.rc != 0 and not problems:
+        problems.append(f"pytest exited {result.rc}")
+    return HiddenRun(result, expected, passed, problems)
 
 
 def git_apply(patch: Path, cwd: Path) -> Run:
@@ -190,18 +311,18 @@ def changed_files(contract: Contract) -> list[str] | None:
 
 
 def grade_hidden_tests(contract: Contract) -> Outcome:
-    """fix and feature: the hidden tests and the repository's own tests must both pass."""
+    """fix and feature: every hidden test proved passed, and the repository's own tests pass."""
     hidden = run_tests_outside(contract.task_dir / "hidden_tests", contract.workspace)
     public = run([*PYTEST, "tests"], contract.workspace, clean_env(contract.workspace))
-    counts = pytest_counts(hidden.output)
     metrics: Metrics = {
         "hidden_pass": hidden.ok,
         "public_pass": public.ok,
-        "hidden_passed": counts.get("passed", 0),
-        "hidden_failed": counts.get("failed", 0) + counts.get("error", 0),
+        "hidden_passed": len(hidden.passed),
+        "hidden_failed": len(hidden.expected) - len(hidden.passed),
     }
     details = {
-        "hidden_output": hidden.output,
+        "hidden_output": hidden.run.output,
+        "hidden_problems": hidden.problems,
         "public_output": public.output,
         "changed_files": changed_files(contract),
     }
