@@ -72,7 +72,7 @@ def test_repo_run_on_a_batch_another_process_writes_exits_2_naming_it(tmp_path: 
 
 
 def test_regrade_takes_the_same_lock(tmp_path: Path) -> None:
-    from dokimi.runner.regrade import regrade_batch
+    from dokimi.grading.regrade import regrade_batch
 
     root = tmp_path / "b1"
     write_cell(root, "t1", "guidance:raw")

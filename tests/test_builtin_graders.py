@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.grading.entrypoints import GradeOutcome, grade_run, run_entry_point
+from dokimi.grading.environment import GradeEnvironment
 from dokimi.manifest import LoadedManifest, load_manifest, load_tasks
-from dokimi.runner.entrypoints import GradeOutcome, grade_run, run_entry_point
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.image import BuiltImage, build_image
-from dokimi.sandbox.specs import image_env, prepare_agent_dirs
+from dokimi.sandbox.specs import ContainerSettings, image_env, prepare_agent_dirs
+from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
 from dokimi.workspace import ARM_RAW, export_tree_as_stored, prepare_workspace
@@ -130,35 +132,38 @@ def _run_dir(project: Project, tmp_path: Path) -> Path:
     return run_dir
 
 
-def _grade(project: Project, run_dir: Path, command: str) -> GradeOutcome:
-    return grade_run(
-        project.task,
-        command,
-        image=project.image.ref,
-        run_dir=run_dir,
+def _environment(
+    project: Project, *, grade: str = "true", static: str | None = None, image_config: bool = True
+) -> GradeEnvironment:
+    manifest = project.loaded.manifest
+    return GradeEnvironment(
+        containers=ContainerSettings(
+            project.image.ref, manifest.image if manifest is not None and image_config else None, "none"
+        ),
         eval_content=project.content,
         source_dir=None,
-        image_config=project.loaded.manifest.image if project.loaded.manifest else None,
-        network="none",
+        entry_points=EntryPoints(grade=grade, oracle="true", static=static),
+        grade_timeout_s=300,
+    )
+
+
+def _grade(project: Project, run_dir: Path, command: str) -> GradeOutcome:
+    return grade_run(
+        _environment(project, grade=command),
+        run_dir,
+        project.task,
         name=container_name(f"bg{secrets.token_hex(3)}", "fix_add", "grade"),
-        timeout=300,
     )
 
 
 def _naive_exit_code(project: Project, run_dir: Path) -> int | None:
     """The control: what ``python3 -m pytest`` in the workspace says (the exit code a naive grader trusts)."""
     result = run_entry_point(
+        _environment(project, static=NAIVE, image_config=False),
+        run_dir,
+        project.task,
         "static",
-        NAIVE,
-        image=project.image.ref,
-        run_dir=run_dir,
-        eval_content=project.content,
-        source_dir=None,
-        image_config=None,
-        task="fix_add",
-        network="none",
         name=container_name(f"bn{secrets.token_hex(3)}", "fix_add", "grade"),
-        timeout=300,
     )
     return result.returncode
 

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from dokimi.batch import Cell, CellKey
-from dokimi.runner.cell import build_result
-from dokimi.runner.gate import GateVerdict, grader_failure
-from dokimi.runner.regrade import Mismatch, compare_results, copy_grade_inputs, regraded_result, sample_cells
+from dokimi.grading.gate import GateVerdict, grader_failure
+from dokimi.grading.grade import GradedCell
+from dokimi.grading.regrade import Mismatch, compare_results, copy_grade_inputs, regraded_result, sample_cells
+from dokimi.runner.cell import AgentRun, build_result
 from dokimi.schemas.result import Result
 from dokimi.schemas.task import Task
 
@@ -17,24 +18,17 @@ KEY = CellKey("t1", "guidance:raw", "m", None, 0)
 
 
 def result(verdict: GateVerdict, metrics: dict[str, Any] | None = None, **agent: Any) -> Result:
-    fields: dict[str, Any] = {
-        "agent_rc": 0,
-        "agent_timed_out": False,
-        "cost_usd": 0.1,
-        "turns": 3,
-        "duration_s": 2.0,
-        "agent_network": None,
-        "base_date": None,
-    }
+    fields: dict[str, Any] = {"rc": 0, "timed_out": False, "cost_usd": 0.1, "turns": 3, "duration_s": 2.0}
     fields.update(agent)
     return build_result(
-        key=KEY,
-        task=TASK,
+        KEY,
+        TASK,
+        GradedCell(verdict, metrics or {}),
+        AgentRun(**fields),
         harness="claude-code",
         harness_version="2.1.328",
-        verdict=verdict,
-        metrics=metrics or {},
-        **fields,
+        agent_network=None,
+        base_date=None,
     )
 
 
@@ -69,7 +63,7 @@ def test_a_grader_failure_on_regrade_is_a_mismatch_of_the_verdict() -> None:
 
 
 def test_the_regraded_result_keeps_what_the_agent_run_reported() -> None:
-    original = result(PASS, {"n": 1}, cost_usd=0.7, turns=9, agent_timed_out=True, agent_rc=None)
+    original = result(PASS, {"n": 1}, cost_usd=0.7, turns=9, timed_out=True, rc=None)
     again = regraded_result(original, FAIL, {"n": 2})
     assert (again.cost_usd, again.turns, again.agent_timed_out, again.agent_rc) == (0.7, 9, True, None)
     assert (again.passed, again.metrics) == (False, {"n": 2})

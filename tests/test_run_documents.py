@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from dokimi.batch import CellKey
-from dokimi.runner.cell import CellOutcome, build_result
-from dokimi.runner.gate import GateVerdict, grader_failure
-from dokimi.runner.regrade import Mismatch, RegradedCell, RegradeReport, regrade_document
+from dokimi.grading.gate import GateVerdict, grader_failure
+from dokimi.grading.grade import GradedCell
+from dokimi.grading.regrade import Mismatch, RegradedCell, RegradeReport, regrade_document
+from dokimi.runner.cell import AgentRun, CellOutcome, build_result
 from dokimi.runner.run import BatchRun, run_summary
 from dokimi.schemas import SCHEMAS, model_for
 from dokimi.schemas.batch import BatchPin
@@ -38,9 +39,8 @@ def outcome(
     result = None
     if verdict is not None:
         result = build_result(
-            key=key, task=TASK, harness="claude-code", harness_version="2.1.328", verdict=verdict,
-            metrics={}, agent_rc=0, agent_timed_out=False, cost_usd=None, turns=None, duration_s=1.0,
-            agent_network=None, base_date=None,
+            key, TASK, GradedCell(verdict, {}), AgentRun(0, False, 1.0),
+            harness="claude-code", harness_version="2.1.328", agent_network=None, base_date=None,
         )  # fmt: skip
     return CellOutcome(key, status, result=result, error=error)
 

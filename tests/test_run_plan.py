@@ -198,7 +198,6 @@ def test_a_cell_starts_only_when_its_cap_fits_beside_the_spend_and_the_running_c
     assert ledger.reserve("b", 1.0)  # 0.3 + 1.0 <= 1.5
 
 
-
 def test_without_a_cap_every_cell_may_start() -> None:
     ledger = SpendLedger(None)
     ledger.charge(None, 100.0)

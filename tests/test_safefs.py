@@ -107,7 +107,9 @@ def test_chown_tree_changes_links_themselves(tree: tuple[Path, Path]) -> None:
     assert os.stat(secret).st_uid == 0
 
 
-def test_copy_tree_copies_links_as_links_and_leaves_out_fifos(tree: tuple[Path, Path], tmp_path: Path) -> None:
+def test_copy_tree_copies_links_as_links_and_leaves_out_fifos(
+    tree: tuple[Path, Path], tmp_path: Path
+) -> None:
     run, secret = tree
     ws = run / "workspace"
     (ws / "pkg").mkdir(parents=True)
@@ -116,7 +118,9 @@ def test_copy_tree_copies_links_as_links_and_leaves_out_fifos(tree: tuple[Path, 
     os.mkfifo(ws / "pipe")
     dest_root = tmp_path / "regrade"
     dest_root.mkdir()
-    report = safefs.copy_tree(ws, dest_root / "workspace", trusted=run, target_trusted=dest_root, max_bytes=1000)
+    report = safefs.copy_tree(
+        ws, dest_root / "workspace", trusted=run, target_trusted=dest_root, max_bytes=1000
+    )
     copied = dest_root / "workspace"
     assert (copied / "pkg" / "mod.py").read_text() == "x = 1\n"
     assert os.readlink(copied / "answer") == str(secret)

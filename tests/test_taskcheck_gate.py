@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dokimi.runner.gate import evaluate_gate, reaches_score_max
+from dokimi.grading.gate import evaluate_gate, reaches_score_max
 from dokimi.schemas.grade import RepoGrade
 from dokimi.schemas.task import Task
 

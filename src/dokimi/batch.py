@@ -20,7 +20,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import socket
 import sys
 import time
@@ -30,49 +29,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dokimi.constants import META_JSON, RESULT_JSON
 from dokimi.errors import DocumentError, UsageError
+from dokimi.rundir import (
+    BATCH_JSON,
+    DEFAULT_EFFORT_SLUG,
+    EVAL_DIR_NAME,
+    LOCK_FILE,
+    META_JSON,
+    PLAN_JSON,
+    REP_DIR,
+    RESULT_JSON,
+    BatchLayout,
+    cell_dir,
+    effort_slug,
+    slug,
+)
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.meta import Meta
     from dokimi.schemas.result import Result
 
-#: The batch's own directory (pin, plan, exported eval content); never a task.
-EVAL_DIR_NAME = "_eval"
-BATCH_JSON = "batch.json"
-PLAN_JSON = "plan.json"
-#: The lock file of a batch's one writer (``repo run``, ``repo regrade``); it names the holder.
-LOCK_FILE = ".dokimi-writer.lock"
-#: effort_slug when a cell has no effort.
-DEFAULT_EFFORT_SLUG = "default"
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_REP = re.compile(r"^rep(\d+)$")
+__all__ = [
+    "BATCH_JSON",
+    "DEFAULT_EFFORT_SLUG",
+    "EVAL_DIR_NAME",
+    "PLAN_JSON",
+    "Batch",
+    "Cell",
+    "CellKey",
+    "cell_dir",
+    "effort_slug",
+    "load_batch",
+    "read_cell",
+    "read_pin",
+    "read_plan",
+    "slug",
+    "write_plan",
+]
 
 CellStatus = Literal["finished", "invalid", "missing", "infra_error"]
-
-
-def slug(value: str) -> str:
-    """A path component for ``value``: every char outside ``[A-Za-z0-9._-]`` becomes ``_``.
-
-    ``guidance:none`` -> ``guidance_none``. The empty string and a value of dots only (``.``, ``..``), which
-    would name no directory or the parent, become underscores of the same length (at least one).
-    """
-    out = _UNSAFE.sub("_", value)
-    if not out.strip("."):
-        out = "_" * max(1, len(out))
-    return out
-
-
-def effort_slug(effort: str | None) -> str:
-    """The effort component of a cell path: ``default`` when no effort is set."""
-    return DEFAULT_EFFORT_SLUG if effort is None else slug(effort)
-
-
-def cell_dir(batch_root: Path, task: str, arm: str, model: str, effort: str | None, rep: int) -> Path:
-    """The run_dir of one cell: ``<batch>/<task>/<arm>/<model>/<effort>/rep<N>``."""
-    return batch_root / slug(task) / slug(arm) / slug(model) / effort_slug(effort) / f"rep{rep}"
 
 
 @dataclass(frozen=True)
@@ -189,7 +185,7 @@ def read_pin(root: Path) -> tuple[BatchPin | None, str | None]:
     """The batch pin (_eval/batch.json) and, when it is absent or does not validate, why."""
     from dokimi.schemas.batch import BatchPin
 
-    path = root / EVAL_DIR_NAME / BATCH_JSON
+    path = BatchLayout(root).pin
     if not path.is_file():
         return None, f"{path}: no batch pin"
     try:
@@ -204,7 +200,7 @@ def read_plan(root: Path) -> tuple[list[CellKey] | None, str | None]:
     from dokimi.schemas._base import validate_marked
     from dokimi.schemas.plan import Plan
 
-    path = root / EVAL_DIR_NAME / PLAN_JSON
+    path = BatchLayout(root).plan
     if not path.is_file():
         return None, None
     try:
@@ -227,7 +223,7 @@ def _cell_dirs(root: Path) -> Iterator[Path]:
             for model in sorted(p for p in arm.iterdir() if p.is_dir()):
                 for effort in sorted(p for p in model.iterdir() if p.is_dir()):
                     for rep in sorted(p for p in effort.iterdir() if p.is_dir()):
-                        if _REP.match(rep.name):
+                        if REP_DIR.match(rep.name):
                             yield rep
 
 
@@ -334,4 +330,4 @@ def write_plan(root: Path, cells: list[CellKey]) -> None:
         PlannedCell(task=k.task, arm=k.arm, model=k.model, effort=k.effort, rep=k.rep)
         for k in sorted(set(cells), key=CellKey.sort_key)
     ]
-    write_document(root / EVAL_DIR_NAME / PLAN_JSON, Plan(schema="repo_plan.v1", cells=items))
+    write_document(BatchLayout(root).plan, Plan(schema="repo_plan.v1", cells=items))

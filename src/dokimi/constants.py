@@ -5,6 +5,36 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Final
 
+# Run-directory names live in dokimi.rundir (the one module that spells them); re-exported here for callers
+# that imported them from this module.
+from dokimi.rundir import (
+    AGENT_STDOUT as AGENT_STDOUT,
+)
+from dokimi.rundir import (
+    ANSWER_TXT as ANSWER_TXT,
+)
+from dokimi.rundir import (
+    EVENTS_JSONL as EVENTS_JSONL,
+)
+from dokimi.rundir import (
+    GRADE_JSON as GRADE_JSON,
+)
+from dokimi.rundir import (
+    META_JSON as META_JSON,
+)
+from dokimi.rundir import (
+    RESULT_JSON as RESULT_JSON,
+)
+from dokimi.rundir import (
+    RUN_DIR_ENTRIES as RUN_DIR_ENTRIES,
+)
+from dokimi.rundir import (
+    TASK_JSON as TASK_JSON,
+)
+from dokimi.rundir import (
+    WORKSPACE,
+)
+
 # Exit codes (DESIGN.md, "Rules of the house").
 EXIT_OK: Final = 0
 EXIT_FOUND_PROBLEMS: Final = 1
@@ -16,53 +46,12 @@ EXIT_INTERRUPTED: Final = 130
 CONTAINER_RUN_DIR: Final = PurePosixPath("/eval/run")
 CONTAINER_EVAL_DIR: Final = PurePosixPath("/eval/content")
 CONTAINER_SOURCE_DIR: Final = PurePosixPath("/eval/source")
-CONTAINER_WORKSPACE: Final = CONTAINER_RUN_DIR / "workspace"
+CONTAINER_WORKSPACE: Final = CONTAINER_RUN_DIR / WORKSPACE
 CONTAINER_HARNESS: Final = PurePosixPath("/eval/harness")
 CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
 
 # The five placeholders of the manifest (contract §2).
 PLACEHOLDERS: Final = ("eval_dir", "source_dir", "run_dir", "out", "task")
-
-# Entries of a run directory that belong to the framework; image.env may not claim them (contract §2).
-RUN_DIR_ENTRIES: Final = frozenset(
-    {
-        "workspace",
-        "task.json",
-        "meta.json",
-        "events.jsonl",
-        "answer.txt",
-        "grade.json",
-        "result.json",
-        "agent.stdout",
-        "agent.stderr",
-        "grade.stdout",
-        "grade.stderr",
-        "oracle.stdout",
-        "oracle.stderr",
-        "static.stdout",
-        "static.stderr",
-        "perf.stdout",
-        "perf.stderr",
-        "workspace.diff",
-        "workspace_diff.json",
-        "merge.json",
-        "perf",
-        "grade-home",
-        "agent-git",
-        "home",
-        "config",
-        "tmp",
-    }
-)
-
-# Artifact names in a run (cell) directory.
-TASK_JSON: Final = "task.json"
-META_JSON: Final = "meta.json"
-EVENTS_JSONL: Final = "events.jsonl"
-ANSWER_TXT: Final = "answer.txt"
-GRADE_JSON: Final = "grade.json"
-RESULT_JSON: Final = "result.json"
-AGENT_STDOUT: Final = "agent.stdout"
 
 DEFAULT_EVAL_DIR: Final = ".agent-eval"
 DEFAULT_MANIFEST_NAME: Final = "repo-eval.yaml"

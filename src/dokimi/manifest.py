@@ -23,13 +23,14 @@ from pydantic import ValidationError
 from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.errors import DocumentError, DokimiError, ManifestError, SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
+from dokimi.rundir import TASK_JSON
 from dokimi.schemas._base import Marked, decode_text, parse_json, parse_yaml, validation_errors
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import Task, misspelled_task_keys
 from dokimi.source.snapshot import Snapshot, normalize
 
 DEFAULT_MANIFEST_PATH = f"{DEFAULT_EVAL_DIR}/{DEFAULT_MANIFEST_NAME}"
-TASK_FILE = "task.json"
+TASK_FILE = TASK_JSON
 
 
 @dataclass

@@ -38,6 +38,7 @@ from dokimi import process
 from dokimi.errors import PrerequisiteError, UsageError
 from dokimi.harness.profile import build_invocation, resolve_bin, version_argv
 from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_binary, wrap_argv
+from dokimi.rundir import WORKSPACE
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 from dokimi.schemas.reach import (
     Alias,
@@ -776,7 +777,7 @@ def run_reach(
     base = Path(tempfile.mkdtemp(prefix="dokimi-reach-", dir=options.workdir))
     try:
         os.chmod(base, 0o755)
-        workspace = base / "workspace"
+        workspace = base / WORKSPACE
         refuse_guidance_ancestors(workspace, profile.guidance.names)
         seeded = build_skeleton(snapshot, plan, workspace, salt=salt, symlink=options.symlink)
         give_to(workspace, who)

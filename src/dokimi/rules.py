@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dokimi.globs import match_any
+from dokimi.rundir import REVIEW_RULES_JSON
 from dokimi.schemas._base import read_document
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
@@ -61,9 +62,6 @@ __all__ = [
     "rules_for_judge",
     "single_reviewer_rules",
 ]
-
-REVIEW_RULES_JSON = "review_rules.json"
-"""The rules file, at the top of the eval directory."""
 
 
 def load_review_rules(eval_dir: Path) -> RepoReviewRules | None:

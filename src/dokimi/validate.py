@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from dokimi.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin
-from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS, RUN_DIR_ENTRIES
+from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS
 from dokimi.errors import DocumentError
 from dokimi.manifest import (
     TASK_FILE,
@@ -36,6 +36,7 @@ from dokimi.manifest import (
     read_manifest_marked,
     task_dirs,
 )
+from dokimi.rundir import REVIEW_RULES_JSON, RUBRIC_JSON, RUN_DIR_ENTRIES
 from dokimi.schemas._base import Document, Loc, Marked, format_loc, unknown_key_hint
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import (
@@ -1249,9 +1250,6 @@ def check_also_scan_exists(ctx: Context) -> Iterator[Finding]:
 # --- team review rules and performance checks (agent-modes §3, §4) ----------------------------------------
 # Appended rules: each reads the eval tree through one batched read (review_rules.json and every rubric.json
 # together) and the task bases' dates through one ``git log --no-walk``.
-
-REVIEW_RULES_JSON = "review_rules.json"
-RUBRIC_JSON = "rubric.json"
 
 
 @dataclass

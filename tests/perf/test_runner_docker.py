@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from dokimi.constants import BASE_IMAGE
-from dokimi.perf.runner import PerfCheck, oracle_variant_dir, perf_argv, run_perf_check
+from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.perf import PerfCheck, oracle_variant_dir, perf_argv, run_perf_check
 from dokimi.perf.spec import TaskPerf
+from dokimi.sandbox.specs import ContainerSettings
+from dokimi.schemas.manifest import EntryPoints
+from dokimi.schemas.task import Task
 
 BENCH = """\
 import argparse, json, os, time
@@ -51,16 +55,21 @@ def check(
     tmp_path: Path, candidate_cost: float, perf: TaskPerf = PERF, command: str = COMMAND
 ) -> tuple[PerfCheck, Path]:
     content, run_dir, oracle = cell(tmp_path, candidate_cost)
-    result = run_perf_check(
-        perf,
-        command,
-        image=BASE_IMAGE,
-        run_dir=run_dir,
-        oracle_run_dir=oracle,
+    task = Task.model_validate(
+        {"id": "toy", "family": "fix", "base": "b" * 40, "prompt": "p", "grader": "g",
+         "perf": perf.model_dump(mode="json", exclude_none=True)}
+    )  # fmt: skip
+    environment = GradeEnvironment(
+        containers=ContainerSettings(BASE_IMAGE, None, "none"),
         eval_content=content,
-        image_config=None,
-        task="toy",
-        network="none",
+        source_dir=None,
+        entry_points=EntryPoints(grade="true", oracle="true", perf=command),
+    )
+    result = run_perf_check(
+        environment,
+        run_dir,
+        task,
+        oracle_run_dir=oracle,
         name=f"dokimi-test-perf-{tmp_path.name}",
         seed=1,
         noise_floor=0.25,  # a shared test machine; the protocol's default is 5%

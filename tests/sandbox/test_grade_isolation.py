@@ -8,19 +8,22 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dokimi.runner.entrypoints import (
+from dokimi.grading.entrypoints import (
     entry_argv,
     grade_run,
     move_agent_git,
     read_grade,
     run_entry_point,
 )
+from dokimi.grading.environment import GradeEnvironment
 from dokimi.sandbox.container import container_name, run_container
 from dokimi.sandbox.docker import container_names
-from dokimi.sandbox.specs import agent_spec
+from dokimi.sandbox.specs import ContainerSettings, agent_spec
+from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task
 from tests.sandbox.conftest import Toy, prepared_run
 
@@ -29,20 +32,18 @@ pytestmark = pytest.mark.docker
 EVIL_SCRIPT = "#!/bin/sh\ntouch /tmp/toy-{what}-ran\n"
 
 
+def _environment(toy: Toy, **changes: Any) -> GradeEnvironment:
+    assert toy.loaded.manifest is not None
+    environment = GradeEnvironment.for_manifest(
+        toy.loaded.manifest, image=toy.image.ref, eval_content=toy.content, source_dir=toy.repo.git_dir
+    )
+    return dataclasses.replace(environment.with_network("none"), **changes)
+
+
 def _grade(toy: Toy, run_dir: Path, task: Task, *, timeout: float = 120, grace: float | None = None):  # type: ignore[no-untyped-def]
-    assert toy.loaded.manifest is not None and toy.loaded.manifest.entry_points is not None
+    environment = _environment(toy, grade_timeout_s=timeout, kill_grace_s=grace)
     return grade_run(
-        task,
-        toy.loaded.manifest.entry_points.grade,
-        image=toy.image.ref,
-        run_dir=run_dir,
-        eval_content=toy.content,
-        source_dir=toy.repo.git_dir,
-        image_config=toy.loaded.manifest.image,
-        network="none",
-        name=container_name(f"gi{secrets.token_hex(3)}", task.id, "grade"),
-        timeout=timeout,
-        kill_grace_s=grace,
+        environment, run_dir, task, name=container_name(f"gi{secrets.token_hex(3)}", task.id, "grade")
     )
 
 
@@ -72,13 +73,11 @@ def test_the_planted_git_configuration_would_run_in_the_agents_own_container(
     prepared_run(toy, run_dir, "inspect_grader")
     _plant_agent_git(run_dir / "workspace")
     spec = agent_spec(
+        ContainerSettings(toy.image.ref, None, "none"),
         name=container_name(f"gi{secrets.token_hex(3)}", "control", "agent"),
-        image=toy.image.ref,
         run_dir=run_dir,
         argv=["sh", "-c", "git status >/dev/null 2>&1; git diff HEAD >/dev/null 2>&1; ls /tmp"],
-        image_config=None,
         task="inspect_grader",
-        network="none",
     )
     spec = dataclasses.replace(
         spec,
@@ -204,17 +203,11 @@ def test_entry_points_are_words_with_placeholders_substituted_once() -> None:
 def test_the_oracle_runs_in_a_grade_container_and_changes_the_workspace(toy: Toy, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     task = prepared_run(toy, run_dir, "fix_add")
-    assert toy.loaded.manifest is not None and toy.loaded.manifest.entry_points is not None
     entry = run_entry_point(
+        _environment(toy, source_dir=None),
+        run_dir,
+        task,
         "oracle",
-        toy.loaded.manifest.entry_points.oracle,
-        image=toy.image.ref,
-        run_dir=run_dir,
-        eval_content=toy.content,
-        source_dir=None,
-        image_config=toy.loaded.manifest.image,
-        task=task.id,
-        network="none",
         name=container_name(f"gi{secrets.token_hex(3)}", task.id, "oracle"),
     )
     assert entry.ok, entry.stderr_tail()
@@ -244,16 +237,17 @@ def test_a_grader_can_read_eval_dir_and_source_dir_but_a_write_to_either_fails(
         "for d in /eval/content /eval/source; do touch $d/written 2>/dev/null && echo wrote-$d; done; "
         "git -C {source_dir} log -1 --format=head=%H; cat {eval_dir}/tools/marker.txt"
     )
+    environment = _environment(toy, eval_content=content, source_dir=source)
+    environment = dataclasses.replace(
+        environment,
+        containers=ContainerSettings(toy.image.ref, None, "none"),
+        entry_points=EntryPoints(grade=f"sh -c '{script}'", oracle="true"),
+    )
     entry = run_entry_point(
+        environment,
+        run_dir,
+        task,
         "grade",
-        f"sh -c '{script}'",
-        image=toy.image.ref,
-        run_dir=run_dir,
-        eval_content=content,
-        source_dir=source,
-        image_config=None,
-        task=task.id,
-        network="none",
         name=container_name(f"gi{secrets.token_hex(3)}", task.id, "grade"),
     )
     assert entry.ok, entry.stderr_tail()

@@ -11,7 +11,7 @@ import pytest
 
 from dokimi.sandbox.container import ContainerSpec, Mount, container_name, run_container
 from dokimi.sandbox.probe import isolation_probe, parse_probe_output
-from dokimi.sandbox.specs import agent_spec
+from dokimi.sandbox.specs import ContainerSettings, agent_spec
 from tests.sandbox.conftest import SANDBOX_TASKS, Toy, prepared_run
 
 pytestmark = pytest.mark.docker
@@ -22,13 +22,11 @@ TASK_IDS = sorted(SANDBOX_TASKS)
 def _agent(toy: Toy, run_dir: Path, *, network: str = "none") -> ContainerSpec:
     prepared_run(toy, run_dir, "fix_add")
     return agent_spec(
+        ContainerSettings(toy.image.ref, toy.loaded.manifest.image if toy.loaded.manifest else None, network),
         name=container_name(f"probe{secrets.token_hex(3)}", "fix_add", "agent"),
-        image=toy.image.ref,
         run_dir=run_dir,
         argv=["true"],
-        image_config=toy.loaded.manifest.image if toy.loaded.manifest else None,
         task="fix_add",
-        network=network,
     )
 
 
@@ -112,15 +110,18 @@ def test_the_agents_home_is_its_per_run_directory_and_caches_are_writable(toy: T
     cache.mkdir()
     give_to_container_user(cache)
     script = 'echo "home=$HOME cwd=$(pwd) scratch=$TOY_SCRATCH"; touch "$HOME/h" /cache/c/f "$TOY_SCRATCH/s"'
+    settings = ContainerSettings(
+        toy.image.ref,
+        toy.loaded.manifest.image if toy.loaded.manifest else None,
+        "none",
+        (CacheMount("c", cache, PurePosixPath("/cache/c")),),
+    )
     spec = agent_spec(
+        settings,
         name=container_name(f"probe{secrets.token_hex(3)}", "fix_add", "agent"),
-        image=toy.image.ref,
         run_dir=run_dir,
         argv=["sh", "-c", script],
-        image_config=toy.loaded.manifest.image if toy.loaded.manifest else None,
         task="fix_add",
-        network="none",
-        caches=[CacheMount("c", cache, PurePosixPath("/cache/c"))],
     )
     result = run_container(spec, timeout=60)
     assert result.ok, result.stderr

@@ -34,7 +34,7 @@ def perf(run_dir: Path, seed: int, caches: tuple[str, ...], source_dir: Path | N
     RUN_DIR/perf/check.json; result.json is not changed.
     """
     from dokimi.cli.run import _caches
-    from dokimi.perf.runner import check_finished_cell
+    from dokimi.grading.perf import check_finished_cell
 
     check = check_finished_cell(run_dir, seed=seed, caches=_caches(caches), source_dir=source_dir)
     report = check.report

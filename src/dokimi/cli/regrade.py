@@ -41,7 +41,7 @@ def regrade(
     repo_regrade.v1 document.
     """
     from dokimi.cli.run import _caches
-    from dokimi.runner.regrade import regrade_batch, regrade_document
+    from dokimi.grading.regrade import regrade_batch, regrade_document
 
     report = regrade_batch(
         batch, sample=sample, seed=seed, caches=_caches(caches), source_dir=source_dir, progress=None

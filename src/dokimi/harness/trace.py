@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from dokimi.constants import ANSWER_TXT, EVENTS_JSONL
+from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL
 
 __all__ = [
     "OUTPUT_KEEP_BYTES",

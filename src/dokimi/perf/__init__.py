@@ -2,7 +2,7 @@
 
 - :mod:`dokimi.perf.protocol`: the plan, ratios, control, noise band and verdict, as pure functions;
 - :mod:`dokimi.perf.spec`: the task's ``perf`` object and the environment of one invocation;
-- :mod:`dokimi.perf.runner`: running the entry point per variant in the grade container (needs docker).
+- :mod:`dokimi.grading.perf`: running the entry point per variant in the grade container (needs docker).
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dokimi.constants import ANSWER_TXT, TASK_JSON
 from dokimi.errors import DokimiError, UsageError
 from dokimi.rating.blinding import (
     Finding,
@@ -39,6 +38,17 @@ from dokimi.rating.blinding import (
     scrub_diff,
     scrub_text,
 )
+from dokimi.rundir import (
+    ANSWER_TXT,
+    GRADE_JSON,
+    PERF_STDERR,
+    PERF_STDOUT,
+    TASK_JSON,
+    WORKSPACE,
+    WORKSPACE_DIFF,
+    entry_stderr,
+    entry_stdout,
+)
 
 if TYPE_CHECKING:
     from dokimi.batch import Batch, Cell
@@ -48,21 +58,20 @@ BLINDED_DIR = "blinded"
 WITHHELD_DIR = "withheld"
 KEY_JSON = "key.json"
 DIFF_FILE = "diff.patch"
-ANSWER_FILE = "answer.txt"
+ANSWER_FILE = ANSWER_TXT
 TASK_FILE = "task.txt"
 LOGS_DIR = "logs"
-WORKSPACE_DIFF = "workspace.diff"
 
 #: The logs of validation a rater may read: what the grader (and static/perf checks) printed. Nothing the
 #: harness wrote is here: its trace format alone names it.
 VALIDATION_LOGS: tuple[str, ...] = (
-    "grade.json",
-    "grade.stdout",
-    "grade.stderr",
-    "static.stdout",
-    "static.stderr",
-    "perf.stdout",
-    "perf.stderr",
+    GRADE_JSON,
+    entry_stdout("grade"),
+    entry_stderr("grade"),
+    entry_stdout("static"),
+    entry_stderr("static"),
+    PERF_STDOUT,
+    PERF_STDERR,
 )
 
 #: Every file an artifact has its mtime set to this (2000-01-01): write order would otherwise show the order
@@ -219,7 +228,7 @@ def cell_diff(cell: Cell) -> str:
         )
     from dokimi.merge.diff import take_workspace_diff
 
-    return take_workspace_diff(cell.dir / "workspace", meta.start_sha).text
+    return take_workspace_diff(cell.dir / WORKSPACE, meta.start_sha).text
 
 
 def _task_text(cell: Cell) -> str:

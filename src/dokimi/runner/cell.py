@@ -8,7 +8,8 @@
    unless ``--agent-network`` (or image.network public), as a non-root user; its stdout is ``agent.stdout``;
 3. after it exits: ``events.jsonl`` and ``answer.txt`` (the trace converted), ``task.json`` (the task's own
    file, byte for byte) and ``meta.json``;
-4. the grade container (:func:`dokimi.runner.entrypoints.grade_run`);
+4. grading (:func:`dokimi.grading.grade.grade_cell`, in the batch's
+   :class:`~dokimi.grading.environment.GradeEnvironment`);
 5. ``result.json``, the framework's verdict (:func:`build_result`), written last and atomically.
 
 A failure before the agent ran (a patch that does not apply, docker unable to start the container) leaves the
@@ -29,42 +30,48 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from dokimi import safefs
 from dokimi.batch import CellKey
-from dokimi.constants import (
+from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT
+from dokimi.errors import DokimiError
+from dokimi.grading import merge as mergegrade
+from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.gate import grader_failure, not_graded
+from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
+from dokimi.rundir import (
+    AGENT_CONFIG,
+    AGENT_HOME,
+    AGENT_STDERR,
     AGENT_STDOUT,
-    CONTAINER_RUN_DIR,
-    CONTAINER_SUPPORT,
     META_JSON,
     RESULT_JSON,
     TASK_JSON,
+    WORKSPACE,
+    BatchLayout,
+    task_dir,
 )
-from dokimi.errors import DokimiError
-from dokimi.runner import mergegrade
 from dokimi.runner.dryrun import DRY_RUN_MOUNT
-from dokimi.runner.gate import GateVerdict, evaluate_gate, grader_failure, not_graded
-from dokimi.runner.mergegrade import JudgeSettings
 from dokimi.runner.plan import CellLimits
+from dokimi.sandbox.specs import CacheMount, ContainerSettings
 
 if TYPE_CHECKING:
     from dokimi.gateway.sealed import SealAccount, SealedBatch
     from dokimi.harness.trace import Conversion
     from dokimi.manifest import LoadedTask
-    from dokimi.sandbox.specs import CacheMount
-    from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
-    from dokimi.schemas.review_rules import RepoReviewRules
+    from dokimi.schemas.rubric import RepoRubric
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
     from dokimi.workspace import GuidanceOverlay, PreparedWorkspace
 
 __all__ = [
     "AGENT_STDERR",
+    "AgentRun",
     "CellContext",
     "CellOutcome",
     "CellStatus",
@@ -72,15 +79,14 @@ __all__ = [
     "run_cell",
 ]
 
-AGENT_STDERR = "agent.stderr"
 #: Bytes of the harness's stdout (the trace) kept at each end: a real trace fits whole, a flood is cut.
 AGENT_OUTPUT_CAP = 64 * 1024 * 1024
 DRY_RUN_LAUNCHER = "dryrun_agent.py"
 DRY_RUN_PORT = 47113
 """The scripted server's port on the agent container's own loopback in a dry run: fixed, so that a harness
 that reads its endpoint from a config file (Codex) gets the URL written there before the container starts."""
-CONTAINER_CONFIG = CONTAINER_RUN_DIR / "config"
-CONTAINER_HOME = CONTAINER_RUN_DIR / "home"
+CONTAINER_CONFIG = CONTAINER_RUN_DIR / AGENT_CONFIG
+CONTAINER_HOME = CONTAINER_RUN_DIR / AGENT_HOME
 
 CellStatus = Literal["finished", "skipped", "failed", "not_started", "interrupted"]
 
@@ -95,15 +101,12 @@ class CellContext:
     repo: Repo
     manifest: RepoManifest
     tasks: Mapping[str, LoadedTask]
-    eval_content: Path
-    """The exported eval_dir (<batch>/_eval/content), mounted read-only in the grade container."""
-    image: str
+    grading: GradeEnvironment
+    """What grading needs: image, exported eval_dir, source dir, grade network, caches, judge, timeouts."""
     profile: HarnessProfile
     harness_bin: Path
     harness_version: str
     support_dir: Path
-    caches: tuple[CacheMount, ...]
-    source_dir: Path | None
     agent_network: str | None
     """--agent-network as given (recorded in meta.json and result.json); None without it."""
     network: str
@@ -116,10 +119,6 @@ class CellContext:
     environ: Mapping[str, str] = field(default_factory=dict)
     """The caller's environment, read only through the profile's env_allow (empty for a dry run)."""
     force: bool = False
-    judge: JudgeSettings | None = None
-    """--judge-model: the rubric judge for tasks with a rubric.json (mergeability §4); None: not run."""
-    review_rules: RepoReviewRules | None = None
-    """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
     overlays: Mapping[str, GuidanceOverlay] = field(default_factory=dict)
     """guidance:tree and guidance:at=REV arm -> the guidance files it puts onto every base (read once per
     batch)."""
@@ -132,6 +131,28 @@ class CellContext:
     prep_lock: threading.Lock = field(default_factory=threading.Lock)
     """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
 
+    @property
+    def layout(self) -> BatchLayout:
+        return BatchLayout(self.root)
+
+    @property
+    def image(self) -> str:
+        return self.grading.image
+
+    @property
+    def eval_content(self) -> Path:
+        """The exported eval_dir (<batch>/_eval/content), mounted read-only in the grade container."""
+        return self.grading.eval_content
+
+    @property
+    def caches(self) -> tuple[CacheMount, ...]:
+        return self.grading.containers.caches
+
+    @property
+    def agent_containers(self) -> ContainerSettings:
+        """The agent's container settings: the batch's image and caches on the agent's network."""
+        return dataclasses.replace(self.grading.containers, network=self.network)
+
     def task(self, task_id: str) -> Task:
         loaded = self.tasks[task_id]
         assert loaded.task is not None
@@ -139,10 +160,7 @@ class CellContext:
 
     def task_dir(self, task_id: str) -> Path:
         """The task's directory inside the exported eval_dir (where its patches are)."""
-        loaded = self.tasks[task_id]
-        eval_dir = (self.manifest.eval_dir or "").strip("/")
-        rel = PurePosixPath(loaded.dir).relative_to(eval_dir) if eval_dir else PurePosixPath(loaded.dir)
-        return self.eval_content / rel
+        return task_dir(self.eval_content, self.manifest, task_id)
 
     def overlay(self, key: CellKey) -> GuidanceOverlay | None:
         """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
@@ -151,16 +169,6 @@ class CellContext:
         if key.arm == ARM_GENERATED:
             return self.generated.get((key.task, key.model))
         return self.overlays.get(key.arm)
-
-    def grade_network(self, task: Task) -> str:
-        """Entry points run with image.network, never with the agent's egress; only an unsealed run's task
-        with egress gets --agent-network (its entry points have no other way to those hosts)."""
-        from dokimi.sandbox.specs import docker_network
-
-        if task.egress and self.agent_network and self.sealed is None:
-            return self.agent_network
-        image_network = self.manifest.image.network if self.manifest.image else "none"
-        return docker_network(image_network)
 
 
 @dataclass
@@ -179,32 +187,27 @@ class CellOutcome:
 
 
 def build_result(
-    *,
     key: CellKey,
     task: Task,
+    graded: GradedCell,
+    agent: AgentRun,
+    *,
     harness: str,
     harness_version: str | None,
-    verdict: GateVerdict,
-    metrics: Mapping[str, bool | int | float | None],
-    agent_rc: int | None,
-    agent_timed_out: bool,
-    cost_usd: float | None,
-    turns: int | None,
-    duration_s: float,
     agent_network: str | None,
     base_date: str | None,
-    account: SealAccount | None = None,
-    infra_reason: str | None = None,
-    judge_cost_usd: float | None = None,
 ) -> Result:
-    """result.json of one cell: the gate verdict, grade.json's metrics and what the agent's run reported;
+    """result.json of one cell: the gate verdict, every metric measured and what the agent's run reported;
     in a sealed run the gateway's account is the cost and turns (:func:`dokimi.gateway.sealed.observed_usage`)
-    and ``infra_reason`` marks a cell that never reached its model."""
+    and a cell that never reached its model is an infra error (:func:`infra_reason`)."""
     from dokimi.gateway.prices import CHECKED
     from dokimi.gateway.sealed import observed_usage
     from dokimi.schemas.result import Result
 
-    observed = observed_usage(account, _usable(cost_usd), turns)
+    verdict = graded.verdict
+    account = agent.account
+    infra = infra_reason(agent)
+    observed = observed_usage(account, _usable(agent.cost_usd), agent.turns)
     usage = None if account is None else {**account.usage.to_json(), "prices_checked": CHECKED}
     return Result.model_validate(
         {
@@ -222,21 +225,21 @@ def build_result(
             "passed": verdict.passed,
             "score": verdict.score,
             "gate_results": dict(verdict.gate_results),
-            "metrics": dict(metrics),
+            "metrics": dict(graded.metrics),
             "grader_failure": verdict.grader_failure,
             "grader_error": verdict.grader_error,
-            "agent_rc": agent_rc,
-            "agent_timed_out": agent_timed_out,
+            "agent_rc": agent.rc,
+            "agent_timed_out": agent.timed_out,
             "cost_usd": _usable(observed.cost_usd),
             "cost_source": observed.cost_source,
             "usage": usage,
-            "judge_cost_usd": _usable(judge_cost_usd),
-            "infra_error": infra_reason is not None,
-            "infra_error_reason": infra_reason,
+            "judge_cost_usd": _usable(graded.judge_cost_usd),
+            "infra_error": infra is not None,
+            "infra_error_reason": infra,
             "egress_attempts": None if account is None else account.egress_attempts,
             "egress_refused": None if account is None else account.egress_refused,
             "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
-            "duration_s": _usable(duration_s) or 0.0,
+            "duration_s": _usable(agent.duration_s) or 0.0,
             "agent_network": agent_network,
             "base_date": base_date,
             "prompt_style": task.prompt_style,
@@ -276,11 +279,11 @@ def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
             guidance_globs=ctx.manifest.guidance.globs,
             arm=key.arm,
             profile=ctx.profile,
-            dest=run_dir / "workspace",
+            dest=run_dir / WORKSPACE,
             patches_root=ctx.task_dir(key.task),
             overlay=ctx.overlay(key),
         )
-    give_to_container_user(run_dir / "workspace")
+    give_to_container_user(run_dir / WORKSPACE)
     return prepared
 
 
@@ -326,7 +329,7 @@ def agent_argv_and_env(
         extra_env=extra_env,
         endpoint=endpoint,
     )
-    invocation.write_config_files(run_dir / "config")
+    invocation.write_config_files(run_dir / AGENT_CONFIG)
     argv = [*launcher[:-1], *invocation.argv]  # a Node harness: /eval/node /eval/harness/...js
     if ctx.dry_run:
         assert ctx.profile.endpoint_env is not None
@@ -348,9 +351,13 @@ def agent_argv_and_env(
 
 @dataclass
 class AgentRun:
+    """How the agent's container ended, and what its trace reported (filled once the trace is read)."""
+
     rc: int | None
     timed_out: bool
     duration_s: float
+    cost_usd: float | None = None
+    turns: int | None = None
     account: SealAccount | None = None
     """The gateway's and the egress proxy's account of a sealed cell."""
 
@@ -371,15 +378,15 @@ def run_agent(
     prompt, its dry-run script, the container name's last part, and (dry run) where the scripted server
     records the requests. A sealed cell is opened on the batch's gateway and egress proxy for the
     container's lifetime, and its account returned with the run."""
-    (run_dir / "config").mkdir(exist_ok=True)
-    (run_dir / "home").mkdir(exist_ok=True)
+    (run_dir / AGENT_CONFIG).mkdir(exist_ok=True)
+    (run_dir / AGENT_HOME).mkdir(exist_ok=True)
     capture = capture if ctx.dry_run else None
     if ctx.sealed is None:
         return _run_agent_container(
             ctx, key, run_dir, prompt=prompt, script=script, role=role, capture=capture
         )
     public = ctx.manifest.image is not None and ctx.manifest.image.network == "public"
-    rel = key.path(ctx.root).relative_to(ctx.root).as_posix()
+    rel = ctx.layout.rel(key.path(ctx.root))
     seal = ctx.sealed.open_cell(
         f"{rel}:{role}",
         run_dir,
@@ -413,18 +420,14 @@ def _run_agent_container(
 
     argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt, seal_env=seal_env, capture=capture)
     spec = agent_spec(
-        name=container_name(ctx.batch, key.path(ctx.root).relative_to(ctx.root).as_posix(), role),
-        image=ctx.image,
+        ctx.agent_containers,
+        name=container_name(ctx.batch, ctx.layout.rel(key.path(ctx.root)), role),
         run_dir=run_dir,
         argv=argv,
-        image_config=ctx.manifest.image,
         task=key.task,
-        network=ctx.network,
-        caches=ctx.caches,
         harness_bin=ctx.harness_bin,
         support_dir=ctx.support_dir,
         env=env,
-        batch=ctx.batch,
     )
     if ctx.dry_run:
         script = script or ctx.dry_run_scripts[(key.task, key.arm)]
@@ -474,83 +477,6 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
     return conversion
 
 
-def grade(
-    ctx: CellContext, task: Task, run_dir: Path, *, name: str
-) -> tuple[GateVerdict, dict[str, bool | int | float | None], RepoGrade | None]:
-    """The grade container on ``run_dir`` and the gate verdict, with grade.json's metrics when it had any."""
-    from dokimi.runner.entrypoints import grade_run
-
-    assert ctx.manifest.entry_points is not None
-    outcome = grade_run(
-        task,
-        ctx.manifest.entry_points.grade,
-        image=ctx.image,
-        run_dir=run_dir,
-        eval_content=ctx.eval_content,
-        source_dir=ctx.source_dir,
-        image_config=ctx.manifest.image,
-        network=ctx.grade_network(task),
-        name=name,
-        caches=ctx.caches,
-        batch=ctx.batch,
-    )
-    metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
-    return outcome.verdict, metrics, None if outcome.grader_failure else outcome.grade
-
-
-def perf_metrics(
-    ctx: CellContext, key: CellKey, task: Task, run_dir: Path, rel: str
-) -> dict[str, bool | int | float | None]:
-    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object (agent-modes §3): the
-    cell's workspace measured against its oracle variant, in the grade container. Empty for other tasks."""
-    from dokimi.perf import task_perf
-
-    perf = task_perf(task)
-    entry_points = ctx.manifest.entry_points
-    if perf is None or entry_points is None or entry_points.perf is None:
-        return {}
-    from dokimi.perf.runner import prepare_oracle_variant, run_perf_check
-    from dokimi.sandbox.container import container_name
-
-    network = ctx.grade_network(task)
-    oracle_dir = prepare_oracle_variant(
-        ctx.repo,
-        task,
-        run_dir=run_dir,
-        eval_dir=ctx.manifest.eval_dir or "",
-        guidance_globs=ctx.manifest.guidance.globs,
-        arm=key.arm,
-        profile=ctx.profile,
-        patches_root=ctx.task_dir(key.task),
-        oracle_command=entry_points.oracle,
-        image=ctx.image,
-        eval_content=ctx.eval_content,
-        source_dir=ctx.source_dir,
-        image_config=ctx.manifest.image,
-        network=network,
-        name=container_name(ctx.batch, rel, "perf-oracle"),
-        caches=ctx.caches,
-        batch=ctx.batch,
-        prep_lock=ctx.prep_lock,
-    )
-    check = run_perf_check(
-        perf,
-        entry_points.perf,
-        image=ctx.image,
-        run_dir=run_dir,
-        oracle_run_dir=oracle_dir,
-        eval_content=ctx.eval_content,
-        image_config=ctx.manifest.image,
-        task=task.id,
-        network=network,
-        name=container_name(ctx.batch, rel, "perf"),
-        caches=ctx.caches,
-        batch=ctx.batch,
-        seed=key.rep,
-    )
-    return dict(check.metrics)
-
-
 def cancelled(ctx: CellContext) -> bool:
     """The run is being stopped (Ctrl-C, SIGTERM, SIGHUP, or the caller's ``cancel``): what ends now ended
     because of it, and must not become a result."""
@@ -582,11 +508,50 @@ def infra_reason(agent: AgentRun) -> str | None:
 # --- the cell -----------------------------------------------------------------------------------------------
 
 
+def cell_facts(
+    ctx: CellContext,
+    key: CellKey,
+    prepared: PreparedWorkspace,
+    rubric: RepoRubric | None,
+    ignored_before: set[str],
+) -> CellFacts:
+    """What grading needs from the agent's side of the cell."""
+    from dokimi.grading.perf import oracle_variant_arm
+    from dokimi.sandbox.container import container_name
+    from dokimi.workspace import prepare_workspace
+
+    rel = ctx.layout.rel(key.path(ctx.root))
+    task = ctx.task(key.task)
+
+    def prepare_oracle_variant(dest: Path) -> object:
+        with ctx.prep_lock:
+            return prepare_workspace(
+                ctx.repo,
+                task,
+                eval_dir=ctx.manifest.eval_dir or "",
+                guidance_globs=ctx.manifest.guidance.globs,
+                arm=oracle_variant_arm(key.arm),
+                profile=ctx.profile,
+                dest=dest,
+                patches_root=ctx.task_dir(key.task),
+            )
+
+    return CellFacts(
+        start_sha=prepared.start_sha,
+        base_date=prepared.base_date,
+        rubric=rubric,
+        ignored_before=frozenset(ignored_before),
+        prepare=prepare_oracle_variant,
+        container=lambda role: container_name(ctx.batch, rel, role),
+        seed=key.rep,
+    )
+
+
 def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
-    """Run one cell (see the module docstring). Never raises for the cell's own failures: they are data."""
+    """Run one cell (see the module docstring): the agent, then grading. Never raises for the cell's own
+    failures: they are data."""
     start = time.monotonic()
     run_dir = key.path(ctx.root)
-    rel = run_dir.relative_to(ctx.root).as_posix()
     if cancelled(ctx):
         return CellOutcome(key, "not_started")
     task = ctx.task(key.task)
@@ -596,53 +561,24 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         rubric = mergegrade.load_rubric(ctx.task_dir(key.task))
         ignored_before: set[str] = set()
         if rubric is not None:
-            ignored_before = mergegrade.before_agent(run_dir / "workspace", prepared.start_sha)
+            ignored_before = mergegrade.before_agent(run_dir / WORKSPACE, prepared.start_sha)
         agent = run_agent(ctx, key, run_dir)
     except (DokimiError, OSError) as exc:
         return CellOutcome(key, "failed", error=_reason(exc), seconds=time.monotonic() - start)
     if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
 
-    from dokimi.sandbox.container import container_name
-
-    cost: float | None = None
-    turns: int | None = None
-    metrics: dict[str, bool | int | float | None] = {}
-    judge_cost: float | None = None
     infra = infra_reason(agent)
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
-        cost, turns = conversion.cost_usd, conversion.turns
-        checks = None
+        agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
         if infra is not None:
             raise _NotGraded
-        if rubric is not None:  # the diff is taken before grade restores its hidden files (mergeability §3)
-            checks = mergegrade.after_agent(
-                workspace=run_dir / "workspace",
-                start_sha=prepared.start_sha,
-                ignored_before=ignored_before,
-                rubric=rubric,
-                task=task,
-                tests=ctx.manifest.tests,
-                rules=ctx.review_rules,
-                base_date=prepared.base_date,
-                judge=ctx.judge,
-                run_dir=run_dir,
-            )
-            if checks.verdict is not None and not checks.verdict.cached:
-                judge_cost = checks.verdict.cost_usd
-        verdict, metrics, grade_doc = grade(ctx, task, run_dir, name=container_name(ctx.batch, rel, "grade"))
-        extra: dict[str, bool | int | float | None] = {}
-        if checks is not None and not verdict.grader_failure:
-            tests = ctx.manifest.tests
-            extra.update(mergegrade.merge_metrics(checks, grade_doc, task, tests, run_dir=run_dir))
-        if not verdict.grader_failure:
-            extra.update(perf_metrics(ctx, key, task, run_dir, rel))
-        if extra:
-            verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
-            metrics.update(extra)
+        graded = grade_cell(
+            ctx.grading, run_dir, task, cell_facts(ctx, key, prepared, rubric, ignored_before)
+        )
     except _NotGraded:
-        verdict = not_graded(task)
+        graded = GradedCell(not_graded(task), {})
     except Exception as exc:
         # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
@@ -652,25 +588,18 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
             if infra is not None
             else grader_failure(task, f"host-side failure after the agent ran: {_reason(exc)}")
         )
+        graded = GradedCell(verdict, {})
     if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
     result = build_result(
-        key=key,
-        task=task,
+        key,
+        task,
+        graded,
+        agent,
         harness=ctx.profile.name,
         harness_version=ctx.harness_version,
-        verdict=verdict,
-        metrics=metrics,
-        agent_rc=agent.rc,
-        agent_timed_out=agent.timed_out,
-        cost_usd=cost,
-        turns=turns,
-        duration_s=agent.duration_s,
         agent_network=ctx.agent_network,
         base_date=prepared.base_date,
-        account=agent.account,
-        infra_reason=infra,
-        judge_cost_usd=judge_cost,
     )
     from dokimi.schemas._base import write_document
 

@@ -24,6 +24,7 @@ arm makes arms behave differently (the e2e test gives guidance:none a script tha
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import shutil
@@ -173,8 +174,9 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     that makes the agent do the same (see the module docstring). Reused when ``dest`` exists already: the
     batch is pinned to its eval tree, so the oracle is the same."""
     from dokimi.batch import CellKey
+    from dokimi.grading.entrypoints import run_entry_point
+    from dokimi.rundir import ANSWER_TXT, META_JSON, TASK_JSON, WORKSPACE
     from dokimi.runner.cell import prepare, reset_run_dir
-    from dokimi.runner.entrypoints import run_entry_point
     from dokimi.sandbox.container import container_name
     from dokimi.schemas._base import write_document, write_text_atomic
     from dokimi.schemas.meta import Meta
@@ -191,7 +193,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
         # start commit, so the base without guidance gives the same script.
         prep_arm = ARM_NONE if arm == ARM_GENERATED else arm
         prepared = prepare(ctx, CellKey(task_id, prep_arm, ORACLE_MODEL, None, 0), scratch)
-        write_text_atomic(scratch / "task.json", (ctx.task_dir(task_id) / "task.json").read_text("utf-8"))
+        write_text_atomic(scratch / TASK_JSON, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
         meta = {
             "schema": "repo_meta.v1",
             "task": task_id,
@@ -204,20 +206,14 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
             "patches": dict(prepared.patches),
             **{k: v for k, v in prepared.meta_fields().items() if k not in ("arm", "patches")},
         }
-        write_document(scratch / "meta.json", Meta.model_validate(meta))
+        write_document(scratch / META_JSON, Meta.model_validate(meta))
+        environment = dataclasses.replace(ctx.grading, grade_timeout_s=DERIVE_TIMEOUT_S)
         entry = run_entry_point(
+            environment,
+            scratch,
+            task,
             "oracle",
-            ctx.manifest.entry_points.oracle,
-            image=ctx.image,
-            run_dir=scratch,
-            eval_content=ctx.eval_content,
-            source_dir=ctx.source_dir,
-            image_config=ctx.manifest.image,
-            task=task_id,
-            network=ctx.grade_network(task),
             name=container_name(ctx.batch, f"dry-run-{task_id}-{arm}", "oracle"),
-            caches=ctx.caches,
-            batch=ctx.batch,
         )
         failure = entry.failure(DERIVE_TIMEOUT_S)
         if failure:
@@ -225,8 +221,8 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
                 f"dry run: the oracle of task {task_id} failed, so no script can be derived: {failure}",
                 hint="`dokimi repo tasks check` shows why; or give this arm a script with --dry-run-script",
             )
-        diff = oracle_diff(scratch / "workspace", prepared.start_sha)
-        answer_file = scratch / "answer.txt"
+        diff = oracle_diff(scratch / WORKSPACE, prepared.start_sha)
+        answer_file = scratch / ANSWER_TXT
         answer = answer_file.read_text("utf-8", errors="replace") if answer_file.is_file() else ""
         return write_script(dest, oracle_script(diff, answer, ctx.profile.script_tools.command))
     finally:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dokimi.errors import DokimiError, UsageError
+from dokimi.rundir import AGENT_STDOUT, WORKSPACE, BatchLayout
 
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
@@ -194,9 +195,9 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
             role="generate",
             capture=DRY_RUN_CAPTURE_IN_CONTAINER,
         )
-        workspace = scratch / "workspace"
+        workspace = scratch / WORKSPACE
         written = _changed_guidance(workspace, patterns, before)
-        conversion = convert_file(scratch / "agent.stdout", ctx.profile.trace)
+        conversion = convert_file(scratch / AGENT_STDOUT, ctx.profile.trace)
         observed = observed_usage(agent.account, _usable(conversion.cost_usd), conversion.turns)
         if directory.exists():
             shutil.rmtree(directory)
@@ -210,7 +211,7 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
             else:
                 target.write_bytes(data)
             records.append({"path": path, "mode": mode, "sha": blob_sha(data)})
-        shutil.copyfile(scratch / "agent.stdout", directory / GENERATOR_STDOUT)
+        shutil.copyfile(scratch / AGENT_STDOUT, directory / GENERATOR_STDOUT)
         if (scratch / AGENT_STDERR).is_file():
             shutil.copyfile(scratch / AGENT_STDERR, directory / "generator.stderr")
         if ctx.dry_run:  # what the harness sent the scripted model: the generator's real prompt
@@ -334,7 +335,7 @@ def write_dry_run_generator_script(directory: Path) -> Path:
 
 def generation_cost(root: Path) -> dict[str, float | int | None]:
     """Total cost, pairs and pairs without a cost of the batch's generated guidance (for reports)."""
-    base = root / "_eval" / GENERATED_DIR
+    base = BatchLayout(root).eval_root / GENERATED_DIR
     total = 0.0
     pairs = 0
     unknown = 0

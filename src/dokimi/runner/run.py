@@ -27,6 +27,7 @@ unfinished cell.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -38,12 +39,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dokimi import __version__
-from dokimi.batch import EVAL_DIR_NAME, CellKey, load_batch, read_pin, read_plan, write_plan
-from dokimi.constants import RESULT_JSON
+from dokimi.batch import CellKey, load_batch, read_pin, read_plan, write_plan
 from dokimi.errors import ContainerError, PrerequisiteError, UsageError
+from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.rules import load_review_rules
+from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner.cell import CellContext, CellOutcome, run_cell
-from dokimi.runner.mergegrade import JudgeSettings
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
@@ -53,10 +54,10 @@ from dokimi.runner.plan import (
     pin_refusal,
     plan_cells,
 )
+from dokimi.sandbox.specs import ContainerSettings
 from dokimi.workspace import ARM_GENERATED
 
 if TYPE_CHECKING:
-    from dokimi.gateway.sealed import SealedBatch
     from dokimi.manifest import LoadedTask
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
@@ -76,10 +77,6 @@ __all__ = [
     "run_summary",
 ]
 
-CONTENT_DIR = "content"
-SUPPORT_DIR = "support"
-DRY_RUN_DIR = "dry-run"
-MANIFEST_COPY = "manifest.json"
 VERSION_TIMEOUT_S = 120.0
 DERIVE_TIMEOUT_S = 3600.0
 
@@ -365,14 +362,14 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
     from dokimi.schemas._base import write_document
 
     old, error = read_pin(root)
-    if old is None and error is not None and (root / EVAL_DIR_NAME / "batch.json").exists():
+    if old is None and error is not None and BatchLayout(root).pin.exists():
         raise UsageError(f"batch {batch}: its pin cannot be read: {error}", hint="start a new batch")
     if old is not None:
         refusal = pin_refusal(old, pin, batch)
         if refusal is not None:
             raise refusal
         return
-    write_document(root / EVAL_DIR_NAME / "batch.json", pin)
+    write_document(BatchLayout(root).pin, pin)
 
 
 def harness_version_in_image(
@@ -388,17 +385,14 @@ def harness_version_in_image(
     run_dir = scratch / "version"
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    (run_dir / "workspace").mkdir(parents=True)
+    (run_dir / WORKSPACE).mkdir(parents=True)
     spec = agent_spec(
-        name=container_name(batch, "_eval", "version"),
-        image=image,
+        ContainerSettings(image, None, "none", (), batch),
+        name=container_name(batch, EVAL_DIR_NAME, "version"),
         run_dir=run_dir,
         argv=[*launcher[:-1], *version_argv(profile, launcher[-1])],
-        image_config=None,
         task=None,
-        network="none",
         harness_bin=harness_bin,
-        batch=batch,
     )
     result = run_container(spec, timeout=VERSION_TIMEOUT_S)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -431,19 +425,15 @@ def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) ->
     run_dir = scratch / "probe"
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    (run_dir / "workspace").mkdir(parents=True)
+    (run_dir / WORKSPACE).mkdir(parents=True)
     spec = agent_spec(
-        name=container_name(ctx.batch, "_eval", "probe"),
-        image=ctx.image,
+        ctx.agent_containers,
+        name=container_name(ctx.batch, EVAL_DIR_NAME, "probe"),
         run_dir=run_dir,
         argv=["true"],
-        image_config=ctx.manifest.image,
         task=None,
-        network=ctx.network,
-        caches=ctx.caches,
         harness_bin=ctx.harness_bin,
         support_dir=ctx.support_dir,
-        batch=ctx.batch,
     )
     literal = [g.rsplit("/", 1)[-1] for g in ctx.manifest.guidance.globs]
     names = {*DEFAULT_GUIDANCE_NAMES, *ctx.profile.guidance.names, *(n for n in literal if "*" not in n)}
@@ -520,7 +510,7 @@ def judge_settings(opts: RunOptions, root: Path) -> JudgeSettings | None:
     require_full_model_id(opts.judge_model)
     return JudgeSettings(
         opts.judge_model,
-        JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=root / "_eval" / "judge-cache"),
+        JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=BatchLayout(root).judge_cache),
     )
 
 
@@ -602,8 +592,9 @@ def prepare_batch(
     require_docker()
 
     root = (opts.out / opts.batch).absolute()
-    eval_root = root / EVAL_DIR_NAME
-    progress.note(f"exporting {manifest.eval_dir} to {eval_root / CONTENT_DIR}")
+    layout = BatchLayout(root)
+    eval_root = layout.eval_root
+    progress.note(f"exporting {manifest.eval_dir} to {layout.content}")
     old_pin, _ = read_pin(root)
     staging, eval_digest = export_eval_dir(repo, manifest, eval_root)
     try:
@@ -629,10 +620,10 @@ def prepare_batch(
     from dokimi.schemas._base import write_text_atomic
 
     write_text_atomic(
-        eval_root / MANIFEST_COPY,
+        layout.manifest_copy,
         manifest.model_dump_json(by_alias=True, exclude_none=False, indent=2) + "\n",
     )
-    support = compose_support_dir(eval_root / SUPPORT_DIR)
+    support = compose_support_dir(layout.support)
     progress.note("asking the harness for its version inside the image")
     version = harness_version_in_image(
         profile, image=image.ref, harness_bin=harness_bin, batch=opts.batch, scratch=eval_root
@@ -648,7 +639,42 @@ def prepare_batch(
         )
         for t in task_ids
     }
-    sealed = None
+    grading = GradeEnvironment.for_manifest(
+        manifest,
+        image=image.ref,
+        eval_content=content,
+        source_dir=source_dir,
+        caches=caches,
+        batch=opts.batch,
+    )
+    grading = dataclasses.replace(
+        grading,
+        # entry points never get the agent's egress; only an unsealed run's task with egress gets
+        # --agent-network (its entry points have no other way to those hosts)
+        egress_network=opts.agent_network if network != SEALED else None,
+        judge=judge_settings(opts, root),
+        review_rules=load_review_rules(content),
+    )
+    ctx = CellContext(
+        root=root,
+        batch=opts.batch,
+        repo=repo,
+        manifest=manifest,
+        tasks=tasks,
+        grading=grading,
+        profile=profile,
+        harness_bin=harness_bin,
+        harness_version=version,
+        support_dir=support,
+        agent_network=opts.agent_network,
+        network=network,
+        limits=limits,
+        dry_run=opts.dry_run,
+        environ={} if opts.dry_run else dict(os.environ),
+        force=opts.force,
+        cancel=cancel,
+        overlays=overlays,
+    )
     if network == SEALED:
         from dokimi.gateway.sealed import SealedBatch
 
@@ -656,72 +682,27 @@ def prepare_batch(
         sealed = SealedBatch(
             opts.batch, profile=profile, environ=os.environ, log_dir=eval_root, resolve=opts.egress_resolve
         ).start()
-        network = sealed.network
+        ctx = dataclasses.replace(ctx, network=sealed.network, sealed=sealed)
     try:
-        return _prepare_cells(
-            opts, repo, root, eval_root, manifest, tasks, task_ids, content, image, profile, harness_bin,
-            version, support, caches, source_dir, network, limits, cancel, overlays, sealed, pin, warnings,
-            progress,
-        )  # fmt: skip
+        return _prepare_cells(opts, ctx, task_ids, pin, warnings, progress)
     except BaseException:
-        if sealed is not None:
-            sealed.stop()
+        if ctx.sealed is not None:
+            ctx.sealed.stop()
         raise
 
 
 def _prepare_cells(
     opts: RunOptions,
-    repo: Repo,
-    root: Path,
-    eval_root: Path,
-    manifest: RepoManifest,
-    tasks: dict[str, LoadedTask],
+    ctx: CellContext,
     task_ids: list[str],
-    content: Path,
-    image: Any,
-    profile: HarnessProfile,
-    harness_bin: Path,
-    version: str,
-    support: Path,
-    caches: tuple[Any, ...],
-    source_dir: Path | None,
-    network: str,
-    limits: dict[str, Any],
-    cancel: threading.Event,
-    overlays: Any,
-    sealed: SealedBatch | None,
     pin: BatchPin,
     warnings: list[str],
     progress: Progress,
 ) -> PreparedBatch:
-    ctx = CellContext(
-        root=root,
-        batch=opts.batch,
-        repo=repo,
-        manifest=manifest,
-        tasks=tasks,
-        eval_content=content,
-        image=image.ref,
-        profile=profile,
-        harness_bin=harness_bin,
-        harness_version=version,
-        support_dir=support,
-        caches=caches,
-        source_dir=source_dir,
-        agent_network=opts.agent_network,
-        network=network,
-        limits=limits,
-        dry_run=opts.dry_run,
-        environ={} if opts.dry_run else dict(os.environ),
-        force=opts.force,
-        judge=judge_settings(opts, root),
-        review_rules=load_review_rules(content),
-        cancel=cancel,
-        overlays=overlays,
-        sealed=sealed,
-    )
+    """The probe, the plan and the dry-run scripts (steps 6-8 of the module docstring)."""
+    root, tasks, layout = ctx.root, ctx.tasks, ctx.layout
     progress.note("isolation probe")
-    probe_isolation(ctx, task_ids, eval_root)
+    probe_isolation(ctx, task_ids, layout.eval_root)
     cells = plan_cells(
         [tasks[t].task for t in task_ids],  # type: ignore[misc]
         opts.arms,
@@ -735,7 +716,7 @@ def _prepare_cells(
     if any(c.arm == ARM_GENERATED for c in todo_cells):
         from dokimi.runner.guidance import generated_overlays, write_dry_run_generator_script
 
-        script = write_dry_run_generator_script(eval_root / DRY_RUN_DIR) if opts.dry_run else None
+        script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)
     if opts.dry_run:
@@ -743,15 +724,13 @@ def _prepare_cells(
 
         todo = [c for c in cells if opts.force or not _finished(root, c)]
         scripts = dry_run_scripts(
-            ctx, todo, opts.dry_run_scripts, eval_root / DRY_RUN_DIR, progress.note, jobs=opts.jobs
+            ctx, todo, opts.dry_run_scripts, layout.dry_run, progress.note, jobs=opts.jobs
         )
         ctx = _replace_ctx(ctx, dry_run_scripts=scripts)
     return PreparedBatch(ctx, pin, cells, warnings)
 
 
 def _replace_ctx(ctx: CellContext, **changes: Any) -> CellContext:
-    import dataclasses
-
     return dataclasses.replace(ctx, **changes)
 
 

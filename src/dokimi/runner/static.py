@@ -10,6 +10,7 @@ merged, and the scan exits 1).
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shutil
 import tempfile
@@ -17,18 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi.errors import ContainerError, UsageError
-from dokimi.runner.entrypoints import GRADE_TIMEOUT_S, STATIC_OUT, run_entry_point
+from dokimi.grading.entrypoints import run_entry_point
+from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.rundir import CONTENT_DIR, STATIC_JSON, WORKSPACE
 from dokimi.sandbox.container import container_name, give_to_container_user
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, build_image, use_image
-from dokimi.sandbox.specs import docker_network, resolve_caches
+from dokimi.sandbox.specs import resolve_caches
 from dokimi.workspace import export_tree_as_stored, init_and_commit
 
 if TYPE_CHECKING:
     from dokimi.manifest import LoadedManifest
     from dokimi.source import Repo
 
-STATIC_JSON = "static.json"
+STATIC_RUN_DIR = "run"
 
 
 def run_static(
@@ -53,14 +56,13 @@ def run_static(
             hint='add entry_points.static (for example "python3 {eval_dir}/static_check.py --out {out}")',
         )
     assert manifest.eval_dir is not None
-    command = manifest.entry_points.static
     require_docker()
     out_dir = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="dokimi-static."))
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-static-run."))
     try:
         snapshot = repo.eval_snapshot()
-        content = scratch / "content"
+        content = scratch / CONTENT_DIR
         export_tree_as_stored(snapshot, content, under=manifest.eval_dir)
         built = (
             use_image(image)
@@ -69,30 +71,30 @@ def run_static(
                 repo, manifest, work_dir=scratch, network=build_network, timeout_s=build_timeout_s
             )
         )
-        run_dir = scratch / "run"
-        workspace = run_dir / "workspace"
+        run_dir = scratch / STATIC_RUN_DIR
+        workspace = run_dir / WORKSPACE
         export_tree_as_stored(snapshot, workspace, exclude=[manifest.eval_dir])
         init_and_commit(workspace)
         give_to_container_user(run_dir)
-        network = docker_network(manifest.image.network if manifest.image else "none")
-        entry = run_entry_point(
-            "static",
-            command,
+        environment = GradeEnvironment.for_manifest(
+            manifest,
             image=built.ref,
-            run_dir=run_dir,
             eval_content=content,
             source_dir=None,
-            image_config=manifest.image,
-            task=None,
-            network=network,
+            caches=tuple(resolve_caches(manifest.image, manifest.id)),
+        )
+        environment = dataclasses.replace(environment, grade_timeout_s=timeout_s)
+        entry = run_entry_point(
+            environment,
+            run_dir,
+            None,
+            "static",
             name=container_name(f"static{secrets.token_hex(4)}", manifest.id, "grade"),
-            caches=resolve_caches(manifest.image, manifest.id),
-            timeout=timeout_s,
         )
         failure = entry.failure(timeout_s)
         if failure is not None:
             raise ContainerError(f"the static entry point failed: {failure}", hint="fix entry_points.static")
-        written = run_dir / STATIC_OUT
+        written = run_dir / STATIC_JSON
         if not written.is_file() or written.is_symlink():
             raise ContainerError(
                 "the static entry point wrote nothing to {out}",

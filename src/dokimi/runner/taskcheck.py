@@ -20,6 +20,7 @@ Null and oracle of every task are independent units of work; ``jobs`` of them ru
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import secrets
 import shutil
@@ -34,29 +35,28 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from dokimi.constants import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import is_glob
-from dokimi.runner.entrypoints import (
-    GRADE_TIMEOUT_S,
-    GradeOutcome,
-    grade_run,
-    needs_source_dir,
-    run_entry_point,
+from dokimi.grading.entrypoints import GradeOutcome, grade_run, needs_source_dir, run_entry_point
+from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.grading.gate import GateVerdict, reaches_score_max
+from dokimi.rundir import (
+    ANSWER_TXT,
+    CONTENT_DIR,
+    EVAL_DIR_NAME,
+    EVENTS_JSONL,
+    META_JSON,
+    TASK_JSON,
+    TASKS_CHECK_JSON,
+    WORKSPACE,
+    task_dir,
+    tasks_check_run_dir,
 )
-from dokimi.runner.gate import GateVerdict, reaches_score_max
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import remove_batch_containers, require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
-from dokimi.sandbox.specs import (
-    CacheMount,
-    agent_spec,
-    docker_network,
-    image_env,
-    prepare_agent_dirs,
-    resolve_caches,
-)
+from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import Document, write_document, write_text_atomic
 from dokimi.schemas.grade import MetricValue
 from dokimi.workspace import ARM_RAW, export_tree_as_stored, prepare_workspace
@@ -68,8 +68,6 @@ if TYPE_CHECKING:
     from dokimi.source import Repo
 
 SCHEMA = "repo_tasks_check.v1"
-REPORT_FILE = "tasks-check.json"
-EVAL_CONTENT = "_eval/content"
 WARM_NETWORK = "bridge"
 STDERR_TAIL_LINES = 30
 
@@ -171,11 +169,8 @@ class _Context:
     manifest: RepoManifest
     options: CheckOptions
     out: Path
-    content: Path
-    image: BuiltImage
-    caches: list[CacheMount]
-    source_dir: Path | None
-    network: str
+    grading: GradeEnvironment
+    """Image, exported eval_dir, source dir, network (image.network's or --warm's), caches, timeouts."""
     batch: str
     all_task_ids: list[str]
     guidance_names: list[str]
@@ -240,7 +235,7 @@ def check_tasks(
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        content = out / EVAL_CONTENT
+        content = out / EVAL_DIR_NAME / CONTENT_DIR
         if content.exists():
             shutil.rmtree(content)
         export_tree_as_stored(snapshot, content, under=manifest.eval_dir)
@@ -258,22 +253,30 @@ def check_tasks(
         )
         if on_image is not None:
             on_image(image)
+        batch = f"check{secrets.token_hex(4)}"
+        grading = GradeEnvironment.for_manifest(
+            manifest,
+            image=image.ref,
+            eval_content=content,
+            source_dir=source_dir,
+            caches=tuple(caches),
+            batch=batch,
+        )
         if options.warm:
-            network = options.build_network or WARM_NETWORK
-        else:
-            network = docker_network(manifest.image.network if manifest.image else "none")
+            grading = grading.with_network(options.build_network or WARM_NETWORK)
+        grading = dataclasses.replace(
+            grading,
+            grade_timeout_s=options.grade_timeout_s,
+            kill_grace_s=options.kill_grace_s,
+        )
         ctx = _Context(
             repo=repo,
             loaded=loaded,
             manifest=manifest,
             options=options,
             out=out,
-            content=content,
-            image=image,
-            caches=caches,
-            source_dir=source_dir,
-            network=network,
-            batch=f"check{secrets.token_hex(4)}",
+            grading=grading,
+            batch=batch,
             all_task_ids=all_ids,
             guidance_names=guidance_names(loaded.guidance_globs),
             progress=progress,
@@ -286,12 +289,12 @@ def check_tasks(
             image=image.ref,
             image_pin=image.pin,
             warm=options.warm,
-            network=network,
+            network=grading.network,
             tasks=reports,
             ok=all(r.status == "ok" for r in reports),
         )
         if not temporary:
-            write_document(out / REPORT_FILE, report)
+            write_document(out / TASKS_CHECK_JSON, report)
         return report
     finally:
         if temporary:
@@ -379,7 +382,7 @@ def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
             task=loaded_task.id,
             status="broken",
             problems=problems,
-            checks=[CheckItem(name="task.json", ok=False, detail="; ".join(problems))],
+            checks=[CheckItem(name=TASK_JSON, ok=False, detail="; ".join(problems))],
         )
     task = loaded_task.task
     if task.id != loaded_task.id:
@@ -388,7 +391,7 @@ def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
             task=loaded_task.id,
             status="broken",
             problems=[problem],
-            checks=[CheckItem(name="task.json", ok=False, detail=problem)],
+            checks=[CheckItem(name=TASK_JSON, ok=False, detail=problem)],
         )
     if task.egress:
         problem = (
@@ -405,9 +408,7 @@ def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
 
 
 def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
-    assert ctx.manifest.tasks is not None and ctx.manifest.eval_dir is not None
-    rel = posixpath.relpath(ctx.manifest.tasks.strip("/"), ctx.manifest.eval_dir.strip("/"))
-    return ctx.content / rel / task_id
+    return task_dir(ctx.grading.eval_content, ctx.manifest, task_id)
 
 
 def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
@@ -452,7 +453,7 @@ def _step_of(exc: DokimiError) -> str:
     from dokimi.errors import ContainerError, WorkspaceError
 
     if isinstance(exc, WorkspaceError):
-        return "workspace"
+        return WORKSPACE
     if isinstance(exc, ContainerError):
         return "container"
     return "setup"
@@ -460,7 +461,7 @@ def _step_of(exc: DokimiError) -> str:
 
 def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome) -> None:
     assert ctx.manifest.eval_dir is not None and ctx.manifest.entry_points is not None
-    run_dir = ctx.out / task.id / phase
+    run_dir = tasks_check_run_dir(ctx.out, task.id, phase)
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
@@ -471,7 +472,7 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         guidance_globs=ctx.loaded.guidance_globs,
         arm=ARM_RAW,
         profile=None,
-        dest=run_dir / "workspace",
+        dest=run_dir / WORKSPACE,
         patches_root=_task_dir_in_content(ctx, task.id),
     )
     outcome.checks.append(CheckItem(name=f"{phase}: workspace", ok=True, detail=prepared.start_sha))
@@ -485,62 +486,31 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         )
     else:
         oracle = run_entry_point(
-            "oracle",
-            ctx.manifest.entry_points.oracle,
-            image=ctx.image.ref,
-            run_dir=run_dir,
-            eval_content=ctx.content,
-            source_dir=ctx.source_dir,
-            image_config=ctx.manifest.image,
-            task=task.id,
-            network=ctx.network,
-            name=container_name(ctx.batch, cell, "oracle"),
-            caches=ctx.caches,
-            timeout=ctx.options.grade_timeout_s,
-            batch=ctx.batch,
-            kill_grace_s=ctx.options.kill_grace_s,
+            ctx.grading, run_dir, task, "oracle", name=container_name(ctx.batch, cell, "oracle")
         )
         failure = oracle.failure(ctx.options.grade_timeout_s)
         outcome.checks.append(CheckItem(name="oracle runs", ok=failure is None, detail=failure))
         if failure is not None:
             return
     started = time.monotonic()
-    graded = grade_run(
-        task,
-        ctx.manifest.entry_points.grade,
-        image=ctx.image.ref,
-        run_dir=run_dir,
-        eval_content=ctx.content,
-        source_dir=ctx.source_dir,
-        image_config=ctx.manifest.image,
-        network=ctx.network,
-        name=container_name(ctx.batch, cell, "grade"),
-        caches=ctx.caches,
-        timeout=ctx.options.grade_timeout_s,
-        batch=ctx.batch,
-        kill_grace_s=ctx.options.kill_grace_s,
-    )
+    graded = grade_run(ctx.grading, run_dir, task, name=container_name(ctx.batch, cell, "grade"))
     outcome.report = _phase_report(graded, time.monotonic() - started)
     outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded))
 
 
 def _probe(ctx: _Context, task: Task, run_dir: Path, cell: str) -> ProbeResult:
     spec = agent_spec(
+        ctx.grading.containers,
         name=container_name(ctx.batch, cell, "probe"),
-        image=ctx.image.ref,
         run_dir=run_dir,
         argv=["true"],
-        image_config=ctx.manifest.image,
         task=task.id,
-        network=ctx.network,
-        caches=ctx.caches,
-        batch=ctx.batch,
     )
     return isolation_probe(
         spec,
         task_ids=ctx.all_task_ids,
         guidance_names=ctx.guidance_names,
-        expect_no_network=ctx.network == "none",
+        expect_no_network=ctx.grading.network == "none",
     )
 
 

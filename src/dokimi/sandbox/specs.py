@@ -30,19 +30,13 @@ from dokimi.constants import (
     CONTAINER_SOURCE_DIR,
     CONTAINER_SUPPORT,
     CONTAINER_WORKSPACE,
-    RUN_DIR_ENTRIES,
 )
 from dokimi.errors import UsageError
+from dokimi.rundir import AGENT_CONFIG, AGENT_HOME, GRADE_HOME, RUN_DIR_ENTRIES, WORKSPACE
 from dokimi.sandbox.container import ContainerSpec, Mount, give_to_container_user
 
 if TYPE_CHECKING:
     from dokimi.schemas.manifest import Image
-
-#: Per-run directories of the agent (under {run_dir}).
-AGENT_HOME = "home"
-AGENT_CONFIG = "config"
-GRADE_HOME = "grade-home"
-WORKSPACE = "workspace"
 
 #: Git configuration of the grade container, passed as GIT_CONFIG_COUNT/KEY_n/VALUE_n (command-line scope, so
 #: it outranks any file and is honoured for safe.directory).
@@ -102,6 +96,19 @@ class CacheMount:
     name: str
     host: Path
     path: PurePosixPath
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    """What the containers of one batch share: the image, the manifest's ``image`` block (image.env, caches),
+    the docker network, the cache mounts and the batch label. Built once per batch; a container that needs
+    another network gets a copy (``dataclasses.replace``)."""
+
+    image: str
+    image_config: Image | None
+    network: str = "none"
+    caches: tuple[CacheMount, ...] = ()
+    batch: str | None = None
 
 
 def default_cache_root() -> Path:
@@ -234,40 +241,36 @@ def prepare_agent_dirs(run_dir: Path, scratch: Sequence[str] = ()) -> None:
 
 
 def agent_spec(
+    settings: ContainerSettings,
     *,
     name: str,
-    image: str,
     run_dir: Path,
     argv: Sequence[str],
-    image_config: Image | None,
     task: str | None,
-    network: str,
-    caches: Sequence[CacheMount] = (),
     harness_bin: Path | None = None,
     support_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
-    batch: str | None = None,
 ) -> ContainerSpec:
     """The agent's container: cwd the workspace, ``HOME`` its per-run home, image.env, then ``env``."""
-    configured = image_env(image_config, task=task)
+    configured = image_env(settings.image_config, task=task)
     prepare_agent_dirs(run_dir, configured.scratch)
     full_env = {**configured.env, "HOME": str(CONTAINER_RUN_DIR / AGENT_HOME), **(env or {})}
     return ContainerSpec(
         name=name,
-        image=image,
+        image=settings.image,
         argv=list(argv),
         mounts=agent_mounts(
             run_dir,
             scratch=configured.scratch,
-            caches=caches,
+            caches=settings.caches,
             harness_bin=harness_bin,
             support_dir=support_dir,
         ),
         env=full_env,
         workdir=CONTAINER_WORKSPACE,
-        network=network,
-        batch=batch,
-        **limit_options(image_config),
+        network=settings.network,
+        batch=settings.batch,
+        **limit_options(settings.image_config),
     )
 
 
@@ -316,35 +319,41 @@ def fresh_grade_home(run_dir: Path) -> Path:
     return home
 
 
+@dataclass(frozen=True)
+class GradeMounts:
+    """The read-only mounts of a grade container besides the run directory."""
+
+    eval_content: Path
+    """{eval_dir} at /eval/content."""
+    source_dir: Path | None = None
+    """{source_dir} at /eval/source, when the entry point names it."""
+    support_dir: Path | None = None
+    """dokimi's helper scripts at /eval/support (the built-in graders)."""
+
+
 def grade_spec(
+    settings: ContainerSettings,
+    mounts_: GradeMounts,
     *,
     name: str,
-    image: str,
     run_dir: Path,
     argv: Sequence[str],
-    eval_content: Path,
-    source_dir: Path | None,
-    image_config: Image | None,
     task: str | None,
-    network: str,
-    caches: Sequence[CacheMount] = (),
     env: Mapping[str, str] | None = None,
-    batch: str | None = None,
-    support_dir: Path | None = None,
 ) -> ContainerSpec:
-    """The grade/oracle/static container (the caller has made grade-home fresh and moved the agent's git
-    configuration aside: see dokimi.runner.entrypoints)."""
-    configured = image_env(image_config, task=task)
+    """The grade/oracle/static/perf container (the caller has made grade-home fresh and moved the agent's git
+    configuration aside: see dokimi.grading.entrypoints)."""
+    configured = image_env(settings.image_config, task=task)
     make_scratch_dirs(run_dir, configured.scratch)
     mounts = [
         Mount(run_dir, CONTAINER_RUN_DIR),
-        Mount(eval_content, CONTAINER_EVAL_DIR, read_only=True),
+        Mount(mounts_.eval_content, CONTAINER_EVAL_DIR, read_only=True),
     ]
-    if source_dir is not None:
-        mounts.append(Mount(source_dir, CONTAINER_SOURCE_DIR, read_only=True))
-    if support_dir is not None:  # dokimi's built-in graders
-        mounts.append(Mount(support_dir, CONTAINER_SUPPORT, read_only=True))
-    mounts += _cache_mounts(caches)
+    if mounts_.source_dir is not None:
+        mounts.append(Mount(mounts_.source_dir, CONTAINER_SOURCE_DIR, read_only=True))
+    if mounts_.support_dir is not None:  # dokimi's built-in graders
+        mounts.append(Mount(mounts_.support_dir, CONTAINER_SUPPORT, read_only=True))
+    mounts += _cache_mounts(settings.caches)
     full_env = {
         **configured.env,
         "HOME": str(CONTAINER_RUN_DIR / GRADE_HOME),
@@ -354,12 +363,12 @@ def grade_spec(
     }
     return ContainerSpec(
         name=name,
-        image=image,
+        image=settings.image,
         argv=list(argv),
         mounts=mounts,
         env=full_env,
         workdir=CONTAINER_WORKSPACE,
-        network=network,
-        batch=batch,
-        **limit_options(image_config),
+        network=settings.network,
+        batch=settings.batch,
+        **limit_options(settings.image_config),
     )

@@ -1,4 +1,5 @@
-"""Running the repository's entry points (grade, oracle, static) in the grade container, and reading what
+"""Running the repository's entry points (grade, oracle, static) in the grade container of a
+:class:`~dokimi.grading.environment.GradeEnvironment`, and reading what
 grade writes as the untrusted input it is (contract §1.1, §2, §4.2).
 
 Commands. An entry point is split like a shell word list (``shlex.split``) and each word gets the placeholders
@@ -24,35 +25,50 @@ import os
 import shlex
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from dokimi import safefs
-from dokimi.constants import (
-    CONTAINER_EVAL_DIR,
-    CONTAINER_RUN_DIR,
-    CONTAINER_SOURCE_DIR,
-    GRADE_JSON,
-)
+from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
 from dokimi.errors import DocumentError, SourceError, UsageError
-from dokimi.runner.gate import GateVerdict, evaluate_gate
+from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.grading.gate import GateVerdict, evaluate_gate
+from dokimi.rundir import (
+    AGENT_GIT,
+    GRADE_JSON,
+    STATIC_JSON,
+    WORKSPACE,
+    entry_stderr,
+    entry_stdout,
+)
 from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, give_to_container_user, run_container
-from dokimi.sandbox.specs import CacheMount, fresh_grade_home, grade_spec, substitute, uses_placeholder
+from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec, substitute, uses_placeholder
 from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
 if TYPE_CHECKING:
     from dokimi.schemas.grade import RepoGrade
-    from dokimi.schemas.manifest import Image
     from dokimi.schemas.task import Task
+
+__all__ = [
+    "ENTRY_KINDS",
+    "GRADE_TIMEOUT_S",
+    "MAX_GRADE_BYTES",
+    "EntryKind",
+    "EntryPointResult",
+    "GradeOutcome",
+    "entry_argv",
+    "grade_run",
+    "move_agent_git",
+    "needs_source_dir",
+    "read_grade",
+    "run_entry_point",
+]
 
 EntryKind = Literal["grade", "oracle", "static"]
 ENTRY_KINDS: tuple[EntryKind, ...] = ("grade", "oracle", "static")
 
-GRADE_TIMEOUT_S = 3600.0
-STATIC_OUT = "static.json"
-AGENT_GIT = "agent-git"
 MAX_GRADE_BYTES = 16 * 1024 * 1024
 STDERR_TAIL_LINES = 20
 
@@ -81,7 +97,7 @@ def placeholder_values(kind: EntryKind, *, task: str | None) -> dict[str, str]:
     if kind in ("grade", "oracle"):
         values["source_dir"] = str(CONTAINER_SOURCE_DIR)
     if kind == "static":
-        values["out"] = str(CONTAINER_RUN_DIR / STATIC_OUT)
+        values["out"] = str(CONTAINER_RUN_DIR / STATIC_JSON)
     return values
 
 
@@ -140,7 +156,7 @@ def minimal_git_config(agent_config: Path | None) -> str:
 def move_agent_git(run_dir: Path) -> list[str]:
     """Move the workspace's .git/config and .git/hooks to {run_dir}/agent-git/ and put a minimal config in
     place; returns what was moved (names under agent-git/). Running it again is harmless (a regrade)."""
-    workspace = run_dir / "workspace"
+    workspace = run_dir / WORKSPACE
     dot_git = workspace / ".git"
     aside = run_dir / AGENT_GIT
     if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
@@ -241,29 +257,29 @@ class EntryPointResult:
         return None
 
 
+def entry_command(environment: GradeEnvironment, kind: EntryKind) -> str:
+    """``entry_points.<kind>`` of the environment's manifest; a UsageError when it has none."""
+    command = getattr(environment.entry_points, kind)
+    if not command:
+        raise UsageError(f"the manifest has no entry_points.{kind}", hint=f"add entry_points.{kind}")
+    return str(command)
+
+
 def run_entry_point(
-    kind: EntryKind,
-    command: str,
-    *,
-    image: str,
+    environment: GradeEnvironment,
     run_dir: Path,
-    eval_content: Path,
-    source_dir: Path | None,
-    image_config: Image | None,
-    task: str | None,
-    network: str,
+    task: Task | None,
+    kind: EntryKind,
+    *,
     name: str,
-    caches: Sequence[CacheMount] = (),
-    timeout: float = GRADE_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
-    batch: str | None = None,
-    kill_grace_s: float | None = None,
 ) -> EntryPointResult:
     """Run one entry point in a grade container (fresh grade-home; {source_dir} mounted only when the command
     names it). Its stdout and stderr are kept as {run_dir}/<kind>.stdout and <kind>.stderr."""
-    argv = entry_argv(command, kind, task=task)
-    mount_source = source_dir if needs_source_dir(command) else None
-    if needs_source_dir(command) and source_dir is None:
+    command = entry_command(environment, kind)
+    argv = entry_argv(command, kind, task=task.id if task is not None else None)
+    mount_source = environment.source_dir if needs_source_dir(command) else None
+    if needs_source_dir(command) and environment.source_dir is None:
         raise UsageError(
             f"entry_points.{kind} uses {{source_dir}}, but there is no full clone of the source to mount",
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
@@ -272,25 +288,27 @@ def run_entry_point(
     from dokimi.builtin_graders import is_builtin
     from dokimi.support import support_dir
 
+    mounts = GradeMounts(
+        environment.eval_content, mount_source, support_dir() if is_builtin(command) else None
+    )
     spec = grade_spec(
+        environment.containers_for(task),
+        mounts,
         name=name,
-        image=image,
         run_dir=run_dir,
         argv=argv,
-        eval_content=eval_content,
-        source_dir=mount_source,
-        image_config=image_config,
-        task=task,
-        network=network,
-        caches=caches,
+        task=task.id if task is not None else None,
         env=env,
-        batch=batch,
-        support_dir=support_dir() if is_builtin(command) else None,
     )
     _give_top_level(run_dir)
-    grace = KILL_GRACE_S if kill_grace_s is None else kill_grace_s
-    result = run_container(spec, timeout=timeout, stdout_file=run_dir / f"{kind}.stdout", kill_grace_s=grace)
-    safefs.write_text(run_dir / f"{kind}.stderr", result.stderr, trusted=run_dir)
+    grace = KILL_GRACE_S if environment.kill_grace_s is None else environment.kill_grace_s
+    result = run_container(
+        spec,
+        timeout=environment.grade_timeout_s,
+        stdout_file=run_dir / entry_stdout(kind),
+        kill_grace_s=grace,
+    )
+    safefs.write_text(run_dir / entry_stderr(kind), result.stderr, trusted=run_dir)
     return EntryPointResult(kind, tuple(argv), result)
 
 
@@ -304,7 +322,7 @@ def _give_top_level(run_dir: Path) -> None:
         return
     os.chown(run_dir, who.uid, who.gid)
     for child in run_dir.iterdir():
-        if child.name == "workspace" or child.is_symlink():
+        if child.name == WORKSPACE or child.is_symlink():
             continue
         give_to_container_user(child)
 
@@ -322,47 +340,15 @@ class GradeOutcome:
         return self.verdict.grader_failure
 
 
-def grade_run(
-    task: Task,
-    command: str,
-    *,
-    image: str,
-    run_dir: Path,
-    eval_content: Path,
-    source_dir: Path | None,
-    image_config: Image | None,
-    network: str,
-    name: str,
-    caches: Sequence[CacheMount] = (),
-    timeout: float = GRADE_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-    batch: str | None = None,
-    kill_grace_s: float | None = None,
-) -> GradeOutcome:
+def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name: str) -> GradeOutcome:
     """Grade one run directory: move the agent's git configuration aside, run ``grade``, read grade.json and
     evaluate the gate. A non-zero exit or a timeout is a grader failure even when a grade.json was written."""
     move_agent_git(run_dir)
     stale = run_dir / GRADE_JSON
     if os.path.lexists(stale):
         stale.unlink()
-    entry = run_entry_point(
-        "grade",
-        command,
-        image=image,
-        run_dir=run_dir,
-        eval_content=eval_content,
-        source_dir=source_dir,
-        image_config=image_config,
-        task=task.id,
-        network=network,
-        name=name,
-        caches=caches,
-        timeout=timeout,
-        env=env,
-        batch=batch,
-        kill_grace_s=kill_grace_s,
-    )
-    error = entry.failure(timeout)
+    entry = run_entry_point(environment, run_dir, task, "grade", name=name)
+    error = entry.failure(environment.grade_timeout_s)
     grade: RepoGrade | None = None
     if error is None:
         grade, error = read_grade(run_dir / GRADE_JSON)

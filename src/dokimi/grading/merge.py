@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.merge import (
     IntegrityVerdict,
-    JudgeOptions,
     JudgeVerdict,
     ScopeVerdict,
     WorkspaceDiff,
@@ -36,27 +36,22 @@ from dokimi.merge import (
     take_workspace_diff,
 )
 from dokimi.rules import rules_for_judge
+from dokimi.rundir import MERGE_JSON, RUBRIC_JSON, WORKSPACE, WORKSPACE_DIFF, WORKSPACE_DIFF_JSON
 from dokimi.schemas._base import read_document, write_text_atomic
 from dokimi.schemas.grade import RepoGrade
-from dokimi.schemas.manifest import TestsBlock
-from dokimi.schemas.review_rules import RepoReviewRules
 from dokimi.schemas.rubric import RepoRubric
 from dokimi.schemas.task import Task
 
-RUBRIC_JSON = "rubric.json"
-WORKSPACE_DIFF = "workspace.diff"
-WORKSPACE_DIFF_JSON = "workspace_diff.json"
-MERGE_JSON = "merge.json"
+__all__ = [
+    "JudgeSettings",
+    "MergeChecks",
+    "after_agent",
+    "before_agent",
+    "load_rubric",
+    "merge_metrics",
+]
 
 MetricValue = bool | int | float | None
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    """``repo run --judge-model``: the primary judge (its verdict is the only one that counts)."""
-
-    model: str
-    options: JudgeOptions
 
 
 @dataclass
@@ -82,44 +77,46 @@ def before_agent(workspace: Path, start_sha: str) -> set[str]:
 
 
 def after_agent(
+    environment: GradeEnvironment,
+    run_dir: Path,
+    task: Task,
     *,
-    workspace: Path,
+    rubric: RepoRubric,
     start_sha: str,
     ignored_before: set[str],
-    rubric: RepoRubric,
-    task: Task,
-    tests: TestsBlock | None,
-    rules: RepoReviewRules | None,
     base_date: str | None,
-    judge: JudgeSettings | None,
-    run_dir: Path,
 ) -> MergeChecks:
     """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs. Team
     rules reach the judge only when the task's base is on or after their cut date (agent-modes §4)."""
-    diff = take_workspace_diff(workspace, start_sha, ignored_before=ignored_before)
+    diff = take_workspace_diff(run_dir / WORKSPACE, start_sha, ignored_before=ignored_before)
     write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
     _write_json(run_dir / WORKSPACE_DIFF_JSON, diff.to_json())
     scope = check_scope(diff, rubric.scope)
     verdict = None
+    judge = environment.judge
     if judge is not None:
         # The config-edit blocker depends on the diff only, so the judge can run before grade.
-        edits = check_test_integrity(diff, tests)
+        edits = check_test_integrity(diff, environment.tests)
         judge_input = render_judge_input(
-            task.prompt, rubric, diff, rules_for_judge(rules, base_date), extra_blockers=edits.judge_blockers
+            task.prompt,
+            rubric,
+            diff,
+            rules_for_judge(environment.review_rules, base_date),
+            extra_blockers=edits.judge_blockers,
         )
         verdict = run_judge(judge_input, model=judge.model, options=judge.options)
     return MergeChecks(rubric=rubric, diff=diff, scope=scope, verdict=verdict)
 
 
 def merge_metrics(
-    checks: MergeChecks, grade: RepoGrade | None, task: Task, tests: TestsBlock | None, *, run_dir: Path
+    environment: GradeEnvironment, run_dir: Path, task: Task, *, checks: MergeChecks, grade: RepoGrade | None
 ) -> dict[str, MetricValue]:
     """``mergeable`` and ``merge_score`` for the run's metrics; the reasons are written to merge.json."""
     grade_metrics = grade_metrics_of(grade) if grade is not None else None
     tests_skipped = grade.metrics.get("tests_skipped") if grade is not None else None
     integrity: IntegrityVerdict = check_test_integrity(
         checks.diff,
-        tests,
+        environment.tests,
         tests_skipped=tests_skipped if isinstance(tests_skipped, (int, float)) else None,
     )
     outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.verdict)

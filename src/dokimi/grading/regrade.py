@@ -4,7 +4,7 @@ For each sampled cell, the grade inputs of its run directory (workspace/, task.j
 answer.txt, agent.stdout) are copied into a scratch run directory under ``<batch>/_eval/regrade/``; the
 batch's ``grade`` entry point runs there in the batch's image with the batch's exported eval_dir, exactly as
 the cell's own grade did, and the verdict is computed by the same code
-(:func:`dokimi.runner.entrypoints.grade_run`).
+(:func:`dokimi.grading.entrypoints.grade_run`).
 The original grade.json and result.json are never touched.
 
 Every metric of either result, every gate entry, the verdict (``passed``), ``score`` and ``grader_failure``
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dokimi.constants import AGENT_STDOUT, ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
+from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, TASK_JSON, WORKSPACE
 
 if TYPE_CHECKING:
     from dokimi.batch import Cell
@@ -41,11 +41,6 @@ __all__ = [
     "regraded_result",
     "sample_cells",
 ]
-
-GRADE_INPUTS = (TASK_JSON, META_JSON, EVENTS_JSONL, ANSWER_TXT, AGENT_STDOUT)
-"""Files of a run directory a regrade copies (besides workspace/): the §4 inputs and the raw trace."""
-WORKSPACE = "workspace"
-AGENT_GIT = "agent-git"
 
 
 @dataclass(frozen=True)
@@ -140,7 +135,7 @@ def copy_grade_inputs(
         max_bytes=max_workspace_bytes,
         owner=owner,
     )
-    left_out = [f"workspace/{entry}" for entry in report.skipped]
+    left_out = [f"{WORKSPACE}/{entry}" for entry in report.skipped]
     for name in GRADE_INPUTS:
         why = safefs.copy_entry(
             run_dir / name,
@@ -156,8 +151,6 @@ def copy_grade_inputs(
 
 
 # --- regrading a batch (needs docker) -----------------------------------------------------------------------
-
-REGRADE_DIR = "regrade"
 
 
 @dataclass
@@ -266,49 +259,25 @@ def _regrade(
     progress: Callable[[str], None] | None,
 ) -> RegradeReport:
     from dokimi import safefs
-    from dokimi.batch import EVAL_DIR_NAME, load_batch
-    from dokimi.errors import DocumentError, DokimiError, UsageError
-    from dokimi.runner.entrypoints import grade_run, needs_source_dir
-    from dokimi.runner.gate import evaluate_gate
+    from dokimi.batch import load_batch
+    from dokimi.errors import DokimiError
+    from dokimi.grading.entrypoints import grade_run
+    from dokimi.grading.finished import open_finished_batch
+    from dokimi.grading.gate import evaluate_gate
     from dokimi.sandbox.container import container_name
-    from dokimi.sandbox.docker import image_exists, require_docker
-    from dokimi.sandbox.specs import docker_network, resolve_caches, workspace_cap_bytes
+    from dokimi.sandbox.specs import workspace_cap_bytes
     from dokimi.schemas._base import read_document
     from dokimi.schemas.grade import FRAMEWORK_METRICS
-    from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
 
-    root = Path(root).absolute()
     batch = load_batch(root)
-    if batch.pin is None:
-        raise UsageError(f"{root}: {batch.pin_error}", hint="regrade a batch that repo run wrote")
-    manifest_path = root / EVAL_DIR_NAME / "manifest.json"
-    try:
-        manifest = read_document(manifest_path, RepoManifest)
-    except DocumentError as exc:
-        raise UsageError(f"the batch's manifest copy cannot be read: {exc}", hint="rerun the batch") from None
-    assert manifest.entry_points is not None
-    content = root / EVAL_DIR_NAME / "content"
-    if not content.is_dir():
-        raise UsageError(f"{content} is missing: the batch's exported eval_dir", hint="rerun the batch")
-    require_docker()
-    if not image_exists(batch.pin.image):
-        raise UsageError(
-            f"the batch's image {batch.pin.image} is not on this docker daemon",
-            hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
-        )
-    grade_command = manifest.entry_points.grade
-    if needs_source_dir(grade_command) and source_dir is None:
-        from dokimi.source import open_source
-
-        with open_source(batch.pin.source) as repo:
-            source_dir = repo.git_dir
-    cache_mounts = resolve_caches(manifest.image, manifest.id, overrides=caches)
-    network = docker_network(manifest.image.network if manifest.image else "none")
+    finished_batch = open_finished_batch(root, caches=caches, hint="regrade a batch that repo run wrote")
+    grade_command = finished_batch.environment.entry_points.grade
+    environment = finished_batch.with_source_dir(grade_command, source_dir).environment
     finished = batch.finished()
     chosen = sample_cells(finished, sample, seed)
     report = RegradeReport(root, sample, seed, len(finished))
-    scratch_root = root / EVAL_DIR_NAME / REGRADE_DIR
+    scratch_root = finished_batch.layout.regrade
     for cell in chosen:
         assert cell.result is not None
         entry = RegradedCell(cell.rel)
@@ -319,21 +288,14 @@ def _regrade(
         try:
             safefs.remove(scratch, trusted=root)
             copy_grade_inputs(
-                cell.dir, scratch, trusted=root, max_workspace_bytes=workspace_cap_bytes(manifest.image)
+                cell.dir,
+                scratch,
+                trusted=root,
+                max_workspace_bytes=workspace_cap_bytes(finished_batch.manifest.image),
             )
             task = read_document(scratch / TASK_JSON, Task, trusted=root)
             outcome = grade_run(
-                task,
-                grade_command,
-                image=batch.pin.image,
-                run_dir=scratch,
-                eval_content=content,
-                source_dir=source_dir,
-                image_config=manifest.image,
-                network=network,
-                name=container_name(batch.name, cell.rel, "regrade"),
-                caches=cache_mounts,
-                batch=batch.name,
+                environment, scratch, task, name=container_name(batch.name, cell.rel, "regrade")
             )
         except (DokimiError, OSError) as exc:
             entry.error = exc.message if isinstance(exc, DokimiError) else str(exc)
@@ -351,6 +313,6 @@ def _regrade(
         entry.mismatches = compare_results(cell.result, again)
         if not entry.mismatches:
             safefs.remove(scratch, trusted=root)
-    if scratch_root.is_dir() and not any(scratch_root.rglob("grade.json")):
+    if scratch_root.is_dir() and not any(scratch_root.rglob(GRADE_JSON)):
         shutil.rmtree(scratch_root, ignore_errors=True)
     return report

@@ -5,7 +5,7 @@ gives.
 Variants and their trees. ``--variant candidate`` runs with the cell's run directory at /eval/run (cwd: the
 agent's workspace). ``--variant oracle`` (the baseline and the control) runs with the oracle variant's run
 directory at /eval/run: a workspace prepared like the cell's, with the ``oracle`` entry point applied
-(:func:`prepare_oracle_variant`; by default under ``{run_dir}/perf/oracle``). Each variant keeps its own tree
+(:func:`prepare_oracle_variant`; under ``{run_dir}/perf/oracle``). Each variant keeps its own tree
 between invocations, so a build is made once per variant and reused by later rounds. In a candidate's
 container the oracle variant's directory is covered by an empty read-only mount: the agent's code, which the
 benchmark runs, can neither read nor slow down the baseline.
@@ -32,14 +32,15 @@ import re
 import shlex
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
-from dokimi.errors import DocumentError, DokimiError, UsageError
+from dokimi.errors import DocumentError, UsageError
+from dokimi.grading.entrypoints import run_entry_point
+from dokimi.grading.environment import GradeEnvironment
 from dokimi.perf.protocol import (
     NOISE_FLOOR,
     PerfReport,
@@ -49,33 +50,39 @@ from dokimi.perf.protocol import (
     plan_rounds,
     variant_of,
 )
-from dokimi.perf.spec import TaskPerf, perf_env
+from dokimi.perf.spec import TaskPerf, perf_env, task_perf
+from dokimi.rundir import (
+    GRADE_HOME,
+    META_JSON,
+    PERF_CHECK_JSON,
+    PERF_DIR,
+    PERF_EMPTY_DIR,
+    PERF_OUT_DIR,
+    PERF_STDERR,
+    PERF_STDOUT,
+    TASK_JSON,
+    WORKSPACE,
+    RunDir,
+)
 
 if TYPE_CHECKING:
-    from dokimi.sandbox.specs import CacheMount
-    from dokimi.schemas.manifest import Image
     from dokimi.schemas.perf import RepoPerf
-    from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.task import Task
-    from dokimi.source import Repo
 
 __all__ = [
-    "PERF_DIR",
     "PerfCheck",
+    "PrepareWorkspace",
+    "oracle_variant_arm",
     "oracle_variant_dir",
     "perf_argv",
+    "perf_metrics",
     "prepare_oracle_variant",
     "read_perf",
     "run_perf_check",
 ]
 
-PERF_DIR = "perf"
-"""The cell's perf directory: out/ (the documents), oracle/ (the oracle variant), check.json."""
-ORACLE_VARIANT = "oracle"
-OUT_DIR = "out"
-CHECK_JSON = "check.json"
-EMPTY_DIR = "empty"
-PERF_TIMEOUT_S = 3600.0
+PrepareWorkspace = Callable[[Path], object]
+"""Prepares a workspace at the given path exactly as the cell's was prepared (same base, patches and arm)."""
 MAX_PERF_BYTES = 4 * 1024 * 1024
 
 _PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task|variant)\}")
@@ -83,7 +90,7 @@ _PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task|variant)\}")
 
 def oracle_variant_dir(run_dir: Path) -> Path:
     """Where a cell keeps its oracle variant (a run directory of its own)."""
-    return run_dir / PERF_DIR / ORACLE_VARIANT
+    return RunDir(run_dir).perf_oracle
 
 
 def perf_argv(command: str, *, variant: str, out: PurePosixPath, task: str) -> list[str]:
@@ -176,43 +183,39 @@ def _append(path: Path, header: str, text: str) -> None:
 
 
 def run_perf_check(
-    perf: TaskPerf,
-    command: str,
-    *,
-    image: str,
+    environment: GradeEnvironment,
     run_dir: Path,
+    task: Task,
+    *,
     oracle_run_dir: Path,
-    eval_content: Path,
-    image_config: Image | None,
-    task: str,
-    network: str,
     name: str,
-    caches: Sequence[CacheMount] = (),
-    env: Mapping[str, str] | None = None,
-    batch: str | None = None,
     seed: int = 0,
-    timeout: float = PERF_TIMEOUT_S,
     noise_floor: float = NOISE_FLOOR,
 ) -> PerfCheck:
     """Measure the cell at ``run_dir`` against the oracle variant at ``oracle_run_dir`` (see the module
     docstring), evaluate the protocol, write ``{run_dir}/perf/check.json`` and return the check."""
     from dokimi.sandbox.container import Mount, give_to_container_user, run_container
-    from dokimi.sandbox.specs import fresh_grade_home, grade_spec
+    from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec
 
-    if not (oracle_run_dir / "workspace").is_dir():
+    perf = task_perf(task)
+    command = environment.entry_points.perf
+    if perf is None or command is None:
+        raise UsageError(f"task {task.id} has no perf check", hint="see docs/perf.md")
+    timeout = environment.perf_timeout_s
+    if not (oracle_run_dir / WORKSPACE).is_dir():
         raise UsageError(
             f"{oracle_run_dir}/workspace does not exist: the oracle variant was not prepared",
-            hint="prepare it with dokimi.perf.runner.prepare_oracle_variant",
+            hint="prepare it with dokimi.grading.perf.prepare_oracle_variant",
         )
     perf_dir = run_dir / PERF_DIR
     perf_dir.mkdir(exist_ok=True)
-    out_dirs = {"candidate": perf_dir / OUT_DIR, "oracle": oracle_run_dir / PERF_DIR / OUT_DIR}
+    out_dirs = {"candidate": perf_dir / PERF_OUT_DIR, "oracle": oracle_run_dir / PERF_DIR / PERF_OUT_DIR}
     for directory in out_dirs.values():
         _fresh(directory)
-    empty = perf_dir / EMPTY_DIR
+    empty = perf_dir / PERF_EMPTY_DIR
     _fresh(empty)
     os.chmod(empty, 0o555)
-    for log in ("perf.stdout", "perf.stderr"):
+    for log in (PERF_STDOUT, PERF_STDERR):
         (run_dir / log).write_text("", encoding="utf-8")
     give_to_container_user(*out_dirs.values(), oracle_run_dir)
     hidden: list[Mount] = []
@@ -233,30 +236,25 @@ def run_perf_check(
                 label = f"r{round_index}-s{'' if size_index is None else size_index}-{slot}"
                 out_name = f"{label}.json"
                 out_host = out_dirs[variant] / out_name
-                out_container = CONTAINER_RUN_DIR / PERF_DIR / OUT_DIR / out_name
-                argv = perf_argv(command, variant=variant, out=out_container, task=task)
+                out_container = CONTAINER_RUN_DIR / PERF_DIR / PERF_OUT_DIR / out_name
+                argv = perf_argv(command, variant=variant, out=out_container, task=task.id)
                 fresh_grade_home(variant_dir)
                 spec = grade_spec(
+                    environment.containers_for(task),
+                    GradeMounts(environment.eval_content),
                     name=name,
-                    image=image,
                     run_dir=variant_dir,
                     argv=argv,
-                    eval_content=eval_content,
-                    source_dir=None,
-                    image_config=image_config,
-                    task=task,
-                    network=network,
-                    caches=caches,
-                    env={**(env or {}), **perf_env(perf, variant=variant, size_index=size_index)},
-                    batch=batch,
+                    task=task.id,
+                    env=perf_env(perf, variant=variant, size_index=size_index),
                 )
                 if variant == "candidate" and hidden:
                     spec = replace(spec, mounts=[*spec.mounts, *hidden])
-                give_to_container_user(variant_dir / "grade-home")
+                give_to_container_user(variant_dir / GRADE_HOME)
                 result = run_container(spec, timeout=timeout)
                 invocations += 1
-                _append(run_dir / "perf.stdout", f"{label} ({variant})", result.stdout)
-                _append(run_dir / "perf.stderr", f"{label} ({variant})", result.stderr)
+                _append(run_dir / PERF_STDOUT, f"{label} ({variant})", result.stdout)
+                _append(run_dir / PERF_STDERR, f"{label} ({variant})", result.stderr)
                 why: str | None = None
                 if result.timed_out:
                     why = f"perf ({slot}) ran past its timeout of {timeout:g} s"
@@ -292,7 +290,7 @@ def run_perf_check(
         report = evaluate(measurements, perf.tolerance, sizes=perf.sizes, floor=noise_floor)
     check = PerfCheck(report, invocations)
     document = {
-        "task": task,
+        "task": task.id,
         "seed": seed,
         "plan": [list(order) for order in plan_rounds(perf.rounds, seed)],
         "tolerance": perf.tolerance,
@@ -305,81 +303,63 @@ def run_perf_check(
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     from dokimi.schemas._base import write_text_atomic
 
-    write_text_atomic(perf_dir / CHECK_JSON, text)
+    write_text_atomic(perf_dir / PERF_CHECK_JSON, text)
     return check
 
 
-def prepare_oracle_variant(
-    repo: Repo,
-    task: Task,
-    *,
-    run_dir: Path,
-    eval_dir: str,
-    guidance_globs: Sequence[str],
-    arm: str,
-    profile: HarnessProfile | None,
-    patches_root: Path,
-    oracle_command: str,
-    image: str,
-    eval_content: Path,
-    source_dir: Path | None,
-    image_config: Image | None,
-    network: str,
-    name: str,
-    caches: Sequence[CacheMount] = (),
-    batch: str | None = None,
-    timeout: float = PERF_TIMEOUT_S,
-    prep_lock: AbstractContextManager[object] | None = None,
-) -> Path:
-    """Make the cell's oracle variant: the workspace prepared exactly as the cell's (same base, patches and
-    arm), with the cell's task.json and meta.json beside it, and the ``oracle`` entry point applied. Returns
-    its run directory (:func:`oracle_variant_dir`). Raises UsageError when the oracle fails. ``prep_lock``
-    (the runner's ``CellContext.prep_lock``) is held while the workspace is prepared, not while the oracle
-    runs."""
-    from dokimi.runner.entrypoints import run_entry_point
-    from dokimi.sandbox.container import give_to_container_user
-    from dokimi.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind, prepare_workspace
+def oracle_variant_arm(arm: str) -> str:
+    """The arm the oracle variant is prepared with: the cell's, except for an overlay arm, whose guidance
+    files are not kept with the batch; guidance does not change what the oracle measures, so its variant is
+    the base's code without guidance."""
+    from dokimi.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind
 
-    if arm_kind(arm) in OVERLAY_ARMS:
-        # The arm's guidance files are not kept with the batch, and guidance does not change what the oracle
-        # measures: its variant is the base's code without guidance.
-        arm = ARM_NONE
+    return ARM_NONE if arm_kind(arm) in OVERLAY_ARMS else arm
+
+
+def prepare_oracle_variant(
+    environment: GradeEnvironment, run_dir: Path, task: Task, *, prepare: PrepareWorkspace, name: str
+) -> Path:
+    """Make the cell's oracle variant: a workspace prepared exactly as the cell's (``prepare`` makes it: same
+    base, patches and arm, under whatever lock the caller needs), with the cell's task.json and meta.json
+    beside it, and the ``oracle`` entry point applied. Returns its run directory (:func:`oracle_variant_dir`).
+    Raises UsageError when the oracle fails."""
+    from dokimi.sandbox.container import give_to_container_user
+
     target = oracle_variant_dir(run_dir)
     _fresh(target)
-    with prep_lock if prep_lock is not None else nullcontext():
-        prepare_workspace(
-            repo,
-            task,
-            eval_dir=eval_dir,
-            guidance_globs=list(guidance_globs),
-            arm=arm,
-            profile=profile,
-            dest=target / "workspace",
-            patches_root=patches_root,
-        )
-    for name_ in ("task.json", "meta.json"):
+    prepare(target / WORKSPACE)
+    for name_ in (TASK_JSON, META_JSON):
         if (run_dir / name_).is_file():
             shutil.copyfile(run_dir / name_, target / name_)
     give_to_container_user(target)
-    entry = run_entry_point(
-        "oracle",
-        oracle_command,
-        image=image,
-        run_dir=target,
-        eval_content=eval_content,
-        source_dir=source_dir,
-        image_config=image_config,
-        task=task.id,
-        network=network,
-        name=name,
-        caches=caches,
-        timeout=timeout,
-        batch=batch,
-    )
-    failure = entry.failure(timeout)
+    entry = run_entry_point(environment, target, task, "oracle", name=name)
+    failure = entry.failure(environment.grade_timeout_s)
     if failure is not None:
         raise UsageError(f"the oracle variant for perf could not be made: {failure}")
     return target
+
+
+def perf_metrics(
+    environment: GradeEnvironment,
+    run_dir: Path,
+    task: Task,
+    *,
+    prepare: PrepareWorkspace,
+    container: Callable[[str], str],
+    seed: int,
+) -> dict[str, bool | int | float | None]:
+    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object (agent-modes §3): the
+    cell's workspace measured against its oracle variant, in the grade container. Empty for other tasks.
+    ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
+    if task_perf(task) is None or environment.entry_points.perf is None:
+        return {}
+    oracle_dir = prepare_oracle_variant(
+        environment, run_dir, task, prepare=prepare, name=container("perf-oracle")
+    )
+    check = run_perf_check(
+        environment, run_dir, task, oracle_run_dir=oracle_dir, name=container("perf"), seed=seed
+    )
+    return dict(check.metrics)
 
 
 def check_finished_cell(
@@ -394,97 +374,72 @@ def check_finished_cell(
     image with its exported eval_dir. The oracle variant under ``{run_dir}/perf/oracle`` is reused when it
     exists, otherwise prepared from the batch's source (same task, base and arm). result.json is not
     changed. Raises UsageError when the cell, the batch or the task cannot be checked."""
-    from dokimi.batch import EVAL_DIR_NAME, read_pin
-    from dokimi.perf.spec import task_perf
-    from dokimi.runner.entrypoints import needs_source_dir
+    from dokimi.grading.finished import open_finished_batch
+    from dokimi.rundir import batch_root_of, task_dir
     from dokimi.sandbox.container import container_name
-    from dokimi.sandbox.docker import image_exists, require_docker
-    from dokimi.sandbox.specs import docker_network, resolve_caches
     from dokimi.schemas._base import read_document
-    from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.meta import Meta
     from dokimi.schemas.task import Task
 
     run_dir = Path(run_dir).absolute()
-    root = next((p for p in run_dir.parents if (p / EVAL_DIR_NAME / "batch.json").is_file()), None)
-    if root is None or not (run_dir / "task.json").is_file():
+    cell = RunDir(run_dir)
+    root = batch_root_of(run_dir)
+    if root is None or not cell.task_json.is_file():
         raise UsageError(f"{run_dir} is not a cell of a batch", hint="give <out>/<batch>/<task>/.../rep<N>")
-    pin, why = read_pin(root)
-    if pin is None:
-        raise UsageError(f"{root}: {why}", hint="check a batch that repo run wrote")
+    finished = open_finished_batch(root, caches=caches, hint="check a batch that repo run wrote")
     try:
-        manifest = read_document(root / EVAL_DIR_NAME / "manifest.json", RepoManifest)
-        task = read_document(run_dir / "task.json", Task)
-        meta = read_document(run_dir / "meta.json", Meta)
+        task = read_document(cell.task_json, Task)
+        meta = read_document(cell.meta_json, Meta)
         perf = task_perf(task)
     except DocumentError as exc:
         raise UsageError(f"cannot check {run_dir}: {exc}") from None
     if perf is None:
         raise UsageError(f"task {task.id} has no perf object", hint="see docs/perf.md")
+    manifest = finished.manifest
     entry = manifest.entry_points
     if entry is None or entry.perf is None:
         raise UsageError("the batch's manifest has no entry_points.perf", hint="see docs/perf.md")
-    content = root / EVAL_DIR_NAME / "content"
-    require_docker()
-    if not image_exists(pin.image):
-        raise UsageError(
-            f"the batch's image {pin.image} is not on this docker daemon",
-            hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
-        )
-    cache_mounts = resolve_caches(manifest.image, manifest.id, overrides=caches)
-    network = docker_network(manifest.image.network if manifest.image else "none")
-    rel = run_dir.relative_to(root).as_posix()
+    rel = finished.layout.rel(run_dir)
+    batch = finished.layout.name
     oracle = oracle_variant_dir(run_dir)
-    if not (oracle / "workspace").is_dir():
+    environment = finished.environment
+    if not (oracle / WORKSPACE).is_dir():
+        from dokimi.errors import DokimiError
         from dokimi.harness.profile import load_profile
         from dokimi.source import open_source
+        from dokimi.workspace import prepare_workspace
 
         try:
             profile = load_profile(meta.harness)
         except DokimiError:
             profile = None
-        with open_source(pin.source) as repo:
-            if needs_source_dir(entry.oracle) and source_dir is None:
-                source_dir = repo.git_dir
-            eval_dir = (manifest.eval_dir or "").strip("/")
-            task_rel = (manifest.tasks or "").strip("/").removeprefix(eval_dir).strip("/")
+        from dokimi.grading.entrypoints import needs_source_dir
+
+        with open_source(finished.pin.source) as repo:
+            if needs_source_dir(entry.oracle):
+                environment = replace(environment, source_dir=source_dir or repo.git_dir)
+
+            def prepare(dest: Path) -> object:
+                return prepare_workspace(
+                    repo,
+                    task,
+                    eval_dir=manifest.eval_dir or "",
+                    guidance_globs=manifest.guidance.globs,
+                    arm=oracle_variant_arm(meta.arm),
+                    profile=profile,
+                    dest=dest,
+                    patches_root=task_dir(finished.layout.content, manifest, task.id),
+                )
+
             prepare_oracle_variant(
-                repo,
-                task,
-                run_dir=run_dir,
-                eval_dir=manifest.eval_dir or "",
-                guidance_globs=manifest.guidance.globs,
-                arm=meta.arm,
-                profile=profile,
-                patches_root=content / task_rel / task.id,
-                oracle_command=entry.oracle,
-                image=pin.image,
-                eval_content=content,
-                source_dir=source_dir,
-                image_config=manifest.image,
-                network=network,
-                name=container_name(pin_name(root), rel, "perf-oracle"),
-                caches=cache_mounts,
-                batch=pin_name(root),
+                environment, run_dir, task, prepare=prepare, name=container_name(batch, rel, "perf-oracle")
             )
     return run_perf_check(
-        perf,
-        entry.perf,
-        image=pin.image,
-        run_dir=run_dir,
+        environment,
+        run_dir,
+        task,
         oracle_run_dir=oracle,
-        eval_content=content,
-        image_config=manifest.image,
-        task=task.id,
-        network=network,
-        name=container_name(pin_name(root), rel, "perf"),
-        caches=cache_mounts,
-        batch=pin_name(root),
+        name=container_name(batch, rel, "perf"),
         seed=seed,
         noise_floor=noise_floor,
     )
-
-
-def pin_name(root: Path) -> str:
-    """The batch's name: its directory's."""
-    return root.name

@@ -1,0 +1,120 @@
+"""The grade environment: everything grading a run directory needs that does not come from the run
+directory, fixed once per batch (or per tasks check, or per regrade) and passed whole.
+
+An entry point takes ``(environment, run_dir, task)``: the image and its ``image`` block, the exported
+eval_dir ({eval_dir}), the source's git directory ({source_dir}), the entry-point commands, the network, the
+caches, the batch label, the timeouts and the kill grace. Nothing here changes while a batch runs, so the
+same object is shared by every cell (and can be sent to another process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dokimi.sandbox.specs import CacheMount, ContainerSettings, docker_network
+
+if TYPE_CHECKING:
+    from dokimi.merge import JudgeOptions
+    from dokimi.schemas.manifest import EntryPoints, Image, RepoManifest, TestsBlock
+    from dokimi.schemas.review_rules import RepoReviewRules
+    from dokimi.schemas.task import Task
+
+__all__ = ["GRADE_TIMEOUT_S", "PERF_TIMEOUT_S", "GradeEnvironment", "JudgeSettings"]
+
+GRADE_TIMEOUT_S = 3600.0
+"""Default timeout of one grade, oracle or static container."""
+PERF_TIMEOUT_S = 3600.0
+"""Default timeout of one perf invocation."""
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """``repo run --judge-model``: the primary judge (its verdict is the only one that counts)."""
+
+    model: str
+    options: JudgeOptions
+
+
+@dataclass(frozen=True)
+class GradeEnvironment:
+    """What every grade container of a batch shares (see the module docstring)."""
+
+    containers: ContainerSettings
+    """Image, image block, network (image.network's), caches and batch label."""
+    eval_content: Path
+    """The exported eval_dir, mounted read-only at /eval/content."""
+    source_dir: Path | None
+    """The source's git directory, mounted read-only at /eval/source when an entry point names it."""
+    entry_points: EntryPoints
+    tests: TestsBlock | None = None
+    """The manifest's ``tests`` block (test integrity, mergeability)."""
+    judge: JudgeSettings | None = None
+    """The rubric judge for tasks with a rubric.json (mergeability); None: not run."""
+    review_rules: RepoReviewRules | None = None
+    """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
+    egress_network: str | None = None
+    """``--agent-network``: the network of a task with egress while the egress proxy is missing."""
+    grade_timeout_s: float = GRADE_TIMEOUT_S
+    perf_timeout_s: float = PERF_TIMEOUT_S
+    kill_grace_s: float | None = None
+    """Grace between SIGTERM and the kill of a container at its timeout (default: the container module's)."""
+
+    @classmethod
+    def for_manifest(
+        cls,
+        manifest: RepoManifest,
+        *,
+        image: str,
+        eval_content: Path,
+        source_dir: Path | None,
+        caches: tuple[CacheMount, ...] = (),
+        batch: str | None = None,
+    ) -> GradeEnvironment:
+        """The environment of a batch of ``manifest``: image.network's network, the manifest's entry points
+        and tests block; timeouts at their defaults (``dataclasses.replace`` changes them)."""
+        assert manifest.entry_points is not None
+        network = docker_network(manifest.image.network if manifest.image else "none")
+        return cls(
+            containers=ContainerSettings(image, manifest.image, network, tuple(caches), batch),
+            eval_content=eval_content,
+            source_dir=source_dir,
+            entry_points=manifest.entry_points,
+            tests=manifest.tests,
+        )
+
+    @property
+    def image(self) -> str:
+        return self.containers.image
+
+    @property
+    def image_config(self) -> Image | None:
+        return self.containers.image_config
+
+    @property
+    def batch(self) -> str | None:
+        return self.containers.batch
+
+    @property
+    def network(self) -> str:
+        return self.containers.network
+
+    def network_for(self, task: Task | None) -> str:
+        """Entry points run with image.network; a task with egress gets --agent-network until the proxy
+        exists."""
+        if task is not None and task.egress and self.egress_network:
+            return self.egress_network
+        return self.containers.network
+
+    def containers_for(self, task: Task | None) -> ContainerSettings:
+        """The container settings of one task's grade containers (its network)."""
+        network = self.network_for(task)
+        if network == self.containers.network:
+            return self.containers
+        return dataclasses.replace(self.containers, network=network)
+
+    def with_network(self, network: str) -> GradeEnvironment:
+        """The same environment on another network (``tasks check --warm``)."""
+        return dataclasses.replace(self, containers=dataclasses.replace(self.containers, network=network))

@@ -1,0 +1,95 @@
+"""Grading one finished run directory, after the agent's container exited: the steps in the spec's order.
+
+1. for a task with a rubric: the workspace diff, the scope check and the judge, BEFORE grade runs (a grader
+   restores hidden tests, which would replace the agent's test edits in the diff);
+2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
+3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
+4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
+5. the gate over everything measured.
+
+The function takes the grade environment, the run directory and the task; what the agent's side knows that
+grading needs (the ignored files before the run, how to prepare a workspace like the cell's, the container
+names) comes in a :class:`CellFacts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dokimi.grading import merge
+from dokimi.grading.entrypoints import grade_run
+from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.gate import GateVerdict, MetricValue, evaluate_gate
+from dokimi.grading.perf import PrepareWorkspace, perf_metrics
+
+if TYPE_CHECKING:
+    from dokimi.schemas.rubric import RepoRubric
+    from dokimi.schemas.task import Task
+
+__all__ = ["CellFacts", "GradedCell", "grade_cell"]
+
+
+@dataclass(frozen=True)
+class CellFacts:
+    """What the agent's side of a cell hands to grading."""
+
+    start_sha: str
+    base_date: str | None
+    rubric: RepoRubric | None
+    ignored_before: frozenset[str]
+    """The ignored files of the prepared workspace before the agent ran (mergeability)."""
+    prepare: PrepareWorkspace
+    """Prepares a workspace exactly as the cell's (the perf check's oracle variant)."""
+    container: Callable[[str], str]
+    """The container name of a role (``grade``, ``perf``, ``perf-oracle``)."""
+    seed: int = 0
+    """The perf check's seed (the cell's repetition)."""
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    """The verdict of one run and every metric measured (grade.json's and the framework's)."""
+
+    verdict: GateVerdict
+    metrics: dict[str, MetricValue]
+    judge_cost_usd: float | None = None
+    """What the rubric judge cost for this run (None when it did not run or answered from its cache)."""
+
+
+def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
+    """Grade the run directory (see the module docstring). Raises on a host-side failure; the caller turns it
+    into a grader-failure result."""
+    checks = None
+    judge_cost: float | None = None
+    if facts.rubric is not None:
+        checks = merge.after_agent(
+            environment,
+            run_dir,
+            task,
+            rubric=facts.rubric,
+            start_sha=facts.start_sha,
+            ignored_before=set(facts.ignored_before),
+            base_date=facts.base_date,
+        )
+        if checks.verdict is not None and not checks.verdict.cached:
+            judge_cost = checks.verdict.cost_usd
+    outcome = grade_run(environment, run_dir, task, name=facts.container("grade"))
+    verdict = outcome.verdict
+    metrics: dict[str, MetricValue] = dict(outcome.grade.metrics) if outcome.grade is not None else {}
+    grade_doc = None if outcome.grader_failure else outcome.grade
+    extra: dict[str, MetricValue] = {}
+    if checks is not None and not verdict.grader_failure:
+        extra.update(merge.merge_metrics(environment, run_dir, task, checks=checks, grade=grade_doc))
+    if not verdict.grader_failure:
+        extra.update(
+            perf_metrics(
+                environment, run_dir, task, prepare=facts.prepare, container=facts.container, seed=facts.seed
+            )
+        )
+    if extra:
+        verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
+        metrics.update(extra)
+    return GradedCell(verdict, metrics, judge_cost)

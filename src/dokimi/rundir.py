@@ -1,0 +1,293 @@
+"""The batch and run-directory layout: every path and file name dokimi reads or writes under a batch, a run
+directory or an exported eval_dir, spelled here and nowhere else.
+
+A batch (``repo run``)::
+
+    <out>/<batch>/_eval/batch.json          the pin (repo_batch.v1)
+    <out>/<batch>/_eval/plan.json           the planned cells (repo_plan.v1)
+    <out>/<batch>/_eval/manifest.json       the manifest the batch ran with
+    <out>/<batch>/_eval/content/            eval_dir exported from the eval tree ({eval_dir}, read-only)
+    <out>/<batch>/_eval/support/            dokimi's helper scripts (/eval/support, read-only)
+    <out>/<batch>/_eval/dry-run/            the scripts of a --dry-run
+    <out>/<batch>/_eval/judge-cache/        the rubric judge's verdict cache
+    <out>/<batch>/_eval/regrade/            scratch run directories of ``repo regrade``
+    <out>/<batch>/<task>/<arm>/<model>/<effort>/rep<N>/      one cell = one run directory
+
+A run directory ({run_dir}, /eval/run in every container): the §4 inputs (workspace/, task.json, meta.json,
+events.jsonl, answer.txt), the agent's raw output, what grading writes (grade.json, workspace.diff,
+workspace_diff.json, merge.json, perf/check.json) and result.json, written last. :class:`RunDir` names them.
+
+A task directory inside an exported eval_dir is :func:`task_dir` (the one formula). Code outside this module
+uses these names; a literal file name of a run directory anywhere else is a bug (a test checks it).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from dokimi.schemas.manifest import RepoManifest
+
+# --- one run directory --------------------------------------------------------------------------------------
+
+WORKSPACE: Final = "workspace"
+TASK_JSON: Final = "task.json"
+META_JSON: Final = "meta.json"
+EVENTS_JSONL: Final = "events.jsonl"
+ANSWER_TXT: Final = "answer.txt"
+GRADE_JSON: Final = "grade.json"
+RESULT_JSON: Final = "result.json"
+AGENT_STDOUT: Final = "agent.stdout"
+AGENT_STDERR: Final = "agent.stderr"
+STATIC_JSON: Final = "static.json"
+"""{out} of the static entry point."""
+WORKSPACE_DIFF: Final = "workspace.diff"
+WORKSPACE_DIFF_JSON: Final = "workspace_diff.json"
+MERGE_JSON: Final = "merge.json"
+GRADE_HOME: Final = "grade-home"
+"""HOME of the grade container, made empty before each entry point."""
+AGENT_GIT: Final = "agent-git"
+"""Where the workspace's .git/config and .git/hooks are moved before grading."""
+AGENT_HOME: Final = "home"
+AGENT_CONFIG: Final = "config"
+AGENT_TMP: Final = "tmp"
+PERF_DIR: Final = "perf"
+"""The cell's perf directory: out/ (the documents), oracle/ (the oracle variant), check.json."""
+PERF_CHECK_JSON: Final = "check.json"
+PERF_OUT_DIR: Final = "out"
+PERF_ORACLE_DIR: Final = "oracle"
+PERF_EMPTY_DIR: Final = "empty"
+PERF_STDOUT: Final = "perf.stdout"
+PERF_STDERR: Final = "perf.stderr"
+
+ENTRY_KINDS_WITH_LOGS: Final = ("grade", "oracle", "static")
+
+
+def entry_stdout(kind: str) -> str:
+    """``<kind>.stdout``: what an entry point printed."""
+    return f"{kind}.stdout"
+
+
+def entry_stderr(kind: str) -> str:
+    """``<kind>.stderr``."""
+    return f"{kind}.stderr"
+
+
+#: Entries of a run directory that belong to the framework; image.env may not claim them (contract §2).
+RUN_DIR_ENTRIES: Final = frozenset(
+    {
+        WORKSPACE,
+        TASK_JSON,
+        META_JSON,
+        EVENTS_JSONL,
+        ANSWER_TXT,
+        GRADE_JSON,
+        RESULT_JSON,
+        AGENT_STDOUT,
+        AGENT_STDERR,
+        *(entry_stdout(kind) for kind in ENTRY_KINDS_WITH_LOGS),
+        *(entry_stderr(kind) for kind in ENTRY_KINDS_WITH_LOGS),
+        PERF_STDOUT,
+        PERF_STDERR,
+        WORKSPACE_DIFF,
+        WORKSPACE_DIFF_JSON,
+        MERGE_JSON,
+        PERF_DIR,
+        GRADE_HOME,
+        AGENT_GIT,
+        AGENT_HOME,
+        AGENT_CONFIG,
+        AGENT_TMP,
+    }
+)
+
+#: The §4 inputs a grade reads besides workspace/, plus the raw trace (what a regrade copies).
+GRADE_INPUTS: Final = (TASK_JSON, META_JSON, EVENTS_JSONL, ANSWER_TXT, AGENT_STDOUT)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory on the host and the path of everything in it."""
+
+    path: Path
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def workspace(self) -> Path:
+        return self.path / WORKSPACE
+
+    @property
+    def task_json(self) -> Path:
+        return self.path / TASK_JSON
+
+    @property
+    def meta_json(self) -> Path:
+        return self.path / META_JSON
+
+    @property
+    def grade_json(self) -> Path:
+        return self.path / GRADE_JSON
+
+    @property
+    def result_json(self) -> Path:
+        return self.path / RESULT_JSON
+
+    @property
+    def merge_json(self) -> Path:
+        return self.path / MERGE_JSON
+
+    @property
+    def workspace_diff(self) -> Path:
+        return self.path / WORKSPACE_DIFF
+
+    @property
+    def workspace_diff_json(self) -> Path:
+        return self.path / WORKSPACE_DIFF_JSON
+
+    @property
+    def perf_dir(self) -> Path:
+        return self.path / PERF_DIR
+
+    @property
+    def perf_check_json(self) -> Path:
+        return self.path / PERF_DIR / PERF_CHECK_JSON
+
+    @property
+    def perf_oracle(self) -> Path:
+        """Where a cell keeps its oracle variant for the perf check (a run directory of its own)."""
+        return self.path / PERF_DIR / PERF_ORACLE_DIR
+
+
+# --- the eval directory -------------------------------------------------------------------------------------
+
+RUBRIC_JSON: Final = "rubric.json"
+"""tasks/<id>/rubric.json: the maintainer's rubric (mergeability)."""
+REVIEW_RULES_JSON: Final = "review_rules.json"
+"""<eval_dir>/review_rules.json: the team's review rules."""
+ORACLE_PATCH: Final = "oracle.patch"
+
+
+def tasks_rel(manifest: RepoManifest) -> str:
+    """The tasks directory relative to eval_dir (``.`` when they are the same)."""
+    eval_dir = (manifest.eval_dir or "").strip("/")
+    tasks = (manifest.tasks or "").strip("/")
+    return posixpath.relpath(tasks, eval_dir) if eval_dir else tasks or "."
+
+
+def task_dir(content: Path, manifest: RepoManifest, task_id: str) -> Path:
+    """A task's directory inside an exported eval_dir (``content``): where its task.json, patches and rubric
+    are. The one formula; every caller uses it."""
+    return content / tasks_rel(manifest) / task_id
+
+
+# --- a batch ------------------------------------------------------------------------------------------------
+
+LOCK_FILE: Final = ".dokimi-writer.lock"
+"""The lock file of a batch's one writer (``repo run``, ``repo regrade``); it names the holder."""
+EVAL_DIR_NAME: Final = "_eval"
+"""The batch's own directory (pin, plan, exported eval content); never a task."""
+BATCH_JSON: Final = "batch.json"
+PLAN_JSON: Final = "plan.json"
+MANIFEST_COPY: Final = "manifest.json"
+CONTENT_DIR: Final = "content"
+SUPPORT_DIR: Final = "support"
+DRY_RUN_DIR: Final = "dry-run"
+JUDGE_CACHE_DIR: Final = "judge-cache"
+REGRADE_DIR: Final = "regrade"
+TASKS_CHECK_JSON: Final = "tasks-check.json"
+"""``repo tasks check --out``: the report, beside ``_eval/content`` and ``<task>/<null|oracle>/``."""
+DEFAULT_EFFORT_SLUG: Final = "default"
+"""The effort component of a cell path when no effort is set."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+REP_DIR = re.compile(r"^rep(\d+)$")
+
+
+def slug(value: str) -> str:
+    """A path component for ``value``: every char outside ``[A-Za-z0-9._-]`` becomes ``_``.
+
+    ``guidance:none`` -> ``guidance_none``. The empty string and a value of dots only (``.``, ``..``), which
+    would name no directory or the parent, become underscores of the same length (at least one).
+    """
+    out = _UNSAFE.sub("_", value)
+    if not out.strip("."):
+        out = "_" * max(1, len(out))
+    return out
+
+
+def effort_slug(effort: str | None) -> str:
+    """The effort component of a cell path: ``default`` when no effort is set."""
+    return DEFAULT_EFFORT_SLUG if effort is None else slug(effort)
+
+
+def cell_dir(batch_root: Path, task: str, arm: str, model: str, effort: str | None, rep: int) -> Path:
+    """The run_dir of one cell: ``<batch>/<task>/<arm>/<model>/<effort>/rep<N>``."""
+    return batch_root / slug(task) / slug(arm) / slug(model) / effort_slug(effort) / f"rep{rep}"
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """Where everything of one batch is (see the module docstring)."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def eval_root(self) -> Path:
+        return self.root / EVAL_DIR_NAME
+
+    @property
+    def pin(self) -> Path:
+        return self.eval_root / BATCH_JSON
+
+    @property
+    def plan(self) -> Path:
+        return self.eval_root / PLAN_JSON
+
+    @property
+    def manifest_copy(self) -> Path:
+        return self.eval_root / MANIFEST_COPY
+
+    @property
+    def content(self) -> Path:
+        return self.eval_root / CONTENT_DIR
+
+    @property
+    def support(self) -> Path:
+        return self.eval_root / SUPPORT_DIR
+
+    @property
+    def dry_run(self) -> Path:
+        return self.eval_root / DRY_RUN_DIR
+
+    @property
+    def judge_cache(self) -> Path:
+        return self.eval_root / JUDGE_CACHE_DIR
+
+    @property
+    def regrade(self) -> Path:
+        return self.eval_root / REGRADE_DIR
+
+    def rel(self, run_dir: Path) -> str:
+        """A run directory's path relative to the batch (``task/arm/model/effort/repN``)."""
+        return run_dir.relative_to(self.root).as_posix()
+
+
+def batch_root_of(run_dir: Path) -> Path | None:
+    """The batch a run directory belongs to: the nearest parent with ``_eval/batch.json``; None outside a
+    batch."""
+    return next((p for p in run_dir.parents if BatchLayout(p).pin.is_file()), None)
+
+
+def tasks_check_run_dir(out: Path, task_id: str, phase: str) -> Path:
+    """``repo tasks check``: the run directory of one task's null or oracle workspace."""
+    return out / task_id / phase
