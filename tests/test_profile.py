@@ -272,6 +272,8 @@ def test_a_binary_not_on_path_is_a_prerequisite_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("DOKIMI_TOOLS", str(tmp_path))  # no pinned install there either
+    monkeypatch.delenv("DOKIMI_CODEX_BIN", raising=False)
     with pytest.raises(PrerequisiteError, match="not on PATH"):
         resolve_bin(load_profile("codex"))
 

@@ -485,3 +485,33 @@ def test_a_gemini_trace_without_its_result_record_is_an_error() -> None:
     conv = convert("gemini-stream-json", "\n".join(lines))
     assert conv.is_error and not conv.complete
     assert [e["kind"] for e in conv.events] == ["read", "command"] and "output" not in conv.events[1]
+
+
+# --- GitHub Copilot CLI json (recorded from the real copilot 1.0.102 against the scripted model server) ---
+
+COPILOT_TRACE = TRACES / "copilot-1.0.102-tools.jsonl"
+
+
+def test_a_recorded_copilot_trace_converts_reads_commands_rc_tools_answer_and_turns() -> None:
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(COPILOT_TRACE, "copilot-json")
+    assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
+    read, command, tool = conv.events
+    assert read["path"] == "/tmp/work/repo/f.txt" and read["t"] > 0
+    assert (command["text"], command["rc"]) == ("sed -i s/before/after/ f.txt; echo out; exit 3", 3)
+    assert command["output"].startswith("out\n")
+    assert (tool["name"], tool["denied"]) == ("web_fetch", True)  # web tools are off at level all
+    assert conv.answer == "I changed f.txt." and conv.turns == 4
+    assert conv.complete and not conv.is_error and conv.result_subtype == "success"
+
+
+def test_a_copilot_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
+    from dokimi.harness.trace import convert
+
+    lines = COPILOT_TRACE.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if '"toolName":"bash"' in line.replace(" ", ""))
+    conv = convert("copilot-json", "\n".join(lines[: cut + 1]))
+    assert [e["kind"] for e in conv.events] == ["read", "command"]
+    assert conv.events[1]["rc"] is None and "output" not in conv.events[1]
+    assert conv.is_error and not conv.complete

@@ -24,7 +24,11 @@ SCORED = "review_cache"
 
 @pytest.mark.parametrize(
     ("harness", "model", "version"),
-    [("codex", "gpt-5-mini", "0.169.0"), ("gemini", "gemini-2.5-flash", "0.61.0")],
+    [
+        ("codex", "gpt-5-mini", "0.169.0"),
+        ("gemini", "gemini-2.5-flash", "0.61.0"),
+        ("copilot", "gpt-5-mini", "1.0.102"),
+    ],
 )
 def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(
     docker_available: bool,

@@ -27,6 +27,15 @@ from dokimi.errors import PrerequisiteError
 #: The Claude Code version scripts/install-harness.sh installs.
 CLAUDE_CODE_VERSION = "2.1.328"
 
+#: What scripts/install-harness.sh installs per harness: (version, the executable under its prefix). The
+#: versions are the built-in profiles' ``verification.version`` (a test checks they agree).
+PINNED_INSTALLS: dict[str, tuple[str, str]] = {
+    "claude-code": (CLAUDE_CODE_VERSION, "node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
+    "codex": ("0.169.0", "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
+    "gemini-cli": ("0.61.0", "node_modules/@google/gemini-cli/bundle/gemini.js"),
+    "copilot": ("1.0.102", "node_modules/@github/copilot-linux-x64/copilot"),
+}
+
 Origin = Literal["--bin", "environment", "installed", "PATH"]
 
 
@@ -56,10 +65,10 @@ def tools_dir() -> Path:
 def installed_path(harness: str) -> Path | None:
     """The path scripts/install-harness.sh puts the pinned executable of ``harness`` at (None when the script
     installs no such harness)."""
-    if harness != "claude-code":
+    if harness not in PINNED_INSTALLS:
         return None
-    prefix = tools_dir() / f"claude-code-{CLAUDE_CODE_VERSION}" / "node_modules"
-    return prefix / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+    version, executable = PINNED_INSTALLS[harness]
+    return tools_dir() / f"{harness}-{version}" / executable
 
 
 def _executable(path: Path) -> bool:

@@ -153,6 +153,43 @@ def check_claude(bin_path: Path | None) -> DoctorCheck:
     )
 
 
+def check_harnesses() -> list[DoctorCheck]:
+    """Every built-in profile but claude-code (its own check above): where its executable is, the version it
+    reports, and whether the profile is verified with that version, or why not (never required)."""
+    from dokimi.harness.locate import locate_harness
+    from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
+    from dokimi.harness.runtime import host_launcher
+
+    checks = []
+    for name in builtin_profiles():
+        if name == "claude-code":
+            continue
+        profile = load_profile(name)
+        pin = profile.verification
+        label = f"harness {name}"
+        if pin is not None and not pin.verified:
+            checks.append(_check(label, False, required=False, detail=f"unverified: {pin.note}", fix=None))
+            continue
+        fix = f"scripts/install-harness.sh {name} installs {pin.version if pin else 'it'}; or pass --bin"
+        try:
+            located = locate_harness(name, profile.bin)
+            launcher = host_launcher(located.path)
+            argv = [*launcher[:-1], *version_argv(profile, launcher[-1])]
+            result = process.run(argv, timeout=CHECK_TIMEOUT_S)
+        except PrerequisiteError as exc:
+            checks.append(_check(label, False, required=False, detail=exc.message, fix=exc.hint or fix))
+            continue
+        reported = (result.stdout or result.stderr).strip().splitlines()[:1] or ["no output"]
+        pinned = pin is not None and pin.version in reported[0]
+        detail = f"{reported[0]} at {located.path} (from {located.detail})"
+        if pin is not None:
+            detail += f"; verified with {pin.version}" + (
+                "" if pinned else ": a different version is installed"
+            )
+        checks.append(_check(label, result.ok and pinned, required=False, detail=detail, fix=fix))
+    return checks
+
+
 def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -180,7 +217,7 @@ def run_doctor(*, claude_bin: Path | None = None) -> DoctorReport:
     """Every check, in the order a person fixes them."""
     from dokimi.source.fetch import default_directory
 
-    checks = [check_git(), *check_docker(), check_claude(claude_bin)]
+    checks = [check_git(), *check_docker(), check_claude(claude_bin), *check_harnesses()]
     disks = [("dokimi cache", default_directory())]
     daemon = next((c for c in checks if c.name == "docker daemon"), None)
     if daemon is not None and daemon.status == "ok":
