@@ -33,7 +33,7 @@ log "dokimi repo run (two guidance arms, real Claude Code, scripted model: no co
 dokimi repo run "$source" --manifest "$manifest" --arm guidance:none,guidance:raw \
     --model claude-haiku-4-5 --reps 2 --batch demo --out "$out" --bin "$claude" --dry-run -j 2
 log "dokimi repo report"
-dokimi repo report "$out/demo" --html "$out/demo/report.html"
+dokimi repo report "$out/demo" --html "$out/demo-site"
 log "dokimi repo compare"
-dokimi repo compare "$out/demo" --baseline guidance:none --html "$out/demo/compare.html"
-log "done: $out/demo/report.html and $out/demo/compare.html"
+dokimi repo compare "$out/demo" --baseline guidance:none --html "$out/demo-site/compare.html"
+log "done: $out/demo-site/index.html (every cell linked) and $out/demo-site/compare.html"

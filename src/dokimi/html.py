@@ -27,8 +27,12 @@ th{background:#f3f5f8;font-weight:600}td.num{text-align:right}
 svg text{font:12px system-ui,sans-serif;fill:#1d2330}svg .axis{stroke:#98a2b3}svg .grid{stroke:#eef0f4}
 svg .bar{fill:#4f7cff}svg .score-bar{fill:#8b5cf6}svg .ci{stroke:#1d2330;stroke-width:1.5}
 svg .up{fill:#12b76a}svg .down{fill:#f04438}svg .tied{fill:#98a2b3}svg .mean{stroke:#1d2330;stroke-width:2}
-svg .band{fill:#1d2330;fill-opacity:.08}
+svg .band{fill:#1d2330;fill-opacity:.08}svg .forest-ci{stroke:#1d2330;stroke-width:2}
+svg .forest-point{fill:#4f7cff}svg .zero{stroke:#98a2b3;stroke-dasharray:4 3}
+table.heatmap td.heat{text-align:center;min-width:70px}
 code{background:#f3f5f8;padding:0 3px;border-radius:3px}
+.pass{color:#0a7a3d;font-weight:600}.fail{color:#b42318;font-weight:600}.other{color:#b54708;font-weight:600}
+a.cell{margin-right:12px}
 """
 
 
@@ -378,6 +382,116 @@ def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _heat_color(value: float) -> str:
+    """White (0) to blue (1): the share of passing cells of one task in one arm."""
+    v = min(1.0, max(0.0, value))
+    r, g, b = (round(255 - (255 - 79) * v), round(255 - (255 - 124) * v), 255)
+    return f"rgb({r},{g},{b})"
+
+
+def _panels(doc: CompareDoc) -> dict[str, list[Comparison]]:
+    """Comparisons grouped by what they hold constant (model, effort, mode)."""
+    panels: dict[str, list[Comparison]] = defaultdict(list)
+    for c in doc.comparisons:
+        title = f"model {c.model}, effort {c.effort or 'default'}" + (f", mode {c.mode}" if c.mode else "")
+        panels[title].append(c)
+    return panels
+
+
+def _gate(c: Comparison) -> Measure | None:
+    return next((m for m in c.measures if m.kind == "gate"), None)
+
+
+def _heatmap(comparisons: Sequence[Comparison]) -> str:
+    """Task x arm: each task's share of passing cells in each arm (the baseline first), from the gate
+    measure's per-task values."""
+    arms: list[str] = []
+    values: dict[tuple[str, str], float] = {}
+    for c in comparisons:
+        gate = _gate(c)
+        if gate is None:
+            continue
+        for arm in (c.baseline, c.treatment):
+            if arm not in arms:
+                arms.append(arm)
+        for v in gate.per_task:
+            values[(v.task, c.baseline)] = v.baseline
+            values[(v.task, c.treatment)] = v.treatment
+    tasks = sorted({task for task, _ in values})
+    if not tasks:
+        return ""
+    head = "<th>task</th>" + "".join(f"<th>{escape(a)}</th>" for a in arms)
+    rows = []
+    for task in tasks:
+        cells = [f"<td>{escape(task)}</td>"]
+        for arm in arms:
+            value = values.get((task, arm))
+            if value is None:
+                cells.append('<td class="heat muted">-</td>')
+                continue
+            color = _heat_color(value)
+            cells.append(
+                f'<td class="heat" style="background:{color}" data-task="{_attr(task)}" '
+                f'data-arm="{_attr(arm)}" data-value="{_attr(value)}">{value:.2f}</td>'
+            )
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        '<div class="scroll"><table class="heatmap"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def _forest(comparisons: Sequence[Comparison]) -> str:
+    """One row per treatment arm: its mean per-task gate delta (a point) and 95% interval (a line), against
+    a dashed zero."""
+    rows = [
+        (c.treatment, m) for c in comparisons for m in [_gate(c)] if m is not None and m.delta is not None
+    ]
+    if not rows:
+        return ""
+    extent = float(max([0.25, *(abs(x) for _, m in rows for x in (m.delta or 0.0, *(m.ci or ())))]))
+    width, left, right, top, row_h = 640, 200, 24, 12, 26
+    height = top + row_h * len(rows) + 30
+    plot_w = width - left - right
+    zero = left + plot_w / 2
+
+    def x_of(v: float) -> float:
+        return zero + (v / extent) * (plot_w / 2)
+
+    bottom = top + row_h * len(rows)
+    out = [
+        f'<svg class="chart forest" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img">',
+        f'<line class="zero" x1="{zero:.1f}" x2="{zero:.1f}" y1="{top}" y2="{bottom}"/>',
+    ]
+    for i, (arm, m) in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        assert m.delta is not None
+        if m.ci is not None:
+            out.append(
+                f'<line class="forest-ci" x1="{x_of(m.ci[0]):.1f}" x2="{x_of(m.ci[1]):.1f}" '
+                f'y1="{y:.1f}" y2="{y:.1f}" data-arm="{_attr(arm)}" data-lo="{_attr(m.ci[0])}" '
+                f'data-hi="{_attr(m.ci[1])}"/>'
+            )
+        out.append(
+            f'<circle class="forest-point" cx="{x_of(m.delta):.1f}" cy="{y:.1f}" r="5" '
+            f'data-arm="{_attr(arm)}" data-delta="{_attr(m.delta)}">'
+            f"<title>{escape(arm)}: {m.delta:+.3f}, 95% {_ci(m.ci)}</title>"
+            "</circle>"
+            f'<text x="{left - 10}" y="{y + 4:.1f}" text-anchor="end">{escape(arm)}</text>'
+        )
+    out.append(
+        f'<text x="{left}" y="{bottom + 18}">{-extent:+.2f}</text>'
+        f'<text x="{zero:.1f}" y="{bottom + 18}" text-anchor="middle">0</text>'
+        f'<text x="{width - right}" y="{bottom + 18}" text-anchor="end">{extent:+.2f}</text>'
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
 def render_compare(doc: CompareDoc) -> str:
     """The compare page: selectors with their batches and pins, then per comparison a table of measures and a
     per-task delta chart for the gate and score measures."""
@@ -411,6 +525,24 @@ def render_compare(doc: CompareDoc) -> str:
         f"Holm over {doc.holm_family} gate and "
         "score comparisons; cost, turns and metrics are descriptive.</p>"
     )
+    for panel, comparisons in _panels(doc).items():
+        heat, forest = _heatmap(comparisons), _forest(comparisons)
+        if not heat and not forest:
+            continue
+        body.append(f'<section class="overview" data-panel="{_attr(panel)}"><h2>{escape(panel)}</h2>')
+        if heat:
+            body.append(
+                "<h3>Pass share per task and arm</h3>"
+                '<p class="muted">Each task\'s share of passing cells in each arm (the mean of its reps).</p>'
+            )
+            body.append(heat)
+        if forest:
+            body.append(
+                "<h3>Gate delta per arm against the baseline</h3>"
+                '<p class="muted">Point: the mean per-task delta; line: its 95% interval over tasks.</p>'
+            )
+            body.append(forest)
+        body.append("</section>")
     for c in doc.comparisons:
         title = _comparison_title(c)
         body.append(

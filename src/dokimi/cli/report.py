@@ -1,4 +1,4 @@
-"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html FILE]``.
+"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html DIR|FILE.html]``.
 
 What each number means: docs/statistics.md.
 
@@ -36,8 +36,10 @@ def _ci(ci: tuple[float, float] | None) -> str:
 @click.option(
     "--html",
     "html_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a self-contained HTML page with a chart of pass rates per arm.",
+    metavar="DIR|FILE.html",
+    type=click.Path(path_type=Path),
+    help="Also write the report as a static site: DIR/index.html (or FILE.html) with charts and tables, and "
+    "one page per cell in cells/ beside it (prompt, transcript, diff, grade, verdict).",
 )
 def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path | None) -> int:
     """Pass rates with Wilson 95% intervals per (task, arm, model, effort, mode) of BATCH (<out>/<batch>).
@@ -58,11 +60,12 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
             hint="give <out>/<batch>, the directory repo run wrote",
         )
     doc = build_report(loaded, cutoffs=parsed, path=str(batch))
-    from dokimi.html import render_report
+    if html_file is not None:
+        from dokimi.cli._common import note
+        from dokimi.site import write_report_site
 
-    return deliver_document(
-        doc, as_json=as_json, html_file=html_file, render_html=render_report, print_text=_print
-    )
+        note(f"wrote {write_report_site(doc, loaded, html_file)} and its cell pages")
+    return deliver_document(doc, as_json=as_json, html_file=None, render_html=str, print_text=_print)
 
 
 def _print(doc: object) -> None:
