@@ -210,6 +210,7 @@ def test_an_api_answering_only_529_makes_infra_errors_that_a_rerun_fills(
         down = dokimi_cli(run_args(example, out, "noisy", claude_bin, *arms))
     assert down.returncode == 1, down.stderr  # the batch is not complete: its cells must run again
     assert "infra error" in down.stderr
+    assert json.loads(down.stdout)["infra_errors"] == 2
     noisy = load_batch(out / "noisy")
     assert len(noisy.infra_errors()) == 2 and noisy.finished() == []
     for cell in noisy.infra_errors():

@@ -109,11 +109,14 @@ def _print_table(run: BatchRun) -> None:
     from dokimi.runner.run import group_rows
 
     width = terminal_width()
+    groups = group_rows(run)
+    infra = any(row.infra_errors for row in groups)
     columns = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort")]
     columns += [
         Col(n, right=True, droppable=n not in ("cells", "pass")) for n in ("cells", "ran", "skipped", "pass")
     ]
-    columns += [Col(n, right=True) for n in ("grader fail", "failed", "not started")]
+    names = ("grader fail", *(("infra err",) if infra else ()), "failed", "not started")
+    columns += [Col(n, right=True) for n in names]
     rows = [
         [
             row.task,
@@ -125,10 +128,11 @@ def _print_table(run: BatchRun) -> None:
             str(row.skipped),
             f"{row.passed}/{row.graded}",
             str(row.grader_failures),
+            *([str(row.infra_errors)] if infra else []),
             str(row.failed),
             str(row.not_started + row.interrupted),
         ]  # fmt: skip
-        for row in group_rows(run)
+        for row in groups
     ]
     lines = render_table(columns, rows, width=width, title=f"batch {run.root}")
     lines += fit_line(

@@ -181,7 +181,10 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
     """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed."""
     from dokimi.schemas.run_summary import RunGroup
 
-    counters = ("cells", "ran", "skipped", "passed", "graded", "grader_failures", "failed", "not_started")
+    counters = (
+        "cells", "ran", "skipped", "passed", "graded", "grader_failures", "infra_errors", "failed",
+        "not_started",
+    )  # fmt: skip
     groups: dict[tuple[str, str, str, str], dict[str, int]] = {}
     for outcome in run.outcomes:
         key = outcome.key
@@ -195,7 +198,9 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
         else:
             row[outcome.status] += 1
         result = outcome.result
-        if result is not None:
+        if result is not None and result.infra_error:
+            row["infra_errors"] += 1
+        elif result is not None:
             row["graded"] += 1
             row["passed"] += int(bool(result.passed) and not result.grader_failure)
             row["grader_failures"] += int(result.grader_failure)
@@ -211,6 +216,7 @@ def run_summary(run: BatchRun) -> RunSummary:
 
     return RunSummary(
         schema="repo_run.v1",
+        infra_errors=run.infra_errors,
         batch=str(run.root),
         pin=run.pin,
         harness=run.harness,

@@ -49,6 +49,8 @@ class RunGroup(CellCounts):
     """Cells with a result.json (ran now or skipped)."""
     grader_failures: int = Field(ge=0)
     """Cells with a result.json whose grading failed (counted as failures)."""
+    infra_errors: int = Field(0, ge=0)
+    """Cells whose result.json says they never reached their model: not graded, run again next time."""
 
 
 class RunFailure(Document):
@@ -76,7 +78,10 @@ class RunSummary(CellCounts):
     image: str
     """The image the cells ran in."""
     complete: bool
-    """Every planned cell has a result.json (exit 0); false: rerun to fill the missing ones (exit 1)."""
+    """Every planned cell has a result.json that is not an infra error (exit 0); false: rerun to fill the
+    missing ones and run the infra errors again (exit 1)."""
+    infra_errors: int = Field(0, ge=0)
+    """Cells of this run that never reached their model (infra errors)."""
     spent_usd: float = Field(ge=0)
     """What the batch has spent, earlier runs included; a cell without a reported cost is charged its cap."""
     stopped_by_budget: bool
