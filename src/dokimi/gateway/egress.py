@@ -250,9 +250,11 @@ class EgressProxy:
 
     # called from handler threads
 
-    def _begin(self, cell: EgressCell) -> None:
+    def _begin(self, cell: EgressCell, record: dict[str, Any]) -> None:
+        """An attempt of ``cell`` starts: it is in flight, and its ``t`` is its arrival."""
         with self._lock:
             cell.in_flight += 1
+            record["t"] = round(time.monotonic() - cell.opened, 4)
 
     def _end(self, cell: EgressCell) -> None:
         with self._settled:
@@ -299,7 +301,7 @@ class EgressProxy:
                 return
             cell.attempts += 1
             cell.refused += 0 if record["allowed"] else 1
-            record["t"] = round(time.monotonic() - cell.opened, 3)
+            record.setdefault("t", round(time.monotonic() - cell.opened, 3))
             if self._cells.get(cell.token) is cell:
                 from dokimi.schemas.gateway import EgressRecord
 
@@ -366,7 +368,7 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             if cell is None:
                 self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
                 return
-            proxy._begin(cell)
+            proxy._begin(cell, record)
             try:
                 self._connect(cell, record)
             finally:
@@ -409,7 +411,7 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             if cell is None:
                 self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
                 return
-            proxy._begin(cell)
+            proxy._begin(cell, record)
             try:
                 self._forward_for(cell, record)
             finally:

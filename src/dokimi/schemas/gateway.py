@@ -64,7 +64,8 @@ class EgressRecord(Document):
     """One connection attempt through the egress proxy, allowed or refused."""
 
     t: Seconds = 0.0
-    """Seconds from the cell's opening."""
+    """Seconds from the cell's opening to the attempt's arrival (lines are written as attempts end, so a
+    long tunnel's line comes after those of later, shorter attempts)."""
     method: str
     """CONNECT, or the method of a plain-HTTP request."""
     target: str
