@@ -196,21 +196,23 @@ def classify(null: dict[str, str], oracle: dict[str, str]) -> tuple[list[str], l
 
 def _outcomes(out: Path, task_id: str, phase: str) -> dict[str, str]:
     """``details.outcomes`` of the discovery grade of one phase, from the tasks check's run directory."""
-    for path in sorted(out.rglob("grade.json")):
-        if path.parent.name == phase and task_id in path.parts:
-            data = json.loads(path.read_text())
-            outcomes = (data.get("details") or {}).get("outcomes")
-            if isinstance(outcomes, dict):
-                return {str(k): str(v) for k, v in outcomes.items()}
-            errors = "; ".join(data.get("errors") or []) or (data.get("details") or {}).get("run")
-            raise DokimiError(
-                f"the {phase} run recorded no test outcomes: {errors}",
-                path=path,
-                hint="check that the tests run in the image (see the grade.stderr beside it)",
-            )
+    from dokimi.rundir import GRADE_JSON, tasks_check_run_dir
+
+    path = tasks_check_run_dir(out, task_id, phase) / GRADE_JSON
+    if not path.is_file():
+        raise DokimiError(
+            f"the {phase} run of {task_id} left no grade.json",
+            hint=f"run `dokimi repo tasks check . --task {task_id} --out DIR` and read DIR/{task_id}/{phase}",
+        )
+    data = json.loads(path.read_text())
+    outcomes = (data.get("details") or {}).get("outcomes")
+    if isinstance(outcomes, dict):
+        return {str(k): str(v) for k, v in outcomes.items()}
+    errors = "; ".join(data.get("errors") or []) or (data.get("details") or {}).get("run")
     raise DokimiError(
-        f"the {phase} run of {task_id} left no grade.json",
-        hint="run `dokimi repo tasks check . --task " + task_id + " --out DIR` and read DIR",
+        f"the {phase} run recorded no test outcomes: {errors}",
+        path=path,
+        hint="check that the tests run in the image (see the grade.stderr beside it)",
     )
 
 
