@@ -46,3 +46,12 @@ def test_the_gateway_s_price_wins_over_the_harness_s_and_falls_back_when_unprice
     assert observed_usage(SealAccount(unpriced, 0, 0), 9.0, 7) == Observed(9.0, "harness", 1)
     assert observed_usage(None, 9.0, 7) == Observed(9.0, "harness", 7)
     assert observed_usage(None, None, None) == Observed(None, None, None)
+
+
+def test_doctor_says_whether_real_runs_can_be_sealed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dokimi.sandbox.doctor import check_sealed_runs
+
+    monkeypatch.setattr(network.os, "geteuid", lambda: 1000)
+    check = check_sealed_runs()
+    assert (check.status, check.required) == ("warn", False)
+    assert "not running as root" in check.detail and "--agent-network" in (check.fix or "")

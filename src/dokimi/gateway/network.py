@@ -80,17 +80,21 @@ def firewall_rules(net: BatchNetwork, ports: Sequence[int]) -> list[list[str]]:
     return rules
 
 
+def firewall_problem() -> str | None:
+    """Why the batch network's firewall chain cannot be set here, or None."""
+    if shutil.which("iptables") is None:
+        return "iptables is not installed"
+    if os.geteuid() != 0:
+        return "dokimi is not running as root"
+    return None
+
+
 def _require_firewall() -> None:
-    missing = [tool for tool in ("iptables", "ip6tables") if shutil.which(tool) is None]
-    if os.geteuid() != 0 or "iptables" in missing:
+    problem = firewall_problem()
+    if problem is not None:
         raise PrerequisiteError(
             "a sealed run keeps the agent's container away from the host's own services with a host "
-            "firewall rule, which needs iptables and root"
-            + (
-                " (iptables is not installed)"
-                if "iptables" in missing
-                else " (dokimi is not running as root)"
-            ),
+            f"firewall rule, which needs iptables and root ({problem})",
             hint="run as root with iptables installed (apt-get install iptables), or pass --agent-network "
             "NET to give the agent a docker network of your choice (it then reaches any host)",
         )

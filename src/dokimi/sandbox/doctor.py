@@ -190,6 +190,22 @@ def check_harnesses() -> list[DoctorCheck]:
     return checks
 
 
+def check_sealed_runs() -> DoctorCheck:
+    """A real run is sealed: its batch network's host firewall chain needs iptables and root (recommended:
+    without them a real run needs --agent-network, which is not sealed)."""
+    from dokimi.gateway.network import firewall_problem
+
+    problem = firewall_problem()
+    return _check(
+        "sealed real runs",
+        problem is None,
+        required=False,
+        detail=problem or "iptables and root: the batch network's firewall chain can be set",
+        fix="run as root with iptables installed (Debian: apt-get install -y iptables); otherwise a real run "
+        "needs --agent-network NET, which is not sealed (docs/network.md)",
+    )
+
+
 def _existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
@@ -217,7 +233,7 @@ def run_doctor(*, claude_bin: Path | None = None) -> DoctorReport:
     """Every check, in the order a person fixes them."""
     from dokimi.source.fetch import default_directory
 
-    checks = [check_git(), *check_docker(), check_claude(claude_bin), *check_harnesses()]
+    checks = [check_git(), *check_docker(), check_sealed_runs(), check_claude(claude_bin), *check_harnesses()]
     disks = [("dokimi cache", default_directory())]
     daemon = next((c for c in checks if c.name == "docker daemon"), None)
     if daemon is not None and daemon.status == "ok":
