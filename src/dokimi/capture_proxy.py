@@ -1,6 +1,6 @@
 """A capturing reverse proxy on loopback: payload capture in front of a real model endpoint.
 
-The reach probe (contract §7) settles its cells with the request bytes a harness sent. Against the scripted
+The reach probe settles its cells with the request bytes a harness sent. Against the scripted
 model server (``--dry-run``) those bytes are captured by the server itself; against a real endpoint this proxy
 sits between the harness and the endpoint: the harness's ``endpoint_env`` points at :attr:`CaptureProxy.url`,
 and every request is forwarded to the upstream base URL as it came (method, path and query, body, headers
@@ -10,7 +10,8 @@ body recorded in memory and, optionally, as one JSON line per request.
 Rules, one function each:
 
 * :func:`forwarded_request_headers` / :func:`forwarded_response_headers`: hop-by-hop headers (RFC 9110
-  §7.6.1, plus any named in ``Connection``) are dropped; Host and the framing headers are set for the new hop.
+  section 7.6.1, plus any named in ``Connection``) are dropped; Host and the framing headers are set for
+  the new hop.
 * :func:`recorded_headers`: only an allow-list of descriptive headers is recorded, so credentials
   (``x-api-key``, ``authorization``, ``cookie``, any other) never reach memory or the capture file;
   :func:`redacted_path` blanks credential-like query parameters (``?key=...``) the same way.
@@ -86,7 +87,7 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-"""Headers that describe one connection, not the message (RFC 9110 §7.6.1): never forwarded."""
+"""Headers that describe one connection, not the message (RFC 9110 section 7.6.1): never forwarded."""
 
 RECORDED_HEADERS = frozenset(
     {

@@ -1,4 +1,4 @@
-"""``repo compare``: paired, task-level comparison of arms against a baseline (contract §9).
+"""``repo compare``: paired, task-level comparison of arms against a baseline.
 
 Pure: selectors resolve to finished cells of batch directories, and the result is a repo_compare.v1 document.
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Selection", "build_comparison", "compare", "resolve_selectors"]
 
-#: The interval of each kind of measure (contract §9).
+#: The interval of each kind of measure.
 IntervalKind = Literal["bootstrap", "t"]
 INTERVAL: dict[MeasureKind, IntervalKind] = {
     "gate": "bootstrap",
@@ -242,7 +242,7 @@ def _unique(batches: Iterable[Batch | None]) -> list[Batch]:
 def metric_value(result: Result, name: str) -> float | None:
     """A metric as a number: booleans as 0/1; None when the cell does not report it (null or absent).
 
-    A grader failure fails every gated metric (contract §4.2): a metric that is a gate entry of such a cell,
+    A grader failure fails every gated metric: a metric that is a gate entry of such a cell,
     and ``mergeable`` (as in the report), is 0 (false), never left out, which would favour the arm whose agent
     broke its workspace.
     """
@@ -335,7 +335,7 @@ def pair_tasks(
     *,
     labels: tuple[str, str],
 ) -> tuple[list[tuple[str, TaskArm, TaskArm]], list[Unpaired]]:
-    """Tasks paired for one measure, and those that lack it in one arm (contract §9).
+    """Tasks paired for one measure, and those that lack it in one arm.
 
     Tasks left out of every measure (no cells in one arm, a different gate) are :func:`task_level_unpaired`.
     """
@@ -550,7 +550,7 @@ def _selector_info(selection: Selection, paths: dict[Path, str]) -> SelectorInfo
 
 
 def check_metrics(selections: Sequence[Selection], metrics: Sequence[str]) -> None:
-    """A --metric no finished cell reports as a number or boolean is refused (contract §9)."""
+    """A --metric no finished cell reports as a number or boolean is refused."""
     cells = [r for s in selections for r in s.cells]
     reported = sorted({name for r in cells for name in r.metrics if reported_value(r, name) is not None})
     for name in metrics:

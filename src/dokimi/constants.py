@@ -42,7 +42,7 @@ EXIT_USAGE: Final = 2
 EXIT_BUG: Final = 3
 EXIT_INTERRUPTED: Final = 130
 
-# Fixed paths inside every container (contract §1.1).
+# Fixed paths inside every container.
 CONTAINER_RUN_DIR: Final = PurePosixPath("/eval/run")
 CONTAINER_EVAL_DIR: Final = PurePosixPath("/eval/content")
 CONTAINER_SOURCE_DIR: Final = PurePosixPath("/eval/source")
@@ -50,7 +50,7 @@ CONTAINER_WORKSPACE: Final = CONTAINER_RUN_DIR / WORKSPACE
 CONTAINER_HARNESS: Final = PurePosixPath("/eval/harness")
 CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
 
-# The five placeholders of the manifest (contract §2).
+# The five placeholders of the manifest.
 PLACEHOLDERS: Final = ("eval_dir", "source_dir", "run_dir", "out", "task")
 
 DEFAULT_EVAL_DIR: Final = ".agent-eval"
@@ -70,10 +70,10 @@ LABEL_MANAGED: Final = "dokimi.managed"
 CONTAINER_PREFIX: Final = "dokimi-"
 BASE_IMAGE: Final = "dokimi-base:bookworm"
 
-# Largest guidance file the scan reads (contract §8).
+# Largest guidance file the scan reads.
 MAX_GUIDANCE_BYTES: Final = 2 * 1024 * 1024
 
-# Build systems the manifest may name in build_systems (contract §2); each selects an L0 claim-check adapter.
+# Build systems the manifest may name in build_systems; each selects an L0 claim-check adapter.
 BUILD_SYSTEMS: Final = frozenset(
     {"bazel", "make", "cmake", "meson", "ninja", "python", "pytest", "npm", "cargo", "go", "maven", "gradle"}
 )

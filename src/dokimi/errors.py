@@ -99,5 +99,5 @@ class ProcessError(DokimiError):
 
 
 class WorkspaceError(DokimiError):
-    """A workspace cannot be prepared (contract §3): a base that does not resolve, a patch that does not
+    """A workspace cannot be prepared: a base that does not resolve, a patch that does not
     apply."""

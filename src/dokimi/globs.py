@@ -1,4 +1,4 @@
-"""The one glob dialect of dokimi (mergeability §2), used by validate, scan, arms, scope and review rules.
+"""The one glob dialect of dokimi, used by validate, scan, arms, scope and review rules.
 
 - ``**`` crosses ``/`` (``a/**`` is everything under ``a``; ``**/x`` matches ``x`` at any depth, the root
 too);

@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 TOKEN_RE = re.compile(rb"RC[0-9a-f]{6}")
-"""A reach-probe token (contract §7): RC plus six lowercase hex digits."""
+"""A reach-probe token: RC plus six lowercase hex digits."""
 
 DONE_TEXT = "done"
 """The answer to every main-loop request once the script is exhausted."""

@@ -206,7 +206,7 @@ def exit_with_signal(signum: int) -> None:
 def install_signal_handlers() -> None:
     """On SIGTERM or SIGHUP kill every child group, then raise :class:`Terminated` in the main thread; on
     Ctrl-C
-    kill them and raise KeyboardInterrupt (contract §7).
+    kill them and raise KeyboardInterrupt.
 
     The CLI calls this once and ends with the signal (:func:`exit_with_signal`) after cleanup. A library
     caller
@@ -347,7 +347,7 @@ def run(
         kill_group(pgid, signal.SIGKILL)
         proc.wait()
         # A process that left the group (setsid, a daemon) may hold the pipes open forever: it is not
-        # contained (contract §7), so stop waiting for EOF after the grace period and keep what arrived.
+        # contained, so stop waiting for EOF after the grace period and keep what arrived.
         deadline = time.monotonic() + grace
         for reader in readers:
             reader.join(max(0.0, deadline - time.monotonic()))

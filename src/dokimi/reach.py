@@ -1,4 +1,4 @@
-"""The reach probe (contract §7): which guidance files a harness really puts in front of its model.
+"""The reach probe: which guidance files a harness really puts in front of its model.
 
 1. A skeleton workspace in a temporary directory: every guidance file (the manifest's globs, plus files named
    like the profile's ``guidance.names``, outside eval_dir) at its repository path, seeded with a head and a

@@ -3,10 +3,10 @@
 Pure: reads a :class:`~dokimi.batch.Batch` (files only) and returns a repo_report.v1 document. The rules:
 
 - a row is one (task, arm, model, effort, mode, prompt_style): cells that differ in effort or mode are never
-  pooled (agent-modes §1-§2), nor are prompt styles (mergeability §8);
-- passes count over finished cells; a grader failure is a failure, never excluded (contract §4.2);
+  pooled, nor are prompt styles;
+- passes count over finished cells; a grader failure is a failure, never excluded;
 - a cell without result.json is missing, not failed; a cell whose result.json does not validate is invalid;
-- ``--cutoff MODEL=DATE`` splits every row of that model by the task base date (contract §3, mergeability §7).
+- ``--cutoff MODEL=DATE`` splits every row of that model by the task base date.
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ __all__ = ["Cutoff", "ReportDoc", "build_report", "cell_passed", "cell_score", "
 
 
 def cell_passed(result: Result) -> bool:
-    """A gated cell passes only with a true verdict and no grader failure (contract §4.2)."""
+    """A gated cell passes only with a true verdict and no grader failure."""
     return bool(result.gated and result.passed and not result.grader_failure)
 
 
 def cell_score(result: Result) -> float | None:
     """The score of a score-only cell; None for a gated cell or a score that was not measured.
 
-    A grader failure scores 0 rather than being left out: excluding it would favour arms that break workspaces
-    (contract §4.2).
+    A grader failure scores 0 rather than being left out: excluding it would favour arms that break
+    workspaces.
     """
     if result.gated:
         return None
@@ -176,7 +176,7 @@ class _TaskFacts:
 
 
 def cell_mergeable(result: Result) -> bool | None:
-    """The ``mergeable`` metric of a cell (mergeability §7); a grader failure is not mergeable; None when the
+    """The ``mergeable`` metric of a cell; a grader failure is not mergeable; None when the
     cell does not report it."""
     value = result.metrics.get("mergeable")
     if isinstance(value, bool):

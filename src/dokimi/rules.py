@@ -1,4 +1,4 @@
-"""Team review rules (agent-modes §4): loading ``<eval_dir>/review_rules.json``, which rules a judge or
+"""Team review rules: loading ``<eval_dir>/review_rules.json``, which rules a judge or
 reviewer agent gets, which may back a blocker, the leak guard, and the measures of the rules themselves.
 
 The document's shape and the three rules of the method live with the model,
@@ -6,7 +6,7 @@ The document's shape and the three rules of the method live with the model,
 (:func:`dokimi.merge.judge.render_judge_input`) calls the same :func:`rules_for_diff`, so there is one
 implementation of "only the cited rules and the confirmed rules whose paths match the diff".
 
-Evaluating the rules (agent-modes §4 "Evaluating the rules themselves") is pure functions over literal data:
+Evaluating the rules (how well the rules themselves do) is pure functions over literal data:
 
 - :func:`coverage`: predictive coverage, the share of maintainer comments made on or after ``cut_date`` that
   some confirmed rule matches;
@@ -95,7 +95,7 @@ def base_day(base_date: dt.date | dt.datetime | str) -> dt.date:
 
 def rule_may_score(rules: RepoReviewRules, task_base_date: dt.date | dt.datetime | str) -> bool:
     """Leak guard: rules mined from PRs merged before ``cut_date`` may score only a task whose base is on or
-    after it (agent-modes §4); a task based earlier may be the very PR a rule was mined from."""
+    after it; a task based earlier may be the very PR a rule was mined from."""
     return may_score_base(rules, base_day(task_base_date))
 
 

@@ -13,8 +13,8 @@ A batch (``repo run``)::
     <out>/<batch>/_eval/regrade/            scratch run directories of ``repo regrade``
     <out>/<batch>/<task>/<arm>/<model>/<effort>/rep<N>/      one cell = one run directory
 
-A run directory ({run_dir}, /eval/run in every container): the §4 inputs (workspace/, task.json, meta.json,
-events.jsonl, answer.txt), the agent's raw output, what grading writes (grade.json, workspace.diff,
+A run directory ({run_dir}, /eval/run in every container): the inputs of grade (workspace/, task.json,
+meta.json, events.jsonl, answer.txt), the agent's raw output, what grading writes (grade.json, workspace.diff,
 workspace_diff.json, merge.json, perf/check.json) and result.json, written last. :class:`RunDir` names them.
 
 A task directory inside an exported eval_dir is :func:`task_dir` (the one formula). Code outside this module
@@ -77,7 +77,7 @@ def entry_stderr(kind: str) -> str:
     return f"{kind}.stderr"
 
 
-#: Entries of a run directory that belong to the framework; image.env may not claim them (contract §2).
+#: Entries of a run directory that belong to the framework; image.env may not claim them.
 RUN_DIR_ENTRIES: Final = frozenset(
     {
         WORKSPACE,
@@ -105,7 +105,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
     }
 )
 
-#: The §4 inputs a grade reads besides workspace/, plus the raw trace (what a regrade copies).
+#: The inputs a grade reads besides workspace/, plus the raw trace (what a regrade copies).
 GRADE_INPUTS: Final = (TASK_JSON, META_JSON, EVENTS_JSONL, ANSWER_TXT, AGENT_STDOUT)
 
 

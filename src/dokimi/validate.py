@@ -1,4 +1,4 @@
-"""``repo validate``: the manifest and every task.json checked against one snapshot (contract §2, §3).
+"""``repo validate``: the manifest and every task.json checked against one snapshot.
 
 Each rule of the spec that can be decided from the manifest, the tasks and the tree is one named function
 ``check_<rule>(ctx) -> Iterable[Finding]``; :data:`RULES` runs them in order. A finding is data (severity,
@@ -269,7 +269,7 @@ def check_manifest_schema(ctx: Context) -> Iterator[Finding]:
 
 
 def check_eval_dir_tasks_entry_points_together(ctx: Context) -> Iterator[Finding]:
-    """eval_dir, tasks and entry_points come together or not at all (contract §2)."""
+    """eval_dir, tasks and entry_points come together or not at all."""
     m = ctx.manifest
     if m is None:
         return
@@ -301,7 +301,7 @@ def _bad_relative_path(path: str) -> str | None:
 
 
 def check_eval_dir_is_proper_subdirectory(ctx: Context) -> Iterator[Finding]:
-    """eval_dir is a proper subdirectory of the repository that exists in the eval tree (contract §2)."""
+    """eval_dir is a proper subdirectory of the repository that exists in the eval tree."""
     m = ctx.manifest
     if m is None or m.eval_dir is None:
         return
@@ -329,7 +329,7 @@ def _inside(path: str, directory: str) -> bool:
 
 
 def check_tasks_inside_eval_dir(ctx: Context) -> Iterator[Finding]:
-    """tasks and explore_tasks are directories inside eval_dir, present in the eval tree (contract §2)."""
+    """tasks and explore_tasks are directories inside eval_dir, present in the eval tree."""
     m = ctx.manifest
     if m is None or m.eval_dir is None or _bad_relative_path(m.eval_dir):
         return
@@ -358,7 +358,7 @@ def check_tasks_inside_eval_dir(ctx: Context) -> Iterator[Finding]:
 
 
 def check_image_needs_eval_dir(ctx: Context) -> Iterator[Finding]:
-    """image and explore_tasks need eval_dir (contract §2)."""
+    """image and explore_tasks need eval_dir."""
     m = ctx.manifest
     if m is None or m.eval_dir is not None:
         return
@@ -555,7 +555,7 @@ def check_builtin_task_keys(ctx: Context) -> Iterator[Finding]:
 
 
 _PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
-#: Extra placeholders of one command: perf takes {variant} (agent-modes §3).
+#: Extra placeholders of one command: perf takes {variant}.
 _EXTRA_PLACEHOLDERS: dict[Loc, tuple[str, ...]] = {("entry_points", "perf"): ("variant",)}
 
 
@@ -600,7 +600,7 @@ def check_placeholders(ctx: Context) -> Iterator[Finding]:
 
 
 def check_source_dir_only_in_grade_and_oracle(ctx: Context) -> Iterator[Finding]:
-    """{source_dir} (full upstream history) appears only in grade and oracle (contract §2)."""
+    """{source_dir} (full upstream history) appears only in grade and oracle."""
     m = ctx.manifest
     if m is None:
         return
@@ -617,7 +617,7 @@ def check_source_dir_only_in_grade_and_oracle(ctx: Context) -> Iterator[Finding]
 
 
 def check_source_dir_needs_source_url(ctx: Context) -> Iterator[Finding]:
-    """{source_dir} needs source.url: it is a clone of that URL (contract §2)."""
+    """{source_dir} needs source.url: it is a clone of that URL."""
     m = ctx.manifest
     if m is None or (m.source is not None and m.source.url):
         return
@@ -688,8 +688,8 @@ def _glob_locs(m: RepoManifest) -> Iterator[tuple[Loc, str]]:
 
 
 def check_glob_syntax(ctx: Context) -> Iterator[Finding]:
-    """Globs are relative, inside the tree, and in the dialect (no braces, extglob or negation; mergeability
-    §2)."""
+    """Globs are relative, inside the tree, and in the dialect (no braces, extglob or
+    negation)."""
     m = ctx.manifest
     if m is None:
         return
@@ -733,7 +733,7 @@ def check_build_systems_known(ctx: Context) -> Iterator[Finding]:
 
 
 def check_tests_block(ctx: Context) -> Iterator[Finding]:
-    """A ``tests`` block (mergeability §3) that checks nothing is a mistake worth a warning."""
+    """A ``tests`` block that checks nothing is a mistake worth a warning."""
     m = ctx.manifest
     if m is None or m.tests is None:
         return
@@ -798,7 +798,7 @@ def check_task_json_parses(ctx: Context) -> Iterator[Finding]:
 
 
 def check_task_id_equals_directory(ctx: Context) -> Iterator[Finding]:
-    """``id`` equals the name of the task's directory (contract §3)."""
+    """``id`` equals the name of the task's directory."""
     for lt, data in ctx.task_data():
         value = data.get("id")
         if isinstance(value, str) and value != lt.id:
@@ -812,7 +812,7 @@ def check_task_id_equals_directory(ctx: Context) -> Iterator[Finding]:
 
 
 def check_required_keys(ctx: Context) -> Iterator[Finding]:
-    """id, family, base, prompt and grader are present, as non-empty strings (contract §3)."""
+    """id, family, base, prompt and grader are present, as non-empty strings."""
     code = _code(check_required_keys)
     for lt, data in ctx.task_data():
         for key in REQUIRED_KEYS:
@@ -829,7 +829,7 @@ def check_required_keys(ctx: Context) -> Iterator[Finding]:
 
 
 def check_base_form(ctx: Context) -> Iterator[Finding]:
-    """base is a full 40-hex SHA, optionally followed by ``^``; a shorter SHA warns; refs are refused (§3)."""
+    """base is a full 40-hex SHA, optionally followed by ``^``; a shorter SHA warns; refs are refused."""
     code = _code(check_base_form)
     for lt, data in ctx.task_data():
         base = data.get("base")
@@ -1247,7 +1247,7 @@ def check_also_scan_exists(ctx: Context) -> Iterator[Finding]:
             )
 
 
-# --- team review rules and performance checks (agent-modes §3, §4) ----------------------------------------
+# --- team review rules and performance checks ----------------------------------------
 # Appended rules: each reads the eval tree through one batched read (review_rules.json and every rubric.json
 # together) and the task bases' dates through one ``git log --no-walk``.
 
@@ -1299,7 +1299,7 @@ def _house_inputs(ctx: Context) -> _HouseInputs:
 
 def check_review_rules_file(ctx: Context) -> Iterator[Finding]:
     """<eval_dir>/review_rules.json, when present, is a valid repo_review_rules.v1; a rule confirmed from one
-    reviewer warns (it stays a candidate until a second reviewer confirms it, agent-modes §4)."""
+    reviewer warns (it stays a candidate until a second reviewer confirms it)."""
     from dokimi.schemas.review_rules import one_reviewer_confirmed
 
     inputs = _house_inputs(ctx)
@@ -1357,7 +1357,7 @@ def _house_citations(marked: Marked) -> Iterator[tuple[Loc, str, str]]:
 
 def check_house_citations(ctx: Context) -> Iterator[Finding]:
     """A rubric blocker citing ``house:R13`` names a rule of review_rules.json that exists, is confirmed, and
-    was seen on at least 3 PRs from at least 2 reviewers (agent-modes §4)."""
+    was seen on at least 3 PRs from at least 2 reviewers."""
     from dokimi.schemas.review_rules import (
         MIN_PRS_FOR_BLOCKER,
         MIN_REVIEWERS_FOR_BLOCKER,
@@ -1413,7 +1413,7 @@ def _rules_score(lt: LoadedTask, data: dict[str, Any], inputs: _HouseInputs) -> 
 
 
 def check_review_rules_cut_date(ctx: Context) -> Iterator[Finding]:
-    """Leak guard: rules may score only tasks whose base is on or after ``cut_date`` (agent-modes §4); a task
+    """Leak guard: rules may score only tasks whose base is on or after ``cut_date``; a task
     graded with the rules whose base commit (committer date, UTC) is earlier warns. The dates of all bases
     come from one ``git log --no-walk``."""
     from dokimi.rules import base_day
@@ -1446,7 +1446,7 @@ def check_review_rules_cut_date(ctx: Context) -> Iterator[Finding]:
 
 def check_perf_task_key(ctx: Context) -> Iterator[Finding]:
     """A task's ``perf`` object has the documented keys (metric, tolerance >= 1, repeats, rounds, sizes) and
-    needs ``entry_points.perf`` in the manifest (agent-modes §3)."""
+    needs ``entry_points.perf`` in the manifest."""
     from dokimi.perf.spec import PERF_KEY, perf_problems
 
     code = _code(check_perf_task_key)

@@ -1,4 +1,4 @@
-"""Workspace preparation (contract §3): the eight steps, in order, one named function each.
+"""Workspace preparation: the eight steps, in order, one named function each.
 
 1. :func:`export_tree_as_stored`: the base's tree into the workspace exactly as git stores it. Blobs are read
    with one ``git cat-file --batch`` process and written by dokimi, so no git configuration of the host
@@ -192,7 +192,7 @@ class GuidanceOverlay:
 
 @dataclass(frozen=True)
 class PreparedWorkspace:
-    """A prepared workspace and the fields meta.json records about it (contract §3, §4)."""
+    """A prepared workspace and the fields meta.json records about it."""
 
     path: Path
     base_rev: str
@@ -811,7 +811,7 @@ def prepare_workspace(
     overlay: GuidanceOverlay | None = None,
     harness_names: Sequence[str] = (),
 ) -> PreparedWorkspace:
-    """The eight steps of contract §3 for one task into ``dest`` (which must not exist or be empty).
+    """The eight preparation steps for one task into ``dest`` (which must not exist or be empty).
 
     ``task`` is a Task (base, setup_patches, review_patch are read); ``patches_root`` is the task's
     directory on the host (in the exported eval dir), against which patch paths resolve; ``profile`` is the

@@ -1,4 +1,4 @@
-"""``dokimi repo rate``: human scoring of blinded artifacts (scoring-rubric.md; docs/rating.md).
+"""``dokimi repo rate``: human scoring of blinded artifacts (docs/rating.md).
 
     rate export BATCH --out DIR [--seed S] [--sample N] [--marker TEXT]...
     rate import RATINGS.jsonl... --key DIR/key.json [--replace]

@@ -1,6 +1,6 @@
 """Running the repository's entry points (grade, oracle, static) in the grade container of a
 :class:`~dokimi.grading.environment.GradeEnvironment`, and reading what
-grade writes as the untrusted input it is (contract §1.1, §2, §4.2).
+grade writes as the untrusted input it is.
 
 Commands. An entry point is split like a shell word list (``shlex.split``) and each word gets the placeholders
 substituted once; nothing passes through a shell, so a value never needs quoting and is never re-read as code.
@@ -16,7 +16,7 @@ format, the neutral identity), so ``git diff``, ``git status`` and a grader's ``
 repository, which is the agent's doing. Nothing on the host follows a link the agent made.
 
 grade.json is read with :func:`read_grade`: no file, a link, more than :data:`MAX_GRADE_BYTES`, not JSON, not
-repo_grade.v1, or breaking a rule of §4.2 is each a grader failure with that reason, never an exception.
+repo_grade.v1, or breaking a rule of grade.json is each a grader failure with that reason, never an exception.
 """
 
 from __future__ import annotations

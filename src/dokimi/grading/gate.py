@@ -1,13 +1,13 @@
-"""The gate (contract §3, §4.2): a pure function from a task and its grade to a verdict. No files, no docker.
+"""The gate: a pure function from a task and its grade to a verdict. No files, no docker.
 
 - A task is gated unless it is score-only: its grader returns ``pass: null`` (without errors) and the task has
   ``score``; the result is then ``score.metric``.
 - Each gate entry (default ``["pass"]``) is a boolean metric that must be true (``pass`` is grade.json's own
   ``pass``), or ``{"metric", "min"}``, a numeric metric that must reach ``min``. A metric that was not
   measured (null or absent) gives ``None`` for that entry, and the gate is not passed: only ``True`` passes.
-- A grader failure (no grade.json, an invalid one, a non-zero exit, a timeout, a valid one that breaks a rule
-  of §4.2) counts as a failure on every gated metric: each gate entry is ``False``. A score-only task keeps
-  ``score`` None with ``grader_failure`` set; reports count that cell as failed, never drop it.
+- A grader failure (no grade.json, an invalid one, a non-zero exit, a timeout, a valid one that breaks a
+  rule of grade.json) counts as a failure on every gated metric: each gate entry is ``False``. A score-only
+  task keeps ``score`` None with ``grader_failure`` set; reports count that cell as failed, never drop it.
 """
 
 from __future__ import annotations

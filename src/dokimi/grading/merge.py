@@ -1,4 +1,4 @@
-"""Mergeability inside a cell (mergeability.md §1, §3, §4), for a task with ``tasks/<id>/rubric.json``.
+"""Mergeability inside a cell, for a task with ``tasks/<id>/rubric.json``.
 
 The order is the spec's:
 
@@ -87,7 +87,7 @@ def after_agent(
     base_date: str | None,
 ) -> MergeChecks:
     """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs. Team
-    rules reach the judge only when the task's base is on or after their cut date (agent-modes §4)."""
+    rules reach the judge only when the task's base is on or after their cut date."""
     diff = take_workspace_diff(run_dir / WORKSPACE, start_sha, ignored_before=ignored_before)
     write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
     _write_json(run_dir / WORKSPACE_DIFF_JSON, diff.to_json())

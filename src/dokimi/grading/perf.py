@@ -1,4 +1,4 @@
-"""Running the performance check of one cell (agent-modes §3): the repository's ``perf`` entry point, once per
+"""Running the performance check of one cell: the repository's ``perf`` entry point, once per
 slot of every round and size, in the grade container, in the order :func:`~dokimi.perf.protocol.plan_rounds`
 gives.
 
@@ -348,7 +348,7 @@ def perf_metrics(
     container: Callable[[str], str],
     seed: int,
 ) -> dict[str, bool | int | float | None]:
-    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object (agent-modes §3): the
+    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object: the
     cell's workspace measured against its oracle variant, in the grade container. Empty for other tasks.
     ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
     if task_perf(task) is None or environment.entry_points.perf is None:

@@ -1,4 +1,4 @@
-"""``repo regrade``: grading must be deterministic (contract §4.2), so regrade a sample of finished cells.
+"""``repo regrade``: grading must be deterministic, so regrade a sample of finished cells.
 
 For each sampled cell, the grade inputs of its run directory (workspace/, task.json, meta.json, events.jsonl,
 answer.txt, agent.stdout) are copied into a scratch run directory under ``<batch>/_eval/regrade/``; the

@@ -1,8 +1,8 @@
-"""Harness profiles (contract §6): loading, the rules, argv substitution and the child's environment.
+"""Harness profiles: loading, the rules, argv substitution and the child's environment.
 
 Built-in profiles are package data (``dokimi/harness/profiles/<name>.yaml``); ``--harness`` takes a name or a
-path. Every rule of §6 is one ``check_*`` function returning :class:`ProfileProblem` values, so a profile file
-is refused with the file:line of the key that breaks it.
+path. Every rule of a profile is one ``check_*`` function returning :class:`ProfileProblem` values, so a
+profile file is refused with the file:line of the key that breaks it.
 
 Substitution, in one place (:func:`substitute`): a ``{name}`` in a template element is replaced by its
 value in one pass over the template, so a value is never substituted again (a prompt holding ``{model}`` stays
@@ -479,7 +479,7 @@ def build_invocation(
     extra_env: Mapping[str, str] | None = None,
     endpoint: str | None = None,
 ) -> Invocation:
-    """argv, env and config files of one run (contract §6).
+    """argv, env and config files of one run.
 
     ``config_dir`` and ``support_dir`` are the directories as the agent sees them (container paths in a
     container, host paths on the host). ``prompt_suffix`` is appended to ``prompt``. ``endpoint`` is what

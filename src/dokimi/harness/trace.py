@@ -1,4 +1,4 @@
-"""Convert a harness trace (what the harness printed) into events.jsonl and answer.txt (contract §4.1).
+"""Convert a harness trace (what the harness printed) into events.jsonl and answer.txt.
 
 A harness profile names its converter with ``trace:``; :data:`TRACE_CONVERTERS` maps that name to a function
 from the trace's lines to a :class:`Conversion`. Graders read events.jsonl and never a harness-specific trace.
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 OUTPUT_LIMIT_BYTES = 8 * 1024
-"""Output longer than this (in UTF-8 bytes) is truncated (contract §4.1)."""
+"""Output longer than this (in UTF-8 bytes) is truncated."""
 OUTPUT_KEEP_BYTES = 4 * 1024
 """Bytes kept at each end of a truncated output."""
 
@@ -89,7 +89,7 @@ class Converter(Protocol):
 
 
 def truncate_output(output: str) -> tuple[str, bool]:
-    """Contract §4.1: over 8 KB, keep the first and last 4 KB around one omission line.
+    """Over 8 KB, keep the first and last 4 KB around one omission line.
 
     Returns (text, truncated).
 

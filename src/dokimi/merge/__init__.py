@@ -1,4 +1,4 @@
-"""Mergeability grading (mergeability.md): the workspace diff, scope and test-integrity checks, the rubric
+"""Mergeability grading: the workspace diff, scope and test-integrity checks, the rubric
 judge, the merge outcome, and ``repo rubric check`` (docs/mergeability.md)."""
 
 from __future__ import annotations

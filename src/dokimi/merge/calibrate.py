@@ -1,6 +1,6 @@
-"""``repo rubric check`` (mergeability §5): admit a task's rubric by calibrating the judge on known diffs.
+"""``repo rubric check``: admit a task's rubric by calibrating the judge on known diffs.
 
-Per task with a ``rubric.json``, each row is a prepared workspace (contract §3, arm guidance:raw) with a known
+Per task with a ``rubric.json``, each row is a prepared workspace (arm guidance:raw) with a known
 change, judged like a run:
 
 ========================  ===================================================================================
@@ -295,7 +295,7 @@ def _judge_row(
 
 
 def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
-    """Run every row of §5 for the manifest's tasks that have a rubric.json (or ``inputs.task_ids``)."""
+    """Run every calibration row for the manifest's tasks that have a rubric.json (or ``inputs.task_ids``)."""
     from dokimi.manifest import load_tasks
     from dokimi.schemas._base import parse_json, validate_marked
     from dokimi.workspace import export_tree_as_stored
@@ -398,7 +398,7 @@ class _TaskContext:
 
 
 def _task_rows(ctx: _TaskContext) -> list[Row]:
-    """The rows of one task, in the order of §5."""
+    """The calibration rows of one task, in their fixed order."""
     from dokimi.workspace import ARM_RAW, head_sha, prepare_workspace
 
     manifest = ctx.loaded.manifest

@@ -1,4 +1,4 @@
-"""The workspace diff (mergeability §3): the one diff that scope, test integrity and the judge all read.
+"""The workspace diff: the one diff that scope, test integrity and the judge all read.
 
 The framework takes it BEFORE grade runs, because the grader restores the hidden test files and a diff taken
 after that shows the upstream PR's test edits in place of the agent's.
@@ -301,7 +301,7 @@ def _changes(
 def take_workspace_diff(
     workspace: Path, start_sha: str, *, ignored_before: set[str] | None = None
 ) -> WorkspaceDiff:
-    """The agent's change from ``start_sha`` to the working tree of ``workspace`` (mergeability §3).
+    """The agent's change from ``start_sha`` to the working tree of ``workspace``.
 
     Never writes to the workspace or its ``.git`` (the scratch index and git directory live in a temporary
     directory). ``ignored_before`` is :func:`list_ignored` from before the run; without it the ignored files

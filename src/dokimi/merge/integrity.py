@@ -1,4 +1,4 @@
-"""The test-integrity check (mergeability §3), from the workspace diff and the manifest's ``tests`` block.
+"""The test-integrity check, from the workspace diff and the manifest's ``tests`` block.
 
 A test can be disabled without deleting a test file (a root conftest.py, addopts in pytest.ini, a skip
 marker, a BUILD edit), and the hidden-test restore undoes none of these. One function per rule:

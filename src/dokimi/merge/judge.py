@@ -1,9 +1,9 @@
-"""The rubric judge (mergeability §4): a diff-only LLM reviewer, run through Claude Code with no tools.
+"""The rubric judge: a diff-only LLM reviewer, run through Claude Code with no tools.
 
 Input (:func:`render_judge_input`). The task prompt, the intent, the rubric items, ``alt_valid_solution``, the
-team rules that apply (only the cited ``house:`` rules and the confirmed rules whose paths match the diff,
-agent-modes §4) and the workspace diff. Never the reference fix: a rubric has no field holding it and this
-module reads no oracle output. Blockers marked ``needs_tree`` are left out and reported as not measured.
+team rules that apply (only the cited ``house:`` rules and the confirmed rules whose paths match the diff)
+and the workspace diff. Never the reference fix: a rubric has no field holding it and this module reads
+no oracle output. Blockers marked ``needs_tree`` are left out and reported as not measured.
 
 Untrusted diff. The agent writes every byte of the diff. It is fenced between two delimiter lines carrying a
 random nonce drawn per call AFTER the diff is fixed (and redrawn in the astronomically unlikely case that the
@@ -561,7 +561,7 @@ def write_cached(cache_dir: Path, key: str, verdict: JudgeVerdict) -> None:
 
 
 def judge_argv(binary: str, model: str, *, effort: str | None = None) -> list[str]:
-    """The isolated judge call (mergeability §4). The prompt is read from stdin."""
+    """The isolated judge call. The prompt is read from stdin."""
     argv = [
         binary,
         "-p",

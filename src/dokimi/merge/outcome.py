@@ -1,4 +1,4 @@
-"""The merge outcome (mergeability §1): ``mergeable`` and ``merge_score``, added to a run's metrics after
+"""The merge outcome: ``mergeable`` and ``merge_score``, added to a run's metrics after
 grade returns, next to grade.json's own, so that a gate can name them.
 
 - ``mergeable`` is true when ``pass`` is true and every entry of the task's gate other than ``mergeable``
@@ -130,5 +130,5 @@ def merge_outcome(
     *,
     has_rubric: bool = True,
 ) -> dict[str, MetricValue]:
-    """``{"mergeable": bool | None, "merge_score": float | None}`` for one run (mergeability §1)."""
+    """``{"mergeable": bool | None, "merge_score": float | None}`` for one run."""
     return explain_merge(grade_metrics, task_gate, scope, integrity, verdict, has_rubric=has_rubric).metrics

@@ -1,4 +1,4 @@
-"""The scope check (mergeability §3): deterministic, from the workspace diff. One function per rule.
+"""The scope check: deterministic, from the workspace diff. One function per rule.
 
 - every changed path, the old and the new side, matches ``allowed_globs``;
 - no changed path matches ``denied_globs``;

@@ -1,4 +1,4 @@
-"""Performance checks (agent-modes §3): the framework's protocol around the repository's ``perf`` entry point.
+"""Performance checks: the framework's protocol around the repository's ``perf`` entry point.
 
 - :mod:`dokimi.perf.protocol`: the plan, ratios, control, noise band and verdict, as pure functions;
 - :mod:`dokimi.perf.spec`: the task's ``perf`` object and the environment of one invocation;

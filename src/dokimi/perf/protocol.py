@@ -1,4 +1,4 @@
-"""The performance-check protocol (agent-modes §3) as pure functions over numbers: no docker, no files.
+"""The performance-check protocol as pure functions over numbers: no docker, no files.
 
 The framework owns the protocol; the repository's ``perf`` entry point only measures one variant and writes
 repo_perf.v1. The rules, one function each:
@@ -119,7 +119,7 @@ def noise_band(baseline: Sequence[float], floor: float = NOISE_FLOOR) -> Band:
 
 def control_in_band(control_ratios: Sequence[float], band: Band) -> bool:
     """A round is valid when the control's median ratio to the baseline lies inside the baseline's own noise
-    band; a control outside it invalidates the round (agent-modes §3)."""
+    band; a control outside it invalidates the round."""
     return bool(control_ratios) and statistics.median(control_ratios) in band
 
 
@@ -157,7 +157,7 @@ class PerfVerdict:
 
 def verdict(ratios: Sequence[float], tolerance: float, noise: Band) -> PerfVerdict:
     """Fails when the median ratio exceeds ``tolerance`` and lies above the measured noise band; an effect
-    inside the noise cannot be told from it, so it passes (agent-modes §3)."""
+    inside the noise cannot be told from it, so it passes."""
     if not ratios:
         return PerfVerdict(None, None, noise, "no valid round: nothing was measured")
     median = statistics.median(ratios)

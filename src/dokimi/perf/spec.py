@@ -1,4 +1,4 @@
-"""The task's ``perf`` object (agent-modes §3): what the framework's protocol and the repository's ``perf``
+"""The task's ``perf`` object: what the framework's protocol and the repository's ``perf``
 entry point measure for one task.
 
 task.json keeps keys the framework does not read for the repository, so ``perf`` is read from the task's

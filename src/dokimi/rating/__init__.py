@@ -1,4 +1,4 @@
-"""Human scoring of blinded artifacts (scoring-rubric.md): export, import, adjudicate, summary.
+"""Human scoring of blinded artifacts (docs/rating.md): export, import, adjudicate, summary.
 
 The workflow and its files: docs/rating.md.
 """

@@ -1,4 +1,4 @@
-"""The blinding scrub (scoring-rubric.md, "Blinding Leak Reporting"): find the markers that reveal a run's
+"""The blinding scrub (docs/rating.md, blinding leaks): find the markers that reveal a run's
 condition in the text raters will read, and redact them.
 
 The markers, by category (:class:`MarkerSet`; docs/rating.md lists them):
@@ -53,7 +53,7 @@ class Category(StrEnum):
     MARKER = "marker"
 
 
-#: Arms the framework makes (contract §3), redacted whether or not the batch ran them.
+#: Arms the framework makes, redacted whether or not the batch ran them.
 BUILTIN_ARMS: tuple[str, ...] = (
     "guidance:none",
     "guidance:raw",

@@ -1,4 +1,4 @@
-"""Raters' rows in, final values out: ``rate import`` and ``rate adjudicate`` (scoring-rubric.md).
+"""Raters' rows in, final values out: ``rate import`` and ``rate adjudicate`` (docs/rating.md).
 
 Files, all beside the key (never in the raters' directory):
 

@@ -1,1 +1,1 @@
-"""The runner: tasks check, cells and batches (pins, resume, budget), grading and gates (contract §4, §9)."""
+"""The runner: tasks check, cells and batches (pins, resume, budget), grading and gates."""

@@ -1,8 +1,8 @@
 """One cell (task, arm, model, effort, rep) of a batch, start to finish, in its own run directory.
 
-:func:`run_cell` does, in this order (contract §1.1, §3, §4, §9):
+:func:`run_cell` does, in this order:
 
-1. the workspace: the eight steps of §3 into ``<run_dir>/workspace``;
+1. the workspace: the eight preparation steps into ``<run_dir>/workspace``;
 2. the agent's container: the harness (read-only at /eval/harness) with the profile's argv, env and config
    files, the support scripts (read-only at /eval/support), a per-run HOME and config dir, ``--network none``
    unless ``--agent-network`` (or image.network public), as a non-root user; its stdout is ``agent.stdout``;
@@ -14,7 +14,7 @@
 
 A failure before the agent ran (a patch that does not apply, docker unable to start the container) leaves the
 cell without result.json: it is missing, and the next run fills it. A failure on the host after the agent ran
-(an unreadable trace, a read-only .git) is a grader failure (§4.2): result.json says so, and the batch is
+(an unreadable trace, a read-only .git) is a grader failure: result.json says so, and the batch is
 charged. When the run is cancelled (Ctrl-C, SIGTERM) no result.json is written for an unfinished cell.
 
 The cell function reads only its :class:`CellContext` and its key: no global state, so a pool of threads (or a
@@ -441,7 +441,7 @@ def _run_agent_container(
 
 
 def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: PreparedWorkspace) -> Conversion:
-    """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited (§1.1, §4)."""
+    """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited."""
     from dokimi.harness.trace import convert_file, write_conversion
     from dokimi.schemas._base import write_document, write_text_atomic
     from dokimi.schemas.meta import Meta
@@ -580,7 +580,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     except _NotGraded:
         graded = GradedCell(not_graded(task), {})
     except Exception as exc:
-        # Any failure on the host after the agent ran counts against the run (contract §4.2): an unreadable
+        # Any failure on the host after the agent ran counts against the run: an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
         # A cell that never reached its model stays an infra error: there was no agent run to fail.
         verdict = (

@@ -1,4 +1,4 @@
-"""The pure rules of a batch (contract §9, agent-modes §1): planning, per-cell caps, pins and the budget.
+"""The pure rules of a batch: planning, per-cell caps, pins and the budget.
 
 No docker, no git, no subprocess: every function here takes plain values and is tested with literal data.
 
@@ -10,7 +10,7 @@ No docker, no git, no subprocess: every function here takes plain values and is 
   tree the same eval_dir and image-context digests; the same manifest and the same image.
 - :class:`SpendLedger`: ``--max-batch-usd`` holds with any ``-j``: a cell starts only when what the batch has
   spent, plus the caps reserved by the cells running, plus its own cap, fit in it; a cell whose cost is
-  unknown is charged its cap (contract §4.2), and the judge's spend is charged with its cell.
+  unknown is charged its cap, and the judge's spend is charged with its cell.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class CellLimits:
 def cell_limits(
     task: Task, *, timeout_s: float | None, max_turns: int | None, budget_usd: float | None
 ) -> CellLimits:
-    """task.json's timeout_s / max_turns / budget_usd, else the run's option, else the default (§9)."""
+    """task.json's timeout_s / max_turns / budget_usd, else the run's option, else the default."""
     return CellLimits(
         timeout_s=task.timeout_s or timeout_s or DEFAULT_TIMEOUT_S,
         max_turns=task.max_turns or max_turns or DEFAULT_MAX_TURNS,
@@ -215,7 +215,7 @@ def pin_refusal(old: BatchPin, new: BatchPin, batch: str, *, image_known: bool =
 
 
 def charge_of(cost_usd: float | None, cap_usd: float) -> float:
-    """What a cell costs the batch: its reported cost, or its cap when the harness reported none (§4.2)."""
+    """What a cell costs the batch: its reported cost, or its cap when the harness reported none."""
     return cap_usd if cost_usd is None else cost_usd
 
 

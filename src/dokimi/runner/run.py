@@ -1,4 +1,4 @@
-"""``repo run``: a batch of cells, one per (task, arm, model, effort, rep), under ``<out>/<batch>/`` (§9).
+"""``repo run``: a batch of cells, one per (task, arm, model, effort, rep), under ``<out>/<batch>/``.
 
 Before any cell (:func:`prepare_batch`):
 
@@ -111,7 +111,7 @@ class RunOptions:
     caches: Mapping[str, Path] = field(default_factory=dict)
     source_dir: Path | None = None
     judge_model: str | None = None
-    """--judge-model: the full model id of the rubric judge (mergeability §4); None: the judge is not run."""
+    """--judge-model: the full model id of the rubric judge; None: the judge is not run."""
     judge_bin: str | None = None
     """--judge-bin: the Claude Code executable the judge runs on the host (default: --bin)."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
@@ -381,7 +381,7 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
 def harness_version_in_image(
     profile: HarnessProfile, *, image: str, harness_bin: Path, batch: str, scratch: Path
 ) -> str:
-    """version_cmd run inside the image with the harness at /eval/harness (contract §9)."""
+    """version_cmd run inside the image with the harness at /eval/harness."""
     from dokimi.harness.profile import version_argv
     from dokimi.harness.runtime import container_launcher
     from dokimi.sandbox.container import container_name, run_container

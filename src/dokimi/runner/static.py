@@ -1,4 +1,4 @@
-"""Running the manifest's ``static`` entry point (contract §4.4, §8) for ``repo scan --run-static``.
+"""Running the manifest's ``static`` entry point for ``repo scan --run-static``.
 
 The image is built from the eval tree as for tasks check (or ``image`` is used). The container is a grade
 container (HOME a fresh grade-home, {eval_dir} read-only, no {source_dir}) with ``image.network``; its

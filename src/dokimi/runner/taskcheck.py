@@ -1,8 +1,8 @@
-"""``repo tasks check``: every task proven sound before any paid run, with no LLM (contract §4.3).
+"""``repo tasks check``: every task proven sound before any paid run, with no LLM.
 
 Per task, in containers from the eval tree's image:
 
-1. **null**: the workspace is prepared (contract §3, arm guidance:raw) and left untouched. The isolation probe
+1. **null**: the workspace is prepared (arm guidance:raw) and left untouched. The isolation probe
    runs with the agent's mounts (:func:`dokimi.sandbox.probe.isolation_probe`), then ``grade``. The null
    workspace must fail the gate; a score-only task must stay below ``score.max``.
 2. **oracle**: a fresh workspace, ``oracle`` in a grade container, then ``grade``. It must pass the gate; a
@@ -10,8 +10,8 @@ Per task, in containers from the eval tree's image:
 
 A grader failure on either workspace (a crash, a timeout, no or an invalid grade.json) is a grader bug and is
 reported with its stderr. A task that cannot be prepared (a patch that does not apply), that an isolation rule
-fails, or whose oracle fails, is broken. A task with ``egress`` is unsupported until the egress proxy exists
-(contract §2). Each task runs with its own network: ``image.network`` (none or docker's bridge); ``--warm``
+fails, or whose oracle fails, is broken. A task with ``egress`` is unsupported until the egress proxy exists.
+Each task runs with its own network: ``image.network`` (none or docker's bridge); ``--warm``
 runs both steps with a network (``--build-network``, default bridge) to fill the read-write caches for later
 offline runs.
 
@@ -79,7 +79,7 @@ Status = Literal["ok", "broken", "unsupported"]
 
 
 class CheckItem(Document):
-    """One rule of §4.3 for one task."""
+    """One rule of the self-check for one task."""
 
     name: str
     """``workspace``, ``isolation``, ``null fails the gate``, ``oracle passes the gate``, ..."""
@@ -155,7 +155,7 @@ class CheckOptions:
     grade_timeout_s: float = GRADE_TIMEOUT_S
     build_timeout_s: float = BUILD_TIMEOUT_S
     kill_grace_s: float | None = None
-    """Grace between SIGTERM and the kill of a container at its timeout (default 10 s, contract §9)."""
+    """Grace between SIGTERM and the kill of a container at its timeout (default 10 s)."""
 
 
 ProgressFn = Callable[[str, str], None]
@@ -183,7 +183,7 @@ class _Context:
 
 
 def require_runnable(manifest: RepoManifest | None) -> RepoManifest:
-    """The manifest, if it has what tasks check needs: eval_dir, tasks and entry_points (contract §2)."""
+    """The manifest, if it has what tasks check needs: eval_dir, tasks and entry_points."""
     if manifest is None or not (manifest.eval_dir and manifest.tasks and manifest.entry_points):
         raise UsageError(
             "tasks check needs a manifest with eval_dir, tasks and entry_points; this one is guidance-only",
@@ -202,7 +202,7 @@ def check_tasks(
     on_total: Callable[[int], None] | None = None,
     on_build: Callable[[str], None] | None = None,
 ) -> TasksCheck:
-    """Run the self-check of §4.3 over the manifest's tasks (or ``options.task_ids``).
+    """Run the self-check over the manifest's tasks (or ``options.task_ids``).
 
     ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
     task), ``progress`` each finished step, ``on_build`` each step of an image build.
@@ -412,7 +412,7 @@ def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
 
 
 def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
-    """The §4 inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
+    """The inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
     answer."""
     from dokimi.schemas.meta import Meta
 
@@ -530,7 +530,7 @@ def _phase_report(graded: GradeOutcome, duration: float) -> PhaseReport:
 
 
 def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOutcome) -> list[CheckItem]:
-    """The rules of §4.3 on one graded workspace."""
+    """The rules of the self-check on one graded workspace."""
     if verdict.grader_failure:
         stderr = graded.entry.stderr_tail(STDERR_TAIL_LINES)
         detail = f"grader bug: {verdict.grader_error}"

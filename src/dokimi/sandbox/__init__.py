@@ -1,4 +1,4 @@
-"""Containers (contract §1.1, §2, §9): the build image, one container run, what each container mounts, the
+"""Containers: the build image, one container run, what each container mounts, the
 isolation probe, and the docker checks.
 
 - :mod:`.docker`: the docker CLI as named questions (docker_ok, require_docker, image_exists,

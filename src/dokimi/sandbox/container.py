@@ -1,7 +1,7 @@
 """One container run: the fixed options every dokimi container gets, and the timeout that leaves nothing
 behind.
 
-Every container (contract §2, §9):
+Every container:
 
 - ``--init`` (an init process as PID 1) and ``--entrypoint ''`` (the command is the whole argv);
 - ``--security-opt no-new-privileges``, ``--cap-drop ALL``, ``--pids-limit N``;
@@ -16,7 +16,7 @@ Every container (contract §2, §9):
 - ``--memory`` and ``--pids-limit`` from the manifest's ``image.limits``, and stdout and stderr kept within
   :data:`DEFAULT_OUTPUT_CAP` bytes at each end.
 
-Timeout (contract §9): the ``docker run`` CLI gets SIGTERM, which it passes to the container; after the grace
+Timeout: the ``docker run`` CLI gets SIGTERM, which it passes to the container; after the grace
 period (10 s) the CLI's process group is killed, then the container is killed by name, then removed
 (``docker rm -f``). A container that ended on its own is removed by ``--rm``.
 """
@@ -45,7 +45,7 @@ DEFAULT_MEMORY = "8g"
 #: Bytes of a container's stdout and of its stderr kept at each end (the middle is cut and counted), so a
 #: grader printing a gigabyte costs dokimi a few tens of MB.
 DEFAULT_OUTPUT_CAP = 8 * 1024 * 1024
-#: Seconds between SIGTERM to ``docker run`` and killing its group (contract §9).
+#: Seconds between SIGTERM to ``docker run`` and killing its group.
 KILL_GRACE_S = 10.0
 #: ``docker run`` exits 125 when docker itself failed (no such image, a bad option, the daemon refused).
 DOCKER_RUN_FAILED = 125

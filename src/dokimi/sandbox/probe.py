@@ -1,4 +1,4 @@
-"""The isolation probe (contract §4.3, §9): a container with exactly the agent's mounts looks for what it must
+"""The isolation probe: a container with exactly the agent's mounts looks for what it must
 not see.
 
 It must see neither /eval/content ({eval_dir}) nor /eval/source ({source_dir}); no entry named like a task id

@@ -1,4 +1,4 @@
-"""What each kind of container mounts and sees (contract §1.1, §2, §9): the agent's, and the grader's.
+"""What each kind of container mounts and sees: the agent's, and the grader's.
 
 Fixed paths: {run_dir} is /eval/run, {eval_dir} /eval/content, {source_dir} /eval/source, and the workspace is
 /eval/run/workspace in every container.

@@ -1,4 +1,4 @@
-"""L0: every mechanically checkable claim in a repository's guidance, offline (contract §8)."""
+"""L0: every mechanically checkable claim in a repository's guidance, offline."""
 
 from __future__ import annotations
 

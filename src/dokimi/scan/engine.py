@@ -1,4 +1,4 @@
-"""The L0 scan of one snapshot (contract §8): guidance files -> claims -> verdicts, with batched I/O.
+"""The L0 scan of one snapshot: guidance files -> claims -> verdicts, with batched I/O.
 
 I/O: the tree is listed once (the Snapshot); the guidance files (and the root files that detect adapters) are
 read in one ``read_many``; the files the claims need (makefiles, BUILD files, .bazelrc and imports, CMake
@@ -434,7 +434,7 @@ def run_commands(items: list[Item], path: str, work: _Work) -> None:
 
 
 def change_directory(name: str, args: list[Word], item: Command, ctx: Ctx, work: _Work, state: _Cwd) -> _Cwd:
-    """The cd rules of §8: a literal cd to a directory in the tree moves later paths there; after a cd to a
+    """The cd rules: a literal cd to a directory in the tree moves later paths there; after a cd to a
     directory the tree lacks or to a non-literal one, after pushd/popd, and after a cd that follows || or |,
     relative paths are unresolved."""
     args = [a for a in args if a.text not in ("-P", "-L", "-e", "--")]

@@ -2,7 +2,7 @@
 
 Shapes: snake_case, CamelCase (two humps), ALL_CAPS with an underscore, and dotted names (``pkg.mod.func``).
 Found (as a whole word) in a file outside the guidance -> ok. Not found -> unresolved: the name may belong to
-a tool, a library or a service outside the tree (for ALL_CAPS, contract §8 says so; for the other shapes this
+a tool, a library or a service outside the tree (for ALL_CAPS a rule of the scan; for the other shapes this
 is the scan's choice, because an identifier that appears nowhere is not proof of a mistake). The one fail: a
 dotted name whose prefix is a module of the tree (``pkg/mod.py`` or ``pkg/mod/__init__.py``) while the next
 part is a name that module never spells (``pkg.mod.gone``): that module is the only place it can live. The

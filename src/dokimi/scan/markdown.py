@@ -3,7 +3,7 @@
 Tokens come from markdown-it-py (CommonMark plus tables). Block tokens carry line maps; the line of an inline
 item (a link, a code span) is its block's first line plus the newlines before it in the block's inline source,
 which the wrapped inline rules below record as they parse. A reference definition is reported at its own line,
-and a link that uses it is not reported again. HTML (<a href>, <img src>) is not read (contract §8).
+and a link that uses it is not reported again. HTML (<a href>, <img src>) is not read.
 """
 
 from __future__ import annotations

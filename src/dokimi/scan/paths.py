@@ -1,4 +1,4 @@
-"""Path, glob and link claims resolved against one snapshot: contract §8, one function per rule.
+"""Path, glob and link claims resolved against one snapshot, one function per rule.
 
 - :func:`resolve_path_claim`: a path in a code span or a command, tried at the file's directory and each
   ancestor; ok where found; else fail when its parent directory exists at one of those bases, ok_suffix when
@@ -334,7 +334,7 @@ def missing_path(text: str, rel: str, bases: list[str], tree: Tree) -> Verdict:
 
 @functools.lru_cache(maxsize=16384)
 def scan_glob_regex(pattern: str) -> re.Pattern[str]:
-    """The claim-glob dialect of §8: ``*`` may span directories, ``**/`` matches zero or more directories,
+    """The scan's claim-glob dialect: ``*`` may span directories, ``**/`` matches zero or more directories,
     ``?`` one character but ``/``, ``[...]`` a class. Placeholders (``<x>``, ``{x}``) match like ``*``."""
     pattern = PLACEHOLDER.sub("*", pattern)
     out = []
@@ -577,7 +577,7 @@ def resolve_link(
     target: str, file: str, tree: Tree, *, source: RepoUrl | None, default_branches: frozenset[str]
 ) -> Verdict | None:
     """A Markdown link target from ``file``. None when it is not checked (external, a bare #anchor, a ref
-    alone). The #fragment and ?query are not checked (contract §8)."""
+    alone). The #fragment and ?query are not checked."""
     key = ("link", target, posixpath.dirname(file), source, default_branches)
     if key in tree.verdicts:
         return tree.verdicts[key]

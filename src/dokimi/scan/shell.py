@@ -1,7 +1,7 @@
 """Shell text split into simple commands by a real parser (tree-sitter's bash grammar; shlex when it cannot
 parse).
 
-Rules (contract §8): lines are split at ``&&``, ``||``, ``|``, ``;`` and ``&``; redirections are dropped; a
+Rules: lines are split at ``&&``, ``||``, ``|``, ``;`` and ``&``; redirections are dropped; a
 line continued with a trailing backslash is one command reported at its first line; a comment line ends a
 continuation; the body of a heredoc is not a command. A word holding an expansion (``$VAR``, ``${VAR}``,
 ``$(cmd)``, a backtick substitution, ``~``) is marked non-literal and never looked up. Subshells are marked

@@ -1,4 +1,4 @@
-"""Human scoring of blinded artifacts (scoring-rubric.md): one rater's scores, and the adjudicated row.
+"""Human scoring of blinded artifacts (docs/rating.md): one rater's scores, and the adjudicated row.
 
 Every outcome is binary and conservative: true only when all its conditions hold; when unsure, false with
 the reason in ``notes``. When two raters disagree on any outcome (:func:`disagreements`), an adjudicator

@@ -1,4 +1,4 @@
-"""The fetch cache: one bare, blob-less clone per URL, updated on later calls (contract top, §9).
+"""The fetch cache: one bare, blob-less clone per URL, updated on later calls (contract top).
 
 Layout: ``<cache>/repos/<name>-<hash>.git`` where ``<cache>`` is DOKIMI_HOME, else ``$XDG_CACHE_HOME/dokimi``,
 else ``~/.cache/dokimi``. A first clone is built in a temporary directory beside its final place and published

@@ -3,7 +3,7 @@
 Every call runs with ``core.hooksPath=/dev/null`` and ``core.fsmonitor=false``, GIT_TERMINAL_PROMPT=0, stdin
 closed
 and no terminal (its own session), so git and ssh never prompt; an askpass program the environment names still
-runs (contract §9). Failures go through :func:`diagnose` into a SourceError that names the fix.
+runs. Failures go through :func:`diagnose` into a SourceError that names the fix.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def run_git_text(args: Sequence[str], **kwargs: object) -> str:
     return run_git(args, **kwargs).decode("utf-8", "replace")  # type: ignore[arg-type]
 
 
-# --- diagnosis of a failed git call (contract §9) ---------------------------------------------------------
+# --- diagnosis of a failed git call ---------------------------------------------------------
 
 #: What git or ssh prints when it would have prompted, and the fix for it.
 PROMPT_DIAGNOSES: tuple[tuple[str, str], ...] = (

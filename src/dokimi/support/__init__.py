@@ -1,4 +1,4 @@
-"""Helper scripts the framework mounts read-only at /eval/support (contract §6 ``{support_dir}``).
+"""Helper scripts the framework mounts read-only at /eval/support (``{support_dir}`` in a profile).
 
 Each script here is stdlib-only and runnable by the image's ``python3``; nothing in this directory may import
 dokimi. :func:`support_dir` is the directory on the host.
