@@ -71,6 +71,9 @@ DEFAULT_READ_TIMEOUT_S = 600.0
 """The longest silence tolerated from the upstream, or from the client, on one socket read: a model can think
 for minutes before its first byte, but a peer silent for this long is dead."""
 CHUNK = 64 * 1024
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+"""The largest request body accepted (413 beyond): a model request is a few MB at most, and the body is held
+in memory, so a client (an agent's command) must not be able to make the host process hold more."""
 KEPT_RESPONSE_LIMIT = 32 * 1024 * 1024
 """The most of one response body kept with ``keep_responses`` (the client still gets all of it)."""
 
@@ -257,6 +260,10 @@ class ProxiedRequest:
 
 
 class _UpstreamFailed(Exception):
+    pass
+
+
+class _TooLarge(Exception):
     pass
 
 
@@ -501,22 +508,33 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
             pass  # requests are recorded in the capture, not on stderr
 
         def _read_body(self) -> bytes:
+            """The request body; _TooLarge past MAX_REQUEST_BYTES (never read further)."""
             if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
                 parts: list[bytes] = []
+                total = 0
                 while True:
                     size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
                     if size == 0:
                         while self.rfile.readline(1024).strip():  # trailers
                             pass
                         return b"".join(parts)
+                    total += size
+                    if total > MAX_REQUEST_BYTES:
+                        raise _TooLarge
                     parts.append(self.rfile.read(size))
                     self.rfile.readline(1024)
             length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                raise _TooLarge
             return self.rfile.read(length) if length > 0 else b""
 
         def _serve(self) -> None:
             try:
                 raw = self._read_body()
+            except _TooLarge:
+                self.close_connection = True
+                self._send_error(413, f"request body over {MAX_REQUEST_BYTES} bytes")
+                return
             except (ValueError, OSError):
                 self.close_connection = True
                 self._send_error(400, "unreadable request body")

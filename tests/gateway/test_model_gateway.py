@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 from dokimi.gateway.model import CellUsage, ModelGateway, find_cell_key, infra_error_reason, swap_credentials
 from dokimi.mockmodel import MockModelServer
 
@@ -185,3 +187,29 @@ def test_a_cell_that_spent_its_cap_gets_no_more_requests_forwarded(tmp_path: Pat
     assert usage.turns == 1 and usage.statuses[429] == 1 and usage.requests == 2
     lines = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert [line["status"] for line in lines] == [200, 429]
+
+
+def test_a_huge_request_is_refused_unread_and_a_large_body_is_recorded_by_its_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dokimi.gateway import model
+
+    monkeypatch.setattr(model, "RECORD_BODY_LIMIT", 1000)
+    with MockModelServer([{"text": "a"}]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            parts = urlsplit(gateway.url)
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+            conn.putrequest("POST", "/v1/messages")
+            conn.putheader("x-api-key", cell.env["K"])
+            conn.putheader("Content-Length", str(10 * 1024**3))  # claims 10 GB, sends nothing
+            conn.endheaders()
+            assert conn.getresponse().status == 413
+            conn.close()
+            big = {**MESSAGE, "system": "x" * 5000}
+            status, _ = post(gateway.url, "/v1/messages", big, {"x-api-key": cell.env["K"]})
+            gateway.close_cell(cell)
+        assert len(mock.requests) == 1 and status == 200
+    (line,) = [json.loads(text) for text in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert line["body"]["omitted"] == "body over the record limit" and line["body"]["bytes"] > 5000
+    assert line["usage"]["input_tokens"] > 0

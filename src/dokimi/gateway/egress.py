@@ -61,6 +61,8 @@ resolves to a non-public address is still refused)."""
 CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 300.0
 CHUNK = 64 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest plain-HTTP request body forwarded (it is held in memory); tunnels are streamed."""
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -432,6 +434,9 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
                 return
             assert verdict.address is not None
             length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self._refuse(413, f"request body over {MAX_BODY_BYTES} bytes", record, cell)
+                return
             body = self.rfile.read(length) if length > 0 else b""
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             lines = [f"{self.command} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]

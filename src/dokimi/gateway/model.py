@@ -66,6 +66,12 @@ INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 errors, and the gateway's own 502 for an upstream it could not reach."""
 
 RECORD_FILE = "gateway.jsonl"
+RECORD_BODY_LIMIT = 8 * 1024 * 1024
+"""The most of one request or response body a record keeps whole; a larger one keeps its head."""
+CELL_RECORD_LIMIT = 512 * 1024 * 1024
+"""The most a cell's gateway.jsonl grows to with bodies; past it, records keep everything but the bodies
+(a command of the agent could otherwise fill the host's disk with requests)."""
+HEAD_BYTES = 64 * 1024
 
 
 def new_dummy() -> str:
@@ -184,6 +190,7 @@ class GatewayCell:
         self.env: dict[str, str] = {var: new_dummy() for var in credential_vars}
         """Credential variable -> this cell's dummy: what the agent's container gets instead."""
         self.usage = CellUsage()
+        self.recorded_bytes = 0
         self.opened = time.monotonic()
         self.closed = False
         self._file: IO[str] | None = None
@@ -192,13 +199,25 @@ class GatewayCell:
         if self._file is None:
             self.record_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.record_path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        line = json.dumps(record, sort_keys=True) + "\n"
+        self.recorded_bytes += len(line)
+        self._file.write(line)
         self._file.flush()
 
     def _close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _bounded(raw: bytes, cell: GatewayCell) -> dict[str, Any] | None:
+    """What a record keeps of a body too large to keep whole (or of any body once the cell's record is at
+    its limit); None when the body may be kept whole."""
+    if len(raw) <= RECORD_BODY_LIMIT and cell.recorded_bytes + len(raw) <= CELL_RECORD_LIMIT:
+        return None
+    why = "body over the record limit" if len(raw) > RECORD_BODY_LIMIT else "the cell's record is full"
+    head = b"" if cell.recorded_bytes >= CELL_RECORD_LIMIT else raw[:HEAD_BYTES]
+    return {"omitted": why, "bytes": len(raw), "head": head.decode("utf-8", "replace")}
 
 
 def _response_json(req: ProxiedRequest) -> Any:
@@ -381,11 +400,14 @@ class ModelGateway(CaptureProxy):
                 account.first_response_s = round(req.started - cell.opened + (req.duration_s or 0.0), 3)
         if cell.closed:
             return
+        request_cut = _bounded(req.raw, cell)
+        response_cut = _bounded(body, cell)
         record = {
             **req.to_json(),
+            **({"body": request_cut} if request_cut is not None else {}),
             "t": round(req.started - cell.opened, 3),
             "duration_s": round(req.duration_s or 0.0, 3),
-            "response": _response_json(req),
+            "response": _response_json(req) if response_cut is None else response_cut,
             "response_type": req.response_type,
             "model": model,
             "priced_as": (price_for(model) or (None,))[0],
