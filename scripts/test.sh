@@ -37,7 +37,15 @@ if python3 -m pip show -q dokimi >/dev/null 2>&1 && python3 -m pip show -f dokim
     # an earlier checkout was installed under the old distribution name; it is dokimi-eval now
     python3 -m pip uninstall -y -q dokimi >&2
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]' >&2
+# an installed awscli pins botocore; inspect-ai (test extra) would upgrade it through aiobotocore unless held
+constraints="$(mktemp)"
+python3 -c 'import importlib.metadata as m
+try:
+    print("\n".join(r for r in (m.requires("awscli") or []) if r.startswith("botocore")))
+except m.PackageNotFoundError:
+    pass' > "$constraints"
+python3 -m pip install --quiet --disable-pip-version-check -c "$constraints" -e '.[test]' >&2
+rm -f "$constraints"
 
 log "L0 scan of dokimi's own docs (they must not lie either)"
 python3 cli.py repo scan . --manifest-file .dokimi-selfscan.yaml --fail-on-fail

@@ -54,6 +54,7 @@ REPO_COMMANDS: dict[str, tuple[str, str]] = {
     "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
     "rate": ("dokimi.cli.rate:rate", "Human scoring of blinded artifacts, with adjudication."),
     "perf": ("dokimi.cli.perf:perf", "Performance check of a finished cell against its oracle."),
+    "export": ("dokimi.cli.export:export", "Write a batch as Inspect AI eval logs, for inspect view."),
 }
 
 
