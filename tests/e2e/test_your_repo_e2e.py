@@ -73,27 +73,14 @@ def test_a_new_user_evaluates_their_own_repository_from_zero(
     # the harness is found the way `dokimi doctor` finds it: no --bin
     monkeypatch.setenv("DOKIMI_CLAUDE_BIN", str(claude_bin))
     out = tmp_path / "runs"
-    run = json.loads(
-        _ok(
-            [
-                "repo",
-                "run",
-                str(repo),
-                "--arm",
-                "guidance:raw",
-                "--model",
-                MODEL,
-                "--reps",
-                "1",
-                "--batch",
-                "first",
-                "--out",
-                str(out),
-                "--dry-run",
-                "--json",
-            ]
-        )  # fmt: skip
-    )
+    run_args = ["repo", "run", str(repo), "--arm", "guidance:raw", "--model", MODEL, "--reps", "1",
+                "--batch", "first", "--out", str(out), "--dry-run", "--json"]  # fmt: skip
+    run = json.loads(_ok(run_args))
     assert (run["ran"], run["harness_version"]) == (3, "2.1.328")
     results = [json.loads(p.read_text()) for p in sorted(out.glob("first/**/result.json"))]
     assert len(results) == 3 and all(r["passed"] and not r["grader_failure"] for r in results), results
+
+    # editing the guidance changes neither the image nor the batch's pin: the same command joins the batch
+    (repo / "AGENTS.md").write_text("# inventory\n\nRun `python3 -m pytest -q` before you answer.\n")
+    again = json.loads(_ok(run_args))
+    assert (again["ran"], again["skipped"], again["image"]) == (0, 3, run["image"])
