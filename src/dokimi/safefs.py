@@ -228,6 +228,28 @@ def write_text(path: Path, text: str, *, trusted: Path, mode: int = 0o644) -> No
     write_bytes(path, text.encode("utf-8"), trusted=trusted, mode=mode)
 
 
+def append_text(path: Path, text: str, *, trusted: Path, mode: int = 0o644) -> None:
+    """Append to ``path`` (made when missing); a link there is replaced by a fresh file, never written
+    through, and a FIFO or device is an :class:`UnsafePathError`."""
+    with parent_fd(path, trusted=trusted, create=True) as (dir_fd, name):
+        existing = _lstat_at(dir_fd, name)
+        if existing is not None and stat.S_ISLNK(existing.st_mode):
+            os.unlink(name, dir_fd=dir_fd)
+        elif existing is not None and not stat.S_ISREG(existing.st_mode):
+            raise UnsafePathError(f"is {_kind(existing.st_mode)}, not a regular file", path=path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError("is not a regular file", path=path)
+        data = text.encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 def open_new(path: Path, *, trusted: Path, mode: int = 0o644) -> int:
     """A fresh file at ``path`` for writing and reading back (whatever was there, a link included, is removed
     first, not followed); returns the descriptor. A directory there is an :class:`UnsafePathError`."""

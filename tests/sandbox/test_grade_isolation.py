@@ -255,3 +255,60 @@ def test_a_grader_can_read_eval_dir_and_source_dir_but_a_write_to_either_fails(
     assert f"head={toy.head}" in entry.container.stdout
     assert "toy tooling" in entry.container.stdout
     assert not (content / "written").exists() and not (source / "written").exists()
+
+
+def test_the_git_dir_is_reduced_to_objects_refs_head_index_and_dokimis_config(tmp_path: Path) -> None:
+    """Attack 2 of issue 9 at the host: .git/commondir names a git dir the agent made, whose config has a
+    filter.*.clean command; after the reduction git in the workspace runs nothing of the agent's."""
+    import subprocess
+
+    from dokimi.grading.entrypoints import reduce_git_dir
+
+    run_dir = tmp_path / "run"
+    ws = run_dir / "workspace"
+    ws.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / "a.txt").write_text("x\n")
+    subprocess.run(["git", "add", "-A"], cwd=ws, check=True)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=ws, check=True)
+    marker = tmp_path / "filter-ran"
+    evil = tmp_path / "evil-common"
+    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True)
+    (evil / "config").write_text(
+        f'[core]\n\trepositoryformatversion = 0\n[filter "x"]\n\tclean = "touch {marker}; cat"\n'
+    )
+    dot_git = ws / ".git"
+    (dot_git / "commondir").write_text(str(evil) + "\n")
+    (dot_git / "info").mkdir(exist_ok=True)
+    (dot_git / "info" / "attributes").write_text("* filter=x\n")
+    (dot_git / "objects" / "info" / "alternates").write_text(str(evil / "objects") + "\n")
+    (dot_git / "worktrees").mkdir()
+    (dot_git / "modules").mkdir()
+    (dot_git / "gitdir").write_text("/somewhere\n")
+    (dot_git / "FETCH_HEAD").write_text("x\n")
+    moved = reduce_git_dir(run_dir)
+    assert set(moved) >= {
+        "commondir", "config", "info", "worktrees", "modules", "gitdir", "objects-info-alternates",
+    }  # fmt: skip
+    assert sorted(os.listdir(dot_git)) == ["HEAD", "config", "index", "objects", "refs"]
+    assert (dot_git / "config").read_text().startswith("# Written by dokimi before grading.")
+    (ws / "a.txt").write_text("y\n")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_ATTR_NOSYSTEM": "1"}
+    diff = subprocess.run(
+        ["git", "diff", "HEAD"], cwd=ws, capture_output=True, text=True, env=env, check=True
+    )
+    assert "+y" in diff.stdout and not marker.exists()
+    assert reduce_git_dir(run_dir) == []  # a regrade's copy: nothing more to move, dokimi's config kept
+
+
+def test_a_kept_name_that_is_a_link_is_moved_aside_too(tmp_path: Path) -> None:
+    from dokimi.grading.entrypoints import reduce_git_dir
+
+    dot_git = tmp_path / "run" / "workspace" / ".git"
+    dot_git.mkdir(parents=True)
+    outside = tmp_path / "outside-objects"
+    outside.mkdir()
+    (dot_git / "objects").symlink_to(outside)
+    (dot_git / "HEAD").write_text("ref: refs/heads/main\n")
+    assert "objects" in reduce_git_dir(tmp_path / "run")
+    assert not os.path.lexists(dot_git / "objects") and outside.is_dir()

@@ -8,12 +8,14 @@ A repository that wants a pipeline writes ``sh -c '...'`` itself. Placeholders: 
 {run_dir} /eval/run, {task} the task id, {source_dir} /eval/source (grade and oracle only; mounted only when
 the entry point names it), {out} /eval/run/static.json (static only). The cwd is /eval/run/workspace.
 
-Before grade (:func:`move_agent_git`): the workspace's ``.git/config`` and ``.git/hooks`` are moved to
-{run_dir}/agent-git/, so a filter, diff driver, alias, include or hook the agent configured does not run in
-the grader. A minimal ``.git/config`` takes the config's place (:data:`MINIMAL_GIT_CONFIG`: the repository
-format, the neutral identity), so ``git diff``, ``git status`` and a grader's ``git stash`` still work. A
-``.git`` that is not a plain directory (a link, a gitdir file) is moved there whole: the grader then sees no
-repository, which is the agent's doing. Nothing on the host follows a link the agent made.
+Before grading (:func:`reduce_git_dir`): the workspace's ``.git`` is reduced to objects, refs, HEAD,
+packed-refs, the index and a config dokimi writes; everything else (config, hooks, commondir, gitdir files,
+info/, alternates, worktrees, modules, ...) is moved to {run_dir}/agent-git/, so a filter, diff driver,
+alias, include, hook or other git directory the agent configured is used neither by dokimi's diff nor by the
+grader. The minimal config (:data:`MINIMAL_GIT_CONFIG`: the repository format, the neutral identity) keeps
+``git diff``, ``git status`` and a grader's ``git stash`` working. A ``.git`` that is not a plain directory (a
+link, a gitdir file) is moved there whole: the grader then sees no repository, which is the agent's doing.
+Nothing on the host follows a link the agent made.
 
 grade.json is read with :func:`read_grade`: no file, a link, more than :data:`MAX_GRADE_BYTES`, not JSON, not
 repo_grade.v1, or breaking a rule of grade.json is each a grader failure with that reason, never an exception.
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
-from dokimi.errors import DocumentError, SourceError, UsageError
+from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.gate import GateVerdict, evaluate_gate
 from dokimi.rundir import (
@@ -43,7 +44,7 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
-from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, give_to_container_user, run_container
+from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, run_container
 from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec, substitute, uses_placeholder
 from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
@@ -72,8 +73,9 @@ ENTRY_KINDS: tuple[EntryKind, ...] = ("grade", "oracle", "static")
 MAX_GRADE_BYTES = 16 * 1024 * 1024
 STDERR_TAIL_LINES = 20
 
+MINIMAL_GIT_CONFIG_FIRST_LINE = "# Written by dokimi before grading."
 MINIMAL_GIT_CONFIG = f"""\
-# Written by dokimi before grading. The agent's .git/config and .git/hooks are in {{{{run_dir}}}}/{AGENT_GIT}.
+{MINIMAL_GIT_CONFIG_FIRST_LINE} The agent's other .git entries are in {{{{run_dir}}}}/{AGENT_GIT}.
 [core]
 \trepositoryformatversion = {{version}}
 \tfilemode = true
@@ -130,69 +132,103 @@ def needs_source_dir(command: str) -> bool:
 # ------------------------------------------------------------------------------
 
 
-def _agent_config_value(config: Path, key: str) -> str | None:
-    from dokimi.source.git import run_git
+#: What a reduced .git keeps: what git needs to diff and to show the agent's commits and staged changes.
+#: Everything else the agent could have put there (config, hooks, commondir, a gitdir file, info/ with
+#: attributes or exclude, worktrees/, modules/, logs/, shallow, ...) is moved aside.
+KEPT_IN_GIT_DIR = frozenset({"objects", "refs", "HEAD", "packed-refs", "index"})
+#: Inside objects/: files that send git to read objects elsewhere.
+OBJECTS_ALTERNATES = ("info/alternates", "info/http-alternates")
+MAX_AGENT_CONFIG_BYTES = 1024 * 1024
 
-    if not config.is_file() or config.is_symlink():
-        return None
+
+def _agent_object_format(config: Path, trusted: Path) -> str | None:
+    """``extensions.objectformat`` of the agent's moved config, read as text (no git, no include, no link,
+    no FIFO): the one value of it dokimi carries over."""
     try:
-        out = run_git(["config", "--file", str(config), "--no-includes", "--get", key], check=False)
-    except SourceError:
+        text = safefs.read_text(config, trusted=trusted, limit=MAX_AGENT_CONFIG_BYTES)
+    except (OSError, safefs.UnsafePathError):
         return None
-    return out.decode("utf-8", "replace").strip() or None
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "extensions" and "=" in line:
+            key, _, value = line.partition("=")
+            if key.strip().lower() == "objectformat":
+                return value.strip().strip('"').lower()
+    return None
 
 
-def minimal_git_config(agent_config: Path | None) -> str:
+def minimal_git_config(object_format: str | None) -> str:
     """The config put in place of the agent's: only the repository format is carried over (a sha256
     repository stays readable); nothing else of the agent's."""
     version = "0"
     extensions = ""
-    if agent_config is not None and _agent_config_value(agent_config, "extensions.objectformat") == "sha256":
+    if object_format == "sha256":
         version = "1"
         extensions = "[extensions]\n\tobjectformat = sha256\n"
     return MINIMAL_GIT_CONFIG.format(version=version, extensions=extensions)
 
 
-def move_agent_git(run_dir: Path) -> list[str]:
-    """Move the workspace's .git/config and .git/hooks to {run_dir}/agent-git/ and put a minimal config in
-    place; returns what was moved (names under agent-git/). Running it again is harmless (a regrade)."""
-    workspace = run_dir / WORKSPACE
-    dot_git = workspace / ".git"
+def reduce_git_dir(run_dir: Path) -> list[str]:
+    """Reduce the workspace's .git to what git needs to diff, before anything (dokimi's own diff on the host,
+    then grade) reads it: objects (without alternates), refs, HEAD, packed-refs, the index and a config
+    dokimi writes (:data:`MINIMAL_GIT_CONFIG`). Everything else is moved to {run_dir}/agent-git/ (config,
+    hooks, commondir, gitdir files, info/attributes, info/alternates, worktrees, modules and anything the
+    agent added), so no filter, diff driver, alias, include, hook, alternate object store or other git
+    directory of the agent's is used by dokimi or by the grader. A ``.git`` that is not a plain directory (a
+    link, a gitdir file) is moved aside whole: the grader then sees no repository, which is the agent's
+    doing. No link is followed (:mod:`dokimi.safefs`). Returns what was moved (names under agent-git/);
+    running it again (a regrade's copy) moves nothing more."""
+    dot_git = run_dir / WORKSPACE / ".git"
     aside = run_dir / AGENT_GIT
-    if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
-        aside.unlink()
-    aside.mkdir(exist_ok=True)
-    moved: list[str] = []
-    try:
-        st = os.lstat(dot_git)
-    except FileNotFoundError:
-        return moved
-    if not stat.S_ISDIR(st.st_mode):  # a link or a gitdir file: the agent's; the grader gets no repository
-        _replace(dot_git, aside / "dotgit")
+    kind = safefs.kind(aside, trusted=run_dir)
+    if kind is not None and kind != "a directory":
+        safefs.remove(aside, trusted=run_dir)
+    safefs.makedirs(aside, trusted=run_dir)
+    kind = safefs.kind(dot_git, trusted=run_dir)
+    if kind is None:
+        return []
+    if kind != "a directory":
+        safefs.rename(dot_git, aside / "dotgit", trusted=run_dir)
         return ["dotgit"]
+    moved: list[str] = []
     config = dot_git / "config"
-    if (
-        config.is_file()
-        and not config.is_symlink()
-        and config.read_text(errors="replace").startswith("# Written by dokimi before grading.")
-    ):
-        return moved  # moved already (a regrade); the agent's is in agent-git/
-    for name in ("config", "hooks"):
-        entry = dot_git / name
-        if os.path.lexists(entry):
-            _replace(entry, aside / name)
+    ours = False
+    if safefs.kind(config, trusted=run_dir) == "a regular file":
+        head = safefs.read_bytes(config, trusted=run_dir, limit=MAX_AGENT_CONFIG_BYTES)
+        ours = head.startswith(MINIMAL_GIT_CONFIG_FIRST_LINE.encode())
+    for name in _names(dot_git, run_dir):
+        if name in KEPT_IN_GIT_DIR or (ours and name == "config"):
+            continue
+        safefs.rename(dot_git / name, aside / name, trusted=run_dir)
+        moved.append(name)
+    for name in sorted(KEPT_IN_GIT_DIR):  # a kept name that is a link goes too: git would follow it
+        if safefs.kind(dot_git / name, trusted=run_dir) == "a symbolic link":
+            safefs.rename(dot_git / name, aside / name, trusted=run_dir)
             moved.append(name)
-    agent_config = aside / "config" if "config" in moved else None
-    (dot_git / "config").write_text(minimal_git_config(agent_config))
+    if safefs.kind(dot_git / "objects" / "info", trusted=run_dir) == "a directory":
+        for relative in OBJECTS_ALTERNATES:
+            entry = dot_git / "objects" / relative
+            if safefs.kind(entry, trusted=run_dir) is not None:
+                flat = "objects-" + relative.replace("/", "-")
+                safefs.rename(entry, aside / flat, trusted=run_dir)
+                moved.append(flat)
+    if not ours:
+        object_format = _agent_object_format(aside / "config", run_dir) if "config" in moved else None
+        safefs.write_text(config, minimal_git_config(object_format), trusted=run_dir)
     return moved
 
 
-def _replace(source: Path, target: Path) -> None:
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
-        shutil.rmtree(target)
-    os.rename(source, target)
+def _names(directory: Path, trusted: Path) -> list[str]:
+    """The entries of ``directory``, reached without following links, sorted."""
+    with safefs.parent_fd(directory / "_", trusted=trusted) as (fd, _name):
+        return sorted(os.listdir(fd))
+
+
+#: Kept as the old name: callers of the first version.
+move_agent_git = reduce_git_dir
 
 
 # --- grade.json
@@ -215,7 +251,7 @@ def read_grade(path: Path) -> tuple[RepoGrade | None, str | None]:
     if st.st_size > MAX_GRADE_BYTES:
         return None, f"{GRADE_JSON} is {st.st_size} bytes, over the {MAX_GRADE_BYTES} byte limit"
     try:
-        return read_document(path, RepoGrade), None
+        return read_document(path, RepoGrade, trusted=path.parent), None
     except DocumentError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         key = f"{exc.key}: " if exc.key else ""
@@ -321,10 +357,10 @@ def _give_top_level(run_dir: Path) -> None:
     if who is None:
         return
     os.chown(run_dir, who.uid, who.gid)
-    for child in run_dir.iterdir():
-        if child.name == WORKSPACE or child.is_symlink():
+    for name in sorted(os.listdir(run_dir)):
+        if name == WORKSPACE:
             continue
-        give_to_container_user(child)
+        safefs.chown_tree(run_dir / name, who.uid, who.gid, trusted=run_dir)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,9 @@ class GradedCell:
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     """Grade the run directory (see the module docstring). Raises on a host-side failure; the caller turns it
     into a grader-failure result."""
+    from dokimi.grading.entrypoints import reduce_git_dir
+
+    reduce_git_dir(run_dir)  # before dokimi's own diff reads .git on the host, and before grade
     checks = None
     judge_cost: float | None = None
     if facts.rubric is not None:

@@ -30,13 +30,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.entrypoints import run_entry_point
@@ -167,19 +167,16 @@ class PerfCheck:
         return self.report.metrics()
 
 
-def _fresh(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
+def _fresh(path: Path, trusted: Path) -> None:
+    """An empty directory at ``path`` below ``trusted``: whatever was there (a link a container left)
+    removed, not followed."""
+    safefs.remove(path, trusted=trusted)
+    safefs.makedirs(path, trusted=trusted)
 
 
 def _append(path: Path, header: str, text: str) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"== {header} ==\n{text}")
-        if text and not text.endswith("\n"):
-            handle.write("\n")
+    tail = "\n" if text and not text.endswith("\n") else ""
+    safefs.append_text(path, f"== {header} ==\n{text}{tail}", trusted=path.parent)
 
 
 def run_perf_check(
@@ -208,15 +205,17 @@ def run_perf_check(
             hint="prepare it with dokimi.grading.perf.prepare_oracle_variant",
         )
     perf_dir = run_dir / PERF_DIR
-    perf_dir.mkdir(exist_ok=True)
+    if safefs.kind(perf_dir, trusted=run_dir) not in (None, "a directory"):  # a link the grader left
+        safefs.remove(perf_dir, trusted=run_dir)
+    safefs.makedirs(perf_dir, trusted=run_dir)
     out_dirs = {"candidate": perf_dir / PERF_OUT_DIR, "oracle": oracle_run_dir / PERF_DIR / PERF_OUT_DIR}
-    for directory in out_dirs.values():
-        _fresh(directory)
+    _fresh(out_dirs["candidate"], run_dir)
+    _fresh(out_dirs["oracle"], oracle_run_dir)
     empty = perf_dir / PERF_EMPTY_DIR
-    _fresh(empty)
+    _fresh(empty, run_dir)
     os.chmod(empty, 0o555)
     for log in (PERF_STDOUT, PERF_STDERR):
-        (run_dir / log).write_text("", encoding="utf-8")
+        safefs.write_text(run_dir / log, "", trusted=run_dir)
     give_to_container_user(*out_dirs.values(), oracle_run_dir)
     hidden: list[Mount] = []
     if oracle_run_dir.resolve().is_relative_to(run_dir.resolve()):
@@ -326,11 +325,12 @@ def prepare_oracle_variant(
     from dokimi.sandbox.container import give_to_container_user
 
     target = oracle_variant_dir(run_dir)
-    _fresh(target)
+    _fresh(target, run_dir)
     prepare(target / WORKSPACE)
-    for name_ in (TASK_JSON, META_JSON):
-        if (run_dir / name_).is_file():
-            shutil.copyfile(run_dir / name_, target / name_)
+    for name_ in (TASK_JSON, META_JSON):  # as they are: a link a grader left is copied as the link
+        safefs.copy_entry(
+            run_dir / name_, target / name_, trusted=run_dir, target_trusted=run_dir, limit=16 << 20
+        )
     give_to_container_user(target)
     entry = run_entry_point(environment, target, task, "oracle", name=name)
     failure = entry.failure(environment.grade_timeout_s)

@@ -63,13 +63,14 @@ def wrap_argv(argv: Sequence[str], who: RunAs | None) -> list[str]:
 
 
 def give_to(path: Path, who: RunAs | None) -> None:
-    """chown -R path to the harness user (nothing for None)."""
+    """chown -R -h path to the harness user (nothing for None): by descriptor, never following a link, so a
+    link an agent left in a directory being handed over changes only the link (:mod:`dokimi.safefs`)."""
     if who is None:
         return
-    os.chown(path, who.uid, who.gid)
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            os.lchown(os.path.join(root, name), who.uid, who.gid)
+    from dokimi import safefs
+
+    path = Path(os.path.abspath(path))
+    safefs.chown_tree(path, who.uid, who.gid, trusted=path.parent)
 
 
 def _reachable_by_others(path: Path) -> bool:
