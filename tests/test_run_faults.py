@@ -269,12 +269,36 @@ def test_regrade_flags_the_metric_a_nondeterministic_grader_moved(
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     cells = {c["cell"].split("/")[0]: c for c in data["cells"]}
-    assert cells["steady_task"]["matches"] is True
+    assert cells["steady_task"]["matches"] is True, cells
     assert [m["what"] for m in cells["noisy_task"]["mismatches"]] == ["metric:noise"]
     assert {p: p.read_bytes() for p in batch.glob("*/*/*/*/rep0/*.json")} == originals
     assert (batch / "_eval" / "regrade" / cells["noisy_task"]["cell"] / "grade.json").is_file()
     one = dokimi_cli(["repo", "regrade", str(batch), "--sample", "1", "--seed", "7", "--json"])
     assert json.loads(one.stdout)["regraded"] == 1
+
+
+def test_regrade_from_files_recomputes_every_verdict_without_a_container_and_flags_an_edited_grade(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    tiny = tiny_repo(tmp_path / "tiny", {"steady_task": {}, "noisy_task": {"grader": "random"}})
+    profile, binary = fake_harness(tmp_path / "harness")
+    assert dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary)).returncode == 0
+    batch = tmp_path / "out" / name
+    same = dokimi_cli(["repo", "regrade", str(batch), "--from-files", "--json"])
+    assert same.returncode == 0, same.stdout + same.stderr
+    data = json.loads(same.stdout)
+    assert (data["regraded"], data["mismatched"], data["errors"]) == (2, 0, 0)
+    assert not (batch / "_eval" / "regrade").exists()  # no scratch copy: nothing ran
+    steady = cell_dir(batch, "steady_task", "guidance:raw", "m", None, 0)
+    grade = json.loads((steady / "grade.json").read_text())
+    assert json.loads((steady / "grade_run.json").read_text())["failure"] is None
+    grade["pass"] = not grade["pass"]
+    (steady / "grade.json").write_text(json.dumps(grade))
+    moved = dokimi_cli(["repo", "regrade", str(batch), "--from-files", "--json"])
+    assert moved.returncode == 1
+    cells = {c["cell"].split("/")[0]: c for c in json.loads(moved.stdout)["cells"]}
+    assert "passed" in [m["what"] for m in cells["steady_task"]["mismatches"]]
+    assert cells["noisy_task"]["matches"] is True
 
 
 def test_a_working_tree_batch_is_pinned_by_its_digests_and_refuses_an_edited_eval_dir(

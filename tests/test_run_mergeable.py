@@ -8,6 +8,7 @@ judge model, so a run that passes every deterministic check is not measured (mer
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,52 @@ def test_a_task_with_a_perf_object_gets_perf_metrics_it_can_gate_on(
     assert isinstance(ratio, float) and 0.5 < ratio < 1.5
     assert result["gate_results"] == {"pass": True, "perf_pass": True} and result["passed"] is True
     assert (run_dir / "perf" / "check.json").is_file()
+
+
+def test_tasks_check_passes_tasks_gated_on_mergeable_and_on_perf_pass(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    """tasks check grades the null and oracle workspaces as a cell is graded, so mergeable (scope and test
+    integrity; no model call) and perf_pass are measured: the oracle passes both gates, the null fails."""
+    perf = {"metric": "time", "tolerance": 1.5, "repeats": 3, "rounds": 2}
+    tiny = tiny_repo(
+        tmp_path / "tiny",
+        {
+            "merge_gated": {"gate": ["pass", "mergeable"]},
+            "perf_gated": {"gate": ["pass", "perf_pass"], "perf": perf},
+        },
+    )
+    manifest = (tiny.path / ".agent-eval" / "repo-eval.yaml").read_text()
+    manifest = manifest.replace(
+        "entry_points:\n",
+        'entry_points:\n  perf: "python3 {eval_dir}/bench.py --variant {variant} --out {out}"\n',
+    )
+    # an image of its own: other test sessions on this daemon remove the runner-tiny images when they end
+    manifest = manifest.replace("id: runner-tiny", f"id: tasks-check-{name}")
+    eval_sha = commit(
+        tiny.path,
+        "rubric and perf",
+        files={
+            ".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated", ["*.txt"]),
+            ".agent-eval/repo-eval.yaml": manifest,
+            ".agent-eval/bench.py": PERF_BENCH,
+        },
+    )
+    out = tmp_path / "check"
+    proc = dokimi_cli(
+        ["repo", "tasks", "check", tiny.source(eval_sha), "--manifest", ".agent-eval/repo-eval.yaml",
+         "--out", str(out), "--json"]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reports = {t["task"]: t for t in json.loads(proc.stdout)["tasks"]}
+    merge_gated, perf_gated = reports["merge_gated"], reports["perf_gated"]
+    assert merge_gated["status"] == "ok" and perf_gated["status"] == "ok", (merge_gated, perf_gated)
+    assert merge_gated["oracle"]["gate_results"] == {"pass": True, "mergeable": True}
+    assert merge_gated["null"]["passed"] is False and merge_gated["null"]["metrics"]["mergeable"] is False
+    assert perf_gated["oracle"]["gate_results"] == {"pass": True, "perf_pass": True}
+    oracle_merge = json.loads((out / "merge_gated" / "oracle" / "merge.json").read_text())
+    assert oracle_merge["schema"] == "repo_merge.v1" and oracle_merge["mergeable"] is True
+    assert json.loads((out / "perf_gated" / "oracle" / "perf" / "check.json").read_text())["passed"] is True
+    subprocess.run(
+        ["docker", "rmi", "-f", json.loads(proc.stdout)["image"]], capture_output=True, check=False
+    )

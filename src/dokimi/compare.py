@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from dokimi import stats
 from dokimi.batch import Batch, load_batch, slug
 from dokimi.errors import UsageError
+from dokimi.grading.verdict import read_cell
 from dokimi.report import cell_passed, cell_score
 from dokimi.schemas.batch import ImagePin
 from dokimi.schemas.compare import (
@@ -246,18 +247,12 @@ def metric_value(result: Result, name: str) -> float | None:
     and ``mergeable`` (as in the report), is 0 (false), never left out, which would favour the arm whose agent
     broke its workspace.
     """
-    if result.grader_failure and (result.gate_results.get(name) is False or name == "mergeable"):
-        return 0.0
-    return reported_value(result, name)
+    return read_cell(result).metric(name)
 
 
 def reported_value(result: Result, name: str) -> float | None:
     """A metric as the cell's grade reported it, as a number (booleans 0/1); None when not measured."""
-    value = result.metrics.get(name)
-    if value is None:
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    return read_cell(result).reported(name)
 
 
 @dataclass

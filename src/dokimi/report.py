@@ -22,6 +22,7 @@ from dokimi import stats
 from dokimi.arms import arm_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
 from dokimi.errors import UsageError
+from dokimi.grading.verdict import read_cell
 from dokimi.schemas.report import (
     ArmSummary,
     BatchInfo,
@@ -44,7 +45,7 @@ __all__ = ["Cutoff", "ReportDoc", "build_report", "cell_passed", "cell_score", "
 
 def cell_passed(result: Result) -> bool:
     """A gated cell passes only with a true verdict and no grader failure."""
-    return bool(result.gated and result.passed and not result.grader_failure)
+    return read_cell(result).passed
 
 
 def cell_score(result: Result) -> float | None:
@@ -53,11 +54,7 @@ def cell_score(result: Result) -> float | None:
     A grader failure scores 0 rather than being left out: excluding it would favour arms that break
     workspaces.
     """
-    if result.gated:
-        return None
-    if result.grader_failure:
-        return 0.0
-    return result.score
+    return read_cell(result).score
 
 
 # --- training cutoffs ------------------------------------------------------------------------------------
@@ -178,10 +175,7 @@ class _TaskFacts:
 def cell_mergeable(result: Result) -> bool | None:
     """The ``mergeable`` metric of a cell; a grader failure is not mergeable; None when the
     cell does not report it."""
-    value = result.metrics.get("mergeable")
-    if isinstance(value, bool):
-        return value and not result.grader_failure
-    return False if result.grader_failure else None
+    return read_cell(result).mergeable
 
 
 def _merge_outcome(results: Sequence[Result]) -> dict[str, Any]:

@@ -40,6 +40,8 @@ META_JSON: Final = "meta.json"
 EVENTS_JSONL: Final = "events.jsonl"
 ANSWER_TXT: Final = "answer.txt"
 GRADE_JSON: Final = "grade.json"
+GRADE_RUN_JSON: Final = "grade_run.json"
+"""How the grade container ended (repo_grade_run.v1), written after it exited."""
 RESULT_JSON: Final = "result.json"
 AGENT_STDOUT: Final = "agent.stdout"
 AGENT_STDERR: Final = "agent.stderr"
@@ -86,6 +88,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         EVENTS_JSONL,
         ANSWER_TXT,
         GRADE_JSON,
+        GRADE_RUN_JSON,
         RESULT_JSON,
         AGENT_STDOUT,
         AGENT_STDERR,
@@ -133,6 +136,10 @@ class RunDir:
     @property
     def grade_json(self) -> Path:
         return self.path / GRADE_JSON
+
+    @property
+    def grade_run_json(self) -> Path:
+        return self.path / GRADE_RUN_JSON
 
     @property
     def result_json(self) -> Path:

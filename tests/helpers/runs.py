@@ -134,7 +134,10 @@ def tiny_repo(path: Path, tasks: Mapping[str, Mapping[str, Any]] | None = None) 
 
 
 def remove_tiny_images() -> None:
-    """Remove the images the tiny repository's batches built (one per eval commit, so one per test)."""
+    """Remove the images the tiny repository's batches built (one per eval commit, so one per test), unless
+    DOKIMI_TEST_KEEP_IMAGES=1: concurrent test sessions on one daemon build and use the same tags."""
+    if os.environ.get("DOKIMI_TEST_KEEP_IMAGES") == "1":
+        return
     listed = subprocess.run(
         ["docker", "images", "-q", "--filter", "label=dokimi.manifest-id=runner-tiny"],
         capture_output=True, text=True, check=False,

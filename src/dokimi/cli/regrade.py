@@ -1,4 +1,5 @@
-"""``dokimi repo regrade BATCH [--sample N] [--seed S] [--json]``: grading must be deterministic.
+"""``dokimi repo regrade BATCH [--sample N] [--seed S] [--from-files] [--json]``: grading must be
+deterministic.
 
 Exit codes: 0 every sampled cell regraded to the same verdict and metrics; 1 a mismatch (each listed with the
 metric that moved) or a cell that could not be regraded; 2 not a batch, no docker, the batch's image missing.
@@ -24,6 +25,13 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
     type=click.Path(file_okay=False, path_type=Path),
     help="A full clone of the source for {source_dir} (default: the batch's source).",
 )
+@click.option(
+    "--from-files",
+    is_flag=True,
+    help="Recompute the verdicts from the files grading left (grade.json, merge.json, perf/check.json); "
+    "no container.",
+)
+@click.option("--judge-bin", help="The Claude Code executable the rubric judge runs again on.")
 @json_option
 def regrade(
     batch: Path,
@@ -31,21 +39,35 @@ def regrade(
     seed: int,
     caches: tuple[str, ...],
     source_dir: Path | None,
+    from_files: bool,
+    judge_bin: str | None,
     as_json: bool,
 ) -> int:
     """Regrade a sample of BATCH's finished cells from copies of their run directories.
 
     The batch's grade entry point runs again in its image on a copy of each sampled cell's inputs; the
-    original grade.json and result.json are never touched. Every metric, gate entry and the verdict are
-    compared; each mismatch is listed with what moved. Exit 1 on any mismatch. --json prints a
-    repo_regrade.v1 document.
+    original grade.json and result.json are never touched. For a task with a rubric the judge runs again on
+    the stored diff, its verdict cache bypassed. Every metric, gate entry and the verdict are compared; each
+    mismatch is listed with what moved. Exit 1 on any mismatch. --json prints a repo_regrade.v1 document.
+
+    --from-files runs no container: the verdict of each sampled cell is recomputed from the files its
+    grading left, with the same gate function as the run.
     """
     from dokimi.cli.run import _caches
-    from dokimi.grading.regrade import regrade_batch, regrade_document
+    from dokimi.grading.regrade import regrade_batch, regrade_document, regrade_from_files
 
-    report = regrade_batch(
-        batch, sample=sample, seed=seed, caches=_caches(caches), source_dir=source_dir, progress=None
-    )
+    if from_files:
+        report = regrade_from_files(batch, sample=sample, seed=seed)
+    else:
+        report = regrade_batch(
+            batch,
+            sample=sample,
+            seed=seed,
+            caches=_caches(caches),
+            source_dir=source_dir,
+            progress=None,
+            judge_bin=judge_bin,
+        )
     if as_json:
         emit_json(regrade_document(report))
     else:

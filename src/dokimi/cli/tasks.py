@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from dokimi.cli._common import (
     source_argument,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+if TYPE_CHECKING:
+    from dokimi.grading.environment import JudgeSettings
 
 
 @click.group("tasks")
@@ -83,6 +86,15 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the run directories and tasks-check.json here (default: a temporary directory).",
 )
+@click.option(
+    "--judge-model",
+    "judge_model",
+    metavar="MODEL_ID",
+    help="Also run the rubric judge (a paid model call) on the null and oracle workspaces of tasks with a "
+    "rubric. Without it tasks check makes no model call, and mergeable is decided on the scope and "
+    "test-integrity checks (repo rubric check admits the judge's part).",
+)
+@click.option("--judge-bin", "judge_bin", help="The Claude Code executable the judge runs (default: found).")
 @json_option
 def check(
     source: str,
@@ -97,6 +109,8 @@ def check(
     source_dir: Path | None,
     grade_timeout: float,
     out: Path | None,
+    judge_model: str | None,
+    judge_bin: str | None,
     as_json: bool,
 ) -> int:
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
@@ -117,6 +131,7 @@ def check(
         out_dir=out,
         source_dir=source_dir,
         grade_timeout_s=grade_timeout,
+        judge=_judge(judge_model, judge_bin),
     )
     with open_source(source) as repo:
         loaded = load_manifest(
@@ -208,3 +223,13 @@ def _table(report: Any) -> None:
     verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
     lines.append(f"{verdict}{' (warm)' if report.warm else ''}")
     print_lines(lines)
+
+
+def _judge(model: str | None, binary: str | None) -> JudgeSettings | None:
+    if model is None:
+        return None
+    from dokimi.grading.environment import JudgeSettings
+    from dokimi.merge import JudgeOptions, require_full_model_id
+
+    require_full_model_id(model)
+    return JudgeSettings(model, JudgeOptions(bin=binary))

@@ -39,6 +39,7 @@ from dokimi.grading.gate import GateVerdict, evaluate_gate
 from dokimi.rundir import (
     AGENT_GIT,
     GRADE_JSON,
+    GRADE_RUN_JSON,
     STATIC_JSON,
     WORKSPACE,
     entry_stderr,
@@ -377,14 +378,21 @@ class GradeOutcome:
 
 
 def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name: str) -> GradeOutcome:
-    """Grade one run directory: move the agent's git configuration aside, run ``grade``, read grade.json and
-    evaluate the gate. A non-zero exit or a timeout is a grader failure even when a grade.json was written."""
+    """Grade one run directory: move the agent's git configuration aside, run ``grade``, record how it ended
+    (grade_run.json), read grade.json and evaluate the gate. A non-zero exit or a timeout is a grader failure
+    even when a grade.json was written."""
+    from dokimi.schemas._base import write_document
+    from dokimi.schemas.grading import GradeRun
+
     move_agent_git(run_dir)
-    stale = run_dir / GRADE_JSON
-    if os.path.lexists(stale):
-        stale.unlink()
+    for stale in (run_dir / GRADE_JSON, run_dir / GRADE_RUN_JSON):
+        if os.path.lexists(stale):
+            stale.unlink()
     entry = run_entry_point(environment, run_dir, task, "grade", name=name)
     error = entry.failure(environment.grade_timeout_s)
+    ran = GradeRun(returncode=entry.returncode, timed_out=entry.timed_out, failure=error)
+    safefs.remove(run_dir / GRADE_RUN_JSON, trusted=run_dir)  # whatever the grader left in its place
+    write_document(run_dir / GRADE_RUN_JSON, ran)
     grade: RepoGrade | None = None
     if error is None:
         grade, error = read_grade(run_dir / GRADE_JSON)

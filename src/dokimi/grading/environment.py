@@ -55,6 +55,10 @@ class GradeEnvironment:
     """The rubric judge for tasks with a rubric.json (mergeability); None: not run."""
     review_rules: RepoReviewRules | None = None
     """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
+    mergeable_without_judge: bool = False
+    """``tasks check``: without a judge, a run that passes every deterministic check (pass and the other gate
+    entries, scope, test integrity) is mergeable; the judge's part is ``repo rubric check``'s. A batch keeps
+    it False: there, mergeable is never true without the judge."""
     egress_network: str | None = None
     """``--agent-network``: the network of a task with egress while the egress proxy is missing."""
     grade_timeout_s: float = GRADE_TIMEOUT_S

@@ -5,7 +5,7 @@
 2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
 3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
 4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
-5. the gate over everything measured.
+5. the gate, once, over the files these steps wrote (:func:`dokimi.grading.verdict.verdict_from_files`).
 
 The function takes the grade environment, the run directory and the task; what the agent's side knows that
 grading needs (the ignored files before the run, how to prepare a workspace like the cell's, the container
@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi.grading import merge
-from dokimi.grading.entrypoints import grade_run
+from dokimi.grading.entrypoints import GradeOutcome, grade_run
 from dokimi.grading.environment import GradeEnvironment
-from dokimi.grading.gate import GateVerdict, MetricValue, evaluate_gate
+from dokimi.grading.gate import GateVerdict, MetricValue
 from dokimi.grading.perf import PrepareWorkspace, perf_metrics
+from dokimi.grading.verdict import gate_over
 
 if TYPE_CHECKING:
     from dokimi.schemas.rubric import RepoRubric
@@ -57,6 +58,8 @@ class GradedCell:
     metrics: dict[str, MetricValue]
     judge_cost_usd: float | None = None
     """What the rubric judge cost for this run (None when it did not run or answered from its cache)."""
+    grade: GradeOutcome | None = None
+    """How the grade container ended and the grade.json it wrote (None when grading never ran)."""
 
 
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
@@ -80,19 +83,12 @@ def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: 
         if checks.verdict is not None and not checks.verdict.cached:
             judge_cost = checks.verdict.cost_usd
     outcome = grade_run(environment, run_dir, task, name=facts.container("grade"))
-    verdict = outcome.verdict
-    metrics: dict[str, MetricValue] = dict(outcome.grade.metrics) if outcome.grade is not None else {}
-    grade_doc = None if outcome.grader_failure else outcome.grade
-    extra: dict[str, MetricValue] = {}
-    if checks is not None and not verdict.grader_failure:
-        extra.update(merge.merge_metrics(environment, run_dir, task, checks=checks, grade=grade_doc))
-    if not verdict.grader_failure:
-        extra.update(
-            perf_metrics(
-                environment, run_dir, task, prepare=facts.prepare, container=facts.container, seed=facts.seed
-            )
+    merged = perf = None
+    if checks is not None and not outcome.grader_failure:
+        merged = merge.merge_metrics(environment, run_dir, task, checks=checks, grade=outcome.grade)
+    if not outcome.grader_failure:
+        perf = perf_metrics(
+            environment, run_dir, task, prepare=facts.prepare, container=facts.container, seed=facts.seed
         )
-    if extra:
-        verdict = evaluate_gate(task, grade_doc, extra_metrics=extra)
-        metrics.update(extra)
-    return GradedCell(verdict, metrics, judge_cost)
+    found = gate_over(task, outcome.grade, outcome.verdict.grader_error, merged, perf)
+    return GradedCell(found.verdict, found.metrics, judge_cost, outcome)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.merge import (
@@ -37,8 +36,9 @@ from dokimi.merge import (
 )
 from dokimi.rules import rules_for_judge
 from dokimi.rundir import MERGE_JSON, RUBRIC_JSON, WORKSPACE, WORKSPACE_DIFF, WORKSPACE_DIFF_JSON
-from dokimi.schemas._base import read_document, write_text_atomic
+from dokimi.schemas._base import read_document, write_document, write_text_atomic
 from dokimi.schemas.grade import RepoGrade
+from dokimi.schemas.grading import MergeDoc, WorkspaceDiffDoc
 from dokimi.schemas.rubric import RepoRubric
 from dokimi.schemas.task import Task
 
@@ -47,8 +47,10 @@ __all__ = [
     "MergeChecks",
     "after_agent",
     "before_agent",
+    "checks_of_diff",
     "load_rubric",
     "merge_metrics",
+    "stored_diff",
 ]
 
 MetricValue = bool | int | float | None
@@ -86,11 +88,23 @@ def after_agent(
     ignored_before: set[str],
     base_date: str | None,
 ) -> MergeChecks:
-    """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs. Team
-    rules reach the judge only when the task's base is on or after their cut date."""
+    """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs."""
     diff = take_workspace_diff(run_dir / WORKSPACE, start_sha, ignored_before=ignored_before)
     write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
-    _write_json(run_dir / WORKSPACE_DIFF_JSON, diff.to_json())
+    write_document(run_dir / WORKSPACE_DIFF_JSON, WorkspaceDiffDoc.model_validate(diff.to_json()))
+    return checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=base_date)
+
+
+def checks_of_diff(
+    environment: GradeEnvironment,
+    task: Task,
+    *,
+    rubric: RepoRubric,
+    diff: WorkspaceDiff,
+    base_date: str | None,
+) -> MergeChecks:
+    """Scope and the judge's verdict on one diff (the judge when the environment has one). Team rules reach
+    the judge only when the task's base is on or after their cut date."""
     scope = check_scope(diff, rubric.scope)
     verdict = None
     judge = environment.judge
@@ -108,10 +122,31 @@ def after_agent(
     return MergeChecks(rubric=rubric, diff=diff, scope=scope, verdict=verdict)
 
 
+def stored_diff(run_dir: Path) -> WorkspaceDiff | None:
+    """The workspace diff a cell stored before its grade (workspace_diff.json and workspace.diff), or None
+    when it has none or they cannot be read."""
+    from dokimi.errors import DocumentError
+    from dokimi.merge.diff import ChangedFile
+
+    record, text = run_dir / WORKSPACE_DIFF_JSON, run_dir / WORKSPACE_DIFF
+    if record.is_symlink() or text.is_symlink() or not record.is_file() or not text.is_file():
+        return None
+    try:
+        doc = read_document(record, WorkspaceDiffDoc)
+        diff_text = text.read_text(encoding="utf-8", errors="surrogateescape")
+    except (DocumentError, OSError):
+        return None
+    files = tuple(ChangedFile(f.status, f.old_path, f.new_path, f.added, f.deleted) for f in doc.files)
+    ignored = doc.ignored_created
+    return WorkspaceDiff(
+        doc.start_sha, files, diff_text, tuple(ignored or ()), ignored_measured=ignored is not None
+    )
+
+
 def merge_metrics(
     environment: GradeEnvironment, run_dir: Path, task: Task, *, checks: MergeChecks, grade: RepoGrade | None
-) -> dict[str, MetricValue]:
-    """``mergeable`` and ``merge_score`` for the run's metrics; the reasons are written to merge.json."""
+) -> MergeDoc:
+    """merge.json: ``mergeable`` and ``merge_score`` for the run's metrics, with the reasons."""
     grade_metrics = grade_metrics_of(grade) if grade is not None else None
     tests_skipped = grade.metrics.get("tests_skipped") if grade is not None else None
     integrity: IntegrityVerdict = check_test_integrity(
@@ -120,21 +155,17 @@ def merge_metrics(
         tests_skipped=tests_skipped if isinstance(tests_skipped, (int, float)) else None,
     )
     outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.verdict)
-    _write_json(
-        run_dir / MERGE_JSON,
-        {
-            "mergeable": outcome.mergeable,
-            "merge_score": outcome.merge_score,
-            "reasons": outcome.reasons,
-            "scope": checks.scope.to_json(),
-            "integrity": integrity.to_json(),
-            "judge": checks.verdict.to_json() if checks.verdict is not None else None,
-        },
+    mergeable, score, reasons = outcome.mergeable, outcome.merge_score, list(outcome.reasons)
+    if mergeable is None and checks.verdict is None and environment.mergeable_without_judge:
+        mergeable = True
+        reasons = ["mergeable on the deterministic checks; the judge's part is repo rubric check's"]
+    document = MergeDoc(
+        mergeable=mergeable,
+        merge_score=score,
+        reasons=reasons,
+        scope=checks.scope.to_json(),
+        integrity=integrity.to_json(),
+        judge=checks.verdict.to_json() if checks.verdict is not None else None,
     )
-    return dict(outcome.metrics)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    import json
-
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_document(run_dir / MERGE_JSON, document)
+    return document

@@ -26,7 +26,6 @@ all raises ContainerError (an environment problem). The whole check is written t
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -66,6 +65,7 @@ from dokimi.rundir import (
 )
 
 if TYPE_CHECKING:
+    from dokimi.schemas.grading import PerfCheckDoc
     from dokimi.schemas.perf import RepoPerf
     from dokimi.schemas.task import Task
 
@@ -160,6 +160,8 @@ class PerfCheck:
 
     report: PerfReport
     invocations: int
+    document: PerfCheckDoc | None = None
+    """What was written to perf/check.json."""
 
     @property
     def metrics(self) -> dict[str, bool | float | None]:
@@ -288,21 +290,24 @@ def run_perf_check(
     else:
         report = evaluate(measurements, perf.tolerance, sizes=perf.sizes, floor=noise_floor)
     check = PerfCheck(report, invocations)
-    document = {
-        "task": task.id,
-        "seed": seed,
-        "plan": [list(order) for order in plan_rounds(perf.rounds, seed)],
-        "tolerance": perf.tolerance,
-        "metric": perf.metric,
-        "noise_floor": noise_floor,
-        "invocations": invocations,
-        "metrics": check.metrics,
-        **report.to_json(),
-    }
-    text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    from dokimi.schemas._base import write_text_atomic
+    from dokimi.schemas._base import write_document
+    from dokimi.schemas.grading import PerfCheckDoc
 
-    write_text_atomic(perf_dir / PERF_CHECK_JSON, text)
+    document = PerfCheckDoc.model_validate(
+        {
+            "task": task.id,
+            "seed": seed,
+            "plan": [list(order) for order in plan_rounds(perf.rounds, seed)],
+            "tolerance": perf.tolerance,
+            "metric": perf.metric,
+            "noise_floor": noise_floor,
+            "invocations": invocations,
+            "metrics": check.metrics,
+            **report.to_json(),
+        }
+    )
+    write_document(perf_dir / PERF_CHECK_JSON, document)
+    check.document = document
     return check
 
 
@@ -347,19 +352,18 @@ def perf_metrics(
     prepare: PrepareWorkspace,
     container: Callable[[str], str],
     seed: int,
-) -> dict[str, bool | int | float | None]:
-    """perf_ratio, perf_pass and perf_scaling_ok for a task with a ``perf`` object: the
-    cell's workspace measured against its oracle variant, in the grade container. Empty for other tasks.
-    ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
+) -> PerfCheckDoc | None:
+    """perf/check.json (perf_ratio, perf_pass and perf_scaling_ok) for a task with a ``perf`` object: the
+    cell's workspace measured against its oracle variant, in the grade container. None for other tasks. ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
     if task_perf(task) is None or environment.entry_points.perf is None:
-        return {}
+        return None
     oracle_dir = prepare_oracle_variant(
         environment, run_dir, task, prepare=prepare, name=container("perf-oracle")
     )
     check = run_perf_check(
         environment, run_dir, task, oracle_run_dir=oracle_dir, name=container("perf"), seed=seed
     )
-    return dict(check.metrics)
+    return check.document
 
 
 def check_finished_cell(

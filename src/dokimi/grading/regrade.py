@@ -4,8 +4,14 @@ For each sampled cell, the grade inputs of its run directory (workspace/, task.j
 answer.txt, agent.stdout) are copied into a scratch run directory under ``<batch>/_eval/regrade/``; the
 batch's ``grade`` entry point runs there in the batch's image with the batch's exported eval_dir, exactly as
 the cell's own grade did, and the verdict is computed by the same code
-(:func:`dokimi.grading.entrypoints.grade_run`).
-The original grade.json and result.json are never touched.
+(:func:`dokimi.grading.verdict.gate_over`).
+For a task with a rubric, the scope check and the judge run again on the diff the cell stored before its
+grade, with the judge's verdict cache bypassed: the sample measures whether the judge repeats its verdict. The
+perf check is carried over (it measures time, not a verdict). The original grade.json and result.json are
+never touched.
+
+``--from-files`` (:func:`regrade_from_files`) runs no container: each sampled cell's verdict is recomputed
+from the files its grading left, by the same gate function.
 
 Every metric of either result, every gate entry, the verdict (``passed``), ``score`` and ``grader_failure``
 are compared for exact equality: a deterministic grader gives the same value, so any difference is flagged
@@ -23,10 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, TASK_JSON, WORKSPACE
+from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, META_JSON, TASK_JSON, WORKSPACE, task_dir
 
 if TYPE_CHECKING:
     from dokimi.batch import Cell
+    from dokimi.grading.environment import GradeEnvironment
+    from dokimi.grading.finished import FinishedBatch
+    from dokimi.schemas.grading import MergeDoc
     from dokimi.schemas.regrade import RegradeDoc
     from dokimi.schemas.result import Result
 
@@ -38,6 +47,7 @@ __all__ = [
     "copy_grade_inputs",
     "regrade_batch",
     "regrade_document",
+    "regrade_from_files",
     "regraded_result",
     "sample_cells",
 ]
@@ -232,6 +242,7 @@ def regrade_batch(
     caches: dict[str, Path] | None = None,
     source_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    judge_bin: str | None = None,
 ) -> RegradeReport:
     """Regrade ``sample`` finished cells of the batch at ``root`` (all of them when None); see the module
     docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image),
@@ -245,39 +256,66 @@ def regrade_batch(
         raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
     with batch_writer(root, "repo regrade"):
         return _regrade(
-            root, sample=sample, seed=seed, caches=caches, source_dir=source_dir, progress=progress
+            root,
+            RegradeRequest(sample, seed, caches, source_dir, judge_bin),
+            progress=progress,
         )
 
 
-def _regrade(
-    root: Path,
-    *,
-    sample: int | None,
-    seed: int,
-    caches: dict[str, Path] | None,
-    source_dir: Path | None,
-    progress: Callable[[str], None] | None,
-) -> RegradeReport:
+@dataclass(frozen=True)
+class RegradeRequest:
+    sample: int | None
+    seed: int
+    caches: dict[str, Path] | None = None
+    source_dir: Path | None = None
+    judge_bin: str | None = None
+    """The Claude Code executable the judge runs on (default: the profile's)."""
+
+
+def regrade_from_files(root: Path, *, sample: int | None, seed: int) -> RegradeReport:
+    """``repo regrade --from-files``: recompute each sampled cell's verdict from the files its grading left
+    (grade_run.json, grade.json, merge.json, perf/check.json) with the same gate function as the run, and no
+    container. Nothing is written."""
+    from dokimi.batch import load_batch
+    from dokimi.errors import DokimiError
+    from dokimi.grading.verdict import verdict_from_files
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.task import Task
+
+    root = Path(root).absolute()
+    batch = load_batch(root)
+    finished = batch.finished()
+    report = RegradeReport(root, sample, seed, len(finished))
+    for cell in sample_cells(finished, sample, seed):
+        assert cell.result is not None
+        entry = RegradedCell(cell.rel)
+        report.cells.append(entry)
+        try:
+            task = read_document(cell.dir / TASK_JSON, Task, trusted=root)
+        except DokimiError as exc:
+            entry.error = exc.message
+            continue
+        found = verdict_from_files(cell.dir, task)
+        again = regraded_result(cell.result, found.verdict, found.metrics)
+        entry.grader_error = again.grader_error
+        entry.mismatches = compare_results(cell.result, again)
+    return report
+
+
+def _regrade(root: Path, request: RegradeRequest, *, progress: Callable[[str], None] | None) -> RegradeReport:
     from dokimi import safefs
     from dokimi.batch import load_batch
     from dokimi.errors import DokimiError
-    from dokimi.grading.entrypoints import grade_run
     from dokimi.grading.finished import open_finished_batch
-    from dokimi.grading.gate import evaluate_gate
-    from dokimi.sandbox.container import container_name
-    from dokimi.sandbox.specs import workspace_cap_bytes
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.grade import FRAMEWORK_METRICS
-    from dokimi.schemas.task import Task
 
     batch = load_batch(root)
-    finished_batch = open_finished_batch(root, caches=caches, hint="regrade a batch that repo run wrote")
-    grade_command = finished_batch.environment.entry_points.grade
-    environment = finished_batch.with_source_dir(grade_command, source_dir).environment
+    opened = open_finished_batch(root, caches=request.caches, hint="regrade a batch that repo run wrote")
+    grade_command = opened.environment.entry_points.grade
+    opened = opened.with_source_dir(grade_command, request.source_dir)
     finished = batch.finished()
-    chosen = sample_cells(finished, sample, seed)
-    report = RegradeReport(root, sample, seed, len(finished))
-    scratch_root = finished_batch.layout.regrade
+    chosen = sample_cells(finished, request.sample, request.seed)
+    report = RegradeReport(root, request.sample, request.seed, len(finished))
+    scratch_root = opened.layout.regrade
     for cell in chosen:
         assert cell.result is not None
         entry = RegradedCell(cell.rel)
@@ -286,29 +324,10 @@ def _regrade(
             progress(f"regrading {cell.rel}")
         scratch = scratch_root / cell.rel
         try:
-            safefs.remove(scratch, trusted=root)
-            copy_grade_inputs(
-                cell.dir,
-                scratch,
-                trusted=root,
-                max_workspace_bytes=workspace_cap_bytes(finished_batch.manifest.image),
-            )
-            task = read_document(scratch / TASK_JSON, Task, trusted=root)
-            outcome = grade_run(
-                environment, scratch, task, name=container_name(batch.name, cell.rel, "regrade")
-            )
+            again = _regrade_cell(opened, cell, scratch, request)
         except (DokimiError, OSError) as exc:
             entry.error = exc.message if isinstance(exc, DokimiError) else str(exc)
             continue
-        metrics = dict(outcome.grade.metrics) if outcome.grade is not None else {}
-        verdict = outcome.verdict
-        # mergeable and merge_score come from the framework's checks, not from grade: carry them over so the
-        # regrade tests the grader alone (the judge is not run again here).
-        framework = {k: v for k, v in cell.result.metrics.items() if k in FRAMEWORK_METRICS}
-        if framework and outcome.grade is not None and not verdict.grader_failure:
-            verdict = evaluate_gate(task, outcome.grade, extra_metrics=framework)
-        metrics.update(framework)
-        again = regraded_result(cell.result, verdict, metrics)
         entry.grader_error = again.grader_error
         entry.mismatches = compare_results(cell.result, again)
         if not entry.mismatches:
@@ -316,3 +335,63 @@ def _regrade(
     if scratch_root.is_dir() and not any(scratch_root.rglob(GRADE_JSON)):
         shutil.rmtree(scratch_root, ignore_errors=True)
     return report
+
+
+def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: RegradeRequest) -> Result:
+    """One cell graded again on a copy of its inputs: grade in a container, and for a task with a rubric the
+    scope check and the judge again on the diff the cell stored before its grade, the judge's verdict cache
+    bypassed (the regrade sample measures whether the judge repeats itself). The perf check is not rerun:
+    its measurement is carried over."""
+    from dokimi import safefs
+    from dokimi.grading import merge
+    from dokimi.grading.entrypoints import grade_run
+    from dokimi.grading.verdict import gate_over, read_merge, read_perf_check
+    from dokimi.sandbox.container import container_name
+    from dokimi.sandbox.specs import workspace_cap_bytes
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.meta import Meta
+    from dokimi.schemas.task import Task
+
+    assert cell.result is not None
+    root = opened.layout.root
+    safefs.remove(scratch, trusted=root)
+    copy_grade_inputs(
+        cell.dir, scratch, trusted=root, max_workspace_bytes=workspace_cap_bytes(opened.manifest.image)
+    )
+    task = read_document(scratch / TASK_JSON, Task, trusted=root)
+    checks = None
+    original_merge = read_merge(cell.dir)
+    diff = merge.stored_diff(cell.dir) if original_merge is not None else None
+    rubric = merge.load_rubric(task_dir(opened.layout.content, opened.manifest, task.id))
+    environment = _rejudging(opened, original_merge, request.judge_bin)
+    if diff is not None and rubric is not None:
+        meta = read_document(scratch / META_JSON, Meta, trusted=root)
+        checks = merge.checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=meta.base_date)
+    outcome = grade_run(
+        environment, scratch, task, name=container_name(opened.layout.name, cell.rel, "regrade")
+    )
+    merged = original_merge if checks is None else None
+    if checks is not None and not outcome.grader_failure:
+        merged = merge.merge_metrics(environment, scratch, task, checks=checks, grade=outcome.grade)
+    found = gate_over(task, outcome.grade, outcome.verdict.grader_error, merged, read_perf_check(cell.dir))
+    return regraded_result(cell.result, found.verdict, found.metrics)
+
+
+def _rejudging(opened: FinishedBatch, original: MergeDoc | None, judge_bin: str | None) -> GradeEnvironment:
+    """The batch's grade environment with the judge that judged the cell (its model from merge.json), its
+    cache bypassed; without a judge verdict in merge.json, no judge."""
+    import dataclasses
+
+    from dokimi.grading.environment import JudgeSettings
+    from dokimi.merge import JudgeOptions
+    from dokimi.rules import load_review_rules
+
+    judged = original.judge if original is not None else None
+    model = judged.get("model") if isinstance(judged, dict) else None
+    if not isinstance(model, str):
+        return opened.environment
+    return dataclasses.replace(
+        opened.environment,
+        judge=JudgeSettings(model, JudgeOptions(bin=judge_bin, use_cache=False)),
+        review_rules=load_review_rules(opened.layout.content),
+    )

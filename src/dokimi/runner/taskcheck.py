@@ -37,9 +37,12 @@ from pydantic import Field
 
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import is_glob
-from dokimi.grading.entrypoints import GradeOutcome, grade_run, needs_source_dir, run_entry_point
-from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.grading.entrypoints import GradeOutcome, needs_source_dir, run_entry_point
+from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeSettings
 from dokimi.grading.gate import GateVerdict, reaches_score_max
+from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
+from dokimi.grading.merge import before_agent, load_rubric
+from dokimi.rules import load_review_rules
 from dokimi.rundir import (
     ANSWER_TXT,
     CONTENT_DIR,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
+    from dokimi.workspace import PreparedWorkspace
 
 SCHEMA = "repo_tasks_check.v1"
 WARM_NETWORK = "bridge"
@@ -156,6 +160,9 @@ class CheckOptions:
     build_timeout_s: float = BUILD_TIMEOUT_S
     kill_grace_s: float | None = None
     """Grace between SIGTERM and the kill of a container at its timeout (default 10 s)."""
+    judge: JudgeSettings | None = None
+    """The rubric judge (a model call) for tasks with a rubric; None: no model call, and mergeable is decided
+    on the deterministic checks (``repo rubric check`` admits the judge's part)."""
 
 
 ProgressFn = Callable[[str, str], None]
@@ -268,6 +275,9 @@ def check_tasks(
             grading,
             grade_timeout_s=options.grade_timeout_s,
             kill_grace_s=options.kill_grace_s,
+            judge=options.judge,
+            review_rules=load_review_rules(content),
+            mergeable_without_judge=True,
         )
         ctx = _Context(
             repo=repo,
@@ -479,6 +489,7 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
     _write_inputs(ctx, run_dir, task, prepared.meta_fields())
     prepare_agent_dirs(run_dir, image_env(ctx.manifest.image, task=task.id).scratch)
     cell = f"{task.id}-{phase}"
+    facts = _facts(ctx, task, run_dir, prepared, cell)
     if phase == "null":
         probe = _probe(ctx, task, run_dir, cell)
         outcome.checks.append(
@@ -493,9 +504,41 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         if failure is not None:
             return
     started = time.monotonic()
-    graded = grade_run(ctx.grading, run_dir, task, name=container_name(ctx.batch, cell, "grade"))
+    graded = grade_cell(ctx.grading, run_dir, task, facts)
+    assert graded.grade is not None
     outcome.report = _phase_report(graded, time.monotonic() - started)
-    outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded))
+    outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded.grade))
+
+
+def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace, cell: str) -> CellFacts:
+    """What grading needs to measure mergeable and perf_pass of the null and oracle workspaces as it does
+    for a cell: the ignored files before the oracle ran, and how to prepare the perf check's oracle
+    variant."""
+    assert ctx.manifest.eval_dir is not None
+    eval_dir = ctx.manifest.eval_dir
+    rubric = load_rubric(_task_dir_in_content(ctx, task.id))
+    ignored = before_agent(run_dir / WORKSPACE, prepared.start_sha) if rubric is not None else set()
+
+    def prepare_oracle_variant(dest: Path) -> object:
+        return prepare_workspace(
+            ctx.repo,
+            task,
+            eval_dir=eval_dir,
+            guidance_globs=ctx.loaded.guidance_globs,
+            arm=ARM_RAW,
+            profile=None,
+            dest=dest,
+            patches_root=_task_dir_in_content(ctx, task.id),
+        )
+
+    return CellFacts(
+        start_sha=prepared.start_sha,
+        base_date=prepared.base_date,
+        rubric=rubric,
+        ignored_before=frozenset(ignored),
+        prepare=prepare_oracle_variant,
+        container=lambda role: container_name(ctx.batch, cell, role),
+    )
 
 
 def _probe(ctx: _Context, task: Task, run_dir: Path, cell: str) -> ProbeResult:
@@ -514,17 +557,19 @@ def _probe(ctx: _Context, task: Task, run_dir: Path, cell: str) -> ProbeResult:
     )
 
 
-def _phase_report(graded: GradeOutcome, duration: float) -> PhaseReport:
+def _phase_report(graded: GradedCell, duration: float) -> PhaseReport:
     verdict = graded.verdict
+    assert graded.grade is not None
+    stderr = graded.grade.entry.stderr_tail(STDERR_TAIL_LINES)
     return PhaseReport(
         gated=verdict.gated,
         passed=verdict.passed,
         score=verdict.score,
         gate_results=verdict.gate_results,
-        metrics=dict(graded.grade.metrics) if graded.grade is not None else {},
+        metrics=dict(graded.metrics),
         grader_failure=verdict.grader_failure,
         grader_error=verdict.grader_error,
-        grade_stderr=graded.entry.stderr_tail(STDERR_TAIL_LINES) or None if verdict.grader_failure else None,
+        grade_stderr=stderr or None if verdict.grader_failure else None,
         duration_s=round(duration, 3),
     )
 

@@ -1,0 +1,204 @@
+"""Verdicts from files: the gate evaluated once, over what grading left in the run directory, and the one
+reading of a finished cell's result.json that report, compare and regrade share.
+
+:func:`verdict_from_files` reads grade_run.json (how the grade container ended), grade.json (untrusted: the
+grader wrote it), merge.json (mergeable, merge_score) and perf/check.json (perf_ratio, perf_pass,
+perf_scaling_ok) and evaluates the gate once over all of them (:func:`gate_over`). The cell calls
+:func:`gate_over` with the documents as it wrote them (never read back: a later container of the cell, the
+perf check's, runs the agent's code with the run directory mounted); ``repo regrade --from-files`` calls
+:func:`verdict_from_files` on a finished run directory with no container.
+
+:class:`CellReading` is how a result.json counts: passed (a gated cell with a true verdict and no grader
+failure), score (a score-only cell), mergeable, the test-pass gate beside it (the gate without ``mergeable``),
+and any metric by name, with a grader failure failing every gated metric.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from dokimi.errors import DocumentError
+from dokimi.grading.gate import GateVerdict, MetricValue, evaluate_gate
+from dokimi.rundir import GRADE_JSON, GRADE_RUN_JSON, MERGE_JSON, PERF_CHECK_JSON, PERF_DIR
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from dokimi.schemas.grade import RepoGrade
+    from dokimi.schemas.grading import GradeRun, MergeDoc, PerfCheckDoc
+    from dokimi.schemas.result import Result
+    from dokimi.schemas.task import Task
+
+__all__ = [
+    "MERGEABLE",
+    "CellReading",
+    "FileVerdict",
+    "gate_over",
+    "read_cell",
+    "verdict_from_files",
+]
+
+MERGEABLE = "mergeable"
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+M = TypeVar("M", bound="BaseModel")
+
+
+@dataclass(frozen=True)
+class FileVerdict:
+    """The verdict of one run and every metric measured (grade.json's and the framework's)."""
+
+    verdict: GateVerdict
+    metrics: dict[str, MetricValue]
+    grade: RepoGrade | None = None
+    """grade.json when it could be read (also on a grader failure that breaks a rule of grade.json)."""
+
+
+def _framework_document(path: Path, model: type[M]) -> M | None:
+    """A document the framework wrote into the run directory, or None when it is absent. The directory is
+    shared with the grader, so a link or a non-file in its place counts as absent."""
+    from dokimi.schemas._base import read_document
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT_BYTES:
+        return None
+    try:
+        return read_document(path, model)
+    except DocumentError:
+        return None
+
+
+def read_grade_run(run_dir: Path) -> GradeRun | None:
+    from dokimi.schemas.grading import GradeRun
+
+    return _framework_document(run_dir / GRADE_RUN_JSON, GradeRun)
+
+
+def read_merge(run_dir: Path) -> MergeDoc | None:
+    from dokimi.schemas.grading import MergeDoc
+
+    return _framework_document(run_dir / MERGE_JSON, MergeDoc)
+
+
+def read_perf_check(run_dir: Path) -> PerfCheckDoc | None:
+    from dokimi.schemas.grading import PerfCheckDoc
+
+    return _framework_document(run_dir / PERF_DIR / PERF_CHECK_JSON, PerfCheckDoc)
+
+
+def gate_over(
+    task: Task,
+    grade: RepoGrade | None,
+    error: str | None,
+    merge: MergeDoc | None,
+    perf: PerfCheckDoc | None,
+) -> FileVerdict:
+    """The gate, once, over grading's documents: ``error`` is why grade.json cannot be used (the container
+    failed, no file, an invalid one); a grader failure fails every gated entry, and the framework's metrics
+    (merge.json, perf/check.json) count only when grading did not fail."""
+    metrics: dict[str, MetricValue] = dict(grade.metrics) if grade is not None else {}
+    verdict = evaluate_gate(task, grade, error=error)
+    if verdict.grader_failure:
+        return FileVerdict(verdict, metrics, grade)
+    extra: dict[str, MetricValue] = {}
+    if merge is not None:
+        extra.update(merge.metrics)
+    if perf is not None:
+        extra.update(perf.metrics)
+    if extra:
+        verdict = evaluate_gate(task, grade, extra_metrics=extra)
+        metrics.update(extra)
+    return FileVerdict(verdict, metrics, grade)
+
+
+def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
+    """:func:`gate_over` the files grading left in ``run_dir`` (see the module docstring): grade_run.json,
+    then grade.json (untrusted), merge.json and perf/check.json."""
+    from dokimi.grading.entrypoints import read_grade
+
+    ran = read_grade_run(run_dir)
+    grade: RepoGrade | None = None
+    error = ran.failure if ran is not None else None
+    if error is None:
+        grade, error = read_grade(run_dir / GRADE_JSON)
+    return gate_over(task, grade, error, read_merge(run_dir), read_perf_check(run_dir))
+
+
+# --- reading a finished cell -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellReading:
+    """How one result.json counts in reports and comparisons."""
+
+    result: Result
+
+    @property
+    def gated(self) -> bool:
+        return self.result.gated
+
+    @property
+    def passed(self) -> bool:
+        """A gated cell passes only with a true verdict and no grader failure."""
+        r = self.result
+        return bool(r.gated and r.passed and not r.grader_failure)
+
+    @property
+    def score(self) -> float | None:
+        """The score of a score-only cell; None for a gated cell or a score that was not measured. A
+        score-only cell whose grader failed scores 0: a failure, never left out."""
+        r = self.result
+        if r.gated:
+            return None
+        if r.grader_failure:
+            return 0.0
+        return r.score
+
+    @property
+    def mergeable(self) -> bool | None:
+        """``mergeable`` (a grader failure is not mergeable); None when not measured."""
+        value = self.result.metrics.get(MERGEABLE)
+        if isinstance(value, bool):
+            return value and not self.result.grader_failure
+        return False if self.result.grader_failure else None
+
+    @property
+    def test_pass(self) -> bool | None:
+        """The gate without ``mergeable``: pass and every other gate entry (what the tests say). None for a
+        score-only cell."""
+        r = self.result
+        if not r.gated:
+            return None
+        if r.grader_failure:
+            return False
+        others = {k: v for k, v in r.gate_results.items() if k != MERGEABLE}
+        return all(v is True for v in others.values())
+
+    def metric(self, name: str) -> float | None:
+        """A metric as a number (booleans 0/1); None when the cell does not report it (null or absent). A
+        grader failure fails every gated metric and ``mergeable``: 0, never left out, which would favour the
+        arm whose agent broke its workspace."""
+        r = self.result
+        if r.grader_failure and (r.gate_results.get(name) is False or name == MERGEABLE):
+            return 0.0
+        return self.reported(name)
+
+    def reported(self, name: str) -> float | None:
+        """A metric as the cell's grade reported it, as a number (booleans 0/1); None when not measured."""
+        value = self.result.metrics.get(name)
+        if value is None:
+            return None
+        number = float(value)
+        return number if math.isfinite(number) else None
+
+
+def read_cell(result: Result) -> CellReading:
+    """The one reading of a finished cell."""
+    return CellReading(result)

@@ -1,0 +1,120 @@
+"""The documents grading writes into a run directory besides grade.json: how the grade container ended
+(grade_run.json), the workspace diff's record (workspace_diff.json), the mergeability outcome (merge.json) and
+the perf check (perf/check.json). The gate over files reads them (:mod:`dokimi.grading.verdict`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+
+MetricValue = bool | int | float | None
+
+
+class GradeRun(Document):
+    """repo_grade_run.v1: how the grade container ended, written by the framework after it exited (the grader
+    cannot write it: it is replaced after the container is gone)."""
+
+    schema_: Literal["repo_grade_run.v1"] = Field(default="repo_grade_run.v1", alias="schema")
+    """The document type."""
+    returncode: int | None
+    """grade's exit code; null when it was killed at its timeout."""
+    timed_out: bool
+    """grade ran past its timeout and was stopped."""
+    failure: str | None
+    """Why the run of grade failed (a timeout, a non-zero exit with the end of its stderr); null when it
+    exited 0. A failure makes the run a grader failure whatever grade.json says."""
+
+
+class ChangedFileDoc(Document):
+    """One changed path of the workspace diff (renames show as a deletion and an addition)."""
+
+    status: Literal["A", "M", "D", "T"]
+    """git's status letter: added, modified, deleted, type changed."""
+    old_path: str | None
+    """The path before the change; null for an addition."""
+    new_path: str | None
+    """The path after the change; null for a deletion."""
+    added: int
+    """Lines added (0 for a binary file)."""
+    deleted: int
+    """Lines deleted (0 for a binary file)."""
+
+
+class WorkspaceDiffDoc(Document):
+    """repo_workspace_diff.v1: the agent's change from start_sha, taken before grade ran (the text is
+    workspace.diff beside it)."""
+
+    schema_: Literal["repo_workspace_diff.v1"] = Field(default="repo_workspace_diff.v1", alias="schema")
+    """The document type."""
+    start_sha: str
+    """The workspace commit the agent started from."""
+    files: list[ChangedFileDoc]
+    """Every changed path, the old and the new path of each change."""
+    changed_lines: int
+    """Lines added plus lines deleted."""
+    ignored_created: list[str] | None
+    """Ignored files the run created (null when they were not measured)."""
+
+
+class MergeDoc(Document):
+    """repo_merge.v1: the mergeability of one run and why (mergeability)."""
+
+    schema_: Literal["repo_merge.v1"] = Field(default="repo_merge.v1", alias="schema")
+    """The document type."""
+    mergeable: bool | None
+    """null: not measured (no judge, or a judge failure), never false for that reason."""
+    merge_score: float | None
+    """The weighted share of non-blockers that pass; 0 when not mergeable."""
+    reasons: list[str]
+    """Why the run is not mergeable, or why it was not measured."""
+    scope: dict[str, Any] | None
+    """The scope check: passed and its problems."""
+    integrity: dict[str, Any] | None
+    """The test-integrity check: passed, its problems, and the blockers it gives the judge."""
+    judge: dict[str, Any] | None
+    """The primary judge's verdict per rubric item; null when the judge did not run."""
+    second_judge: dict[str, Any] | None = None
+    """The second judge's verdict (agreement only, never the score); null when there is none."""
+
+    @property
+    def metrics(self) -> dict[str, MetricValue]:
+        """``mergeable`` and ``merge_score`` for the run's metrics."""
+        return {"mergeable": self.mergeable, "merge_score": self.merge_score}
+
+
+class PerfCheckDoc(Document):
+    """repo_perf_check.v1: one cell's performance check (agent-modes), written to perf/check.json."""
+
+    schema_: Literal["repo_perf_check.v1"] = Field(default="repo_perf_check.v1", alias="schema")
+    """The document type."""
+    task: str
+    """The task id."""
+    seed: int
+    """The seed of the plan (the cell's repetition)."""
+    plan: list[list[str]]
+    """The order of the slots of each round."""
+    tolerance: float
+    """The largest candidate/oracle ratio that passes."""
+    metric: str
+    """The measured metric (repo_perf.v1 metric)."""
+    noise_floor: float
+    """The narrowest noise band (a share)."""
+    invocations: int
+    """How many times the perf entry point ran."""
+    metrics: dict[str, MetricValue]
+    """perf_ratio, perf_pass and perf_scaling_ok for the run's metrics."""
+    passed: bool | None
+    """perf_pass: null when not measured (the oracle's own run failed), never false for that reason."""
+    ratio: float | None
+    """The worst (largest) median ratio over the sizes."""
+    complexity_regression: bool | None
+    """The candidate scales worse than the oracle across sizes; null with fewer than two sizes."""
+    reason: str
+    """The verdict in words."""
+    error: str | None
+    """Why the check could not be completed (a run failed), when it could not."""
+    sizes: list[dict[str, Any]]
+    """One result per size: its rounds, the measured noise band and the verdict."""
