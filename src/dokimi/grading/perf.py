@@ -354,7 +354,8 @@ def perf_metrics(
     seed: int,
 ) -> PerfCheckDoc | None:
     """perf/check.json (perf_ratio, perf_pass and perf_scaling_ok) for a task with a ``perf`` object: the
-    cell's workspace measured against its oracle variant, in the grade container. None for other tasks. ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
+    cell's workspace measured against its oracle variant, in the grade container. None for other tasks.
+    ``container`` names the container of a role (``perf-oracle``, ``perf``)."""
     if task_perf(task) is None or environment.entry_points.perf is None:
         return None
     oracle_dir = prepare_oracle_variant(
