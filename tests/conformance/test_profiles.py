@@ -203,4 +203,24 @@ def test_a_vendor_profile_can_run_sealed(profile: HarnessProfile) -> None:
         return
     assert profile.endpoint_env and profile.credential_env
     assert set(profile.credential_env) <= set(profile.env_allow)
-    assert gateway_upstream(profile, {}) == profile.endpoint_default
+    if profile.endpoint_default is not None:
+        assert gateway_upstream(profile, {}) == profile.endpoint_default
+    else:  # a BYOK-only route (copilot): sealed when the caller names the endpoint
+        with pytest.raises(UsageError, match="nowhere to forward"):
+            gateway_upstream(profile, {})
+        assert (
+            gateway_upstream(profile, {profile.endpoint_env: "http://byok:4000/v1"}) == "http://byok:4000/v1"
+        )
+
+
+def test_a_sealed_cell_gets_no_credential_endpoint_or_host_proxy_of_the_caller(
+    profile: HarnessProfile,
+) -> None:
+    from dokimi.runner.cell import sealed_environ
+
+    caller = {**CALLER_ENV, "HTTPS_PROXY": "http://corp:3128", "COPILOT_PROVIDER_TYPE": "openai", "LANG": "C"}
+    if profile.endpoint_env:
+        caller[profile.endpoint_env] = "http://host-only:9"
+    passed = sealed_environ(profile, caller)
+    assert not set(profile.credential_env) & set(passed)
+    assert passed.keys() <= {"PATH", "HOME", "COPILOT_PROVIDER_TYPE", "LANG"}

@@ -11,6 +11,7 @@ attempts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,15 @@ from dokimi.gateway.network import BatchNetwork, allow_ports, close_batch_networ
 if TYPE_CHECKING:
     from dokimi.schemas.profile import HarnessProfile
 
-__all__ = ["CellSeal", "Observed", "SealAccount", "SealedBatch", "gateway_upstream", "observed_usage"]
+__all__ = [
+    "passes_into_sealed_container",
+    "CellSeal",
+    "Observed",
+    "SealAccount",
+    "SealedBatch",
+    "gateway_upstream",
+    "observed_usage",
+]
 
 GATEWAY_UNATTRIBUTED = "gateway-refused.jsonl"
 EGRESS_UNATTRIBUTED = "egress-refused.jsonl"
@@ -63,6 +72,24 @@ def gateway_upstream(profile: HarnessProfile, environ: Mapping[str, str]) -> str
             hint="add credential_env to the profile (the variable its API key is read from)",
         )
     return upstream
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|HEADERS|AUTH", re.IGNORECASE)
+_PROXY_NAMES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+
+
+def passes_into_sealed_container(profile: HarnessProfile, name: str) -> bool:
+    """Whether a caller's variable may reach a sealed cell's harness: not a credential variable of the
+    profile, not a name that looks like a secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, HEADERS, AUTH:
+    AWS keys, a GitHub token, extra auth headers), not the endpoint variable (the gateway's goes in instead)
+    and not a proxy setting of the host. Non-secret settings the harness needs (a provider type, a region, a
+    locale) still pass."""
+    return not (
+        name in profile.credential_env
+        or name == profile.endpoint_env
+        or name.lower() in _PROXY_NAMES
+        or _SECRET_NAME.search(name) is not None
+    )
 
 
 @dataclass(frozen=True)

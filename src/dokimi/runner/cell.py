@@ -323,7 +323,7 @@ def agent_argv_and_env(
         config_dir=CONTAINER_CONFIG,
         support_dir=CONTAINER_SUPPORT,
         effort=key.effort,
-        environ={} if seal_env is not None else ctx.environ,
+        environ=ctx.environ if seal_env is None else sealed_environ(ctx.profile, ctx.environ),
         in_container=True,
         home=str(CONTAINER_HOME),
         extra_env=extra_env,
@@ -493,6 +493,14 @@ def _reason(exc: BaseException) -> str:
 
 class _NotGraded(Exception):
     """The cell never reached its model: nothing to grade."""
+
+
+def sealed_environ(profile: HarnessProfile, environ: Mapping[str, str]) -> dict[str, str]:
+    """What a sealed cell's harness may read of the caller's environment (through env_allow, as ever): no
+    credential (see :func:`dokimi.gateway.sealed.passes_into_sealed_container`), no endpoint, no proxy."""
+    from dokimi.gateway.sealed import passes_into_sealed_container
+
+    return {k: v for k, v in environ.items() if passes_into_sealed_container(profile, k)}
 
 
 def infra_reason(agent: AgentRun) -> str | None:
