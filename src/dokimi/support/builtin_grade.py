@@ -443,9 +443,9 @@ def junit_ids(classname: str, name: str) -> list[str]:
     return ids
 
 
-def junit_outcomes(path: Path) -> dict[str, str]:
-    """test id -> passed / failed / skipped, from a JUnit XML report (each case under every id of
-    :func:`junit_ids`)."""
+def junit_outcomes(path: Path, *, aliases: bool = True) -> dict[str, str]:
+    """test id -> passed / failed / skipped, from a JUnit XML report: each case under every id of
+    :func:`junit_ids` (``aliases``), or only under its first, ``classname::name`` (what discovery records)."""
     root = ET.parse(path).getroot()
     outcomes: dict[str, str] = {}
     for case in root.iter("testcase"):
@@ -455,13 +455,16 @@ def junit_outcomes(path: Path) -> dict[str, str]:
             outcome = "skipped"
         else:
             outcome = "passed"
-        for test_id in junit_ids(case.get("classname") or "", case.get("name") or ""):
+        ids = junit_ids(case.get("classname") or "", case.get("name") or "")
+        for test_id in ids if aliases else ids[:1]:
             if outcomes.get(test_id) in (None, "passed"):
                 outcomes[test_id] = outcome
     return outcomes
 
 
-def run_command(tree: Path, private: Path, words: list[str]) -> tuple[int | None, dict[str, str] | None, str]:
+def run_command(
+    tree: Path, private: Path, words: list[str], *, aliases: bool = True
+) -> tuple[int | None, dict[str, str] | None, str]:
     """(exit code or None on timeout, JUnit outcomes when the command names {report}, note)."""
     report = private / f"report-{secrets.token_hex(12)}.xml"
     uses_report = any("{report}" in w for w in words)
@@ -472,7 +475,7 @@ def run_command(tree: Path, private: Path, words: list[str]) -> tuple[int | None
     if not uses_report:
         return code, None, f"the command exited {code}"
     try:
-        outcomes = junit_outcomes(report)
+        outcomes = junit_outcomes(report, aliases=aliases)
     except (OSError, ET.ParseError) as exc:
         return (
             code,
@@ -546,7 +549,7 @@ def grade(args: argparse.Namespace) -> int:
             outcomes, note = run_pytest(tree, private, targets)
             exit_code = None
         else:
-            exit_code, outcomes, note = run_command(tree, private, list(args.command))
+            exit_code, outcomes, note = run_command(tree, private, list(args.command), aliases=not discovery)
         document["details"] = {"run": note, "tests_restored": changed[:MAX_IDS_IN_DETAILS]}
         if discovery:
             document["pass"] = False
