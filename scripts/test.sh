@@ -32,7 +32,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt_install chromium
 fi
 
-log "installing dokimi with its test extras"
+log "installing dokimi with its test extras and Ray (tests/test_ray_executor.py starts a local Ray cluster)"
 if python3 -m pip show -q dokimi >/dev/null 2>&1 && python3 -m pip show -f dokimi 2>/dev/null | grep -q __editable__; then
     # an earlier checkout was installed under the old distribution name; it is dokimi-eval now
     python3 -m pip uninstall -y -q dokimi >&2
@@ -44,7 +44,7 @@ try:
     print("\n".join(r for r in (m.requires("awscli") or []) if r.startswith("botocore")))
 except m.PackageNotFoundError:
     pass' > "$constraints"
-python3 -m pip install --quiet --disable-pip-version-check -c "$constraints" -e '.[test]' >&2
+python3 -m pip install --quiet --disable-pip-version-check -c "$constraints" -e '.[test,ray]' >&2
 rm -f "$constraints"
 
 log "L0 scan of dokimi's own docs (they must not lie either)"

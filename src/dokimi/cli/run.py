@@ -94,8 +94,13 @@ class _Reporter:
     def cell_done(self, outcome: CellOutcome) -> None:
         key = outcome.key
         where = f"{key.task} {key.arm} {key.model} {key.effort or 'default'} rep{key.rep}"
+        on = f" on {outcome.node}" if outcome.node else ""
+        message = None
         if outcome.status == "failed":
-            message = f"cell {where} failed before its agent ran: {outcome.error}"
+            message = f"cell {where} failed before its agent ran{on}: {outcome.error}"
+        elif outcome.status == "lost":
+            message = f"cell {where} lost (no result.json; the next run fills it): {outcome.error}"
+        if message is not None:
             if self.bar is not None:
                 self.bar.console.print(message)
             else:
@@ -130,7 +135,7 @@ def _print_table(run: BatchRun) -> None:
             str(row.grader_failures),
             *([str(row.infra_errors)] if infra else []),
             str(row.failed),
-            str(row.not_started + row.interrupted),
+            str(row.not_started + row.interrupted + row.lost),
         ]  # fmt: skip
         for row in groups
     ]
@@ -142,6 +147,16 @@ def _print_table(run: BatchRun) -> None:
         f"harness {run.harness} {run.harness_version}; image {run.image}",
         width,
     )
+    if run.executor == "ray":
+        from dokimi.runner.run import node_rows
+
+        lost = run.count("lost")
+        per_node = ", ".join(f"{row.node}: {row.ran} ran, {row.failed} failed" for row in node_rows(run))
+        lines += fit_line(
+            f"ray nodes: {per_node or 'none ran a cell'}"
+            + (f"; {lost} lost with their node" if lost else ""),
+            width,
+        )
     print_lines(lines)
 
 
@@ -284,7 +299,29 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="Start no new cell once the batch has spent this much (unknown cost counts as the cap).",
 )
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Cells run side by side."
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Cells run side by side (default 1; with --executor ray, one per CPU of the cluster).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where cells run: this machine, or a Ray cluster (docs/scale.md).",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="With --executor ray: the cluster's HOST:PORT (default: RAY_ADDRESS, else the cluster this machine "
+    "runs; `local` starts a throwaway one).",
+)
+@click.option(
+    "--shared-out",
+    is_flag=True,
+    help="With --executor ray: every node mounts --out at the same path, so run directories are moved "
+    "there instead of sent back to this machine.",
 )
 @click.option("--force", is_flag=True, help="Run cells again even when they have a result.json.")
 @click.option(
@@ -335,7 +372,10 @@ def run(
     max_turns: int | None,
     budget_usd: float | None,
     max_batch_usd: float | None,
-    jobs: int,
+    jobs: int | None,
+    executor: str,
+    ray_address: str | None,
+    shared_out: bool,
     force: bool,
     dry_run: bool,
     dry_run_scripts: tuple[str, ...],
@@ -387,6 +427,8 @@ def run(
     arm_list = parse_list(arms)
     if dry_run_scripts and not dry_run:
         raise click.UsageError("--dry-run-script needs --dry-run")
+    if executor != "ray" and (ray_address or shared_out):
+        raise click.UsageError("--ray-address and --shared-out need --executor ray")
     options = RunOptions(
         source=source,
         manifest=manifest,
@@ -415,6 +457,9 @@ def run(
         judge_model=judge_model,
         judge_bin=judge_bin,
         egress_resolve=_resolve(egress_resolve),
+        executor="ray" if executor == "ray" else "local",
+        ray_address=ray_address,
+        shared_out=shared_out,
     )
     from dokimi.process import Terminated
 

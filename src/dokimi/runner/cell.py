@@ -88,7 +88,9 @@ that reads its endpoint from a config file (Codex) gets the URL written there be
 CONTAINER_CONFIG = CONTAINER_RUN_DIR / AGENT_CONFIG
 CONTAINER_HOME = CONTAINER_RUN_DIR / AGENT_HOME
 
-CellStatus = Literal["finished", "skipped", "failed", "not_started", "interrupted"]
+CellStatus = Literal["finished", "skipped", "failed", "not_started", "interrupted", "lost"]
+"""``lost``: the machine running the cell went away (a cluster node died) and the engine's one retry did
+not finish it either; like ``interrupted`` it leaves no result.json, and the next run fills it."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,8 @@ class CellOutcome:
     error: str | None = None
     seconds: float = 0.0
     charged_usd: float = 0.0
+    node: str | None = None
+    """Where it ran: this machine's host name, or the cluster node (``--executor ray``)."""
 
 
 # --- result.json --------------------------------------------------------------------------------------------

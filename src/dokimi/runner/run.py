@@ -18,11 +18,12 @@ Before any cell (:func:`prepare_batch`):
 9. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
    (:mod:`dokimi.runner.dryrun`).
 
-Then the cells run on a pool of ``-j`` threads (:func:`dokimi.runner.cell.run_cell`). A cell with a valid
-result.json is skipped unless ``--force``. ``--max-batch-usd`` starts no new cell once the batch (its earlier
-cells included) has spent that much; a cell whose cost is unknown is charged its cap. Cancelling (Ctrl-C or
-SIGTERM: set ``cancel``) starts no new cell, stops the running containers, and writes no result.json for an
-unfinished cell.
+Then the cells run on an executor (:mod:`dokimi.runner.executor`): a pool of ``-j`` threads here, or a Ray
+cluster (:mod:`dokimi.runner.ray_executor`), each cell through :func:`dokimi.runner.cell.run_cell`. A cell
+with a valid result.json is skipped unless ``--force``. ``--max-batch-usd`` starts no new cell once the batch
+(its earlier cells included) has spent that much; a cell whose cost is unknown is charged its cap. Cancelling
+(Ctrl-C or SIGTERM: set ``cancel``) starts no new cell, stops the running containers, and writes no
+result.json for an unfinished cell.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import re
 import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,7 +45,8 @@ from dokimi.errors import ContainerError, PrerequisiteError, UsageError
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.rules import load_review_rules
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
-from dokimi.runner.cell import CellContext, CellOutcome, run_cell
+from dokimi.runner.cell import CellContext, CellOutcome
+from dokimi.runner.executor import ExecutorName
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
-    from dokimi.schemas.run_summary import RunGroup, RunSummary
+    from dokimi.schemas.run_summary import NodeCounts, RunGroup, RunSummary
     from dokimi.source import Repo
 
 __all__ = [
@@ -102,7 +104,8 @@ class RunOptions:
     max_turns: int | None = None
     budget_usd: float | None = None
     max_batch_usd: float | None = None
-    jobs: int = 1
+    jobs: int | None = None
+    """-j: cells at once (default 1 here; with ``--executor ray`` one per CPU of the cluster)."""
     force: bool = False
     dry_run: bool = False
     dry_run_scripts: Mapping[str | None, Path] = field(default_factory=dict)
@@ -117,6 +120,12 @@ class RunOptions:
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host name (like curl's
     --resolve); a mapped name may be a private address."""
+    executor: ExecutorName = "local"
+    """--executor: ``local`` (a pool of -j threads) or ``ray`` (a Ray cluster, docs/scale.md)."""
+    ray_address: str | None = None
+    """--ray-address: the cluster to join (default: RAY_ADDRESS, else a running local cluster)."""
+    shared_out: bool = False
+    """--shared-out: every node sees --out at the same path, so run directories are moved, not shipped."""
 
 
 class Progress(Protocol):
@@ -161,6 +170,7 @@ class BatchRun:
     warnings: list[str] = field(default_factory=list)
     stopped_by_budget: bool = False
     interrupted: bool = False
+    executor: ExecutorName = "local"
 
     def count(self, status: str) -> int:
         return sum(1 for outcome in self.outcomes if outcome.status == status)
@@ -190,7 +200,7 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
         key = outcome.key
         row = groups.setdefault(
             (key.task, key.arm, key.model, key.effort or "default"),
-            dict.fromkeys((*counters, "interrupted"), 0),
+            dict.fromkeys((*counters, "interrupted", "lost"), 0),
         )
         row["cells"] += 1
         if outcome.status == "finished":
@@ -207,6 +217,28 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
     return [
         RunGroup(task=t, arm=a, model=m, effort=e, **counts)
         for (t, a, m, e), counts in sorted(groups.items())
+    ]
+
+
+def node_rows(run: BatchRun) -> list[NodeCounts]:
+    """What each machine ran in this run, sorted by name (skipped cells ran nowhere now; a lost cell's node
+    is gone)."""
+    from dokimi.schemas.run_summary import NodeCounts
+
+    rows: dict[str, dict[str, Any]] = {}
+    for outcome in run.outcomes:
+        if outcome.node is None or outcome.status not in ("finished", "failed", "interrupted"):
+            continue
+        row = rows.setdefault(
+            outcome.node, {"ran": 0, "passed": 0, "failed": 0, "interrupted": 0, "seconds": 0.0}
+        )
+        row["ran" if outcome.status == "finished" else outcome.status] += 1
+        result = outcome.result
+        row["passed"] += int(result is not None and bool(result.passed) and not result.grader_failure)
+        row["seconds"] += outcome.seconds
+    return [
+        NodeCounts(node=name, **{**row, "seconds": round(row["seconds"], 3)})
+        for name, row in sorted(rows.items())
     ]
 
 
@@ -228,10 +260,13 @@ def run_summary(run: BatchRun) -> RunSummary:
         failed=run.count("failed"),
         not_started=run.count("not_started"),
         interrupted=run.count("interrupted"),
+        lost=run.count("lost"),
         complete=run.complete,
         spent_usd=round(run.spent_usd, 6),
         stopped_by_budget=run.stopped_by_budget,
         groups=group_rows(run),
+        executor=run.executor,
+        nodes=node_rows(run),
         failures=[
             RunFailure(cell=o.key.path(run.root).relative_to(run.root).as_posix(), error=o.error)
             for o in run.outcomes
@@ -379,7 +414,7 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
 
 
 def harness_version_in_image(
-    profile: HarnessProfile, *, image: str, harness_bin: Path, batch: str, scratch: Path
+    profile: HarnessProfile, *, image: str, harness_bin: Path, batch: str, scratch: Path, where: str = "_eval"
 ) -> str:
     """version_cmd run inside the image with the harness at /eval/harness."""
     from dokimi.harness.profile import version_argv
@@ -394,7 +429,7 @@ def harness_version_in_image(
     (run_dir / WORKSPACE).mkdir(parents=True)
     spec = agent_spec(
         ContainerSettings(image, None, "none", (), batch),
-        name=container_name(batch, EVAL_DIR_NAME, "version"),
+        name=container_name(batch, where, "version"),
         run_dir=run_dir,
         argv=[*launcher[:-1], *version_argv(profile, launcher[-1])],
         task=None,
@@ -534,7 +569,7 @@ def check_run_options(opts: RunOptions) -> None:
     budget)."""
     import math
 
-    if opts.jobs < 1:
+    if opts.jobs is not None and opts.jobs < 1:
         raise UsageError(f"-j {opts.jobs}: at least one worker")
     for option, values in (("--arm", opts.arms), ("--model", opts.models)):
         if not values or any(not str(v).strip() for v in values):
@@ -730,7 +765,7 @@ def _prepare_cells(
 
         todo = [c for c in cells if opts.force or not _finished(root, c)]
         scripts = dry_run_scripts(
-            ctx, todo, opts.dry_run_scripts, layout.dry_run, progress.note, jobs=opts.jobs
+            ctx, todo, opts.dry_run_scripts, layout.dry_run, progress.note, jobs=opts.jobs or 1
         )
         ctx = _replace_ctx(ctx, dry_run_scripts=scripts)
     return PreparedBatch(ctx, pin, cells, warnings)
@@ -774,16 +809,26 @@ def _spent_so_far(root: Path, limits: Mapping[str, Any], budget_usd: float | Non
 def execute_cells(
     prepared: PreparedBatch,
     *,
-    jobs: int,
+    jobs: int | None,
     max_batch_usd: float | None,
     budget_usd: float | None,
     progress: Progress,
-    cell_function: Callable[[CellContext, CellKey], CellOutcome] = run_cell,
+    cell_function: Callable[[CellContext, CellKey], CellOutcome] | None = None,
+    executor: ExecutorName = "local",
+    ray_address: str | None = None,
+    shared_out: bool = False,
+    source: str | None = None,
+    bin_option: str | None = None,
 ) -> tuple[list[CellOutcome], SpendLedger, bool]:
-    """Run every planned cell that is not finished (all with --force) on ``jobs`` threads.
+    """Run every planned cell that is not finished (all with --force) on an executor: ``jobs`` threads here
+    (``local``), or a Ray cluster (``ray``: ``jobs`` cells in flight, default one per CPU of the cluster).
 
-    Returns the outcomes in plan order, the ledger, and whether the budget stopped new cells.
+    The loop is the same for both: a cell starts only when a slot is free and the batch budget has room for
+    its cap, and a cancel starts nothing more and stops what runs. Returns the outcomes in plan order, the
+    ledger, and whether the budget stopped new cells.
     """
+    from dokimi.runner.executor import open_executor
+
     ctx = prepared.ctx
     outcomes: dict[CellKey, CellOutcome] = {}
     todo: list[CellKey] = []
@@ -798,15 +843,26 @@ def execute_cells(
     stopped = False
     pending = list(reversed(todo))
     running: dict[Future[CellOutcome], CellKey] = {}
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="dokimi-cell") as pool:
+    if not pending:
+        return [outcomes[key] for key in prepared.cells], ledger, stopped
+    with open_executor(
+        executor,
+        ctx,
+        jobs=jobs,
+        ray_address=ray_address,
+        shared_out=shared_out,
+        source=source,
+        bin_option=bin_option,
+        cell_function=cell_function,
+    ) as cells:
         try:
             while pending or running:
-                while pending and len(running) < jobs and not ctx.cancel.is_set():
+                while pending and len(running) < cells.slots and not ctx.cancel.is_set():
                     if not ledger.reserve(pending[-1], ctx.limits[pending[-1].task].budget_usd):
                         break  # it may fit once a running cell has spent less than its cap
                     key = pending.pop()
                     progress.cell_started(key)
-                    running[pool.submit(cell_function, ctx, key)] = key
+                    running[cells.submit(key)] = key
                 if not running:
                     stopped = bool(pending) and not ctx.cancel.is_set()
                     break
@@ -825,25 +881,13 @@ def execute_cells(
                     progress.cell_done(outcome)
         except BaseException:
             ctx.cancel.set()
-            _stop_containers(ctx.batch)
+            cells.stop()
             for future in running:
                 future.cancel()
             raise
     for key in pending:
         outcomes[key] = CellOutcome(key, "not_started")
     return [outcomes[key] for key in prepared.cells if key in outcomes], ledger, stopped
-
-
-def _stop_containers(batch: str) -> None:
-    """Kill the batch's running containers (a cancelled run); never raises."""
-    from dokimi import process
-    from dokimi.sandbox.docker import remove_batch_containers
-
-    process.kill_all_groups()
-    try:
-        remove_batch_containers(batch)
-    except Exception:
-        pass
 
 
 def run_batch(
@@ -869,6 +913,11 @@ def run_batch(
                 max_batch_usd=opts.max_batch_usd,
                 budget_usd=opts.budget_usd,
                 progress=progress,
+                executor=opts.executor,
+                ray_address=opts.ray_address,
+                shared_out=opts.shared_out,
+                source=opts.source,
+                bin_option=opts.bin,
             )
         finally:
             if prepared.ctx.sealed is not None:
@@ -885,4 +934,5 @@ def run_batch(
         warnings=prepared.warnings,
         stopped_by_budget=stopped,
         interrupted=cancel.is_set(),
+        executor=opts.executor,
     )

@@ -30,6 +30,9 @@ class CellCounts(Document):
     """Cells never started (--max-batch-usd)."""
     interrupted: int = Field(ge=0)
     """Cells stopped by Ctrl-C or a signal: no result.json."""
+    lost: int = Field(0, ge=0)
+    """Cells whose cluster node went away twice (``--executor ray``): no result.json, the next run fills
+    them."""
 
 
 class RunGroup(CellCounts):
@@ -51,6 +54,23 @@ class RunGroup(CellCounts):
     """Cells with a result.json whose grading failed (counted as failures)."""
     infra_errors: int = Field(0, ge=0)
     """Cells whose result.json says they never reached their model: not graded, run again next time."""
+
+
+class NodeCounts(Document):
+    """What one machine ran in this run (``--executor ray``: one row per cluster node)."""
+
+    node: str
+    """``<host>/<Ray node id prefix>`` on a cluster; the host name with the local executor."""
+    ran: int = Field(ge=0)
+    """Cells run to a result.json on it."""
+    passed: int = Field(ge=0)
+    """Of those, cells whose gate held."""
+    failed: int = Field(ge=0)
+    """Cells that failed before their agent ran on it."""
+    interrupted: int = Field(ge=0)
+    """Cells stopped on it by Ctrl-C or a signal."""
+    seconds: float = Field(ge=0)
+    """Wall-clock seconds its cells took, added up."""
 
 
 class RunFailure(Document):
@@ -88,6 +108,10 @@ class RunSummary(CellCounts):
     """--max-batch-usd held back cells."""
     groups: list[RunGroup]
     """Per (task, arm, model, effort), sorted."""
+    executor: Literal["local", "ray"] = "local"
+    """Where the cells ran: ``local`` (-j threads on this machine) or ``ray`` (a Ray cluster)."""
+    nodes: list[NodeCounts] = Field(default_factory=list)
+    """Per machine that ran a cell in this run, sorted by name (cells lost with their node count nowhere)."""
     failures: list[RunFailure]
     """Cells that failed before their agent ran, with the reason."""
     warnings: list[str]
