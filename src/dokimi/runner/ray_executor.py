@@ -450,7 +450,7 @@ def import_ray() -> Any:
     except ImportError:
         raise PrerequisiteError(
             "--executor ray needs Ray, which is not installed",
-            hint="pip install 'dokimi[ray]' on the driver and on every node of the cluster",
+            hint="pip install 'dokimi-eval[ray]' on the driver and on every node of the cluster",
         ) from None
     return ray
 
