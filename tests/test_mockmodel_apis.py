@@ -164,3 +164,10 @@ def test_an_error_turn_answers_in_the_apis_own_error_shape(tmp_path: Path, path:
     with MockModelServer(script) as srv:
         status, _, payload = request(srv.url, "POST", path, {"model": "m", "input": "x"})
     assert status == 429 and check(json.loads(payload))
+
+
+def test_a_session_title_request_without_tools_is_a_side_request() -> None:
+    title = {"messages": [{"role": "system", "content": "You are a title generator. You output ONLY a title"}]}
+    assert not is_main_loop_request(title, api=CHAT)
+    assert is_main_loop_request({**title, "tools": [{"type": "function"}]}, api=CHAT)
+    assert is_main_loop_request({"messages": [{"role": "user", "content": "fix it"}]}, api=CHAT)

@@ -515,3 +515,33 @@ def test_a_copilot_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
     assert [e["kind"] for e in conv.events] == ["read", "command"]
     assert conv.events[1]["rc"] is None and "output" not in conv.events[1]
     assert conv.is_error and not conv.complete
+
+
+# --- OpenCode run --format json (recorded from the real opencode 1.18.33 against the scripted model server) -
+
+OPENCODE_TRACE = TRACES / "opencode-1.18.33-tools.jsonl"
+
+
+def test_a_recorded_opencode_trace_converts_reads_commands_rc_refusals_answer_and_turns() -> None:
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(OPENCODE_TRACE, "opencode-json")
+    assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
+    read, command, tool = conv.events
+    assert read["path"] == "/tmp/work/repo/f.txt" and 0 < read["t"] < command["t"]
+    assert (command["text"], command["rc"], command["output"]) == (
+        "sed -i s/before/after/ f.txt; echo out; exit 3",
+        3,
+        "out\n",
+    )
+    assert (tool["name"], tool["denied"]) == ("webfetch", True)  # web tools are off at level all
+    assert conv.answer == "I changed f.txt." and conv.turns == 4
+    assert conv.complete and not conv.is_error and conv.result_subtype == "stop"
+
+
+def test_an_opencode_trace_cut_before_its_last_step_is_an_error() -> None:
+    from dokimi.harness.trace import convert
+
+    lines = OPENCODE_TRACE.read_text().splitlines()
+    conv = convert("opencode-json", "\n".join(lines[:-3]))
+    assert conv.is_error and not conv.complete and conv.answer == "Looking."

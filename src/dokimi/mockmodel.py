@@ -384,6 +384,20 @@ def asks_for_structured_output(api: str, body: Mapping[str, Any]) -> bool:
     return False
 
 
+SIDE_MARKERS = ("You are a title generator",)
+"""Phrases that open a harness's own side question sent without tools (OpenCode 1.18's session title)."""
+
+
+def _head_text(body: Mapping[str, Any]) -> str:
+    """The start of an OpenAI or Gemini request's instructions: the first message, or the system prompt."""
+    parts: list[Any] = [body.get("instructions"), body.get("systemInstruction")]
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if isinstance(items, list) and items:
+            parts.append(items[0])
+    return json.dumps(parts)[:2000]
+
+
 def is_main_loop_request(
     body: Any, *, main_model: str | None = None, api: str = ANTHROPIC, model: str | None = None
 ) -> bool:
@@ -391,8 +405,9 @@ def is_main_loop_request(
 
     For the OpenAI and Gemini APIs (``api``), first match wins: a request for another model than
     ``main_model`` (the body's ``model``, or ``model`` from a Gemini path) is a side request; a request that
-    asks for a structured JSON answer (:func:`asks_for_structured_output`) is a side request; anything else is
-    a main-loop turn. For Anthropic Messages:
+    asks for a structured JSON answer (:func:`asks_for_structured_output`) is a side request; a request
+    without tools whose first message or system prompt holds a :data:`SIDE_MARKERS` phrase is a side request;
+    anything else is a main-loop turn. For Anthropic Messages:
 
     The rule, first match wins:
       1. a request asking for at most 1 output token (a quota or reachability check) is a side request;
@@ -409,7 +424,9 @@ def is_main_loop_request(
         asked = model if model is not None else body.get("model")
         if main_model is not None and asked != main_model:
             return False
-        return not asks_for_structured_output(api, body)
+        if asks_for_structured_output(api, body):
+            return False
+        return bool(body.get("tools")) or not any(m in _head_text(body) for m in SIDE_MARKERS)
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, int) and max_tokens <= 1:
         return False

@@ -50,7 +50,7 @@ def in_help(flag: str, help_text: str) -> bool:
 def help_argv(name: str, request: pytest.FixtureRequest) -> list[str]:
     if name == "claude-code":
         return [str(request.getfixturevalue("claude_bin"))]
-    if name in ("codex", "copilot"):
+    if name in ("codex", "copilot", "opencode"):
         return [str(request.getfixturevalue(f"{name}_bin"))]
     if name == "gemini-cli":  # a Node script: run on the pinned Node, never the host's
         node = request.getfixturevalue("node_bin")

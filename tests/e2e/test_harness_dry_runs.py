@@ -28,6 +28,7 @@ SCORED = "review_cache"
         ("codex", "gpt-5-mini", "0.169.0"),
         ("gemini", "gemini-2.5-flash", "0.61.0"),
         ("copilot", "gpt-5-mini", "1.0.102"),
+        ("opencode", "gpt-5-mini", "1.18.33"),
     ],
 )
 def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(

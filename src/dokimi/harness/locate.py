@@ -34,6 +34,7 @@ PINNED_INSTALLS: dict[str, tuple[str, str]] = {
     "codex": ("0.169.0", "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
     "gemini-cli": ("0.61.0", "node_modules/@google/gemini-cli/bundle/gemini.js"),
     "copilot": ("1.0.102", "node_modules/@github/copilot-linux-x64/copilot"),
+    "opencode": ("1.18.33", "node_modules/opencode-linux-x64/bin/opencode"),
 }
 
 Origin = Literal["--bin", "environment", "installed", "PATH"]

@@ -63,7 +63,7 @@ TOOLS_ELEMENT = "{tools}"
 INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget", "endpoint"})
 VERSION_PLACEHOLDERS = frozenset({"bin"})
 EFFORT_PLACEHOLDERS = frozenset({"effort"})
-CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir", "endpoint"})
+CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir", "endpoint", "model"})
 TOOLS_PLACEHOLDERS = frozenset({"config_dir"})
 """A tool list may name a file of the config dir (Gemini CLI's --policy files); nothing else."""
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -392,9 +392,9 @@ def _number(value: float | int) -> str:
 
 
 def render_config_files(
-    profile: HarnessProfile, *, config_dir: str, support_dir: str, endpoint: str = ""
+    profile: HarnessProfile, *, config_dir: str, support_dir: str, endpoint: str = "", model: str = ""
 ) -> dict[str, str]:
-    values = {"config_dir": config_dir, "support_dir": support_dir, "endpoint": endpoint}
+    values = {"config_dir": config_dir, "support_dir": support_dir, "endpoint": endpoint, "model": model}
     return {name: substitute(text, values) for name, text in profile.config_files.items()}
 
 
@@ -519,7 +519,9 @@ def build_invocation(
         effort=effort,
         extra=extra_env,
     )
-    files = render_config_files(profile, config_dir=config, support_dir=str(support_dir), endpoint=url)
+    files = render_config_files(
+        profile, config_dir=config, support_dir=str(support_dir), endpoint=url, model=model
+    )
     return Invocation(argv=argv, env=env, config_files=files, prompt=full_prompt)
 
 
