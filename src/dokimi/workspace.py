@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dokimi import globs
+from dokimi import globs, safefs
 from dokimi.errors import SourceError, UsageError, WorkspaceError
 from dokimi.source import git as gitcmd
 
@@ -342,8 +342,8 @@ def overlay_from_snapshot(
             source = snapshot.work_tree / path
             if snapshot.entries[path].mode == "120000":
                 data[path] = os.fsencode(os.readlink(source))
-            else:
-                data[path] = source.read_bytes()
+            else:  # a regular file only: a FIFO in the working tree must not block the run
+                data[path] = safefs.read_plain(source)
     else:
         oids = {path: snapshot.entries[path].oid for path in matched}
         blobs = snapshot.read_oids([oid for oid in oids.values() if oid])
