@@ -162,7 +162,7 @@ def node_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    """The real Gemini CLI launcher, pinned (scripts/install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
+    """The real Gemini CLI launcher, pinned (install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
     return _pinned("DOKIMI_GEMINI_CLI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
 
 

@@ -35,11 +35,9 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 }
 
 
-def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_is_read(
-    gemini_bin: Path, node_bin: Path, tmp_path: Path
-) -> None:
-    repo = git_repo(tmp_path / "repo", FIXTURE)
-    out = tmp_path / "out"
+def reach(
+    repo: Path, gemini_bin: Path, node_bin: Path, out: Path
+) -> tuple[GuidanceReach, dict[str, set[str]]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DOKIMI_NODE_BIN": str(node_bin)}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "gemini-cli",
@@ -58,6 +56,15 @@ def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_i
         assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
         if record.class_.value == "loaded":
             got.setdefault(record.scenario, set()).add(record.file)
+    return doc, got
+
+
+def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_is_read(
+    gemini_bin: Path, node_bin: Path, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", FIXTURE)
+    out = tmp_path / "out"
+    doc, got = reach(repo, gemini_bin, node_bin, out)
     assert got == LOADED
     # read=sub read the probe file with read_file; sub/GEMINI.md came with that tool result, not at start
     events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
@@ -65,3 +72,17 @@ def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_i
     first = (out / "traces" / "read_sub" / "requests.jsonl").read_text().splitlines()[0]
     sub = next(f for f in doc.files if f.path == "sub/GEMINI.md")
     assert sub.head not in first
+
+
+def test_the_bridge_a_gemini_md_importing_agents_md_puts_agents_md_in_the_request(
+    gemini_bin: Path, node_bin: Path, tmp_path: Path
+) -> None:
+    from dokimi.harness.profile import load_profile
+
+    bridge = load_profile("gemini-cli").bridge
+    assert bridge is not None and (bridge.for_, bridge.write) == ("AGENTS.md", "GEMINI.md")
+    files = {"AGENTS.md": "# root\n", "sub/AGENTS.md": "sub\n"}
+    files |= {f"{d}{bridge.write}": bridge.content + "\n" for d in ("", "sub/")}  # as guidance:bridge writes
+    _, got = reach(git_repo(tmp_path / "repo", files), gemini_bin, node_bin, tmp_path / "out")
+    assert got["cwd=."] == {"AGENTS.md", "GEMINI.md"}
+    assert got["cwd=sub"] == {"AGENTS.md", "GEMINI.md", "sub/AGENTS.md", "sub/GEMINI.md"}
