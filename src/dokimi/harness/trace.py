@@ -20,7 +20,7 @@ import io
 import json
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -78,6 +78,9 @@ class Conversion:
     """Lines that were not JSON objects; skipped."""
     result_subtype: str | None = None
     """The harness's own word for how the run ended (Claude Code: success, error_max_turns, ...)."""
+    late_lines: int = 0
+    """Lines that arrived after the run ended (after the end-of-run marker, or after the harness's own final
+    result record): written by something the agent left behind, never by the harness. Dropped, counted."""
 
 
 class Converter(Protocol):
@@ -242,6 +245,14 @@ class _ClaudeStreamJson:
         elif kind == "system":
             self._system(obj)
 
+    def late(self) -> bool:
+        """After the first result record nothing is the harness's: Claude Code prints it last. A second
+        result (a forged cost, a forged answer) and everything else after it is counted and dropped."""
+        if self.result is None:
+            return False
+        self.out.late_lines += 1
+        return True
+
     def _system(self, obj: Mapping[str, Any]) -> None:
         subtype = obj.get("subtype")
         if subtype == "init" and isinstance(obj.get("cwd"), str):
@@ -370,6 +381,8 @@ def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
             continue
         if type(obj) is not dict:
             garbage += 1
+            continue
+        if state.late():
             continue
         state.feed(index, obj)
     out = state.finish()
@@ -774,11 +787,40 @@ def convert(trace: str, stdout_text: str) -> Conversion:
     return _converter(trace)(io.StringIO(stdout_text, newline="\n"))
 
 
+#: The line the end-of-run wrapper (dokimi/support/end_of_run.sh) prints after the harness exited and every
+#: other process of the agent's uid was ended: ``<marker> <rc>``.
+END_OF_RUN_MARKER = "DOKIMI-END-OF-RUN"
+
+
+class _UntilEndOfRun:
+    """The lines of a trace up to the first end-of-run marker; the non-blank lines after it are counted."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = lines
+        self.late = 0
+        self.ended = False
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            if self.ended:
+                self.late += bool(line.strip())
+            elif line.startswith(END_OF_RUN_MARKER + " "):
+                self.ended = True
+            else:
+                yield line
+
+
 def convert_file(path: str | Path, trace: str) -> Conversion:
-    """Convert a stored trace (a harness's raw stdout) with the converter the profile names."""
+    """Convert a stored trace (a harness's raw stdout) with the converter the profile names, up to the
+    end-of-run marker: what came after it is not the harness's (counted in ``late_lines``)."""
     converter = _converter(trace)
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
-        return converter(f)
+        lines = _UntilEndOfRun(f)
+        conversion = converter(lines)
+        for _ in lines:  # the rest, if the converter stopped early
+            pass
+        conversion.late_lines += lines.late
+        return conversion
 
 
 def write_conversion(conversion: Conversion, run_dir: str | Path) -> tuple[Path, Path]:

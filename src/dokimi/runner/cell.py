@@ -81,6 +81,8 @@ __all__ = [
 
 #: Bytes of the harness's stdout (the trace) kept at each end: a real trace fits whole, a flood is cut.
 AGENT_OUTPUT_CAP = 64 * 1024 * 1024
+#: dokimi/support/end_of_run.sh, mounted at /eval/support.
+END_OF_RUN_SCRIPT = "end_of_run.sh"
 DRY_RUN_LAUNCHER = "dryrun_agent.py"
 DRY_RUN_PORT = 47113
 """The scripted server's port on the agent container's own loopback in a dry run: fixed, so that a harness
@@ -243,6 +245,7 @@ def build_result(
             "egress_attempts": None if account is None else account.egress_attempts,
             "egress_refused": None if account is None else account.egress_refused,
             "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
+            "late_trace_lines": agent.late_lines,
             "duration_s": _usable(agent.duration_s) or 0.0,
             "agent_network": agent_network,
             "base_date": base_date,
@@ -350,7 +353,16 @@ def agent_argv_and_env(
             "--",
             *argv,
         ]
-    return argv, dict(invocation.env)
+    return end_of_run(argv), dict(invocation.env)
+
+
+def end_of_run(argv: list[str]) -> list[str]:
+    """The agent container's command: the harness under dokimi's end-of-run wrapper, which ends every other
+    process of the agent's uid once the harness exited and then prints the end-of-run marker; the trace is
+    read up to that line only (:func:`dokimi.harness.trace.convert_file`)."""
+    from dokimi.harness.trace import END_OF_RUN_MARKER
+
+    return ["/bin/sh", str(CONTAINER_SUPPORT / END_OF_RUN_SCRIPT), END_OF_RUN_MARKER, "--", *argv]
 
 
 @dataclass
@@ -362,6 +374,8 @@ class AgentRun:
     duration_s: float
     cost_usd: float | None = None
     turns: int | None = None
+    late_lines: int = 0
+    """Trace lines that arrived after the harness exited: dropped, counted (result.json late_trace_lines)."""
     account: SealAccount | None = None
     """The gateway's and the egress proxy's account of a sealed cell."""
 
@@ -584,6 +598,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
         agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
+        agent.late_lines = conversion.late_lines
         if infra is not None:
             raise _NotGraded
         graded = grade_cell(

@@ -364,7 +364,9 @@ def compose_support_dir(target: Path) -> Path:
         shutil.rmtree(target)
     target.mkdir(parents=True)
     files = [
-        p for p in support_dir().iterdir() if p.is_file() and p.suffix == ".py" and p.name != "__init__.py"
+        p
+        for p in support_dir().iterdir()
+        if p.is_file() and p.suffix in (".py", ".sh") and p.name != "__init__.py"
     ]
     files += [Path(dokimi.mockmodel.__file__), Path(dryrun_agent.__file__)]
     for source in files:

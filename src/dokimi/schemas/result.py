@@ -109,6 +109,11 @@ class Result(Document):
     turns: int | None = Field(default=None, ge=0)
     """Model turns: the gateway's count when there is one, else what the harness reported; null when
     neither is known."""
+    late_trace_lines: int = Field(default=0, ge=0)
+    """Lines of the agent's output that arrived after the run ended (after the end-of-run marker dokimi's
+    wrapper prints once the harness exited and every other process of the agent was ended, or after the
+    harness's own final result record). Something the agent left behind wrote them; they are dropped from
+    events.jsonl, answer.txt, the cost and the turns, and counted here."""
     duration_s: NonNegative
     """Wall time of the agent's container, in seconds."""
     agent_network: str | None = None
