@@ -155,3 +155,14 @@ def test_open_new_removes_a_planted_link_first(tree: tuple[Path, Path]) -> None:
     os.close(fd)
     assert secret.read_text() == "root only\n"
     assert (run / "grade.stdout").read_bytes() == b"out"
+
+
+def test_tree_size_counts_regular_files_and_follows_no_link(tree: tuple[Path, Path]) -> None:
+    run, secret = tree
+    (run / "ws" / "d").mkdir(parents=True)
+    (run / "ws" / "d" / "a").write_bytes(b"x" * 100)
+    (run / "ws" / "b").write_bytes(b"y" * 50)
+    (run / "ws" / "big-link").symlink_to(secret)
+    (run / "ws" / "dir-link").symlink_to(secret.parent)
+    assert safefs.tree_size(run / "ws", trusted=run, stop_above=10_000) == 150
+    assert safefs.tree_size(run / "ws", trusted=run, stop_above=60) > 60

@@ -476,3 +476,24 @@ def _copy_regular(s_fd: int, d_fd: int, name: str, mode: int, owner: tuple[int, 
             os.close(dst)
     finally:
         os.close(src)
+
+
+def tree_size(path: Path, *, trusted: Path, stop_above: int) -> int:
+    """Bytes of the regular files under ``path``, walked by descriptor without following links; the walk
+    stops as soon as the sum passes ``stop_above`` (the result is then just over it)."""
+    total = 0
+    with parent_fd(path, trusted=trusted) as (dir_fd, name):
+        st = _lstat_at(dir_fd, name)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return 0 if st is None or not stat.S_ISREG(st.st_mode) else st.st_size
+        for _root, _dirs, files, fd in os.fwalk(name, dir_fd=dir_fd, follow_symlinks=False):
+            for entry in files:
+                try:
+                    entry_st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(entry_st.st_mode):
+                    total += entry_st.st_size
+            if total > stop_above:
+                break
+    return total

@@ -62,11 +62,29 @@ class GradedCell:
     """How the grade container ended and the grade.json it wrote (None when grading never ran)."""
 
 
+def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
+    """A workspace over ``image.limits.workspace_mb`` after the agent is not graded, diffed or copied: a
+    host-side failure of the cell (a grader failure), with the size."""
+    from dokimi import safefs
+    from dokimi.errors import UsageError
+    from dokimi.rundir import WORKSPACE
+    from dokimi.sandbox.specs import workspace_cap_bytes
+
+    cap = workspace_cap_bytes(environment.containers.image_config)
+    size = safefs.tree_size(run_dir / WORKSPACE, trusted=run_dir, stop_above=cap)
+    if size > cap:
+        raise UsageError(
+            f"the workspace grew past image.limits.workspace_mb ({cap // (1024 * 1024)} MiB); "
+            "dokimi does not grade, diff or copy it"
+        )
+
+
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     """Grade the run directory (see the module docstring). Raises on a host-side failure; the caller turns it
     into a grader-failure result."""
     from dokimi.grading.entrypoints import reduce_git_dir
 
+    check_workspace_size(environment, run_dir)
     reduce_git_dir(run_dir)  # before dokimi's own diff reads .git on the host, and before grade
     checks = None
     judge_cost: float | None = None
