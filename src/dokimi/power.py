@@ -70,6 +70,8 @@ DEFAULT_REPS = (1, 2, 3, 5)
 DEFAULT_SIMS = 3000
 """Simulated studies per evaluated size."""
 MAX_TASKS = 5000
+CELLS_PER_BLOCK = 4_000_000
+"""Simulated cells held at once by :func:`simulate_power`."""
 """The search gives up above this many tasks."""
 SEED = 20240917
 
@@ -404,9 +406,17 @@ def simulate_power(
     fit: PilotFit, effect: float, tasks: int, reps: int, *, alpha: float = 0.05, sims: int = DEFAULT_SIMS,
     seed: int = SEED,
 ) -> float:  # fmt: skip
-    """The share of simulated studies of this size whose sign-flip p is below ``alpha``."""
-    deltas = simulate_deltas(fit, effect, tasks, reps, sims, seed=seed)
-    return float((sign_flip_pvalues(deltas, seed=seed) < alpha).mean())
+    """The share of simulated studies of this size whose sign-flip p is below ``alpha``. Studies are simulated
+    in blocks of at most :data:`CELLS_PER_BLOCK` cells (a plan for 5000 tasks must not hold gigabytes), each
+    block with its own seed derived from ``seed``, so the result does not depend on the machine."""
+    per_study = tasks * max(1, reps)
+    block = max(1, min(sims, CELLS_PER_BLOCK // per_study))
+    hits = 0
+    for index, start in enumerate(range(0, sims, block)):
+        size = min(block, sims - start)
+        deltas = simulate_deltas(fit, effect, tasks, reps, size, seed=seed + 7919 * index)
+        hits += int((sign_flip_pvalues(deltas, seed=seed) < alpha).sum())
+    return hits / sims
 
 
 def _fewest_tasks(
