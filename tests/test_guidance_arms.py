@@ -381,3 +381,46 @@ def test_guidance_generated_is_refused_before_any_work_for_a_harness_without_a_g
     assert run.returncode == 2
     assert "guidance_init" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "runs" / "gen" / "_eval").exists()  # nothing exported, built or planned
+
+
+def test_an_at_arm_whose_revision_does_not_resolve_is_refused_with_its_name(
+    history: History, tmp_path: Path
+) -> None:
+    run = dokimi_cli(
+        [
+            "repo",
+            "run",
+            f"{history.path}@{history.d}",
+            "--manifest",
+            ".agent-eval/repo-eval.yaml",
+            "--arm",
+            "guidance:none,guidance:at=no-such-branch",
+            "--model",
+            "m",
+            "--reps",
+            "1",
+            "--batch",
+            "at",
+            "--out",
+            str(tmp_path / "runs"),
+            "--bin",
+            "/bin/true",
+            "--dry-run",
+        ]  # fmt: skip
+    )
+    assert run.returncode == 2
+    assert "guidance:at=no-such-branch" in run.stderr and "not a commit" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_study_file_whose_baseline_is_not_an_arm_is_refused(tmp_path: Path) -> None:
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "schema: repo_study.v1\nquestion: q\nsource: .\nbaseline: guidance:raw\n"
+        "arms: [guidance:none, guidance:tree]\nmodels: [m]\nreps: 1\nbatch: b\nanalysis: {effect: 0.04}\n"
+    )
+    run = dokimi_cli(["repo", "study", "report", str(study)])
+    assert run.returncode == 2 and "baseline guidance:raw is not one of the arms" in run.stderr
+    study.write_text(study.read_text().replace("baseline: guidance:raw", "baseline: guidance:none"))
+    missing = dokimi_cli(["repo", "study", "report", str(study)])
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "study run" in missing.stderr

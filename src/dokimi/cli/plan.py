@@ -68,7 +68,7 @@ def plan(
     tasks_available: int | None,
     as_json: bool,
 ) -> int:
-    """Tasks x reps a paired comparison needs to detect --effect with 80% power.
+    """Tasks x reps a paired comparison needs to detect --effect with the --power asked for (80%).
 
     The pilot batch (BATCH, or BATCH/ARM, and --baseline, as compare takes them) gives the per-task variance,
     how alike one task's reps are, and, when it has a treatment arm, how much the effect varies from task to
