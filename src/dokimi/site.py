@@ -247,13 +247,11 @@ def _events(cell_dir: Path) -> list[str]:
             continue
         if not isinstance(event, dict):
             continue
-        kind = str(event.get("kind", "?"))
+        kind = str(event.get("kind", "?")) + (" (denied)" if event.get("denied") is True else "")
         when = event.get("t")
         what = str(event.get("text") or event.get("path") or event.get("name") or "")
         rc = event.get("rc")
         detail = event.get("output")
-        if detail is None and kind == "edit":
-            detail = event.get("diff") or event.get("patch")
         shown = ""
         if detail is not None:
             detail_text = detail if isinstance(detail, str) else json.dumps(detail, indent=2)
