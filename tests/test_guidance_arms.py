@@ -424,3 +424,28 @@ def test_a_study_file_whose_baseline_is_not_an_arm_is_refused(tmp_path: Path) ->
     study.write_text(study.read_text().replace("baseline: guidance:raw", "baseline: guidance:none"))
     missing = dokimi_cli(["repo", "study", "report", str(study)])
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "study run" in missing.stderr
+
+
+def test_the_report_warns_when_two_arms_started_every_task_with_the_same_guidance(tmp_path: Path) -> None:
+    from dokimi.batch import load_batch
+    from dokimi.report import build_report
+    from tests.helpers.batches import write_cell, write_pin
+
+    batch = tmp_path / "b"
+    write_pin(batch)
+    tree_files = [{"path": "AGENTS.md", "mode": "100644", "sha": "c" * 40}]
+    for task in ("t1", "t2"):
+        for arm, files in (("guidance:none", []), ("guidance:raw", []), ("guidance:tree", tree_files)):
+            write_cell(batch, task, arm, meta=True, meta_overrides={"guidance_files": files})
+    write_cell(batch, "t1", "guidance:bridge", meta=True)  # written before the record existed: no claim
+    report = build_report(load_batch(batch))
+    same = [w.message for w in report.warnings if w.code == "same_guidance"]
+    assert len(same) == 1 and same[0].startswith("guidance:none and guidance:raw started all 2")
+    assert "no guidance at all" in same[0]
+    applied = {g.arm: (g.tasks_with_guidance, g.tasks, g.cells_unrecorded) for g in report.guidance}
+    assert applied == {
+        "guidance:bridge": (0, 1, 1),
+        "guidance:none": (0, 2, 0),
+        "guidance:raw": (0, 2, 0),
+        "guidance:tree": (2, 2, 0),
+    }

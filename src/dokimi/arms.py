@@ -20,9 +20,9 @@ from dokimi.errors import DokimiError
 if TYPE_CHECKING:
     from dokimi.batch import Batch
     from dokimi.schemas.generated import Generated
-    from dokimi.schemas.report import ArmGuidance
+    from dokimi.schemas.report import ArmGuidance, ReportWarning
 
-__all__ = ["GENERATED_GLOB", "arm_guidance", "generation_records"]
+__all__ = ["GENERATED_GLOB", "arm_guidance", "generation_records", "warn_same_guidance"]
 
 GENERATED_GLOB = "_eval/generated/*/*/generated.json"
 """Where guidance:generated keeps one record per (task, model) under a batch."""
@@ -90,3 +90,52 @@ def arm_guidance(batch: Batch) -> list[ArmGuidance]:
             )
         )
     return out
+
+
+def _task_guidance(batch: Batch) -> dict[str, dict[str, frozenset[tuple[str, str]] | None]]:
+    """arm -> task -> the (path, blob SHA) its cells started with; None when the cells disagree or one has no
+    record (then nothing is claimed about that task)."""
+    out: dict[str, dict[str, frozenset[tuple[str, str]] | None]] = defaultdict(dict)
+    for cell in batch.finished():
+        result = cell.result
+        assert result is not None
+        meta = cell.meta()
+        files = (
+            None
+            if meta is None or meta.guidance_files is None
+            else frozenset((f.path, f.sha) for f in meta.guidance_files)
+        )
+        tasks = out[result.arm]
+        if result.task not in tasks:
+            tasks[result.task] = files
+        elif tasks[result.task] != files:
+            tasks[result.task] = None
+    return out
+
+
+def warn_same_guidance(batch: Batch) -> list[ReportWarning]:
+    """Two arms whose agents started every shared task with exactly the same guidance files: they measure
+    the same thing. The usual case is guidance:raw on bases that predate the repository's guidance, which is
+    guidance:none under another name; guidance:tree or guidance:at=REV is the arm that carries today's."""
+    from dokimi.schemas.report import ReportWarning
+
+    per_arm = _task_guidance(batch)
+    arms = sorted(per_arm)
+    found: list[ReportWarning] = []
+    for i, first in enumerate(arms):
+        for second in arms[i + 1 :]:
+            shared = sorted(set(per_arm[first]) & set(per_arm[second]))
+            if not shared:
+                continue
+            a, b = per_arm[first], per_arm[second]
+            if all(a[t] is not None and a[t] == b[t] for t in shared):
+                what = "no guidance at all" if all(not a[t] for t in shared) else "the same guidance files"
+                found.append(
+                    ReportWarning(
+                        code="same_guidance",
+                        message=f"{first} and {second} started all {len(shared)} shared task(s) with {what}: "
+                        "the two arms measure the same thing (bases older than the guidance make "
+                        "guidance:raw equal guidance:none; guidance:tree puts today's files onto every base)",
+                    )
+                )
+    return found

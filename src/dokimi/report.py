@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from dokimi import stats
-from dokimi.arms import arm_guidance
+from dokimi.arms import arm_guidance, warn_same_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
@@ -301,6 +301,7 @@ def build_report(
         )
 
     warnings += _warnings(batch, rows, cutoffs)
+    warnings += warn_same_guidance(batch)
     return ReportDoc(
         schema="repo_report.v1",
         batch=BatchInfo(

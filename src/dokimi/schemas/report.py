@@ -141,7 +141,7 @@ class ReportWarning(Document):
 
     code: str
     """Stable identifier: agent_network, mixed_harness_versions, no_pin, no_plan, plan_error, invalid_cells,
-    mixed_gating, cutoff_unknown_base_date, cutoff_model_absent."""
+    mixed_gating, cutoff_unknown_base_date, cutoff_model_absent, same_guidance."""
     message: str
     """What is wrong and what it means."""
 
