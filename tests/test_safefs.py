@@ -166,3 +166,19 @@ def test_tree_size_counts_regular_files_and_follows_no_link(tree: tuple[Path, Pa
     (run / "ws" / "dir-link").symlink_to(secret.parent)
     assert safefs.tree_size(run / "ws", trusted=run, stop_above=10_000) == 150
     assert safefs.tree_size(run / "ws", trusted=run, stop_above=60) > 60
+
+
+def test_a_rating_export_never_reads_a_link_a_grader_left_in_a_cell(tmp_path: Path) -> None:
+    from dokimi.batch import load_batch
+    from dokimi.rating.export import cell_text
+    from tests.helpers.batches import write_cell
+
+    secret = tmp_path / "secret"
+    secret.write_text("root only\n")
+    run_dir = write_cell(tmp_path / "batch", "t1", "guidance:raw")
+    (run_dir / "answer.txt").symlink_to(secret)
+    os.mkfifo(run_dir / "grade.stdout")
+    (run_dir / "workspace.diff").write_text("diff\n")
+    cell = load_batch(tmp_path / "batch").cells[0]
+    assert cell_text(cell, "answer.txt") is None and cell_text(cell, "grade.stdout") is None
+    assert cell_text(cell, "workspace.diff") == "diff\n"

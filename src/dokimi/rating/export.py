@@ -215,12 +215,28 @@ def batch_markers(batch: Batch, extra: Sequence[str] = ()) -> MarkerSet:
 # --- one artifact -----------------------------------------------------------------------------------------
 
 
+#: Largest cell file an export reads (a diff, an answer, a validation log).
+MAX_CELL_FILE_BYTES = 64 * 1024 * 1024
+
+
+def cell_text(cell: Cell, name: str) -> str | None:
+    """A file of the cell's run directory as text, or None when it is absent or is not a regular file dokimi
+    may read (a link a grader left, a FIFO, a device, over the size limit): a grader's ``answer.txt ->
+    /root/secret`` is never read into an export."""
+    from dokimi import safefs
+
+    try:
+        return safefs.read_text(cell.dir / name, trusted=cell.dir, limit=MAX_CELL_FILE_BYTES)
+    except (FileNotFoundError, safefs.UnsafePathError):
+        return None
+
+
 def cell_diff(cell: Cell) -> str:
     """The cell's workspace diff: ``workspace.diff`` when the runner stored it, else ``git diff
     <start_sha>`` of its workspace (through a scratch git dir: the workspace may belong to another uid)."""
-    stored = cell.dir / WORKSPACE_DIFF
-    if stored.is_file():
-        return stored.read_text(encoding="utf-8", errors="replace")
+    stored = cell_text(cell, WORKSPACE_DIFF)
+    if stored is not None:
+        return stored
     meta = cell.meta()
     if meta is None:
         raise DokimiError(
@@ -237,12 +253,12 @@ def _task_text(cell: Cell) -> str:
     path = cell.dir / TASK_JSON
     task_id = cell.result.task if cell.result is not None else ""
     prompt = ""
-    if path.is_file():
+    if os.path.lexists(path):
         from dokimi.schemas._base import read_document
         from dokimi.schemas.task import Task
 
         try:
-            prompt = read_document(path, Task).prompt
+            prompt = read_document(path, Task, trusted=cell.dir).prompt
         except DokimiError:
             prompt = ""
     return f"task: {task_id}\n\n{prompt.rstrip()}\n"
@@ -264,17 +280,15 @@ def blind_cell(cell: Cell, compiled: Sequence[Rule]) -> _Artifact:
     findings: list[Finding] = []
     diff, found = scrub_diff(cell_diff(cell), compiled, file=DIFF_FILE)
     files[DIFF_FILE], findings = diff, findings + found
-    answer_path = cell.dir / ANSWER_TXT
-    answer = answer_path.read_text(encoding="utf-8", errors="replace") if answer_path.is_file() else ""
+    answer = cell_text(cell, ANSWER_TXT) or ""
     files[ANSWER_FILE], found = scrub_text(answer, compiled, file=ANSWER_FILE)
     findings += found
     files[TASK_FILE], found = scrub_text(_task_text(cell), compiled, file=TASK_FILE)
     findings += found
     for name in VALIDATION_LOGS:
-        path = cell.dir / name
-        if path.is_file():
+        text = cell_text(cell, name)
+        if text is not None:
             rel = f"{LOGS_DIR}/{name}"
-            text = path.read_text(encoding="utf-8", errors="replace")
             files[rel], found = scrub_text(text, compiled, file=rel)
             findings += found
     return _Artifact(files, findings)
