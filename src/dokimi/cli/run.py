@@ -223,7 +223,9 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     "arms",
     multiple=True,
     metavar="A[,B]",
-    help="Arms, e.g. guidance:none,guidance:raw (repeatable or comma-separated).",
+    help="Arms (repeatable or comma-separated): guidance:none, guidance:raw, guidance:bridge, guidance:tree "
+    "(today's guidance on every base), guidance:at=REV (revision REV's), guidance:generated (the harness's "
+    "own generator, e.g. /init).",
 )
 @click.option(
     "--model",
