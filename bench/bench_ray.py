@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from bench_cell_overhead import HARNESS, PROFILE, make_repo  # noqa: E402
 from tests.helpers.raycluster import start_cluster  # noqa: E402
 
+from dokimi.runner.executor import ExecutorSettings  # noqa: E402
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch  # noqa: E402
 from dokimi.source import open_source  # noqa: E402
 
@@ -73,10 +74,7 @@ def seconds_per_cell(
             max_batch_usd=None,
             budget_usd=None,
             progress=QuietProgress(),
-            executor=opts.executor,
-            ray_address=address,
-            source=opts.source,
-            bin_option=opts.bin,
+            executor=ExecutorSettings(opts.executor, address, source=opts.source, bin_option=opts.bin),
         )
         elapsed = time.monotonic() - start
     passed = sum(1 for o in outcomes if o.result is not None and o.result.passed)

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from dokimi.manifest import load_manifest
 from dokimi.runner.taskcheck import CheckOptions, check_tasks
 from dokimi.source import Repo, open_source
-from dokimi.workspace import ARM_NONE, prepare_workspace
+from dokimi.workspace import ARM_NONE, WorkspaceSource, prepare_workspace
 
 HERE = Path(__file__).resolve().parent.parent
 EXAMPLES = HERE / "examples"
@@ -84,10 +84,8 @@ def bench_workspace(label: str, source: str, sha: str, root: Path, runs: int) ->
         def prepare() -> None:
             dest = root / f"ws-{next(counter)}"
             prepare_workspace(
-                repo,
+                WorkspaceSource(repo, ".agent-eval", GUIDANCE),
                 task,
-                eval_dir=".agent-eval",
-                guidance_globs=GUIDANCE,
                 arm=ARM_NONE,
                 dest=dest,
                 patches_root=root,

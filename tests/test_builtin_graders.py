@@ -24,7 +24,7 @@ from dokimi.sandbox.specs import ContainerSettings, image_env, prepare_agent_dir
 from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
-from dokimi.workspace import ARM_RAW, export_tree_as_stored, prepare_workspace
+from dokimi.workspace import ARM_RAW, WorkspaceSource, export_tree_as_stored, prepare_workspace
 from tests.helpers.git import commit, git, git_repo
 
 pytestmark = pytest.mark.docker
@@ -114,10 +114,8 @@ def _run_dir(project: Project, tmp_path: Path) -> Path:
     run_dir = tmp_path / f"run-{secrets.token_hex(3)}"
     run_dir.mkdir()
     prepared = prepare_workspace(
-        project.repo,
+        WorkspaceSource(project.repo, EVAL, project.loaded.guidance_globs),
         project.task,
-        eval_dir=EVAL,
-        guidance_globs=project.loaded.guidance_globs,
         arm=ARM_RAW,
         dest=run_dir / "workspace",
         patches_root=project.content / "tasks" / "fix_add",

@@ -29,6 +29,7 @@ from dokimi.workspace import (
     ARM_TREE,
     GuidanceFile,
     GuidanceOverlay,
+    WorkspaceSource,
     arm_kind,
     blob_sha,
     overlay_from_snapshot,
@@ -130,15 +131,13 @@ def blob(history: History, rev: str, path: str) -> str:
 def prepare(repo: Repo, tmp_path: Path, base: str, arm: str, overlay: GuidanceOverlay | None = None) -> Path:
     dest = tmp_path / f"ws-{arm.replace(':', '_').replace('=', '_')}-{base[:7]}"
     prepared = prepare_workspace(
-        repo,
+        WorkspaceSource(repo, ".agent-eval", GLOBS),
         SimpleNamespace(base=base, setup_patches=[], review_patch=None),
-        eval_dir=".agent-eval",
-        guidance_globs=GLOBS,
         arm=arm,
         dest=dest,
         patches_root=tmp_path,
         overlay=overlay,
-        harness_names=["CLAUDE.md"],
+        profile=SimpleNamespace(bridge=None, guidance=SimpleNamespace(names=["CLAUDE.md"])),
     )
     (dest / ".guidance.json").write_text(
         json.dumps({"files": prepared.meta_fields()["guidance_files"], "source": prepared.guidance_source})

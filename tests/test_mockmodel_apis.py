@@ -167,7 +167,9 @@ def test_an_error_turn_answers_in_the_apis_own_error_shape(tmp_path: Path, path:
 
 
 def test_a_session_title_request_without_tools_is_a_side_request() -> None:
-    title = {"messages": [{"role": "system", "content": "You are a title generator. You output ONLY a title"}]}
+    title = {
+        "messages": [{"role": "system", "content": "You are a title generator. You output ONLY a title"}]
+    }
     assert not is_main_loop_request(title, api=CHAT)
     assert is_main_loop_request({**title, "tools": [{"type": "function"}]}, api=CHAT)
     assert is_main_loop_request({"messages": [{"role": "user", "content": "fix it"}]}, api=CHAT)

@@ -46,7 +46,7 @@ def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_cal
     script = f"echo before; setsid sh -c 'sleep 60 # {marker}' & sleep 0.2; echo after"
     start = time.monotonic()
     try:
-        done = process.run(["sh", "-c", script], timeout=20, grace=1.0)
+        done = process.run(["sh", "-c", script], timeout=20, bounds=process.Bounds(grace=1.0))
         assert time.monotonic() - start < 10
         assert done.stdout == "before\nafter\n" and done.returncode == 0
     finally:
@@ -55,14 +55,16 @@ def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_cal
 
 
 def test_a_timeout_keeps_what_the_child_printed_and_reports_no_returncode() -> None:
-    done = process.run(["sh", "-c", "echo started; sleep 30"], timeout=0.5, grace=0.5)
+    done = process.run(["sh", "-c", "echo started; sleep 30"], timeout=0.5, bounds=process.Bounds(grace=0.5))
     assert done.timed_out and done.returncode is None and done.stdout == "started\n"
 
 
 def test_output_over_the_cap_keeps_head_and_tail_and_counts_the_middle(tmp_path: Path) -> None:
     script = "head -c 3000000 /dev/zero | tr '\\0' a; printf END; head -c 3000000 /dev/zero | tr '\\0' b >&2"
     out = tmp_path / "grade.stdout"
-    done = process.run(["sh", "-c", script], timeout=60, stdout_file=out, max_output=1_000_000)
+    done = process.run(
+        ["sh", "-c", script], timeout=60, stdout_file=out, bounds=process.Bounds(max_output=1_000_000)
+    )
     kept = out.read_bytes()
     assert kept.startswith(b"a" * 1_000_000)
     assert kept.endswith(b"a" * (1_000_000 - 3) + b"END")
@@ -73,7 +75,7 @@ def test_output_over_the_cap_keeps_head_and_tail_and_counts_the_middle(tmp_path:
 
 
 def test_output_under_the_cap_is_kept_whole() -> None:
-    done = process.run(["sh", "-c", "seq 1 1000"], timeout=10, max_output=1_000_000)
+    done = process.run(["sh", "-c", "seq 1 1000"], timeout=10, bounds=process.Bounds(max_output=1_000_000))
     assert done.stdout == "".join(f"{i}\n" for i in range(1, 1001)) and done.stdout_omitted == 0
 
 

@@ -86,7 +86,7 @@ def wait_for(predicate: object, timeout: float = 60.0) -> bool:
 def test_a_hanging_harness_is_killed_at_its_timeout_with_its_whole_group(fake_dir: Path) -> None:
     fake = make_fake_harness(fake_dir, HANG)
     try:
-        done = process.run([str(fake.script), "go"], timeout=1.5, grace=1.0)
+        done = process.run([str(fake.script), "go"], timeout=1.5, bounds=process.Bounds(grace=1.0))
         assert done.timed_out and done.returncode is None
         assert f"started {fake.marker}" in done.stdout, "output up to the kill is kept"
         assert wait_for(lambda: not stray_pids(fake.marker), 5), "the grandchild sleep outlived the group"
@@ -98,7 +98,9 @@ def test_output_written_to_a_file_survives_the_timeout_kill(fake_dir: Path, tmp_
     fake = make_fake_harness(fake_dir, HANG)
     try:
         out = tmp_path / "stdout"
-        done = process.run([str(fake.script), "go"], timeout=1.0, grace=0.5, stdout_file=out)
+        done = process.run(
+            [str(fake.script), "go"], timeout=1.0, bounds=process.Bounds(grace=0.5), stdout_file=out
+        )
         assert done.timed_out
         assert out.read_text() == f"started {fake.marker}\n" == done.stdout
         assert wait_for(lambda: not stray_pids(fake.marker), 5)

@@ -11,6 +11,8 @@ import pytest
 
 from dokimi.errors import DocumentError, PrerequisiteError, UsageError
 from dokimi.harness.profile import (
+    AgentRequest,
+    Placement,
     build_invocation,
     load_profile,
     resolve_bin,
@@ -52,19 +54,10 @@ def line_of(text: str, needle: str) -> int:
 
 def invoke(profile_text: str, tmp_path: Path, **kw: object) -> list[str]:
     profile = load_profile(write(tmp_path, profile_text))
-    args: dict[str, object] = dict(
-        bin="/b/fake",
-        prompt="p",
-        model="m",
-        max_turns=3,
-        budget=2.0,
-        tools="none",
-        config_dir="/c",
-        support_dir="/s",
-        environ={},
-    )
-    args.update(kw)
-    return build_invocation(profile, **args).argv  # type: ignore[arg-type]
+    request: dict[str, object] = dict(prompt="p", model="m", max_turns=3, budget=2.0, tools="none")
+    request.update(kw)
+    placement = Placement(bin="/b/fake", config_dir="/c", support_dir="/s")
+    return build_invocation(profile, AgentRequest(**request), placement, environ={}).argv  # type: ignore[arg-type]
 
 
 def test_a_profile_file_loads_by_path(tmp_path: Path) -> None:
@@ -199,15 +192,8 @@ def test_effort_goes_to_argv_after_the_tools_and_to_env(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, GOOD))
     inv = build_invocation(
         profile,
-        bin="b",
-        prompt="p",
-        model="m",
-        max_turns=1,
-        budget=1,
-        tools="read",
-        config_dir="/c",
-        support_dir="/s",
-        effort="high",
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="read", effort="high"),
+        Placement(bin="b", config_dir="/c", support_dir="/s"),
         environ={},
     )
     assert inv.argv[-3:] == ["--tools", "Read", "--effort=high"]
@@ -217,9 +203,11 @@ def test_effort_goes_to_argv_after_the_tools_and_to_env(tmp_path: Path) -> None:
 def test_without_effort_nothing_of_the_effort_block_is_passed(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, GOOD))
     inv = build_invocation(
-        profile, bin="b", prompt="p", model="m", max_turns=1, budget=1, tools="read",
-        config_dir="/c", support_dir="/s", environ={},
-    )  # fmt: skip
+        profile,
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="read"),
+        Placement(bin="b", config_dir="/c", support_dir="/s"),
+        environ={},
+    )
     assert not any("effort" in a for a in inv.argv) and "FAKE_EFFORT" not in inv.env
 
 
@@ -237,10 +225,11 @@ def test_effort_for_a_profile_without_an_effort_block_is_refused(tmp_path: Path)
 def test_env_is_allow_list_then_env_set_then_config_dir(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, GOOD))
     inv = build_invocation(
-        profile, bin="b", prompt="p", model="m", max_turns=1, budget=1, tools="all",
-        config_dir="/fresh", support_dir="/s",
+        profile,
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="all"),
+        Placement(bin="b", config_dir="/fresh", support_dir="/s"),
         environ={"PATH": "/p", "FAKE_KEY": "k", "FAKE_MODE": "user", "FAKE_CONFIG": "/user", "OTHER": "x"},
-    )  # fmt: skip
+    )
     assert inv.env == {"PATH": "/p", "FAKE_KEY": "k", "FAKE_MODE": "eval", "FAKE_CONFIG": "/fresh"}
 
 
@@ -252,9 +241,11 @@ def test_config_files_are_written_with_the_agents_paths(tmp_path: Path) -> None:
     )
     profile = load_profile(write(tmp_path, text))
     inv = build_invocation(
-        profile, bin="b", prompt="p", model="m", max_turns=1, budget=1, tools="all",
-        config_dir="/eval/run/config", support_dir="/eval/support", environ={},
-    )  # fmt: skip
+        profile,
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="all"),
+        Placement(bin="b", config_dir="/eval/run/config", support_dir="/eval/support"),
+        environ={},
+    )
     inv.write_config_files(tmp_path / "cfg")
     assert (
         tmp_path / "cfg/sub/s.json"

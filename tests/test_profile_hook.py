@@ -94,7 +94,7 @@ def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_backgroun
     """The built-in profile's settings.json, written into a fresh config dir, makes Claude Code 2.1.328 run
     the hook: a scripted ``sleep &`` comes back to the model as a refused call; nothing is left running."""
     from dokimi import process
-    from dokimi.harness.profile import build_invocation, load_profile
+    from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
     from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
     from dokimi.harness.trace import convert_claude_stream_json
     from dokimi.mockmodel import MockModelServer
@@ -113,11 +113,17 @@ def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_backgroun
         (scratch / "home").mkdir()
         (scratch / "config").mkdir()
         inv = build_invocation(
-            profile, bin=str(reachable_binary(claude_bin, who)), prompt="run it", model="claude-haiku-4-5",
-            max_turns=5, budget=1, tools="all", config_dir=scratch / "config", support_dir=support_dir(),
-            environ={"PATH": "/usr/local/bin:/usr/bin:/bin"}, home=str(scratch / "home"),
+            profile,
+            AgentRequest(prompt="run it", model="claude-haiku-4-5", max_turns=5, budget=1, tools="all"),
+            Placement(
+                bin=str(reachable_binary(claude_bin, who)),
+                config_dir=scratch / "config",
+                support_dir=support_dir(),
+                home=str(scratch / "home"),
+            ),
+            environ={"PATH": "/usr/local/bin:/usr/bin:/bin"},
             extra_env={"ANTHROPIC_BASE_URL": server.url, **profile.dry_run_env},
-        )  # fmt: skip
+        )
         inv.write_config_files(scratch / "config")
         give_to(scratch, who)
         try:

@@ -20,6 +20,7 @@ from dokimi.workspace import (
     ARM_RAW,
     NEUTRAL_EMAIL,
     BridgeSpec,
+    WorkspaceSource,
     amend_commit,
     apply_arm,
     apply_review_patch,
@@ -380,10 +381,8 @@ def test_nothing_removed_unpatched_or_upstream_is_recoverable_from_the_workspace
     _OPEN.append(repo)
     task = _task(source, setup_patches=["bug.patch"], review_patch="review.patch")
     prepared = prepare_workspace(
-        repo,
+        WorkspaceSource(repo, ".agent-eval", GUIDANCE_GLOBS),
         task,
-        eval_dir=".agent-eval",
-        guidance_globs=GUIDANCE_GLOBS,
         arm=ARM_NONE,
         dest=tmp_path / "ws",
         patches_root=task_dir,
@@ -409,9 +408,9 @@ def test_prepare_workspace_records_the_meta_fields_and_is_deterministic(source: 
     _OPEN.append(repo)
     base = git(source, "rev-parse", "HEAD").strip()
     task = SimpleNamespace(base=base + "^{commit}", setup_patch="bug.patch", review_patch="review.patch")
-    kwargs = dict(eval_dir=".agent-eval", guidance_globs=GUIDANCE_GLOBS, arm=ARM_RAW, patches_root=task_dir)
-    one = prepare_workspace(repo, task, dest=tmp_path / "one", **kwargs)  # type: ignore[arg-type]
-    two = prepare_workspace(repo, task, dest=tmp_path / "two", **kwargs)  # type: ignore[arg-type]
+    source_ = WorkspaceSource(repo, ".agent-eval", GUIDANCE_GLOBS)
+    one = prepare_workspace(source_, task, arm=ARM_RAW, dest=tmp_path / "one", patches_root=task_dir)
+    two = prepare_workspace(source_, task, arm=ARM_RAW, dest=tmp_path / "two", patches_root=task_dir)
     meta = one.meta_fields()
     assert meta["base_rev"] == base + "^{commit}"
     assert meta["base_sha"] == base

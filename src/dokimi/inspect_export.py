@@ -25,6 +25,7 @@ from typing import Any
 
 from dokimi.batch import Batch, Cell
 from dokimi.errors import PrerequisiteError
+from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
 
 __all__ = ["ExportedLog", "export_inspect"]
 
@@ -78,7 +79,7 @@ def _cap(text: str) -> str:
 
 
 def _events(cell: Cell) -> list[dict[str, Any]]:
-    text = _read(cell, "events.jsonl") or ""
+    text = _read(cell, EVENTS_JSONL) or ""
     out = []
     for line in text.splitlines():
         try:
@@ -135,10 +136,10 @@ def _sample(cell: Cell) -> Any:
 
     result = cell.result
     assert result is not None
-    task = _json(cell, "task.json")
+    task = _json(cell, TASK_JSON)
     prompt = str(task.get("prompt", "")) if isinstance(task, dict) else ""
-    answer = _read(cell, "answer.txt") or ""
-    grade = _json(cell, "grade.json")
+    answer = _read(cell, ANSWER_TXT) or ""
+    grade = _json(cell, GRADE_JSON)
     if result.gated:
         value: float = 1.0 if result.passed and not result.grader_failure else 0.0
     else:
@@ -174,7 +175,7 @@ def _stamp(cells: list[Cell]) -> tuple[str, str]:
     times = []
     for cell in cells:
         try:
-            times.append((cell.dir / "result.json").lstat().st_mtime)
+            times.append((cell.dir / RESULT_JSON).lstat().st_mtime)
         except OSError:
             continue
     if not times:

@@ -25,6 +25,7 @@ from typing import Any
 
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import match_any
+from dokimi.rundir import ORACLE_PATCH, TASK_JSON
 from dokimi.source.git import run_git
 
 #: Which changed files are tests (the hidden part) when ``--tests`` is not given.
@@ -38,7 +39,6 @@ DEFAULT_TEST_GLOBS = (
     "test/**",
 )
 TEST_PATCH = "tests.patch"
-ORACLE_PATCH = "oracle.patch"
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z-]*(-by|-authored-by)?:\s", re.IGNORECASE)
 _ISSUE_REF = re.compile(
@@ -183,7 +183,7 @@ def write_task(
 
 
 def write_task_json(directory: Path, task: dict[str, Any]) -> None:
-    (directory / "task.json").write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n")
+    (directory / TASK_JSON).write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n")
 
 
 def classify(null: dict[str, str], oracle: dict[str, str]) -> tuple[list[str], list[str], list[str]]:

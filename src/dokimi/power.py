@@ -549,6 +549,19 @@ def cell_values(results: Sequence[Result], measure: str) -> tuple[float, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class PowerSettings:
+    """How a study is planned: the test's level, the power wanted, the repetitions tried, the tasks there are,
+    and the simulation."""
+
+    alpha: float = 0.05
+    target: float = 0.8
+    reps: Sequence[int] = DEFAULT_REPS
+    tasks_available: int | None = None
+    sims: int = DEFAULT_SIMS
+    seed: int = SEED
+
+
 def plan_batch(
     selectors: Sequence[str],
     baseline: str,
@@ -556,12 +569,7 @@ def plan_batch(
     *,
     measure: str = "gate",
     model: str | None = None,
-    alpha: float = 0.05,
-    target: float = 0.8,
-    reps: Sequence[int] = DEFAULT_REPS,
-    tasks_available: int | None = None,
-    sims: int = DEFAULT_SIMS,
-    seed: int = SEED,
+    settings: PowerSettings = PowerSettings(),
 ) -> RepoPower:
     """The repo_power.v1 document for a pilot: ``selectors`` and ``baseline`` as ``repo compare`` takes them
     (a pilot with the baseline arm only is fine: it then assumes the effect is the same on every task)."""
@@ -610,14 +618,16 @@ def plan_batch(
     result = plan(
         pilot,
         effect,
-        alpha=alpha,
-        target=target,
-        reps=reps,
-        tasks_available=tasks_available,
-        sims=sims,
-        seed=seed,
+        alpha=settings.alpha,
+        target=settings.target,
+        reps=settings.reps,
+        tasks_available=settings.tasks_available,
+        sims=settings.sims,
+        seed=settings.seed,
     )
     fit = result.fit
+    alpha, target, sims, seed = settings.alpha, settings.target, settings.sims, settings.seed
+    tasks_available = settings.tasks_available
     notes = [
         "tasks are drawn from the pilot's tasks; each task's reps vary as the pilot's did",
         "the test is repo compare's: the two-sided sign-flip test over per-task deltas",

@@ -276,6 +276,16 @@ def _feed(stdin: IO[bytes], data: bytes) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How :func:`run` ends a child and how much of its output it keeps."""
+
+    grace: float = DEFAULT_GRACE_S
+    """Seconds between SIGTERM and SIGKILL at the timeout (and the wait for the pipes after the exit)."""
+    max_output: int | None = None
+    """Bytes of each of stdout and stderr kept at each end; None: everything."""
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -285,25 +295,24 @@ def run(
     input: str | bytes | None = None,
     check: bool = False,
     stdout_file: Path | None = None,
-    grace: float = DEFAULT_GRACE_S,
-    text: bool = True,
-    max_output: int | None = None,
+    bounds: Bounds = Bounds(),
 ) -> Completed:
     """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
 
-    On timeout the group gets SIGTERM, ``grace`` seconds, then SIGKILL; what the child printed up to the kill
-    is kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes to that
-    file as it is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout`` holds its
-    last :data:`STDOUT_FILE_TAIL` bytes; a link already at that path is replaced, never written through.
-    With ``max_output`` each of stdout and stderr keeps its first and last ``max_output`` bytes around an
-    omitted-bytes line (:class:`CappedOutput`), so a child printing gigabytes costs dokimi a few times
-    ``max_output`` of memory.
+    On timeout the group gets SIGTERM, ``bounds.grace`` seconds, then SIGKILL; what the child printed up to
+    the kill is kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes
+    to that file as it is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout``
+    holds its last :data:`STDOUT_FILE_TAIL` bytes; a link already at that path is replaced, never written
+    through. With ``bounds.max_output`` each of stdout and stderr keeps its first and last ``max_output``
+    bytes around an omitted-bytes line (:class:`CappedOutput`), so a child printing gigabytes costs dokimi a
+    few times ``max_output`` of memory.
     Members of the group still alive after the child exits are killed too.
     """
     from dokimi import safefs
 
     argv = [str(a) for a in argv]
     start = time.monotonic()
+    grace, max_output = bounds.grace, bounds.max_output
     cap = max_output if max_output is not None else 1 << 62
     out_fd: int | None = None
     if stdout_file is not None:
@@ -368,7 +377,7 @@ def run(
     raw_err = err_sink.finish()
     if out_fd is None:
         raw_out = out_sink.finish()
-    stdout = raw_out.decode("utf-8", "replace") if text else raw_out.decode("latin-1")
+    stdout = raw_out.decode("utf-8", "replace")
     stderr = raw_err.decode("utf-8", "replace")
     result = Completed(
         argv=tuple(argv),

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from dokimi import process
 from dokimi.errors import PrerequisiteError, UsageError
-from dokimi.harness.profile import build_invocation, resolve_bin, version_argv
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, resolve_bin, version_argv
 from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_binary, wrap_argv
 from dokimi.rundir import WORKSPACE
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
@@ -635,20 +635,23 @@ def _error_of(
     return None
 
 
-def _run_scenario(
-    s: PlannedScenario,
-    *,
-    profile: HarnessProfile,
-    launcher: list[str],
-    who: RunAs | None,
-    workspace: Path,
-    scratch: Path,
-    out: Path,
-    trace_dir: str,
-    options: ReachOptions,
-    capture: CapturePlan,
-    seeded_tokens: Sequence[str],
-) -> _Outcome:
+@dataclass(frozen=True)
+class _ProbeRun:
+    """What every scenario of one reach probe shares."""
+
+    profile: HarnessProfile
+    launcher: list[str]
+    who: RunAs | None
+    workspace: Path
+    out: Path
+    options: ReachOptions
+    capture: CapturePlan
+    seeded_tokens: Sequence[str]
+
+
+def _run_scenario(run: _ProbeRun, s: PlannedScenario, *, scratch: Path, trace_dir: str) -> _Outcome:
+    profile, launcher, who, workspace = run.profile, run.launcher, run.who, run.workspace
+    out, options, capture, seeded_tokens = run.out, run.options, run.capture, run.seeded_tokens
     from dokimi.capture_proxy import CaptureProxy
     from dokimi.harness.trace import convert_file, write_conversion
     from dokimi.mockmodel import MockModelServer
@@ -676,16 +679,15 @@ def _run_scenario(
     try:
         inv = build_invocation(
             profile,
-            bin=launcher[-1],
-            prompt=s.prompt(),
-            model=options.model,
-            max_turns=options.max_turns,
-            budget=options.budget,
-            tools=s.tools,
-            config_dir=config,
-            support_dir=support_dir(),
+            AgentRequest(
+                prompt=s.prompt(),
+                model=options.model,
+                max_turns=options.max_turns,
+                budget=options.budget,
+                tools=s.tools,
+            ),
+            Placement(bin=launcher[-1], config_dir=config, support_dir=support_dir(), home=str(home)),
             environ=environ,
-            home=str(home),
             extra_env=extra,
             endpoint=recorder.url if recorder is not None else None,
         )
@@ -698,7 +700,7 @@ def _run_scenario(
             env=inv.env,
             cwd=workspace / s.cwd,
             stdout_file=stdout_path,
-            grace=2.0,
+            bounds=process.Bounds(grace=2.0),
         )
     finally:
         if recorder is not None:
@@ -784,22 +786,13 @@ def run_reach(
         seeded_tokens = [t for f in seeded for t in (f.head, f.tail)]
         out.mkdir(parents=True, exist_ok=True)
         outcomes: list[_Outcome] = []
+        run = _ProbeRun(profile, launcher, who, workspace, out, options, capture, seeded_tokens)
         for i, s in enumerate(planned, 1):
             say(f"[{i}/{len(planned)}] {s.name}")
             shutil.rmtree(out / "traces" / trace_dirs[s.name], ignore_errors=True)
             outcomes.append(
                 _run_scenario(
-                    s,
-                    profile=profile,
-                    launcher=launcher,
-                    who=who,
-                    workspace=workspace,
-                    scratch=base / "scenarios" / trace_dirs[s.name],
-                    out=out,
-                    trace_dir=trace_dirs[s.name],
-                    options=options,
-                    capture=capture,
-                    seeded_tokens=seeded_tokens,
+                    run, s, scratch=base / "scenarios" / trace_dirs[s.name], trace_dir=trace_dirs[s.name]
                 )
             )
     finally:

@@ -23,6 +23,15 @@ from typing import Any
 
 from dokimi.batch import Batch, Cell
 from dokimi.html import _CSS, _fmt, render_report
+from dokimi.rundir import (
+    ANSWER_TXT,
+    EVENTS_JSONL,
+    GRADE_JSON,
+    MERGE_JSON,
+    META_JSON,
+    TASK_JSON,
+    WORKSPACE_DIFF,
+)
 from dokimi.schemas.report import ReportDoc
 
 __all__ = ["cell_page_name", "write_report_site"]
@@ -232,7 +241,7 @@ def _outcome(cell: Cell) -> list[str]:
 
 def _events(cell_dir: Path) -> list[str]:
     """The transcript: one row per line of events.jsonl (command, read, edit, tool) with its time."""
-    text, problem = _read(cell_dir, "events.jsonl")
+    text, problem = _read(cell_dir, EVENTS_JSONL)
     out = [f'<p class="muted">{escape(problem)}</p>'] if problem else []
     if text is None:
         return out or ['<p class="muted">no events.jsonl (the agent ran no tool, or the trace was lost)</p>']
@@ -269,7 +278,7 @@ def _events(cell_dir: Path) -> list[str]:
 
 def _verdict(cell_dir: Path) -> list[str]:
     """merge.json: mergeable, the reasons, and the judge's verdict per rubric item."""
-    data, block = _json_block(cell_dir, "merge.json")
+    data, block = _json_block(cell_dir, MERGE_JSON)
     if not isinstance(data, dict):
         return (
             ['<p class="muted">no mergeability verdict (the task has no rubric)</p>']
@@ -311,7 +320,7 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
         f"<h1>{escape(title)}</h1>",
         *_outcome(cell),
     ]
-    task_text, problem = _read(cell_dir, "task.json")
+    task_text, problem = _read(cell_dir, TASK_JSON)
     try:
         task = json.loads(task_text) if task_text is not None else None
     except ValueError:
@@ -322,11 +331,11 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
         "Prompt", "prompt", [_pre(str(prompt)) if prompt else f'<p class="muted">{escape(why)}</p>']
     )
     body += _section("Transcript", "transcript", _events(cell_dir))
-    body += _section("Final answer", "answer", _file_block(cell_dir, "answer.txt"))
+    body += _section("Final answer", "answer", _file_block(cell_dir, ANSWER_TXT))
     body += _section(
-        "Agent's diff", "diff", _file_block(cell_dir, "workspace.diff", css="diff", missing="not kept")
+        "Agent's diff", "diff", _file_block(cell_dir, WORKSPACE_DIFF, css="diff", missing="not kept")
     )
-    _, grade = _json_block(cell_dir, "grade.json")
+    _, grade = _json_block(cell_dir, GRADE_JSON)
     body += _section("Grade", "grade", grade)
     body += [
         "<h3>Grader output</h3>",
@@ -334,6 +343,6 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
         *_file_block(cell_dir, "grade.stderr", missing="empty or absent"),
     ]
     body += _section("Mergeability verdict", "verdict", _verdict(cell_dir))
-    _, meta = _json_block(cell_dir, "meta.json")
+    _, meta = _json_block(cell_dir, META_JSON)
     body += _section("Run metadata", "meta", ["<details><summary>meta.json</summary>", *meta, "</details>"])
     return _page(title, body)

@@ -157,7 +157,7 @@ def build_study_report(study: Study, study_path: Path, *, out: Path | None = Non
     from dokimi.arms import arm_guidance
     from dokimi.batch import load_batch
     from dokimi.compare import compare
-    from dokimi.power import plan_batch
+    from dokimi.power import PowerSettings, plan_batch
     from dokimi.schemas.study import StudyPower, StudyReport
 
     root = batch_root(study, study_path, out)
@@ -183,9 +183,9 @@ def build_study_report(study: Study, study_path: Path, *, out: Path | None = Non
                 study.analysis.effect,
                 measure=study.analysis.measure,
                 model=study.models[0] if len(study.models) > 1 else None,
-                alpha=study.analysis.alpha,
-                target=study.analysis.power,
-                reps=(study.reps,),
+                settings=PowerSettings(
+                    alpha=study.analysis.alpha, target=study.analysis.power, reps=(study.reps,)
+                ),
             )
             power.append(StudyPower(treatment=arm, plan=plan))
         except UsageError as exc:

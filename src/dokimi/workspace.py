@@ -798,18 +798,25 @@ def _setup_patches_of(task: Any) -> list[str]:
     return [str(p) for p in patches]
 
 
+@dataclass(frozen=True)
+class WorkspaceSource:
+    """Where every workspace of a batch comes from: the source, the eval dir its tree carries (removed from
+    each workspace) and the manifest's guidance globs."""
+
+    repo: Repo
+    eval_dir: str
+    guidance_globs: Sequence[str]
+
+
 def prepare_workspace(
-    repo: Repo,
+    origin: WorkspaceSource,
     task: Any,
     *,
-    eval_dir: str,
-    guidance_globs: Sequence[str],
     arm: str,
     profile: Any = None,
     dest: Path,
     patches_root: Path,
     overlay: GuidanceOverlay | None = None,
-    harness_names: Sequence[str] = (),
 ) -> PreparedWorkspace:
     """The eight preparation steps for one task into ``dest`` (which must not exist or be empty).
 
@@ -817,11 +824,13 @@ def prepare_workspace(
     directory on the host (in the exported eval dir), against which patch paths resolve; ``profile`` is the
     harness profile (its ``bridge`` is read for guidance:bridge, its guidance names for what meta.json lists),
     or a plain bridge dict; ``overlay`` holds the files of guidance:tree, guidance:at=REV and
-    guidance:generated; ``harness_names`` adds file names to the guidance the start commit is listed for.
+    guidance:generated. The profile's guidance names join the globs in what the start commit is listed for.
     """
+    repo, eval_dir, guidance_globs = origin.repo, origin.eval_dir, origin.guidance_globs
     kind = arm_kind(arm)
     bridge = bridge_of(profile)
-    if not harness_names and profile is not None and hasattr(profile, "guidance"):
+    harness_names: list[str] = []
+    if profile is not None and hasattr(profile, "guidance"):
         harness_names = list(getattr(profile.guidance, "names", ()))
     if kind == "bridge" and bridge is None:
         raise UsageError(

@@ -11,6 +11,8 @@ from dokimi.errors import UsageError
 from dokimi.harness.profile import (
     PLACEHOLDER_RE,
     TOOLS_ELEMENT,
+    AgentRequest,
+    Placement,
     build_invocation,
     builtin_profiles,
     load_profile,
@@ -42,19 +44,12 @@ def profile(request: pytest.FixtureRequest) -> HarnessProfile:
     return load_profile(request.param)
 
 
-def _invoke(profile: HarnessProfile, tools: str = "all", **kw: object) -> list[str]:
+def _invoke(profile: HarnessProfile, tools: str = "all", effort: str | None = None) -> list[str]:
     inv = build_invocation(
         profile,
-        bin="/opt/h/bin",
-        prompt=NASTY_PROMPT,
-        model="m-1",
-        max_turns=7,
-        budget=1.5,
-        tools=tools,  # type: ignore[arg-type]
-        config_dir="/eval/run/config",
-        support_dir="/eval/support",
+        AgentRequest(NASTY_PROMPT, "m-1", 7, 1.5, tools=tools, effort=effort),  # type: ignore[arg-type]
+        Placement("/opt/h/bin", "/eval/run/config", "/eval/support"),
         environ=CALLER_ENV,
-        **kw,  # type: ignore[arg-type]
     )
     return inv.argv
 
@@ -88,14 +83,8 @@ def test_each_argv_element_stays_one_argument_and_the_prompt_is_never_resubstitu
 def test_the_child_env_holds_only_env_allow_env_set_and_config_dir_env(profile: HarnessProfile) -> None:
     inv = build_invocation(
         profile,
-        bin="b",
-        prompt="p",
-        model="m",
-        max_turns=1,
-        budget=1,
-        tools="none",
-        config_dir="/cfg",
-        support_dir="/sup",
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="none"),
+        Placement(bin="b", config_dir="/cfg", support_dir="/sup"),
         environ=CALLER_ENV,
     )
     allowed = set(profile.env_allow) | set(profile.env_set) | {profile.config_dir_env}
@@ -110,16 +99,9 @@ def test_the_child_env_holds_only_env_allow_env_set_and_config_dir_env(profile: 
 def test_in_a_container_the_hosts_path_and_home_are_dropped(profile: HarnessProfile) -> None:
     inv = build_invocation(
         profile,
-        bin="b",
-        prompt="p",
-        model="m",
-        max_turns=1,
-        budget=1,
-        tools="all",
-        config_dir="/eval/run/config",
-        support_dir="/eval/support",
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="all"),
+        Placement(bin="b", config_dir="/eval/run/config", support_dir="/eval/support", in_container=True),
         environ=CALLER_ENV,
-        in_container=True,
     )
     assert "PATH" not in inv.env and "HOME" not in inv.env
 
@@ -127,14 +109,8 @@ def test_in_a_container_the_hosts_path_and_home_are_dropped(profile: HarnessProf
 def test_config_files_render_every_placeholder_with_the_agents_paths(profile: HarnessProfile) -> None:
     inv = build_invocation(
         profile,
-        bin="b",
-        prompt="p",
-        model="m",
-        max_turns=1,
-        budget=1,
-        tools="all",
-        config_dir="/eval/run/config",
-        support_dir="/eval/support",
+        AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="all"),
+        Placement(bin="b", config_dir="/eval/run/config", support_dir="/eval/support"),
         environ={},
     )
     assert set(inv.config_files) == set(profile.config_files)
@@ -170,14 +146,8 @@ def test_the_claude_code_hook_names_a_script_that_exists() -> None:
     settings = json.loads(
         build_invocation(
             profile,
-            bin="b",
-            prompt="p",
-            model="m",
-            max_turns=1,
-            budget=1,
-            tools="all",
-            config_dir="/c",
-            support_dir=str(support_dir()),
+            AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools="all"),
+            Placement(bin="b", config_dir="/c", support_dir=str(support_dir())),
             environ={},
         ).config_files["settings.json"]
     )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from dokimi import process
-from dokimi.harness.profile import build_invocation, load_profile
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
 from dokimi.mockmodel import MockModelServer
 from dokimi.support import support_dir
@@ -40,16 +40,11 @@ def run_codex(
     with MockModelServer(script, capture_path=tmp_path / f"capture-{tools}.jsonl") as server:
         inv = build_invocation(
             profile,
-            bin=str(codex_bin),
-            prompt="Change before to after in f.txt",
-            model=MODEL,
-            max_turns=5,
-            budget=1,
-            tools=tools,  # type: ignore[arg-type]
-            config_dir=config,
-            support_dir=support_dir(),
+            AgentRequest(
+                prompt="Change before to after in f.txt", model=MODEL, max_turns=5, budget=1, tools=tools
+            ),
+            Placement(bin=str(codex_bin), config_dir=config, support_dir=support_dir(), home=str(home)),
             environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            home=str(home),
             endpoint=server.url,
         )
         assert "OPENAI_BASE_URL" not in inv.env
@@ -112,18 +107,10 @@ def test_the_effort_reaches_the_request(codex_bin: Path, tmp_path: Path) -> None
     with MockModelServer([{"final": "ok"}]) as server:
         inv = build_invocation(
             profile,
-            bin=str(codex_bin),
-            prompt="hi",
-            model=MODEL,
-            max_turns=1,
-            budget=1,
-            tools="none",
-            config_dir=config,
-            support_dir=support_dir(),
+            AgentRequest(prompt="hi", model=MODEL, max_turns=1, budget=1, tools="none", effort="high"),
+            Placement(bin=str(codex_bin), config_dir=config, support_dir=support_dir(), home=str(home)),
             environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            home=str(home),
             endpoint=server.url,
-            effort="high",
         )
         inv.write_config_files(config)
         done = process.run(inv.argv, timeout=120, env=inv.env, cwd=repo)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dokimi import process
-from dokimi.harness.profile import build_invocation, load_profile
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
 from dokimi.mockmodel import MockModelServer
 from dokimi.support import support_dir
@@ -31,11 +31,12 @@ def run_copilot(copilot: Path, tmp_path: Path, script: list[dict[str, Any]], too
     profile = load_profile("copilot")
     with MockModelServer(script) as server:
         inv = build_invocation(
-            profile, bin=str(copilot), prompt="go", model=MODEL, max_turns=5, budget=1,
-            tools=tools, config_dir=config, support_dir=support_dir(),  # type: ignore[arg-type]
-            environ={"PATH": os.environ["PATH"]}, home=str(home),
+            profile,
+            AgentRequest(prompt="go", model=MODEL, max_turns=5, budget=1, tools=tools),
+            Placement(bin=str(copilot), config_dir=config, support_dir=support_dir(), home=str(home)),
+            environ={"PATH": os.environ["PATH"]},
             extra_env={**profile.dry_run_env, "COPILOT_PROVIDER_BASE_URL": server.url},
-        )  # fmt: skip
+        )
         trace = tmp_path / f"trace-{tools}.jsonl"
         done = process.run(inv.argv, timeout=180, env=inv.env, cwd=repo, stdout_file=trace)
         offered = {t.get("name") for t in server.requests[0].body.get("tools", [])}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dokimi import process
-from dokimi.harness.profile import build_invocation, load_profile
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
 from dokimi.mockmodel import MockModelServer
 from dokimi.support import support_dir
@@ -30,11 +30,14 @@ def run_gemini(node: Path, gemini: Path, tmp_path: Path, script: list[dict[str, 
     profile = load_profile("gemini-cli")
     with MockModelServer(script) as server:
         inv = build_invocation(
-            profile, bin=str(gemini.resolve()), prompt="go", model="gemini-2.5-flash", max_turns=5, budget=1,
-            tools=tools, config_dir=config, support_dir=support_dir(),  # type: ignore[arg-type]
-            environ={"PATH": f"{node.parent}:/usr/bin:/bin"}, home=str(home),
+            profile,
+            AgentRequest(prompt="go", model="gemini-2.5-flash", max_turns=5, budget=1, tools=tools),
+            Placement(
+                bin=str(gemini.resolve()), config_dir=config, support_dir=support_dir(), home=str(home)
+            ),
+            environ={"PATH": f"{node.parent}:/usr/bin:/bin"},
             extra_env={**profile.dry_run_env, "GOOGLE_GEMINI_BASE_URL": server.url},
-        )  # fmt: skip
+        )
         inv.write_config_files(config)
         trace = tmp_path / f"trace-{tools}.jsonl"
         done = process.run([str(node), *inv.argv], timeout=180, env=inv.env, cwd=repo, stdout_file=trace)

@@ -17,7 +17,7 @@ from dokimi.manifest import LoadedManifest, load_manifest
 from dokimi.sandbox.image import BuiltImage, build_image
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
-from dokimi.workspace import export_tree_as_stored
+from dokimi.workspace import WorkspaceSource, export_tree_as_stored
 from tests.helpers.evalrepo import EVAL_DIR, TASKS, make_eval_repo
 
 SANDBOX_TASKS = {
@@ -69,10 +69,8 @@ def prepared_run(toy: Toy, run_dir: Path, task_id: str) -> Task:
     assert task is not None
     run_dir.mkdir(parents=True, exist_ok=True)
     prepared = prepare_workspace(
-        toy.repo,
+        WorkspaceSource(toy.repo, EVAL_DIR, toy.loaded.guidance_globs),
         task,
-        eval_dir=EVAL_DIR,
-        guidance_globs=toy.loaded.guidance_globs,
         arm=ARM_RAW,
         dest=run_dir / "workspace",
         patches_root=toy.content / "tasks" / task_id,

@@ -75,7 +75,7 @@ def plan(
     task. Whole studies are simulated from it and tested exactly as compare tests them (sign-flip over
     per-task deltas); the power is the share of studies with p < --alpha. --json prints repo_power.v1.
     """
-    from dokimi.power import plan_batch
+    from dokimi.power import PowerSettings, plan_batch
 
     doc = plan_batch(
         list(selectors),
@@ -83,10 +83,7 @@ def plan(
         effect,
         measure=measure,
         model=model,
-        alpha=alpha,
-        target=target,
-        reps=reps,
-        tasks_available=tasks_available,
+        settings=PowerSettings(alpha=alpha, target=target, reps=reps, tasks_available=tasks_available),
     )
     if as_json:
         emit_json(doc)

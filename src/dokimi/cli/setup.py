@@ -14,11 +14,11 @@ def setup() -> int:
     in the machine's apt sources (about a minute the first time, about a second when it is there).
     Idempotent. Needs root or sudo for the daemon and debootstrap."""
     from dokimi.cli._common import note
-    from dokimi.process import run
+    from dokimi.process import Bounds, run
     from dokimi.setup import script_path
 
     note(f"running {script_path()} (about a minute when the base image is built)")
-    completed = run(["bash", str(script_path())], timeout=1800, max_output=1 << 20)
+    completed = run(["bash", str(script_path())], timeout=1800, bounds=Bounds(max_output=1 << 20))
     click.echo(completed.stdout, nl=False)
     click.echo(completed.stderr, nl=False, err=True)
     if completed.returncode != 0:

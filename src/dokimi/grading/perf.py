@@ -412,7 +412,7 @@ def check_finished_cell(
         from dokimi.errors import DokimiError
         from dokimi.harness.profile import load_profile
         from dokimi.source import open_source
-        from dokimi.workspace import prepare_workspace
+        from dokimi.workspace import WorkspaceSource, prepare_workspace
 
         try:
             profile = load_profile(meta.harness)
@@ -426,10 +426,8 @@ def check_finished_cell(
 
             def prepare(dest: Path) -> object:
                 return prepare_workspace(
-                    repo,
+                    WorkspaceSource(repo, manifest.eval_dir or "", manifest.guidance.globs),
                     task,
-                    eval_dir=manifest.eval_dir or "",
-                    guidance_globs=manifest.guidance.globs,
                     arm=oracle_variant_arm(meta.arm),
                     profile=profile,
                     dest=dest,

@@ -461,30 +461,48 @@ def _check_effort(profile: HarnessProfile, effort: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class AgentRequest:
+    """What one run of a harness is asked to do."""
+
+    prompt: str
+    model: str
+    max_turns: int
+    budget: float
+    tools: ToolsLevel = "all"
+    effort: str | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a harness runs: its executable and directories as the agent sees them (container paths in a
+    container, host paths on the host)."""
+
+    bin: str
+    config_dir: str | PurePosixPath | Path
+    support_dir: str | PurePosixPath | Path
+    in_container: bool = False
+    home: str | None = None
+
+
 def build_invocation(
     profile: HarnessProfile,
+    request: AgentRequest,
+    placement: Placement,
     *,
-    bin: str,
-    prompt: str,
-    model: str,
-    max_turns: int,
-    budget: float,
-    tools: ToolsLevel,
-    config_dir: str | PurePosixPath | Path,
-    support_dir: str | PurePosixPath | Path,
-    effort: str | None = None,
     environ: Mapping[str, str] | None = None,
-    in_container: bool = False,
-    home: str | None = None,
     extra_env: Mapping[str, str] | None = None,
     endpoint: str | None = None,
 ) -> Invocation:
     """argv, env and config files of one run.
 
-    ``config_dir`` and ``support_dir`` are the directories as the agent sees them (container paths in a
-    container, host paths on the host). ``prompt_suffix`` is appended to ``prompt``. ``endpoint`` is what
-    ``{endpoint}`` becomes (:func:`endpoint_for`).
+    ``prompt_suffix`` is appended to the request's prompt. ``endpoint`` is what ``{endpoint}`` becomes
+    (:func:`endpoint_for`).
     """
+    prompt, model, max_turns, budget = request.prompt, request.model, request.max_turns, request.budget
+    tools, effort = request.tools, request.effort
+    bin, config_dir, support_dir = placement.bin, placement.config_dir, placement.support_dir
+    in_container, home = placement.in_container, placement.home
     _check_effort(profile, effort)
     full_prompt = prompt + (profile.prompt_suffix or "")
     config = str(config_dir)

@@ -399,7 +399,7 @@ class _TaskContext:
 
 def _task_rows(ctx: _TaskContext) -> list[Row]:
     """The calibration rows of one task, in their fixed order."""
-    from dokimi.workspace import ARM_RAW, head_sha, prepare_workspace
+    from dokimi.workspace import ARM_RAW, WorkspaceSource, head_sha, prepare_workspace
 
     manifest = ctx.loaded.manifest
     loaded_task, task, rubric, rules = ctx.loaded_task, ctx.loaded_task.task, ctx.rubric, ctx.rules
@@ -410,10 +410,8 @@ def _task_rows(ctx: _TaskContext) -> list[Row]:
     def fresh(name: str) -> Path:
         dest: Path = out / "ws" / loaded_task.id / name
         prepare_workspace(
-            ctx.repo,
+            WorkspaceSource(ctx.repo, manifest.eval_dir, loaded.guidance_globs),
             task,
-            eval_dir=manifest.eval_dir,
-            guidance_globs=loaded.guidance_globs,
             arm=ARM_RAW,
             profile=None,
             dest=dest,

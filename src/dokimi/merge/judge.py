@@ -655,7 +655,7 @@ def _call(prompt: str, model: str, options: JudgeOptions, binary: Path, profile:
             cwd=cwd,
             input=prompt,
             stdout_file=stdout_path,
-            grace=2.0,
+            bounds=process.Bounds(grace=2.0),
         )
         conv = convert_file(stdout_path, profile.trace)
     finally:

@@ -276,14 +276,12 @@ def reset_run_dir(run_dir: Path) -> None:
 
 def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
     from dokimi.sandbox.container import give_to_container_user
-    from dokimi.workspace import prepare_workspace
+    from dokimi.workspace import WorkspaceSource, prepare_workspace
 
     with ctx.prep_lock:
         prepared = prepare_workspace(
-            ctx.repo,
+            WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
             ctx.task(key.task),
-            eval_dir=ctx.manifest.eval_dir or "",
-            guidance_globs=ctx.manifest.guidance.globs,
             arm=key.arm,
             profile=ctx.profile,
             dest=run_dir / WORKSPACE,
@@ -308,7 +306,7 @@ def agent_argv_and_env(
     caller's environment: its endpoint, dummy credentials and proxy variables come from the seal.
     ``capture`` (dry run) is where the scripted model server records the request bodies, as the container
     sees it."""
-    from dokimi.harness.profile import build_invocation
+    from dokimi.harness.profile import AgentRequest, Placement, build_invocation
     from dokimi.harness.runtime import container_launcher
 
     task = ctx.task(key.task)
@@ -321,18 +319,22 @@ def agent_argv_and_env(
         endpoint = seal_env.get(ctx.profile.endpoint_env or "")
     invocation = build_invocation(
         ctx.profile,
-        bin=launcher[-1],
-        prompt=task.prompt if prompt is None else prompt,
-        model=key.model,
-        max_turns=limits.max_turns,
-        budget=limits.budget_usd,
-        tools="all",
-        config_dir=CONTAINER_CONFIG,
-        support_dir=CONTAINER_SUPPORT,
-        effort=key.effort,
+        AgentRequest(
+            prompt=task.prompt if prompt is None else prompt,
+            model=key.model,
+            max_turns=limits.max_turns,
+            budget=limits.budget_usd,
+            tools="all",
+            effort=key.effort,
+        ),
+        Placement(
+            bin=launcher[-1],
+            config_dir=CONTAINER_CONFIG,
+            support_dir=CONTAINER_SUPPORT,
+            in_container=True,
+            home=str(CONTAINER_HOME),
+        ),
         environ=ctx.environ if seal_env is None else sealed_environ(ctx.profile, ctx.environ),
-        in_container=True,
-        home=str(CONTAINER_HOME),
         extra_env=extra_env,
         endpoint=endpoint,
     )
@@ -544,7 +546,7 @@ def cell_facts(
     """What grading needs from the agent's side of the cell."""
     from dokimi.grading.perf import oracle_variant_arm
     from dokimi.sandbox.container import container_name
-    from dokimi.workspace import prepare_workspace
+    from dokimi.workspace import WorkspaceSource, prepare_workspace
 
     rel = ctx.layout.rel(key.path(ctx.root))
     task = ctx.task(key.task)
@@ -552,10 +554,8 @@ def cell_facts(
     def prepare_oracle_variant(dest: Path) -> object:
         with ctx.prep_lock:
             return prepare_workspace(
-                ctx.repo,
+                WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
                 task,
-                eval_dir=ctx.manifest.eval_dir or "",
-                guidance_globs=ctx.manifest.guidance.globs,
                 arm=oracle_variant_arm(key.arm),
                 profile=ctx.profile,
                 dest=dest,

@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from dokimi.errors import UsageError
@@ -103,19 +104,31 @@ def stop_local_containers(batch: str) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """``--executor`` and what a remote executor needs to reach the batch (``repo run``'s options)."""
+
+    name: ExecutorName = "local"
+    ray_address: str | None = None
+    shared_out: bool = False
+    """The batch directory is on storage every node mounts at the same path."""
+    source: str | None = None
+    """The source as given (a node opens it again)."""
+    bin_option: str | None = None
+    """--bin as given (a node resolves it again)."""
+
+
 @contextmanager
 def open_executor(
-    name: ExecutorName,
+    settings: ExecutorSettings,
     ctx: CellContext,
     *,
     jobs: int | None,
-    ray_address: str | None = None,
-    shared_out: bool = False,
-    source: str | None = None,
-    bin_option: str | None = None,
     cell_function: Callable[[CellContext, CellKey], CellOutcome] | None = None,
 ) -> Iterator[CellExecutor]:
-    """The executor ``name`` for a prepared batch, closed (and disconnected) on exit."""
+    """The executor ``settings.name`` for a prepared batch, closed (and disconnected) on exit."""
+    name, ray_address, shared_out = settings.name, settings.ray_address, settings.shared_out
+    source, bin_option = settings.source, settings.bin_option
     if name == "local":
         local = LocalExecutor(ctx, jobs or 1, cell_function)
         try:

@@ -50,6 +50,7 @@ from dokimi import __version__
 from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
 from dokimi.constants import RESULT_JSON
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
+from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, SUPPORT_DIR
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
 
@@ -75,7 +76,7 @@ CELL_CPUS = 1.0
 #: CellContext fields that belong to one process (an open source, a lock, an event): made anew on the node.
 RUNTIME_FIELDS = frozenset({"repo", "cancel", "prep_lock", "sealed"})
 #: What of ``<batch>/_eval`` a node needs: the exported eval_dir, the support scripts, the dry-run scripts.
-SHIPPED_EVAL = ("content", "support", "dry-run", "manifest.json")
+SHIPPED_EVAL = (CONTENT_DIR, SUPPORT_DIR, DRY_RUN_DIR, MANIFEST_COPY)
 #: Where a node keeps its per-batch state (default: ``<DOKIMI_HOME or ~/.cache/dokimi>/ray-nodes``).
 NODE_DIR_ENV = "DOKIMI_RAY_NODE_DIR"
 ATTEMPTS_DIR = "ray-attempts"

@@ -46,7 +46,7 @@ from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.rules import load_review_rules
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner.cell import CellContext, CellOutcome
-from dokimi.runner.executor import ExecutorName
+from dokimi.runner.executor import ExecutorName, ExecutorSettings
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
@@ -416,7 +416,13 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
 
 
 def harness_version_in_image(
-    profile: HarnessProfile, *, image: str, harness_bin: Path, batch: str, scratch: Path, where: str = "_eval"
+    profile: HarnessProfile,
+    *,
+    image: str,
+    harness_bin: Path,
+    batch: str,
+    scratch: Path,
+    where: str = EVAL_DIR_NAME,
 ) -> str:
     """version_cmd run inside the image with the harness at /eval/harness."""
     from dokimi.harness.profile import version_argv
@@ -494,20 +500,13 @@ def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) ->
 
 def check_efforts(profile: HarnessProfile, efforts: Sequence[str]) -> None:
     """Refuse, before any cell, an effort the profile cannot pass (the profile carries the effort)."""
-    from dokimi.harness.profile import build_invocation
+    from dokimi.harness.profile import AgentRequest, Placement, build_invocation
 
     for effort in efforts:
         build_invocation(
             profile,
-            bin="harness",
-            prompt="",
-            model="model",
-            max_turns=1,
-            budget=1.0,
-            tools="all",
-            config_dir="/config",
-            support_dir="/support",
-            effort=effort,
+            AgentRequest(prompt="", model="model", max_turns=1, budget=1.0, tools="all", effort=effort),
+            Placement(bin="harness", config_dir="/config", support_dir="/support"),
             environ={},
         )
 
@@ -816,11 +815,7 @@ def execute_cells(
     budget_usd: float | None,
     progress: Progress,
     cell_function: Callable[[CellContext, CellKey], CellOutcome] | None = None,
-    executor: ExecutorName = "local",
-    ray_address: str | None = None,
-    shared_out: bool = False,
-    source: str | None = None,
-    bin_option: str | None = None,
+    executor: ExecutorSettings | None = None,
 ) -> tuple[list[CellOutcome], SpendLedger, bool]:
     """Run every planned cell that is not finished (all with --force) on an executor: ``jobs`` threads here
     (``local``), or a Ray cluster (``ray``: ``jobs`` cells in flight, default one per CPU of the cluster).
@@ -847,16 +842,8 @@ def execute_cells(
     running: dict[Future[CellOutcome], CellKey] = {}
     if not pending:
         return [outcomes[key] for key in prepared.cells], ledger, stopped
-    with open_executor(
-        executor,
-        ctx,
-        jobs=jobs,
-        ray_address=ray_address,
-        shared_out=shared_out,
-        source=source,
-        bin_option=bin_option,
-        cell_function=cell_function,
-    ) as cells:
+    settings = executor or ExecutorSettings()
+    with open_executor(settings, ctx, jobs=jobs, cell_function=cell_function) as cells:
         try:
             while pending or running:
                 while pending and len(running) < cells.slots and not ctx.cancel.is_set():
@@ -915,11 +902,9 @@ def run_batch(
                 max_batch_usd=opts.max_batch_usd,
                 budget_usd=opts.budget_usd,
                 progress=progress,
-                executor=opts.executor,
-                ray_address=opts.ray_address,
-                shared_out=opts.shared_out,
-                source=opts.source,
-                bin_option=opts.bin,
+                executor=ExecutorSettings(
+                    opts.executor, opts.ray_address, opts.shared_out, opts.source, opts.bin
+                ),
             )
         finally:
             if prepared.ctx.sealed is not None:

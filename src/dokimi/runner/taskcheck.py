@@ -62,14 +62,14 @@ from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import Document, write_document, write_text_atomic
 from dokimi.schemas.grade import MetricValue
-from dokimi.workspace import ARM_RAW, export_tree_as_stored, prepare_workspace
+from dokimi.workspace import ARM_RAW, WorkspaceSource, export_tree_as_stored, prepare_workspace
 
 if TYPE_CHECKING:
     from dokimi.manifest import LoadedManifest, LoadedTask
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
-    from dokimi.workspace import PreparedWorkspace
+    from dokimi.workspace import PreparedWorkspace, WorkspaceSource
 
 SCHEMA = "repo_tasks_check.v1"
 WARM_NETWORK = "bridge"
@@ -476,10 +476,8 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     prepared = prepare_workspace(
-        ctx.repo,
+        WorkspaceSource(ctx.repo, ctx.manifest.eval_dir, ctx.loaded.guidance_globs),
         task,
-        eval_dir=ctx.manifest.eval_dir,
-        guidance_globs=ctx.loaded.guidance_globs,
         arm=ARM_RAW,
         profile=None,
         dest=run_dir / WORKSPACE,
@@ -521,10 +519,8 @@ def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace
 
     def prepare_oracle_variant(dest: Path) -> object:
         return prepare_workspace(
-            ctx.repo,
+            WorkspaceSource(ctx.repo, eval_dir, ctx.loaded.guidance_globs),
             task,
-            eval_dir=eval_dir,
-            guidance_globs=ctx.loaded.guidance_globs,
             arm=ARM_RAW,
             profile=None,
             dest=dest,

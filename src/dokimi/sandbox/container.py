@@ -274,7 +274,10 @@ def run_container(
     finished = False
     try:
         completed = process.run(
-            argv, timeout=timeout, grace=kill_grace_s, stdout_file=stdout_file, max_output=max_output
+            argv,
+            timeout=timeout,
+            stdout_file=stdout_file,
+            bounds=process.Bounds(grace=kill_grace_s, max_output=max_output),
         )
         finished = not completed.timed_out and not process.shutting_down()
     finally:
