@@ -20,9 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field
+from typing import Any
 
 from dokimi.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin
 from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS
@@ -37,7 +35,7 @@ from dokimi.manifest import (
     task_dirs,
 )
 from dokimi.rundir import REVIEW_RULES_JSON, RUBRIC_JSON, RUN_DIR_ENTRIES
-from dokimi.schemas._base import Document, Loc, Marked, format_loc, unknown_key_hint
+from dokimi.schemas._base import Loc, Marked, format_loc, unknown_key_hint
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import (
     BUILTIN_GRADER_KEYS,
@@ -48,77 +46,12 @@ from dokimi.schemas.task import (
     misspelled_task_keys,
     split_base,
 )
+from dokimi.schemas.validation import Finding, Severity, ValidationReport
 from dokimi.source import Repo
 from dokimi.source import git as gitcmd
 from dokimi.source.snapshot import Snapshot, normalize
 
 SCHEMA_NAME = "repo_validation.v1"
-Severity = Literal["error", "warning"]
-
-
-class Finding(Document):
-    """One problem found by a rule."""
-
-    severity: Severity
-    """``error`` makes the manifest invalid (exit 1); ``warning`` does not."""
-    code: str
-    """The rule that found it: the name of its ``check_*`` function without the prefix (``base_resolves``)."""
-    message: str
-    """What is wrong, naming the offending value."""
-    file: str | None = None
-    """The manifest or task.json (path inside the source; the local path for --manifest-file)."""
-    line: int | None = None
-    """1-based line of the offending key in ``file``, when known."""
-    task: str | None = None
-    """The task id (its directory name), for a finding about one task."""
-    key: str | None = None
-    """Dotted key inside ``file`` (``entry_points.grade``, ``gate[1].min``)."""
-    fix: str | None = None
-    """What to change."""
-
-    def text(self) -> str:
-        """``error: file:line: key: message; fix [code]``."""
-        place = ""
-        if self.file:
-            place = self.file if self.line is None else f"{self.file}:{self.line}"
-        elif self.task:
-            place = f"task {self.task}"
-        if self.key:
-            place = f"{place}: {self.key}" if place else self.key
-        body = f"{place}: {self.message}" if place else self.message
-        if self.fix:
-            body += f"; {self.fix}"
-        return f"{self.severity}: {body} [{self.code}]"
-
-
-class ValidationReport(Document):
-    """repo_validation.v1: the result of ``repo validate`` (printed by ``--json``)."""
-
-    schema_: Literal["repo_validation.v1"] = Field(default="repo_validation.v1", alias="schema")
-    """Document type and version."""
-    valid: bool
-    """True when there is no error (warnings allowed)."""
-    source: str
-    """The source as given on the command line."""
-    eval_rev: str | None
-    """Full SHA of the eval tree; null for a working tree."""
-    manifest: str
-    """Path of the manifest (inside the source, or the local --manifest-file path)."""
-    guidance_only: bool
-    """True when the manifest has no eval_dir/tasks/entry_points (scan and reach only)."""
-    tasks: int
-    """Number of task directories with a task.json."""
-    bases: int
-    """Number of distinct task bases that resolved (commits the guidance globs were evaluated at)."""
-    guidance_files: int
-    """Distinct guidance files matched over all bases (or the eval tree for a guidance-only manifest)."""
-    errors: list[Finding]
-    """Findings that make the manifest invalid, sorted by file, line and code."""
-    warnings: list[Finding]
-    """Findings that do not, sorted the same way."""
-    rules: list[str]
-    """The rules that ran, in order."""
-
 
 # --- context ----------------------------------------------------------------------------------------------
 

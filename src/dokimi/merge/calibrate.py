@@ -203,7 +203,10 @@ class RubricCheck:
         return bool(self.rows) and all(row.ok is True for row in self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The repo_rubric_check.v1 document (validated against its model)."""
+        from dokimi.schemas.rubric_check import RubricCheckDoc
+
+        doc = {
             "schema": "repo_rubric_check.v1",
             "model": self.model,
             "ok": self.ok,
@@ -212,6 +215,7 @@ class RubricCheck:
             "rows": [row.to_json() for row in self.rows],
             "agreement": self.agreement.to_json() if self.agreement else None,
         }
+        return RubricCheckDoc.model_validate(doc).model_dump(mode="json", by_alias=True)
 
 
 def row_mergeable(scope: ScopeVerdict, deleted_tests: list[str], verdict: JudgeVerdict) -> bool | None:

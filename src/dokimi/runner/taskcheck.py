@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
-
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import is_glob
 from dokimi.grading.entrypoints import GradeOutcome, needs_source_dir, run_entry_point
@@ -60,8 +58,8 @@ from dokimi.sandbox.docker import remove_batch_containers, require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
-from dokimi.schemas._base import Document, write_document, write_text_atomic
-from dokimi.schemas.grade import MetricValue
+from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas.tasks_check import CheckItem, PhaseReport, TaskReport, TasksCheck
 from dokimi.workspace import ARM_RAW, WorkspaceSource, export_tree_as_stored, prepare_workspace
 
 if TYPE_CHECKING:
@@ -76,66 +74,9 @@ WARM_NETWORK = "bridge"
 STDERR_TAIL_LINES = 30
 
 Phase = Literal["null", "oracle"]
-Status = Literal["ok", "broken", "unsupported"]
 
 # --- the report (printed by --json, written to <out>/tasks-check.json)
 # -----------------------------------------
-
-
-class CheckItem(Document):
-    """One rule of the self-check for one task."""
-
-    name: str
-    """``workspace``, ``isolation``, ``null fails the gate``, ``oracle passes the gate``, ..."""
-    ok: bool
-    detail: str | None = None
-    """Why it failed (or what was measured)."""
-
-
-class PhaseReport(Document):
-    """What grading the null or the oracle workspace gave."""
-
-    gated: bool
-    passed: bool | None
-    score: float | None
-    gate_results: dict[str, bool | None]
-    metrics: dict[str, MetricValue] = Field(default_factory=dict)
-    grader_failure: bool
-    grader_error: str | None = None
-    grade_stderr: str | None = None
-    """The last lines of grade's stderr (kept for a grader failure)."""
-    duration_s: float
-
-
-class TaskReport(Document):
-    """The verdict on one task."""
-
-    task: str
-    status: Status
-    """``ok``: ready for paid runs; ``broken``: fix it first; ``unsupported``: needs a missing feature."""
-    problems: list[str] = Field(default_factory=list)
-    """One line per failed check, for people."""
-    checks: list[CheckItem] = Field(default_factory=list)
-    null: PhaseReport | None = None
-    oracle: PhaseReport | None = None
-
-
-class TasksCheck(Document):
-    """repo_tasks_check.v1: the result of ``repo tasks check``."""
-
-    schema_: Literal["repo_tasks_check.v1"] = Field(default="repo_tasks_check.v1", alias="schema")
-    source: str
-    manifest_id: str
-    tree: str | None
-    """The eval tree's commit; null for a working tree."""
-    image: str
-    image_pin: Literal["tree", "digest", "image"]
-    warm: bool
-    network: str
-    """The docker network of every container: image.network's (``none``, ``bridge``), or --warm's."""
-    tasks: list[TaskReport]
-    ok: bool
-    """True when every task checked is ``ok`` (the exit code is 1 otherwise)."""
 
 
 # --- options and progress

@@ -1,0 +1,89 @@
+"""repo_tasks_check.v1: the result of ``repo tasks check`` (printed by --json, written to
+<out>/tasks-check.json; dokimi.runner.taskcheck builds it)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dokimi.schemas._base import Document
+from dokimi.schemas.grade import MetricValue
+
+Status = Literal["ok", "broken", "unsupported"]
+
+
+class CheckItem(Document):
+    """One rule of the self-check for one task."""
+
+    name: str
+    """``workspace``, ``isolation``, ``null fails the gate``, ``oracle passes the gate``, ..."""
+    ok: bool
+    """Whether the rule holds."""
+    detail: str | None = None
+    """Why it failed (or what was measured)."""
+
+
+class PhaseReport(Document):
+    """What grading the null or the oracle workspace gave."""
+
+    gated: bool
+    """The task has a gate for this run (false for a score-only result)."""
+    passed: bool | None
+    """The gate verdict; null for score-only."""
+    score: float | None
+    """score.metric's value for a task with score."""
+    gate_results: dict[str, bool | None]
+    """Each gate entry's metric: true, false, or null (not measured)."""
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    """grade.json's metrics and the framework's (mergeable, merge_score, perf_*)."""
+    grader_failure: bool
+    """The grader failed (a bug in the grader on the null or oracle workspace)."""
+    grader_error: str | None = None
+    """Why, when it did."""
+    grade_stderr: str | None = None
+    """The last lines of grade's stderr (kept for a grader failure)."""
+    duration_s: float
+    """Seconds grading took."""
+
+
+class TaskReport(Document):
+    """The verdict on one task."""
+
+    task: str
+    """The task id."""
+    status: Status
+    """``ok``: ready for paid runs; ``broken``: fix it first; ``unsupported``: needs a missing feature."""
+    problems: list[str] = Field(default_factory=list)
+    """One line per failed check, for people."""
+    checks: list[CheckItem] = Field(default_factory=list)
+    """Every rule checked, in order."""
+    null: PhaseReport | None = None
+    """What grading the untouched workspace gave."""
+    oracle: PhaseReport | None = None
+    """What grading the oracle's workspace gave."""
+
+
+class TasksCheck(Document):
+    """repo_tasks_check.v1: the result of ``repo tasks check``."""
+
+    schema_: Literal["repo_tasks_check.v1"] = Field(default="repo_tasks_check.v1", alias="schema")
+    """The document type."""
+    source: str
+    """The source as given on the command line."""
+    manifest_id: str
+    """The manifest's id."""
+    tree: str | None
+    """The eval tree's commit; null for a working tree."""
+    image: str
+    """The image every container ran (built from the eval tree, or --image)."""
+    image_pin: Literal["tree", "digest", "image"]
+    """What the image is pinned by: the eval tree, a context digest, or a given image."""
+    warm: bool
+    """A --warm run (with network and writable caches, to fill the caches)."""
+    network: str
+    """The docker network of every container: image.network's (``none``, ``bridge``), or --warm's."""
+    tasks: list[TaskReport]
+    """One report per task checked."""
+    ok: bool
+    """True when every task checked is ``ok`` (the exit code is 1 otherwise)."""
