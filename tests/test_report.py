@@ -246,6 +246,32 @@ def test_mergeable_rate_and_merge_score_when_cells_report_them(tmp_path: Path) -
     assert r.merge_score_mean == pytest.approx(0.8)  # among mergeable cells only
 
 
+def _merge_json(cell: Path, mergeable: bool | None, failed: list[str], failure: str | None = None) -> None:
+    items = [{"id": b, "kind": "blocker", "verdict": "fail" if b in failed else "pass"} for b in ("B1", "B2")]
+    judge = {"model": "m", "items": items, "failure": failure, "not_measured": []}
+    doc = {"schema": "repo_merge.v1", "mergeable": mergeable, "merge_score": None, "reasons": [],
+           "scope": None, "integrity": None, "judge": judge}  # fmt: skip
+    write_json(cell / "merge.json", doc)
+
+
+def test_mergeable_stands_beside_the_test_pass_gate_with_the_failed_blockers_and_judge_failures(
+    tmp_path: Path,
+) -> None:
+    gate = {"pass": True, "mergeable": True}
+    for rep, (mergeable, failed) in enumerate([(True, []), (False, ["B1"]), (False, ["B1", "B2"])]):
+        cell = write_cell(tmp_path, "t1", RAW, rep=rep, metrics={"mergeable": mergeable},
+                          gate_results={**gate, "mergeable": mergeable}, passed=mergeable)  # fmt: skip
+        _merge_json(cell, mergeable, failed)
+    judged_badly = write_cell(tmp_path, "t1", RAW, rep=3, metrics={"mergeable": None},
+                              gate_results={**gate, "mergeable": None}, passed=False)  # fmt: skip
+    _merge_json(judged_badly, None, [], failure="the reply covers B1 only")
+    r = row(report(tmp_path), "t1", RAW)
+    assert (r.mergeable, r.mergeable_n, r.test_passes, r.gated) == (1, 3, 4, 4)
+    assert r.test_pass_rate == 1.0 and r.mergeable_gap == pytest.approx(2 / 3)
+    assert r.failed_blockers == {"B1": 2, "B2": 1} and r.judge_failures == 1
+    assert r.rubric_provisional is None  # no exported eval dir: the rubric's status is unknown
+
+
 def test_no_mergeable_rate_without_a_judged_cell(tmp_path: Path) -> None:
     write_cell(tmp_path, "t1", RAW, rep=0, grader_failure=True)
     r = row(report(tmp_path), "t1", RAW)

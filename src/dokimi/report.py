@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from dokimi import stats
 from dokimi.arms import arm_guidance, warn_same_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
-from dokimi.errors import UsageError
-from dokimi.grading.verdict import read_cell
+from dokimi.errors import DocumentError, UsageError
+from dokimi.grading.verdict import read_cell, read_merge
 from dokimi.schemas.report import (
     ArmSummary,
     BatchInfo,
@@ -35,6 +35,7 @@ from dokimi.schemas.report import (
 )
 
 if TYPE_CHECKING:
+    from dokimi.schemas.grading import MergeDoc
     from dokimi.schemas.result import Result
 
 __all__ = ["Cutoff", "ReportDoc", "build_report", "cell_passed", "cell_score", "cutoff_side", "parse_cutoffs"]
@@ -141,6 +142,8 @@ RowKey = tuple[str, str, str, str | None, str | None, str | None, CutoffSide | N
 @dataclass
 class _Group:
     results: list[Result] = field(default_factory=list)
+    merges: list[MergeDoc] = field(default_factory=list)
+    """merge.json of the finished cells that have one."""
     missing: int = 0
     invalid: int = 0
     infra: list[Result] = field(default_factory=list)
@@ -191,6 +194,67 @@ def _merge_outcome(results: Sequence[Result]) -> dict[str, Any]:
         "mergeable_ci": stats.wilson_interval(len(mergeable), len(verdicts)),
         "merge_score_mean": stats.mean(scores),
     }
+
+
+def failed_blockers(merges: Sequence[MergeDoc]) -> dict[str, int]:
+    """How often each blocker failed, over runs the judge decided (what agents get wrong when the tests
+    pass: a failed blocker is only judged on a run whose other checks hold)."""
+    counts: dict[str, int] = defaultdict(int)
+    for merge in merges:
+        judge = merge.judge or {}
+        for item in judge.get("items") or []:
+            if isinstance(item, dict) and item.get("kind") == "blocker" and item.get("verdict") == "fail":
+                counts[str(item.get("id"))] += 1
+    return dict(sorted(counts.items()))
+
+
+def judge_failed(merge: MergeDoc) -> bool:
+    """The judge ran and gave no usable verdict (a reply that does not cover every rubric id, a crash)."""
+    return bool(merge.judge and merge.judge.get("failure"))
+
+
+def _mergeability(group: _Group, provisional: bool | None) -> dict[str, Any]:
+    """Mergeability beside the test-pass gate: the gate without ``mergeable``, its rate, and the gap."""
+    readings = [read_cell(r) for r in group.results if r.gated]
+    test_passes = sum(1 for c in readings if c.test_pass)
+    measured = [c for c in readings if c.mergeable is not None]
+    gap = None
+    if measured:
+        test_rate = sum(1 for c in measured if c.test_pass) / len(measured)
+        gap = test_rate - sum(1 for c in measured if c.mergeable) / len(measured)
+    return {
+        "test_passes": test_passes,
+        "test_pass_rate": test_passes / len(readings) if readings else None,
+        "mergeable_gap": gap,
+        "judge_failures": sum(1 for m in group.merges if judge_failed(m)),
+        "failed_blockers": failed_blockers(group.merges),
+        "rubric_provisional": provisional,
+    }
+
+
+def rubric_status(batch: Batch) -> dict[str, bool]:
+    """Task -> whether its rubric is a draft (its results are provisional), from the batch's exported
+    eval dir; tasks without a rubric are left out."""
+    from dokimi.rundir import RUBRIC_JSON, BatchLayout, task_dir
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.rubric import RepoRubric, RubricStatus
+
+    layout = BatchLayout(batch.root)
+    try:
+        manifest = read_document(layout.manifest_copy, RepoManifest)
+    except DocumentError:
+        return {}
+    status: dict[str, bool] = {}
+    tasks = {c.result.task for c in batch.finished() if c.result is not None}
+    for task in sorted(tasks):
+        path = task_dir(layout.content, manifest, task) / RUBRIC_JSON
+        if path.is_file() and not path.is_symlink():
+            try:
+                status[task] = read_document(path, RepoRubric).status == RubricStatus.DRAFT
+            except DocumentError:
+                continue
+    return status
 
 
 def _outcome(
@@ -264,6 +328,9 @@ def build_report(
             side,
         )
         groups[key].results.append(result)
+        merge = read_merge(cell.dir)
+        if merge is not None:
+            groups[key].merges.append(merge)
 
     for cell in batch.cells:
         if cell.status == "finished":
@@ -279,6 +346,7 @@ def build_report(
         else:
             groups[key].invalid += 1
 
+    provisional = rubric_status(batch)
     rows = []
     for key in sorted(groups, key=_sort_key):
         group = groups[key]
@@ -297,6 +365,7 @@ def build_report(
                 base_date=facts[task_name].base_date if task_name in facts else None,
                 harness_versions=versions,
                 **_outcome(group.results, group.missing, group.invalid, group.infra),
+                **_mergeability(group, provisional.get(task_name)),
             )
         )
 

@@ -8,10 +8,14 @@ Exit codes: 0 the report was made (whatever it says), 2 not a batch directory or
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from dokimi.cli._common import deliver_document, json_option
+
+if TYPE_CHECKING:
+    from dokimi.schemas.report import ReportDoc, ReportRow
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -91,9 +95,10 @@ def _print(doc: object) -> None:
     lines += _pivot(doc)
     names = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
     names += [Col("cutoff")] if split else []
-    numbers = ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
+    # mergeable first, the test-pass gate beside it: the gap between the two is a result in its own right
+    numbers = ["mergeable", "test pass", "gap", "merge score", "judge fail"] if merge else []
+    numbers += ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
     numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
-    numbers += ["mergeable", "merge score"] if merge else []
     rows = [
         [
             r.task,
@@ -102,6 +107,7 @@ def _print(doc: object) -> None:
             r.effort or "default",
             r.mode or "-",
             *([r.cutoff or "-"] if split else []),
+            *(_merge_cells(r) if merge else []),
             f"{r.passes}/{r.gated}" if r.gated else "-",
             _fmt(r.pass_rate, 2),
             _ci(r.pass_ci),
@@ -113,7 +119,6 @@ def _print(doc: object) -> None:
             _fmt(r.turns_mean, 1),
             *([str(r.infra_errors)] if infra else []),
             *([str(r.egress_refused)] if egress else []),
-            *([f"{r.mergeable}/{r.mergeable_n}", _fmt(r.merge_score_mean)] if merge else []),
         ]
         for r in doc.rows
     ]
@@ -121,6 +126,8 @@ def _print(doc: object) -> None:
         "",
         *render_table([*names, *(Col(n, right=True) for n in numbers)], rows, title="per task and arm"),
     ]
+    if merge:
+        lines += _mergeability_notes(doc)
     if len(doc.rows) > 1:
         arm_names = [Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
         arm_names += [Col("cutoff")] if split else []
@@ -209,3 +216,48 @@ def _guidance_lines(doc: object) -> list[str]:
         Col("generator cost", right=True, droppable=False),
     ]
     return ["", *render_table(columns, rows, title="guidance at the agent's start")]
+
+
+def _merge_cells(row: ReportRow) -> list[str]:
+    """mergeable (``*`` for a draft rubric: provisional), the test-pass gate, their gap, the mean merge
+    score and the judge failures of one row."""
+    if not row.mergeable_n:
+        return [
+            "-",
+            f"{row.test_passes}/{row.gated}" if row.gated else "-",
+            "-",
+            "-",
+            str(row.judge_failures),
+        ]
+    mark = "*" if row.rubric_provisional else ""
+    return [
+        f"{row.mergeable}/{row.mergeable_n}{mark}",
+        f"{row.test_passes}/{row.gated}" if row.gated else "-",
+        _fmt(row.mergeable_gap, 2),
+        _fmt(row.merge_score_mean),
+        str(row.judge_failures),
+    ]
+
+
+def _mergeability_notes(doc: ReportDoc) -> list[str]:
+    """The failed-blocker histogram per task, and what a draft rubric means."""
+    lines: list[str] = []
+    per_task: dict[str, dict[str, int]] = {}
+    for row in doc.rows:
+        counts = per_task.setdefault(row.task, {})
+        for blocker, n in row.failed_blockers.items():
+            counts[blocker] = counts.get(blocker, 0) + n
+    failed = {task: counts for task, counts in sorted(per_task.items()) if counts}
+    if failed:
+        lines += ["", "failed blockers (runs the judge decided):"]
+        lines += [
+            f"  {task}: "
+            + ", ".join(f"{b} x{n}" for b, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+            for task, c in failed.items()
+        ]
+    if any(row.rubric_provisional for row in doc.rows):
+        lines += [
+            "",
+            "* a draft rubric (not yet approved by a maintainer): its mergeable results are provisional",
+        ]
+    return lines

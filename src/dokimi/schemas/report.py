@@ -71,6 +71,20 @@ class Outcome(Document):
     """Wilson 95% interval of mergeable_rate."""
     merge_score_mean: float | None = None
     """Mean ``merge_score`` among mergeable cells."""
+    test_passes: int = 0
+    """Gated cells whose test-pass gate holds: pass and every gate entry other than ``mergeable``."""
+    test_pass_rate: float | None = None
+    """test_passes / gated: the rate to read beside mergeable_rate."""
+    mergeable_gap: float | None = None
+    """Test-pass rate minus mergeable rate over the cells whose mergeability was measured: runs that pass the
+    tests and would not be merged; null when none was measured."""
+    judge_failures: int = 0
+    """Cells whose rubric judge gave no usable verdict (mergeable not measured)."""
+    failed_blockers: dict[str, int] = Field(default_factory=dict)
+    """Blocker id -> runs that failed it: what agents get wrong when the tests pass."""
+    rubric_provisional: bool | None = None
+    """True when the task's rubric is still a draft (its mergeability results are provisional); null
+    without a rubric."""
     cost_mean: float | None = None
     """Mean cost_usd over the finished cells that report a cost."""
     cost_n: int = 0
