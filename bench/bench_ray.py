@@ -1,27 +1,32 @@
-"""Per-cell overhead of ``--executor ray`` against the local executor at ``-j 2``, on the same batch.
+"""Per-cell overhead of ``--executor ray`` against the local executor at ``-j 2``, on the same batches.
 
 The batch is bench_cell_overhead.py's: a tiny repository, a harness that only prints its answer and a grader
-that only writes a passing grade.json, so a cell's time is dokimi's own work and its two containers. It runs
-twice, prepared the same way (image, harness version and isolation probe once per batch, not counted):
+that only writes a passing grade.json, so a cell's time is dokimi's own work and its two containers. Each
+batch is prepared the same way (image, harness version and isolation probe once per batch, not counted) and
+runs
 
 - locally with ``-j 2``;
 - on a Ray cluster of this machine, a head and one extra worker node of one CPU each (two cells at once, as
-  ``-j 2``), started before the clock starts (Ray's own start, about 10-15 s, is not counted).
+  ``-j 2``), started before any clock starts (Ray's own start, about 10-15 s, is not counted).
 
-The ray figure counts everything else: joining the cluster (``ray.init``), each node's setup for the batch
-(unpacking the eval files, opening the source, checking the pin: the image, the harness version in a
-container), shipping every run directory back as a tar and installing it on the driver. The join is also
-timed on its own, so the figure without it can be read off.
+Batches of N and of 2N cells run on both, interleaved, so three figures come out:
 
-    python bench/bench_ray.py [--cells 16] [--rounds 2]
+- the whole batch of 2N cells, per cell: everything counted, joining the cluster (``ray.init``), a Ray worker
+  process per node for the batch, each node's setup (unpacking the eval files, opening the source, checking
+  the pin), and shipping every run directory back as a tar to be installed on the driver;
+- per extra cell, (T(2N) - T(N)) / N: the cost of one more cell once the batch runs, fixed costs cancelled;
+- the fixed cost per batch, T(N) - N x that.
+
+    python bench/bench_ray.py [--cells 12] [--rounds 2]
 
 Needs docker, the base image (scripts/setup.sh) and Ray (pip install -e '.[ray]'). Prints the figures and
-the ratio (target <= 1.3x); asserts nothing.
+the ratios (target <= 1.3x); asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -96,8 +101,8 @@ def join_seconds(address: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=2, help="batches per executor (the median is kept)")
+    parser.add_argument("--cells", type=int, default=12, help="N: batches of N and of 2N cells run")
+    parser.add_argument("--rounds", type=int, default=2, help="batches per executor and size (medians kept)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="dokimi-bench-ray."))
     cluster = None
@@ -107,34 +112,43 @@ def main() -> None:
         started = time.monotonic()
         cluster = start_cluster(root / "cluster")
         print(f"cluster up in {time.monotonic() - started:.1f} s (not counted)")
-        import os
-
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # the cluster listens on loopback
-        local: list[float] = []
-        remote: list[float] = []
+        small, large = args.cells, 2 * args.cells
+        times: dict[tuple[str, int], list[float]] = {}
         joins: list[float] = []
         for round_ in range(args.rounds):  # interleaved, so both see the same load on a shared machine
-            per_cell, passed, _ = seconds_per_cell(
-                repo, root, cells=args.cells, batch=f"local{round_}", executor="local", address=None
-            )
-            local.append(per_cell)
-            print(f"round {round_}: local -j 2: {per_cell:.3f} s per cell ({passed}/{args.cells} passed)")
-            per_cell, passed, nodes = seconds_per_cell(
-                repo, root, cells=args.cells, batch=f"ray{round_}", executor="ray", address=cluster.address
-            )
-            remote.append(per_cell)
-            print(
-                f"round {round_}: ray, 2 nodes x 1 CPU: {per_cell:.3f} s per cell ({passed}/{args.cells} "
-                f"passed, on {nodes} node(s))"
-            )
+            for size in (small, large):
+                for executor in ("local", "ray"):
+                    address = cluster.address if executor == "ray" else None
+                    per_cell, passed, nodes = seconds_per_cell(
+                        repo, root, cells=size, batch=f"{executor}{size}r{round_}", executor=executor,
+                        address=address,
+                    )  # fmt: skip
+                    times.setdefault((executor, size), []).append(per_cell * size)
+                    print(
+                        f"round {round_}: {executor:5} {size:3} cells: {per_cell:.3f} s per cell "
+                        f"({passed}/{size} passed, {nodes} node(s))",
+                        flush=True,
+                    )
             joins.append(join_seconds(cluster.address))
-        base, ray_cell, join = statistics.median(local), statistics.median(remote), statistics.median(joins)
-        without_join = ray_cell - join / args.cells
-        print(f"local -j 2: {base:.3f} s per cell (median of {args.rounds})")
-        print(f"ray:        {ray_cell:.3f} s per cell, {ray_cell / base:.2f}x local -j 2 (target <= 1.3x)")
+        total = {key: statistics.median(values) for key, values in times.items()}
+        local_cell, ray_cell = total["local", large] / large, total["ray", large] / large
+        local_marginal = (total["local", large] - total["local", small]) / (large - small)
+        ray_marginal = (total["ray", large] - total["ray", small]) / (large - small)
+        ray_fixed = total["ray", small] - small * ray_marginal
+        local_fixed = total["local", small] - small * local_marginal
+        join = statistics.median(joins)
         print(
-            f"joining the cluster: {join:.2f} s per batch; without it {without_join:.3f} s per cell, "
-            f"{without_join / base:.2f}x"
+            f"whole batch of {large}: local -j 2 {local_cell:.3f} s per cell, ray {ray_cell:.3f} s per cell: "
+            f"{ray_cell / local_cell:.2f}x (target <= 1.3x)"
+        )
+        print(
+            f"per extra cell ({small} -> {large}): local -j 2 {local_marginal:.3f} s, "
+            f"ray {ray_marginal:.3f} s: {ray_marginal / local_marginal:.2f}x"
+        )
+        print(
+            f"fixed per batch: local {local_fixed:.1f} s, ray {ray_fixed:.1f} s (joining the cluster "
+            f"{join:.2f} s of it; the rest: a Ray worker process per node and the node's setup)"
         )
     finally:
         if cluster is not None:

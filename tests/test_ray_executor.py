@@ -5,8 +5,8 @@ node, each its own raylet process; tests/helpers/raycluster.py), with real conta
   result.json verdicts on the cluster as with the local executor;
 - a worker node killed in the middle of a cell: the batch completes (Ray's retry, else a rerun) with every
   cell once;
-- SIGTERM on the driver: finished cells stay, nothing of the batch keeps running on any node, a rerun fills
-  the rest;
+- SIGTERM or Ctrl-C on the driver: finished cells stay, nothing of the batch keeps running on any node, a
+  rerun fills the rest;
 - what a node hands back is hostile input: links leaving the run directory, FIFOs and a forged result.json
   are dropped on the driver.
 """
@@ -207,8 +207,9 @@ def test_the_example_dry_run_gives_the_same_verdicts_on_a_ray_cluster_as_locally
 
 @pytest.mark.docker
 @pytest.mark.ray
-def test_sigterm_on_the_driver_stops_the_cells_on_every_node_and_a_rerun_fills_them(
-    cluster: RayCluster, tmp_path: Path, name: str
+@pytest.mark.parametrize(("signum", "returncode"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)])
+def test_a_signal_to_the_driver_stops_the_cells_on_every_node_and_a_rerun_fills_them(
+    cluster: RayCluster, tmp_path: Path, name: str, signum: signal.Signals, returncode: int
 ) -> None:
     tiny = slow_tiny(tmp_path / "tiny", name)
     profile, binary = fake_harness(tmp_path / "harness")
@@ -225,9 +226,9 @@ def test_sigterm_on_the_driver_stops_the_cells_on_every_node_and_a_rerun_fills_t
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)  # SIGINT: what Ctrl-C sends
     _, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == -signal.SIGTERM, stderr
+    assert proc.returncode == returncode, stderr
     assert "Run the same command again" in stderr
     done = sorted(p.parent for p in batch.glob("fix_f/*/*/*/rep*/result.json"))
     assert 1 <= len(done) < 6

@@ -81,6 +81,8 @@ SHIPPED_EVAL = (CONTENT_DIR, SUPPORT_DIR, DRY_RUN_DIR, MANIFEST_COPY)
 NODE_DIR_ENV = "DOKIMI_RAY_NODE_DIR"
 ATTEMPTS_DIR = "ray-attempts"
 READY_FILE = "ready.json"
+#: Per node: the harness version inside an image, per (image id, harness executable).
+VERSIONS_FILE = "harness-versions.json"
 STOP_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 10.0
 #: How often a driver thread waiting for a cell looks whether the executor is closing.
@@ -526,7 +528,6 @@ def relocate(value: Any, moves: list[tuple[Path, Path]]) -> Any:
 def check_node(portable: PortableBatch, ctx: CellContext, base: Path) -> None:
     """The batch pin, checked on this node before its first cell (see the module docstring); raises
     NodeSetupError naming what differs."""
-    from dokimi.runner.run import harness_version_in_image
     from dokimi.sandbox.image import context_digest
 
     pin = portable.pin
@@ -546,6 +547,38 @@ def check_node(portable: PortableBatch, ctx: CellContext, base: Path) -> None:
             f"{where}: the eval_dir it received has digest {digest}, the pin {pin.eval_dir_digest}"
         )
     _node_image(portable, ctx, base, where)
+    version = node_harness_version(ctx, base)
+    if version != ctx.harness_version:
+        raise NodeSetupError(
+            f"{where}: the harness reports {version} inside the image, the batch runs {ctx.harness_version}",
+            hint="install the same harness version on every node",
+        )
+    for cache in ctx.caches:
+        cache.host.mkdir(parents=True, exist_ok=True)
+
+
+def node_harness_version(ctx: CellContext, base: Path) -> str:
+    """The harness version inside the image on this node. It depends on the image and the executable only,
+    so a node keeps it per (image id, executable path, size, mtime) and asks again only when one changes."""
+    from dokimi.runner.run import harness_version_in_image
+    from dokimi.sandbox.docker import image_inspect
+
+    image_id = str((image_inspect(ctx.image) or {}).get("Id") or "")
+    real = ctx.harness_bin.resolve()
+    st = real.stat()
+    key = hashlib.sha256(
+        f"{ctx.profile.name}\0{image_id}\0{real}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+    ).hexdigest()
+    known_file = base.parent / VERSIONS_FILE
+    known: dict[str, str] = {}
+    if image_id and known_file.is_file():
+        try:
+            loaded = json.loads(known_file.read_text(encoding="utf-8"))
+            known = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            known = {}
+    if key in known:
+        return known[key]
     version = harness_version_in_image(
         ctx.profile,
         image=ctx.image,
@@ -554,13 +587,12 @@ def check_node(portable: PortableBatch, ctx: CellContext, base: Path) -> None:
         scratch=base,
         where=f"_eval-{base.parent.name}",
     )
-    if version != ctx.harness_version:
-        raise NodeSetupError(
-            f"{where}: the harness reports {version} inside the image, the batch runs {ctx.harness_version}",
-            hint="install the same harness version on every node",
-        )
-    for cache in ctx.caches:
-        cache.host.mkdir(parents=True, exist_ok=True)
+    if image_id:
+        known[key] = version
+        staging = known_file.with_name(f".{VERSIONS_FILE}.{os.getpid()}")
+        staging.write_text(json.dumps(known, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(staging, known_file)
+    return version
 
 
 def node_harness_bin(portable: PortableBatch, profile: Any) -> Path:
