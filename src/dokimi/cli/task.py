@@ -91,6 +91,9 @@ def new(
     if not TASK_ID.match(task_id):
         raise click.UsageError(f"{task_id!r}: a task id is letters, digits, '.', '_' and '-'")
     globs = list(test_globs) or list(DEFAULT_TEST_GLOBS)
+    from dokimi.source.git import toplevel
+
+    repo_dir = toplevel(repo_dir) or repo_dir  # run from a subdirectory: the task goes under the root's tasks
     with open_source(str(repo_dir)) as repo:
         loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
         m = loaded.manifest
