@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dokimi.schemas._base import Document, OpenDocument, did_you_mean
 
@@ -119,8 +119,43 @@ def _default_gate() -> list[GateEntry]:
     return ["pass"]
 
 
+def _builtin_keys_in_schema(schema: dict[str, Any]) -> None:
+    """The keys the built-in graders read, described for editors (they stay grader keys: not typed here)."""
+    schema.setdefault("properties", {}).update(
+        {
+            "test_patch": {
+                "type": "string",
+                "description": "Built-in graders: the hidden tests, a git diff relative to the task "
+                "directory, applied over the agent's tree after every test file is put back as at the start.",
+            },
+            "oracle_patch": {
+                "type": "string",
+                "description": "Built-in graders: the reference solution (a git diff), which builtin:oracle "
+                "applies.",
+            },
+            "fail_to_pass": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Built-in graders: test ids that fail before the fix and must pass.",
+            },
+            "pass_to_pass": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Built-in graders: test ids that pass before the fix and must not break.",
+            },
+        }
+    )
+
+
 class Task(OpenDocument):
     """task.json. Keys not listed here belong to the repository's grader and are kept unread."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+        json_schema_extra=_builtin_keys_in_schema,
+    )
 
     id: str
     """Task id; equals the name of the task's directory."""
