@@ -276,3 +276,31 @@ def test_a_dry_run_script_without_dry_run_is_refused(tmp_path: Path) -> None:
          "--dry-run-script", str(script)]
     )  # fmt: skip
     assert proc.returncode == 2 and "--dry-run-script needs --dry-run" in proc.stderr
+
+
+def _tasks_check(out: Path, tree: str | None, statuses: dict[str, str]) -> None:
+    import json
+
+    tasks = [
+        {"task": t, "status": s, "problems": [] if s == "ok" else ["oracle passes the gate: it fails"],
+         "checks": [], "null": None, "oracle": None}
+        for t, s in statuses.items()
+    ]  # fmt: skip
+    doc = {"schema": "repo_tasks_check.v1", "source": "src", "manifest_id": "calc", "tree": tree,
+           "image": "dokimi/calc:x", "image_pin": "tree", "warm": False, "network": "none", "tasks": tasks,
+           "ok": all(s == "ok" for s in statuses.values())}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tasks-check.json").write_text(json.dumps(doc))
+
+
+def test_a_paid_run_refuses_a_task_its_tasks_check_found_broken_on_the_same_tree(tmp_path: Path) -> None:
+    from dokimi.runner.plan import tasks_check_refusal
+
+    tree = "c" * 40
+    _tasks_check(tmp_path, tree, {"good": "ok", "bad": "broken"})
+    refusal = tasks_check_refusal(tmp_path, tree, ["good", "bad"])
+    assert refusal is not None and "bad (broken: oracle passes the gate: it fails)" in refusal
+    assert tasks_check_refusal(tmp_path, tree, ["good"]) is None  # the broken task is left out
+    assert tasks_check_refusal(tmp_path, "d" * 40, ["bad"]) is None  # a check of another tree says nothing
+    assert tasks_check_refusal(tmp_path, None, ["bad"]) is None  # a working tree has no tree to match
+    assert tasks_check_refusal(tmp_path / "none", tree, ["bad"]) is None  # no tasks check at all

@@ -59,6 +59,8 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
         assert "git apply" in commands[0]["text"]
         assert (none / "events.jsonl").read_text() == ""
         assert (none / "answer.txt").read_text() == "I looked at the parser and changed nothing."
+        patches = json.loads((raw / "meta.json").read_text())["patches"]
+        assert [(p["path"], p["kind"]) for p in patches] == [("bug.patch", "setup")]
 
     report = build_report(load_batch(batch))
     rates = {row.arm: (row.passes, row.gated, row.grader_failures) for row in report.rows}

@@ -486,7 +486,7 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
             "base_rev": prepared.base_rev,
             "base_sha": prepared.base_sha,
             "base_date": prepared.base_date,
-            "patches": dict(prepared.patches),
+            "patches": prepared.meta_fields()["patches"],
             "start_sha": prepared.start_sha,
             "agent_network": ctx.agent_network,
             "guidance_files": prepared.meta_fields()["guidance_files"],

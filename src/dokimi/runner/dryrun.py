@@ -203,7 +203,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
             "model": ORACLE_MODEL,
             "mode": task.mode,
             "rep": 0,
-            "patches": dict(prepared.patches),
+            "patches": prepared.meta_fields()["patches"],
             **{k: v for k, v in prepared.meta_fields().items() if k not in ("arm", "patches")},
         }
         write_document(scratch / META_JSON, Meta.model_validate(meta))

@@ -25,6 +25,8 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey
 from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.result import Result
     from dokimi.schemas.task import Task
@@ -276,3 +278,31 @@ class SpendLedger:
             return True
         with self._lock:
             return self._spent + sum(self._reserved.values()) < self.cap_usd
+
+
+def tasks_check_refusal(out: Path, tree: str | None, task_ids: Sequence[str]) -> str | None:
+    """Why a paid run refuses some of its tasks: the last ``repo tasks check`` written to ``out`` (its
+    tasks-check.json) found them broken or unsupported on the same eval tree, and a task is excluded from paid
+    runs until it is fixed. None when there is no such report, it is for another tree (or a working tree),
+    or every task passed it."""
+    from dokimi.errors import DocumentError
+    from dokimi.rundir import TASKS_CHECK_JSON
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.tasks_check import TasksCheck
+
+    path = out / TASKS_CHECK_JSON
+    if tree is None or not path.is_file() or path.is_symlink():
+        return None
+    try:
+        report = read_document(path, TasksCheck)
+    except DocumentError:
+        return None
+    if report.tree != tree:
+        return None
+    bad = [t for t in report.tasks if t.task in set(task_ids) and t.status != "ok"]
+    if not bad:
+        return None
+    listed = "; ".join(
+        f"{t.task} ({t.status}: {t.problems[0] if t.problems else 'see the report'})" for t in bad
+    )
+    return f"{path} found task(s) not ready for a paid run on this eval tree: {listed}"

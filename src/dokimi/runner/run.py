@@ -55,6 +55,7 @@ from dokimi.runner.plan import (
     egress_refusal,
     pin_refusal,
     plan_cells,
+    tasks_check_refusal,
 )
 from dokimi.sandbox.specs import ContainerSettings
 from dokimi.workspace import ARM_GENERATED
@@ -608,6 +609,13 @@ def prepare_batch(
     for arm in opts.arms:
         check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)
+    if not opts.dry_run:
+        refusal = tasks_check_refusal(opts.out, repo.rev, task_ids)
+        if refusal is not None:
+            raise UsageError(
+                refusal,
+                hint="fix them and run `repo tasks check` again, or leave them out with --task",
+            )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
     if ARM_GENERATED in opts.arms and not profile.guidance_init:
