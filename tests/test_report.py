@@ -246,11 +246,18 @@ def test_mergeable_rate_and_merge_score_when_cells_report_them(tmp_path: Path) -
     assert r.merge_score_mean == pytest.approx(0.8)  # among mergeable cells only
 
 
-def _merge_json(cell: Path, mergeable: bool | None, failed: list[str], failure: str | None = None) -> None:
+def _merge_json(
+    cell: Path,
+    mergeable: bool | None,
+    failed: list[str],
+    failure: str | None = None,
+    second: bool | None = None,
+) -> None:
     items = [{"id": b, "kind": "blocker", "verdict": "fail" if b in failed else "pass"} for b in ("B1", "B2")]
     judge = {"model": "m", "items": items, "failure": failure, "not_measured": []}
+    other = None if second is None else {"model": "other-1", "items": [], "mergeable": second}
     doc = {"schema": "repo_merge.v1", "mergeable": mergeable, "merge_score": None, "reasons": [],
-           "scope": None, "integrity": None, "judge": judge}  # fmt: skip
+           "scope": None, "integrity": None, "judge": judge, "second_judge": other}  # fmt: skip
     write_json(cell / "merge.json", doc)
 
 
@@ -270,6 +277,20 @@ def test_mergeable_stands_beside_the_test_pass_gate_with_the_failed_blockers_and
     assert r.test_pass_rate == 1.0 and r.mergeable_gap == pytest.approx(2 / 3)
     assert r.failed_blockers == {"B1": 2, "B2": 1} and r.judge_failures == 1
     assert r.rubric_provisional is None  # no exported eval dir: the rubric's status is unknown
+
+
+def test_a_second_judge_gives_the_judges_kappa_and_their_disagreements(tmp_path: Path) -> None:
+    verdicts = [(True, True), (True, True), (False, False), (False, True)]
+    for rep, (primary, second) in enumerate(verdicts):
+        cell = write_cell(tmp_path, "t1", RAW, rep=rep, metrics={"mergeable": primary})
+        _merge_json(cell, primary, [], second=second)
+    doc = report(tmp_path)
+    r = row(doc, "t1", RAW)
+    assert r.judges_both == 4 and r.mergeable == 2  # the second judge never changes the score
+    assert doc.judge_agreement is not None and doc.judge_agreement.second_model == "other-1"
+    # observed agreement 3/4, chance 1/2 (primary) x 3/4 (second) + 1/2 x 1/4 = 1/2: kappa 0.5
+    assert doc.judge_agreement.kappa_mergeable == pytest.approx(0.5) == r.judges_kappa
+    assert [c.split("/")[-1] for c in doc.judge_agreement.disagreements] == ["rep3"]
 
 
 def test_no_mergeable_rate_without_a_judged_cell(tmp_path: Path) -> None:

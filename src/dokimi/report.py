@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from dokimi.schemas.report import (
     CellProblem,
     Counts,
     CutoffSide,
+    JudgeAgreement,
     ReportDoc,
     ReportRow,
     ReportWarning,
@@ -143,6 +144,8 @@ RowKey = tuple[str, str, str, str | None, str | None, str | None, CutoffSide | N
 class _Group:
     results: list[Result] = field(default_factory=list)
     merges: list[MergeDoc] = field(default_factory=list)
+    pairs: list[tuple[str, bool, bool, str | None]] = field(default_factory=list)
+    """(cell, primary mergeable, second judge's mergeable, second model) where both judges decided."""
     """merge.json of the finished cells that have one."""
     missing: int = 0
     invalid: int = 0
@@ -208,6 +211,33 @@ def failed_blockers(merges: Sequence[MergeDoc]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def judge_pair(merge: MergeDoc) -> tuple[bool, bool, str | None] | None:
+    """(primary mergeable, second judge's mergeable, second model) when both judges decided; else None."""
+    second = merge.second_judge
+    if not second or not isinstance(merge.mergeable, bool) or not isinstance(second.get("mergeable"), bool):
+        return None
+    model = second.get("model")
+    return merge.mergeable, bool(second["mergeable"]), model if isinstance(model, str) else None
+
+
+def judge_agreement(pairs: Sequence[tuple[str, bool, bool, str | None]]) -> dict[str, Any]:
+    """Cohen's kappa of the two judges on mergeable, and the cells where they disagree."""
+    if not pairs:
+        return {}
+    kappa = stats.cohen_kappa([p[1] for p in pairs], [p[2] for p in pairs])
+    return {
+        "second_model": next((p[3] for p in pairs if p[3]), None),
+        "cells": len(pairs),
+        "kappa_mergeable": kappa,
+        "disagreements": sorted(p[0] for p in pairs if p[1] != p[2]),
+    }
+
+
+def _batch_agreement(groups: Mapping[Any, _Group]) -> JudgeAgreement | None:
+    pairs = [pair for group in groups.values() for pair in group.pairs]
+    return JudgeAgreement(**judge_agreement(pairs)) if pairs else None
+
+
 def judge_failed(merge: MergeDoc) -> bool:
     """The judge ran and gave no usable verdict (a reply that does not cover every rubric id, a crash)."""
     return bool(merge.judge and merge.judge.get("failure"))
@@ -228,6 +258,8 @@ def _mergeability(group: _Group, provisional: bool | None) -> dict[str, Any]:
         "mergeable_gap": gap,
         "judge_failures": sum(1 for m in group.merges if judge_failed(m)),
         "failed_blockers": failed_blockers(group.merges),
+        "judges_both": len(group.pairs),
+        "judges_kappa": judge_agreement(group.pairs).get("kappa_mergeable"),
         "rubric_provisional": provisional,
     }
 
@@ -331,6 +363,9 @@ def build_report(
         merge = read_merge(cell.dir)
         if merge is not None:
             groups[key].merges.append(merge)
+            pair = judge_pair(merge)
+            if pair is not None:
+                groups[key].pairs.append((cell.rel, *pair))
 
     for cell in batch.cells:
         if cell.status == "finished":
@@ -394,6 +429,7 @@ def build_report(
         invalid_cells=[CellProblem(cell=c.rel, error=c.error) for c in batch.invalid()],
         warnings=sorted(warnings, key=lambda w: (w.code, w.message)),
         guidance=arm_guidance(batch),
+        judge_agreement=_batch_agreement(groups),
     )
 
 

@@ -255,6 +255,15 @@ def _mergeability_notes(doc: ReportDoc) -> list[str]:
             + ", ".join(f"{b} x{n}" for b, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
             for task, c in failed.items()
         ]
+    agreement = doc.judge_agreement
+    if agreement is not None:
+        kappa = "undefined" if agreement.kappa_mergeable is None else f"{agreement.kappa_mergeable:.2f}"
+        lines += [
+            "",
+            f"judges: kappa {kappa} on mergeable over {agreement.cells} cell(s) (second judge "
+            f"{agreement.second_model or '?'}; its verdicts never change a score)",
+            *(f"  disagree: {cell}" for cell in agreement.disagreements),
+        ]
     if any(row.rubric_provisional for row in doc.rows):
         lines += [
             "",

@@ -352,6 +352,12 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="Judge tasks that have a rubric.json with this model (a full model id, never an alias).",
 )
 @click.option("--judge-bin", metavar="PATH", help="Claude Code executable for the judge (default: --bin).")
+@click.option(
+    "--second-judge-model",
+    metavar="FULL_ID",
+    help="A second rubric judge (a different model family): its verdicts give the judges' agreement (kappa) "
+    "in the report, never a run's score.",
+)
 @json_option
 @click.pass_context
 def run(
@@ -386,6 +392,7 @@ def run(
     source_dir: Path | None,
     judge_model: str | None,
     judge_bin: str | None,
+    second_judge_model: str | None,
     egress_resolve: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -458,6 +465,7 @@ def run(
         source_dir=source_dir,
         judge_model=judge_model,
         judge_bin=judge_bin,
+        second_judge_model=second_judge_model,
         egress_resolve=_resolve(egress_resolve),
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,

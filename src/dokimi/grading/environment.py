@@ -53,6 +53,9 @@ class GradeEnvironment:
     """The manifest's ``tests`` block (test integrity, mergeability)."""
     judge: JudgeSettings | None = None
     """The rubric judge for tasks with a rubric.json (mergeability); None: not run."""
+    second_judge: JudgeSettings | None = None
+    """A second judge of another model family: its verdicts are stored for the judges' agreement only and
+    never change a run's score."""
     review_rules: RepoReviewRules | None = None
     """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
     mergeable_without_judge: bool = False

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.merge import (
@@ -64,6 +65,8 @@ class MergeChecks:
     diff: WorkspaceDiff
     scope: ScopeVerdict
     verdict: JudgeVerdict | None
+    second: JudgeVerdict | None = None
+    """The second judge's verdict (agreement only)."""
 
 
 def load_rubric(task_dir: Path) -> RepoRubric | None:
@@ -119,6 +122,11 @@ def checks_of_diff(
             extra_blockers=edits.judge_blockers,
         )
         verdict = run_judge(judge_input, model=judge.model, options=judge.options)
+        second = environment.second_judge
+        if second is not None:
+            checks = MergeChecks(rubric, diff, scope, verdict)
+            checks.second = run_judge(judge_input, model=second.model, options=second.options)
+            return checks
     return MergeChecks(rubric=rubric, diff=diff, scope=scope, verdict=verdict)
 
 
@@ -166,6 +174,20 @@ def merge_metrics(
         scope=checks.scope.to_json(),
         integrity=integrity.to_json(),
         judge=checks.verdict.to_json() if checks.verdict is not None else None,
+        second_judge=_second_judge(checks, grade_metrics, task, integrity),
     )
     write_document(run_dir / MERGE_JSON, document)
     return document
+
+
+def _second_judge(
+    checks: MergeChecks,
+    grade_metrics: dict[str, MetricValue] | None,
+    task: Task,
+    integrity: IntegrityVerdict,
+) -> dict[str, Any] | None:
+    """The second judge's verdicts and the mergeable they would give (for the judges' agreement only)."""
+    if checks.second is None:
+        return None
+    outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.second)
+    return {**checks.second.to_json(), "mergeable": outcome.mergeable}

@@ -117,6 +117,8 @@ class RunOptions:
     judge_model: str | None = None
     """--judge-model: the full model id of the rubric judge; None: the judge is not run."""
     judge_bin: str | None = None
+    second_judge_model: str | None = None
+    """--second-judge-model: a second rubric judge for the judges' agreement; None: none."""
     """--judge-bin: the Claude Code executable the judge runs on the host (default: --bin)."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host name (like curl's
@@ -544,16 +546,19 @@ def agent_network_warning(network: str) -> str:
     )
 
 
-def judge_settings(opts: RunOptions, root: Path) -> JudgeSettings | None:
-    """The rubric judge of this batch: a full model id only (never an alias), verdicts cached per batch."""
-    if opts.judge_model is None:
+def judge_settings(opts: RunOptions, root: Path, *, second: bool = False) -> JudgeSettings | None:
+    """The rubric judge of this batch (or its second judge): a full model id only (never an alias), verdicts
+    cached per batch."""
+    model = opts.second_judge_model if second else opts.judge_model
+    if model is None:
         return None
     from dokimi.merge import JudgeOptions, require_full_model_id
 
-    require_full_model_id(opts.judge_model)
+    require_full_model_id(model)
+    if second and opts.judge_model is None:
+        raise UsageError("--second-judge-model needs --judge-model: the second judge only measures agreement")
     return JudgeSettings(
-        opts.judge_model,
-        JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=BatchLayout(root).judge_cache),
+        model, JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=BatchLayout(root).judge_cache)
     )
 
 
@@ -703,6 +708,7 @@ def prepare_batch(
         # --agent-network (its entry points have no other way to those hosts)
         egress_network=opts.agent_network if network != SEALED else None,
         judge=judge_settings(opts, root),
+        second_judge=judge_settings(opts, root, second=True),
         review_rules=load_review_rules(content),
     )
     ctx = CellContext(

@@ -82,6 +82,11 @@ class Outcome(Document):
     """Cells whose rubric judge gave no usable verdict (mergeable not measured)."""
     failed_blockers: dict[str, int] = Field(default_factory=dict)
     """Blocker id -> runs that failed it: what agents get wrong when the tests pass."""
+    judges_both: int = 0
+    """Cells that both the primary and the second judge decided mergeable for (the second judge's runs)."""
+    judges_kappa: float | None = None
+    """Cohen's kappa of the two judges on mergeable over those cells; null when undefined or no second
+    judge ran."""
     rubric_provisional: bool | None = None
     """True when the task's rubric is still a draft (its mergeability results are provisional); null
     without a rubric."""
@@ -213,6 +218,19 @@ class ArmGuidance(Document):
     """guidance:generated: generator runs that reported no cost."""
 
 
+class JudgeAgreement(Document):
+    """Two rubric judges over a batch: their agreement on mergeable, and where they disagreed."""
+
+    second_model: str | None
+    """The second judge's model id."""
+    cells: int
+    """Cells both judges decided mergeable for."""
+    kappa_mergeable: float | None
+    """Cohen's kappa on mergeable; null when undefined (a single class)."""
+    disagreements: list[str]
+    """The cells (task/arm/model/effort/repN) where the judges disagreed, for human review."""
+
+
 class ReportDoc(Document):
     """repo_report.v1."""
 
@@ -236,3 +254,5 @@ class ReportDoc(Document):
     """Warnings, sorted by code."""
     guidance: list[ArmGuidance] = Field(default_factory=list)
     """Per arm: what guidance the agents really started with (from meta.json), sorted by arm."""
+    judge_agreement: JudgeAgreement | None = None
+    """The primary and the second rubric judge over the whole batch; null when no second judge ran."""
