@@ -64,3 +64,28 @@ def test_nothing_found_names_every_place_looked_and_the_install_script(clean_env
         assert place in message
     check = check_claude(None)
     assert check.status == "warn" and "install-harness.sh" in (check.fix or "")
+
+
+def test_doctor_lists_every_other_built_in_harness_with_its_pin_and_verification(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dokimi.harness.profile import builtin_profiles
+    from dokimi.sandbox.doctor import check_harnesses
+
+    for name in builtin_profiles():
+        monkeypatch.delenv(f"DOKIMI_{name.upper().replace('-', '_')}_BIN", raising=False)
+    codex = installed_path("codex")
+    assert codex is not None
+    codex.parent.mkdir(parents=True)
+    codex.write_text("#!/bin/sh\necho 'codex-cli 0.169.0'\n")
+    codex.chmod(0o755)
+    checks = {c.name: c for c in check_harnesses()}
+    assert set(checks) == {f"harness {n}" for n in builtin_profiles() if n != "claude-code"}
+    found = checks["harness codex"]
+    assert found.status == "ok" and "verified with 0.169.0" in found.detail and str(codex) in found.detail
+    missing = checks["harness copilot"]
+    assert missing.status == "warn" and not missing.required
+    assert "install-harness.sh" in (missing.fix or "")
+    codex.write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")  # another version than the profile's pin
+    other = {c.name: c for c in check_harnesses()}["harness codex"]
+    assert other.status == "warn" and "a different version is installed" in other.detail
