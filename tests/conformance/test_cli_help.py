@@ -27,7 +27,7 @@ HIDDEN_BUT_ENFORCED = {"claude-code": {"--max-turns"}}
 
 def profile_flags(profile: HarnessProfile) -> list[str]:
     elements = [e for e in profile.invoke if e != TOOLS_ELEMENT]
-    elements += [*profile.tools.none, *profile.tools.read, *profile.tools.all]
+    elements += [*profile.tools.none, *profile.tools.read, *profile.tools.all, *(profile.tools.web or [])]
     if profile.effort is not None:
         elements += profile.effort.argv
     flags = {e.split("=", 1)[0] for e in elements if e.startswith("-") and e != "--"}

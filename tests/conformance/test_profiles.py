@@ -194,3 +194,23 @@ def test_a_sealed_cell_gets_no_credential_endpoint_or_host_proxy_of_the_caller(
     passed = sealed_environ(profile, caller)
     assert not set(profile.credential_env) & set(passed)
     assert passed.keys() <= {"PATH", "HOME", "COPILOT_PROVIDER_TYPE", "LANG"}
+
+
+def test_web_tools_go_on_only_at_level_all_for_a_task_whose_egress_names_hosts(
+    profile: HarnessProfile,
+) -> None:
+    def expanded(tools: str, web: bool) -> list[str]:
+        return build_invocation(
+            profile,
+            AgentRequest(prompt="p", model="m", max_turns=1, budget=1, tools=tools),  # type: ignore[arg-type]
+            Placement(bin="b", config_dir="/c", support_dir="/s"),
+            environ={},
+            web=web,
+        ).argv
+
+    assert expanded("read", True) == expanded("read", False)
+    assert expanded("none", True) == expanded("none", False)
+    if profile.tools.web is None:
+        assert expanded("all", True) == expanded("all", False)
+    else:
+        assert expanded("all", True) != expanded("all", False)

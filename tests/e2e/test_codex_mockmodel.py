@@ -41,9 +41,14 @@ def run_codex(
         inv = build_invocation(
             profile,
             AgentRequest(
-                prompt="Change before to after in f.txt", model=MODEL, max_turns=5, budget=1, tools=tools
+                prompt="Change before to after in f.txt",
+                model=MODEL,
+                max_turns=5,
+                budget=1,
+                tools="all" if tools == "web" else tools,  # type: ignore[arg-type]
             ),
             Placement(bin=str(codex_bin), config_dir=config, support_dir=support_dir(), home=str(home)),
+            web=tools == "web",
             environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
             endpoint=server.url,
         )
@@ -82,7 +87,7 @@ def test_a_scripted_command_edits_the_file_and_the_trace_converts(codex_bin: Pat
 def test_each_tool_level_offers_what_the_profile_says(codex_bin: Path, tmp_path: Path) -> None:
     write = [{"tool_use": {"name": "exec_command", "input": {"cmd": "cat f.txt; echo x > new.txt"}}}]
     tools = {}
-    for level in ("none", "read", "all"):
+    for level in ("none", "read", "all", "web"):
         done, server, _ = run_codex(codex_bin, tmp_path, [*write, {"final": "ok"}], level)
         assert done.returncode == 0, done.stderr
         tools[level] = offered(server)
@@ -94,6 +99,7 @@ def test_each_tool_level_offers_what_the_profile_says(codex_bin: Path, tmp_path:
     assert tools["none"] <= {"request_user_input", "view_image"}
     assert "exec_command" in tools["read"] and "exec_command" in tools["all"]
     assert not (tools["all"] | tools["read"]) & WEB_TOOLS
+    assert tools["web"] & WEB_TOOLS  # a task whose egress names hosts
     assert (tmp_path / "repo" / "new.txt").read_text() == "x\n"  # written at level all
 
 

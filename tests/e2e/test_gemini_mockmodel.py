@@ -31,10 +31,17 @@ def run_gemini(node: Path, gemini: Path, tmp_path: Path, script: list[dict[str, 
     with MockModelServer(script) as server:
         inv = build_invocation(
             profile,
-            AgentRequest(prompt="go", model="gemini-2.5-flash", max_turns=5, budget=1, tools=tools),
+            AgentRequest(
+                prompt="go",
+                model="gemini-2.5-flash",
+                max_turns=5,
+                budget=1,
+                tools="all" if tools == "web" else tools,  # type: ignore[arg-type]
+            ),
             Placement(
                 bin=str(gemini.resolve()), config_dir=config, support_dir=support_dir(), home=str(home)
             ),
+            web=tools == "web",
             environ={"PATH": f"{node.parent}:/usr/bin:/bin"},
             extra_env={**profile.dry_run_env, "GOOGLE_GEMINI_BASE_URL": server.url},
         )
@@ -50,7 +57,7 @@ def run_gemini(node: Path, gemini: Path, tmp_path: Path, script: list[dict[str, 
 def test_tool_levels_and_a_shell_call(node_bin: Path, gemini_bin: Path, tmp_path: Path) -> None:
     script = [{"tool_use": {"name": "run_shell_command", "input": {"command": "echo hi > new.txt"}}}]
     offered = {}
-    for level in ("none", "read", "all"):
+    for level in ("none", "read", "all", "web"):
         done, offered[level], trace = run_gemini(
             node_bin, gemini_bin, tmp_path, [*script, {"final": "ok"}], level
         )
@@ -58,6 +65,7 @@ def test_tool_levels_and_a_shell_call(node_bin: Path, gemini_bin: Path, tmp_path
     assert offered["none"] == set()
     assert offered["read"] and offered["read"] <= READ_TOOLS
     assert "run_shell_command" in offered["all"] and not offered["all"] & {"web_fetch", "google_web_search"}
+    assert {"web_fetch", "google_web_search"} <= offered["web"]  # a task whose egress names hosts
     assert (tmp_path / "repo" / "new.txt").read_text() == "hi\n"
     conv = convert_file(trace, "gemini-stream-json")
     assert [(e["kind"], e["text"], e["rc"]) for e in conv.events] == [("command", "echo hi > new.txt", None)]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dokimi import process
-from dokimi.harness.profile import build_invocation, load_profile
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
 from dokimi.mockmodel import MockModelServer
 from dokimi.support import support_dir
@@ -30,11 +30,15 @@ def run_opencode(opencode: Path, tmp_path: Path, script: list[dict[str, Any]], t
     home.mkdir()
     profile = load_profile("opencode")
     with MockModelServer(script) as server:
+        level = "all" if tools == "web" else tools
         inv = build_invocation(
-            profile, bin=str(opencode), prompt="go", model=MODEL, max_turns=5, budget=1,
-            tools=tools, config_dir=config, support_dir=support_dir(),  # type: ignore[arg-type]
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env}, home=str(home), endpoint=server.url,
-        )  # fmt: skip
+            profile,
+            AgentRequest(prompt="go", model=MODEL, max_turns=5, budget=1, tools=level),  # type: ignore[arg-type]
+            Placement(bin=str(opencode), config_dir=config, support_dir=support_dir(), home=str(home)),
+            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
+            endpoint=server.url,
+            web=tools == "web",
+        )
         assert "OPENAI_BASE_URL" not in inv.env
         inv.write_config_files(config)
         trace = tmp_path / f"trace-{tools}.jsonl"
@@ -56,13 +60,14 @@ def test_tool_levels_commands_and_the_trace(opencode_bin: Path, tmp_path: Path) 
         {"final": "I changed f.txt."},
     ]
     offered = {}
-    for level in ("none", "read", "all"):
+    for level in ("none", "read", "all", "web"):
         done, offered[level], trace, side = run_opencode(opencode_bin, tmp_path, script, level)
         assert done.returncode == 0, done.stderr
         assert len(side) <= 1  # the session-title request, which never plays the script
     assert offered["none"] == set()
     assert offered["read"] <= {"read", "glob", "grep", "list"} and "read" in offered["read"]
     assert "bash" in offered["all"] and not offered["all"] & {"webfetch", "websearch"}
+    assert "webfetch" in offered["web"]  # a task whose egress names hosts
     assert (tmp_path / "repo" / "f.txt").read_text() == "after\n"
     conv = convert_file(trace, "opencode-json")
     assert [(e["kind"], e["text"], e["rc"]) for e in conv.events] == [

@@ -53,6 +53,7 @@ __all__ = [
     "render_config_files",
     "resolve_bin",
     "substitute",
+    "tool_level_argv",
     "version_argv",
 ]
 
@@ -185,8 +186,8 @@ def check_bin_is_argv0(profile: HarnessProfile) -> list[ProfileProblem]:
 def check_tools_lists_are_literal(profile: HarnessProfile) -> list[ProfileProblem]:
     """The tool lists are inserted as they are, except ``{config_dir}`` (a config file a flag names)."""
     problems = []
-    for level in ("none", "read", "all"):
-        for i, element in enumerate(getattr(profile.tools, level)):
+    for level in ("none", "read", "all", "web"):
+        for i, element in enumerate(getattr(profile.tools, level) or []):
             if set(placeholders_in(element)) - TOOLS_PLACEHOLDERS:
                 problems.append(
                     ProfileProblem(
@@ -385,6 +386,15 @@ class Invocation:
         return written
 
 
+def tool_level_argv(profile: HarnessProfile, tools: ToolsLevel, *, web: bool = False) -> list[str]:
+    """What ``"{tools}"`` expands to: the level's list; for ``all`` with ``web`` (a task whose egress names
+    hosts) the profile's ``tools.web`` when it has one, so web tools are on only where the task allows the
+    network."""
+    if tools == "all" and web and profile.tools.web is not None:
+        return list(profile.tools.web)
+    return list(getattr(profile.tools, tools))
+
+
 def _number(value: float | int) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -493,11 +503,12 @@ def build_invocation(
     environ: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] | None = None,
     endpoint: str | None = None,
+    web: bool = False,
 ) -> Invocation:
     """argv, env and config files of one run.
 
     ``prompt_suffix`` is appended to the request's prompt. ``endpoint`` is what ``{endpoint}`` becomes
-    (:func:`endpoint_for`).
+    (:func:`endpoint_for`); ``web`` switches web tools on at level ``all`` (:func:`tool_level_argv`).
     """
     prompt, model, max_turns, budget = request.prompt, request.model, request.max_turns, request.budget
     tools, effort = request.tools, request.effort
@@ -515,7 +526,7 @@ def build_invocation(
         "max_turns": str(max_turns),
         "budget": _number(budget),
     }
-    tool_args = [substitute(e, {"config_dir": config}) for e in getattr(profile.tools, tools)]
+    tool_args = [substitute(e, {"config_dir": config}) for e in tool_level_argv(profile, tools, web=web)]
     effort_args = (
         [substitute(e, {"effort": effort}) for e in profile.effort.argv]
         if effort is not None and profile.effort is not None

@@ -337,6 +337,7 @@ def agent_argv_and_env(
         environ=ctx.environ if seal_env is None else sealed_environ(ctx.profile, ctx.environ),
         extra_env=extra_env,
         endpoint=endpoint,
+        web=bool(task.egress),  # web tools only where the task's egress lets the network in
     )
     invocation.write_config_files(run_dir / AGENT_CONFIG)
     argv = [*launcher[:-1], *invocation.argv]  # a Node harness: /eval/node /eval/harness/...js

@@ -25,6 +25,10 @@ class Tools(Document):
     """Reading files only (the reach probe's read scenarios)."""
     all: list[str]
     """Everything an agent run needs; web access stays off (the model must not fetch the upstream fix)."""
+    web: list[str] | None = None
+    """``all`` with the harness's web tools on, used instead of ``all`` for a task whose ``egress`` names
+    hosts (the task allows the network, so its web tools may reach them). Null: web tools stay off then
+    too."""
 
 
 class Guidance(Document):
