@@ -69,7 +69,7 @@ def normalise(lines: list[str], root: Path | None = None) -> list[str]:
             line = line.replace(str(root), SHOWN_ROOT)
         line = re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line)
         line = re.sub(r"\$\d+\.\d+", "$<usd>", line)
-        line = re.sub(r"(?<=│ )\s*\d+\.\d{4}(?= │)", "<usd>", line)  # the report's cost column
+        line = re.sub(r"\b\d+\.\d{4}\b", "<usd>", line)  # the report's cost column (rates have 2 decimals)
         out.append(line.rstrip())
     while out and not out[-1]:
         out.pop()

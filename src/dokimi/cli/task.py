@@ -117,7 +117,7 @@ def new(
     from dokimi.mining import MinedTask
 
     mined = MinedTask(task_id, directory, fix, prompt)
-    note(f"wrote {directory}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
+    note(f"wrote {_shown(directory)}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
          f"({len(fix.code_paths)} file(s)); base {fix.base_rev}")  # fmt: skip
     if builtin:
         _discover_and_check(repo_dir, manifest, image, mined, data)
@@ -202,6 +202,14 @@ def _summary(mined: MinedTask) -> Any:
     )
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it (as the user typed it), else whole."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _listed(ids: list[str]) -> str:
     shown = "\n".join(f"  {i}" for i in ids[:MAX_LISTED])
     more = (
@@ -213,7 +221,7 @@ def _listed(ids: list[str]) -> str:
 
 
 def _print(mined: MinedTask) -> None:
-    click.echo(f"task {mined.task_id}: {mined.directory}")
+    click.echo(f"task {mined.task_id}: {_shown(mined.directory)}")
     click.echo(f"base {mined.fix.base_rev}")
     click.echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
     click.echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
