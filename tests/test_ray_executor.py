@@ -30,8 +30,17 @@ import pytest
 
 from dokimi.batch import CellKey, cell_dir, load_batch
 from dokimi.runner.cell import CellOutcome
-from dokimi.runner.ray_executor import NodeReturn, install_cell, pack_run_dir, relocate
+from dokimi.runner.ray_executor import (
+    NodeFacts,
+    NodeReturn,
+    PortableBatch,
+    install_cell,
+    pack_run_dir,
+    pin_differences,
+    relocate,
+)
 from dokimi.sandbox.docker import container_names
+from dokimi.schemas.batch import BatchPin
 from tests.conftest import _require
 from tests.helpers.git import commit
 from tests.helpers.raycluster import RayCluster, start_cluster
@@ -92,6 +101,41 @@ def test_paths_of_the_driver_are_moved_to_the_node_and_others_kept() -> None:
         {("t", "a"): Path("/node/_eval/dry-run/t.json")},
         (Path("/cache/x"), Path("/node/_eval")),
     )
+
+
+def test_a_node_that_differs_from_the_batch_pin_is_named_with_what_differs() -> None:
+    tree = "a" * 40
+    pin = BatchPin.model_validate(
+        {
+            "schema": "repo_batch.v1", "manifest_id": "calc", "source": f"/src@{tree}", "tree": tree,
+            "eval_dir_digest": "sha256:eval", "image": "dokimi/calc:x", "image_pin": "tree",
+            "created_by": "0.1.0",
+        }
+    )  # fmt: skip
+    portable = PortableBatch(
+        token="t", source=f"/src@{tree}", batch="b", root="/out/b", pin=pin, dokimi_version="0.1.0",
+        context={}, eval_files=b"", driver_git_dir=None, shared_out=False,
+    )  # fmt: skip
+    same = NodeFacts("0.1.0", tree, "sha256:eval", "2.1.328")
+    assert pin_differences(portable, same, harness_version="2.1.328") is None
+    assert (
+        pin_differences(portable, dataclasses.replace(same, harness_version=None), harness_version="x")
+        is None
+    )
+    cases = {
+        "it has dokimi 0.2.0, the driver 0.1.0": dataclasses.replace(same, dokimi_version="0.2.0"),
+        f"it sees /src@{tree} at {'b' * 40}, the batch is pinned to {tree}": dataclasses.replace(
+            same, tree="b" * 40
+        ),
+        "the eval_dir it received has digest sha256:other, the pin sha256:eval": dataclasses.replace(
+            same, eval_dir_digest="sha256:other"
+        ),
+        "the harness reports 2.1.300 in the image, the batch runs 2.1.328": dataclasses.replace(
+            same, harness_version="2.1.300"
+        ),
+    }
+    for message, facts in cases.items():
+        assert pin_differences(portable, facts, harness_version="2.1.328") == message
 
 
 # --- on a cluster -------------------------------------------------------------------------------------------
@@ -203,6 +247,29 @@ def test_the_example_dry_run_gives_the_same_verdicts_on_a_ray_cluster_as_locally
     again = dokimi_cli(remote_args)
     assert again.returncode == 0, again.stderr
     assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 4)
+
+
+@pytest.mark.docker
+@pytest.mark.ray
+def test_with_shared_out_the_run_directories_are_moved_into_the_batch(
+    cluster: RayCluster, tmp_path: Path, name: str
+) -> None:
+    tiny = slow_tiny(tmp_path / "tiny", name)
+    profile, binary = fake_harness(tmp_path / "harness")
+    args = run_args(
+        tiny, tmp_path / "out", name, profile, binary, "--json", "--executor", "ray",
+        "--ray-address", cluster.address, "--shared-out", reps=2,
+    )  # fmt: skip
+    done = dokimi_cli(args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ran"] == 2
+    batch = tmp_path / "out" / name
+    for rep in (0, 1):
+        cell = cell_dir(batch, "fix_f", "guidance:raw", "m", None, rep)
+        assert json.loads((cell / "result.json").read_text())["passed"] is True
+        assert (cell / "workspace" / "f.txt").read_text() == "after\n"
+        assert (cell / "meta.json").is_file() and (cell / "agent.stdout").is_file()
+    assert not list((batch / "_eval" / "ray-attempts").iterdir())
 
 
 @pytest.mark.docker

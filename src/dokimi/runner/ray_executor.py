@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
 
 __all__ = [
+    "NodeFacts",
     "NodeReturn",
     "NodeSetupError",
     "PortableBatch",
@@ -66,6 +67,7 @@ __all__ = [
     "install_cell",
     "make_portable",
     "pack_run_dir",
+    "pin_differences",
     "run_cell_on_node",
 ]
 
@@ -525,36 +527,55 @@ def relocate(value: Any, moves: list[tuple[Path, Path]]) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class NodeFacts:
+    """What a node found for the batch, to hold against its pin."""
+
+    dokimi_version: str
+    tree: str | None
+    """The revision the node's source resolves to (None: a working tree)."""
+    eval_dir_digest: str
+    harness_version: str | None
+    """The harness version inside the image on the node (None: not asked yet)."""
+
+
+def pin_differences(portable: PortableBatch, facts: NodeFacts, *, harness_version: str) -> str | None:
+    """What makes a node differ from the batch's pin, or None: the same dokimi, the source at the pinned
+    revision, the same eval_dir, the same harness version inside the image."""
+    pin = portable.pin
+    if facts.dokimi_version != portable.dokimi_version:
+        return f"it has dokimi {facts.dokimi_version}, the driver {portable.dokimi_version}"
+    if pin.tree is not None and facts.tree != pin.tree:
+        return f"it sees {portable.source} at {facts.tree}, the batch is pinned to {pin.tree}"
+    if facts.eval_dir_digest != pin.eval_dir_digest:
+        return f"the eval_dir it received has digest {facts.eval_dir_digest}, the pin {pin.eval_dir_digest}"
+    if facts.harness_version is not None and facts.harness_version != harness_version:
+        return f"the harness reports {facts.harness_version} in the image, the batch runs {harness_version}"
+    return None
+
+
 def check_node(portable: PortableBatch, ctx: CellContext, base: Path) -> None:
     """The batch pin, checked on this node before its first cell (see the module docstring); raises
     NodeSetupError naming what differs."""
     from dokimi.sandbox.image import context_digest
 
-    pin = portable.pin
     where = f"node {node_label()}"
-    if portable.dokimi_version != __version__:
-        raise NodeSetupError(
-            f"{where} has dokimi {__version__}, the driver {portable.dokimi_version}",
-            hint="install the same dokimi on every node",
-        )
-    if pin.tree is not None and ctx.repo.rev != pin.tree:
-        raise NodeSetupError(
-            f"{where} sees {portable.source} at {ctx.repo.rev}, the batch is pinned to {pin.tree}"
-        )
-    digest = "sha256:" + context_digest(ctx.eval_content)
-    if digest != pin.eval_dir_digest:
-        raise NodeSetupError(
-            f"{where}: the eval_dir it received has digest {digest}, the pin {pin.eval_dir_digest}"
-        )
+    facts = NodeFacts(__version__, ctx.repo.rev, "sha256:" + context_digest(ctx.eval_content), None)
+    _refuse_difference(where, pin_differences(portable, facts, harness_version=ctx.harness_version))
     _node_image(portable, ctx, base, where)
-    version = node_harness_version(ctx, base)
-    if version != ctx.harness_version:
-        raise NodeSetupError(
-            f"{where}: the harness reports {version} inside the image, the batch runs {ctx.harness_version}",
-            hint="install the same harness version on every node",
-        )
+    facts = dataclasses.replace(facts, harness_version=node_harness_version(ctx, base))
+    _refuse_difference(where, pin_differences(portable, facts, harness_version=ctx.harness_version))
     for cache in ctx.caches:
         cache.host.mkdir(parents=True, exist_ok=True)
+
+
+def _refuse_difference(where: str, difference: str | None) -> None:
+    if difference is not None:
+        raise NodeSetupError(
+            f"{where} differs from the batch's pin: {difference}",
+            hint="every node needs the same dokimi and harness versions and must see the same source "
+            "(docs/scale.md)",
+        )
 
 
 def node_harness_version(ctx: CellContext, base: Path) -> str:
