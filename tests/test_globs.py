@@ -177,3 +177,34 @@ def test_fnmatch_would_have_crossed_the_slash_this_dialect_does_not() -> None:
     assert fnmatch.fnmatchcase("cpp/oneapi/dal/algo/df/x.cpp", "cpp/*.cpp")
     assert not match_glob("cpp/*.cpp", "cpp/oneapi/dal/algo/df/x.cpp")
     assert match_glob("cpp/**/*.cpp", "cpp/oneapi/dal/algo/df/x.cpp")
+
+
+def test_any_directory_globs_match_exactly_as_the_glob_engine_does() -> None:
+    """``**/NAME`` is matched without wcmatch (the default guidance globs); on generated paths, with dot
+    directories, ``.`` and ``..`` parts, empty parts and trailing slashes, it matches what wcmatch matches."""
+    import random
+
+    from wcmatch import glob as wc
+
+    from dokimi.globs import _AnyDirectory, _compiled, filter_paths
+
+    flags = wc.GLOBSTAR | wc.DOTGLOB | wc.FORCEUNIX
+    rng = random.Random(3)
+    parts = [
+        "a",
+        ".h",
+        ".",
+        "..",
+        "",
+        "AGENTS.md",
+        "xAGENTS.md",
+        "AGENTS.mdx",
+        "CLAUDE.md",
+        "b c",
+        "*",
+        "[x]",
+    ]
+    paths = sorted({"/".join(rng.choice(parts) for _ in range(n)) for n in range(1, 6) for _ in range(2000)})
+    for pattern in ("**/AGENTS.md", "**/CLAUDE.md", "**/b c", "**/.h"):
+        assert isinstance(_compiled(pattern), _AnyDirectory)
+        assert filter_paths(pattern, paths) == [p for p in paths if wc.globmatch(p, pattern, flags=flags)]
