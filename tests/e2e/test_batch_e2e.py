@@ -25,6 +25,64 @@ TASK = "fix_power_assoc"
 MODEL = "claude-haiku-4-5"
 
 
+GOLDEN = Path(__file__).resolve().parents[1] / "resources" / "golden" / "dry_run_batch.json"
+#: Values that change from run to run (timings, the version of dokimi), replaced before comparing.
+VOLATILE = {"duration_s", "created_by"}
+
+
+def normalised(value: object, tmp: str) -> object:
+    """Volatile values replaced, and the test's temporary directory named ``<tmp>``."""
+    if isinstance(value, dict):
+        return {k: "<volatile>" if k in VOLATILE else normalised(v, tmp) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [normalised(v, tmp) for v in value]
+    if isinstance(value, str):
+        return value.replace(tmp, "<tmp>")
+    return value
+
+
+def missing_from(pinned: object, actual: object, where: str = "") -> list[str]:
+    """Where ``actual`` differs from the pinned document. A key the pinned document lacks is a new field and
+    is allowed; anything pinned must be there with the same value."""
+    if isinstance(pinned, dict) and isinstance(actual, dict):
+        return [
+            p for k, v in pinned.items() for p in missing_from(v, actual.get(k, KeyError), f"{where}.{k}")
+        ]
+    if isinstance(pinned, list) and isinstance(actual, list) and len(pinned) == len(actual):
+        return [
+            p
+            for i, (a, b) in enumerate(zip(pinned, actual, strict=True))
+            for p in missing_from(a, b, f"{where}[{i}]")
+        ]
+    return [] if pinned == actual else [f"{where}: pinned {pinned!r}, now {actual!r}"]
+
+
+def check_golden(batch: Path, report: object, compare: object) -> None:
+    """The batch's result.json files, report --json and compare --json against the pinned golden document:
+    a refactoring of the runner or of grading must leave every pinned value as it was (new fields are
+    fine). DOKIMI_UPDATE_GOLDEN=1 writes the document anew (review the diff before committing it)."""
+    import os
+
+    tmp = str(batch.parents[1])
+    results = {
+        p.relative_to(batch).as_posix(): json.loads(p.read_text())
+        for p in sorted(batch.glob("*/*/*/*/rep*/result.json"))
+    }
+    actual = normalised({"results": results, "report": report, "compare": compare}, tmp)
+    if os.environ.get("DOKIMI_UPDATE_GOLDEN") == "1":
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(json.dumps(actual, indent=1, sort_keys=True) + "\n")
+    pinned = json.loads(GOLDEN.read_text())
+    assert missing_from(pinned, actual) == []
+
+
+def test_the_golden_comparison_allows_new_fields_and_nothing_else() -> None:
+    pinned = {"a": 1, "b": [{"c": True}]}
+    assert missing_from(pinned, {"a": 1, "b": [{"c": True, "new": 0}], "extra": 2}) == []
+    assert missing_from(pinned, {"a": 2, "b": [{"c": True}]}) == [".a: pinned 1, now 2"]
+    assert missing_from(pinned, {"b": [{"c": False}]})[1] == ".b[0].c: pinned True, now False"
+
+
 def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_cell(
     docker_available: bool, claude_bin: Path, tmp_path: Path
 ) -> None:
@@ -68,6 +126,9 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
 
     compared = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--json"])
     assert compared.returncode == 0, compared.stderr
+    reported = dokimi_cli(["repo", "report", str(batch), "--json"])
+    assert reported.returncode == 0, reported.stderr
+    check_golden(batch, json.loads(reported.stdout), json.loads(compared.stdout))
     (comparison,) = json.loads(compared.stdout)["comparisons"]
     assert (comparison["treatment"], comparison["baseline"]) == ("guidance:raw", "guidance:none")
     gate = next(m for m in comparison["measures"] if m["kind"] == "gate")
