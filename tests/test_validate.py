@@ -818,3 +818,13 @@ def test_the_union_of_paths_over_bases_equals_one_ls_tree_per_base(tmp_path: Pat
                 for sha in bases:
                     expected.update(git(path, "ls-tree", "-r", "--name-only", sha).split())
                 assert ctx.union_of_paths_at(list(bases)) == expected, bases
+
+
+def test_no_fail_to_pass_ids_warn_unless_the_command_grades_by_exit_code(repo: Repo) -> None:
+    task = repo.task("t1", grader="builtin:pytest", oracle_patch="oracle.patch")
+    repo.add_eval(BUILTIN_MANIFEST, tasks={"t1": task}, files={f"{EVAL}/tasks/t1/oracle.patch": "x"})
+    warning = one(run(repo), "builtin_task_keys", severity="warning")
+    assert "no fail_to_pass ids" in warning.message
+    command = BUILTIN_MANIFEST.replace("builtin:pytest", '"builtin:command make test"')
+    repo.add_eval(command, tasks={"t1": task}, files={f"{EVAL}/tasks/t1/oracle.patch": "x"})
+    assert not only(run(repo), "builtin_task_keys", severity="warning")

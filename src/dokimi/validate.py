@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from dokimi.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin
+from dokimi.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin, uses_report
 from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS
 from dokimi.errors import DocumentError
 from dokimi.manifest import (
@@ -459,6 +459,10 @@ def check_builtin_task_keys(ctx: Context) -> Iterator[Finding]:
         return
     code = _code(check_builtin_task_keys)
     known = [*framework_task_keys(), *BUILTIN_GRADER_KEYS]
+    # builtin:command without {report} passes on its exit code: it has no ids to list
+    graded_by_ids = not m.entry_points.grade.strip().startswith("builtin:command") or uses_report(
+        m.entry_points.grade
+    )
     for lt, data in ctx.task_data():
         misspelled = {key for key, _ in misspelled_task_keys(data)}
         for key in data:
@@ -471,7 +475,7 @@ def check_builtin_task_keys(ctx: Context) -> Iterator[Finding]:
             value = data.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
                 yield ctx.at_task(lt, code, (key,), "must be a list of test ids (strings)")
-        if not data.get("fail_to_pass"):
+        if not data.get("fail_to_pass") and graded_by_ids:
             yield ctx.at_task(
                 lt, code, (), "no fail_to_pass ids: the null workspace cannot fail the gate",
                 "list the tests the fix makes pass, or make the task with `dokimi repo task new`",

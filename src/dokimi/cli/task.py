@@ -119,8 +119,11 @@ def new(
     mined = MinedTask(task_id, directory, fix, prompt)
     note(f"wrote {_shown(directory)}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
          f"({len(fix.code_paths)} file(s)); base {fix.base_rev}")  # fmt: skip
-    if builtin:
+    if builtin and _has_test_ids(m.entry_points.grade):
         _discover_and_check(repo_dir, manifest, image, mined, data)
+    elif builtin:  # builtin:command without {report}: its exit code decides, there are no ids to find
+        note("checking the task: the null workspace must fail, the oracle must pass ...")
+        _record_check(mined, _check(repo_dir, manifest, image, task_id, None))
     else:
         note(
             "the manifest's grade is not a built-in, so the tests were not classified: your grader reads "
@@ -130,7 +133,7 @@ def new(
         emit_json(_summary(mined))
     else:
         _print(mined)
-    ok = mined.check_ok is not False and (not builtin or bool(mined.fail_to_pass))
+    ok = mined.check_ok is not False and (not builtin or mined.checked)
     return EXIT_OK if ok else EXIT_FOUND_PROBLEMS
 
 
@@ -175,7 +178,18 @@ def _discover_and_check(
         ]
         return
     note("checking the task: the null workspace must fail, the oracle must pass ...")
-    report = _check(repo_dir, manifest, image, mined.task_id, None)
+    _record_check(mined, _check(repo_dir, manifest, image, mined.task_id, None))
+
+
+def _has_test_ids(grade: str) -> bool:
+    """builtin:pytest, and builtin:command with a JUnit {report}, grade by test ids; builtin:command without
+    one grades by its exit code alone."""
+    from dokimi.builtin_graders import uses_report
+
+    return grade.split()[0] == "builtin:pytest" or uses_report(grade)
+
+
+def _record_check(mined: MinedTask, report: Any) -> None:
     (result,) = report.tasks
     mined.checked = True
     mined.check_ok = result.status == "ok"
@@ -223,8 +237,11 @@ def _listed(ids: list[str]) -> str:
 def _print(mined: MinedTask) -> None:
     click.echo(f"task {mined.task_id}: {_shown(mined.directory)}")
     click.echo(f"base {mined.fix.base_rev}")
-    click.echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
-    click.echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
+    if mined.checked and not mined.fail_to_pass:
+        click.echo("test ids: none (the grade command's exit code decides)")
+    else:
+        click.echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
+        click.echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
     if mined.failing_with_fix:
         click.echo(f"failing even with the fix, left out ({len(mined.failing_with_fix)}):")
         click.echo(_listed(mined.failing_with_fix))
