@@ -482,6 +482,9 @@ class NodeState:
 
 
 _STATES: dict[str, NodeState] = {}
+#: Why a batch cannot run in this process (its setup failed): later cells fail at once with the same reason
+#: instead of building an image again.
+_REFUSED: dict[str, str] = {}
 _STATES_LOCK = threading.Lock()
 
 
@@ -718,10 +721,15 @@ def _attempt_dir(portable: PortableBatch, base: Path) -> Path:
 def run_cell_on_node(portable: PortableBatch, key: CellKey) -> NodeReturn:
     """The Ray task of one cell (see the module docstring). A node that cannot run the batch's cells makes
     the cell ``failed`` (missing; the next run fills it) with the reason."""
+    refused = _REFUSED.get(portable.token)
+    if refused is not None:
+        return NodeReturn(CellOutcome(key, "failed", error=refused, node=_safe_label()))
     try:
         state = _node_state(portable)
-    except DokimiError as exc:
-        return NodeReturn(CellOutcome(key, "failed", error=exc.message, node=_safe_label()))
+    except (DokimiError, OSError) as exc:
+        reason = exc.message if isinstance(exc, DokimiError) else f"node {_safe_label()}: {exc}"
+        _REFUSED[portable.token] = reason
+        return NodeReturn(CellOutcome(key, "failed", error=reason, node=_safe_label()))
     attempt = _attempt_dir(portable, state.base)
     ctx = dataclasses.replace(state.ctx, root=attempt)
     try:
