@@ -274,6 +274,36 @@ def test_with_shared_out_the_run_directories_are_moved_into_the_batch(
 
 @pytest.mark.docker
 @pytest.mark.ray
+def test_a_node_without_the_harness_fails_its_cells_with_the_reason_and_a_rerun_fills_them(
+    cluster: RayCluster, tmp_path: Path, name: str
+) -> None:
+    tiny = slow_tiny(tmp_path / "tiny", name)
+    profile, binary = fake_harness(tmp_path / "harness")
+    args = run_args(
+        tiny, tmp_path / "out", name, profile, binary, "--json", "--executor", "ray",
+        "--ray-address", cluster.address, reps=2,
+    )  # fmt: skip
+    where = args.index("--bin")
+    without_bin = args[:where] + args[where + 2 :]
+    # the driver finds the harness through its environment; the nodes' environment does not name it
+    env = {**os.environ, "DOKIMI_FAKE_BIN": str(binary)}
+    first = subprocess.run(
+        [sys.executable, "-m", "dokimi", *without_bin], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert first.returncode == 1, first.stderr
+    summary = json.loads(first.stdout)
+    assert (summary["ran"], summary["failed"]) == (0, 2)
+    for failure in summary["failures"]:
+        assert failure["error"].startswith("node ") and "no fake executable" in failure["error"]
+    assert not load_batch(tmp_path / "out" / name).finished()
+
+    rerun = dokimi_cli(args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["ran"] == 2
+
+
+@pytest.mark.docker
+@pytest.mark.ray
 @pytest.mark.parametrize(("signum", "returncode"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, 130)])
 def test_a_signal_to_the_driver_stops_the_cells_on_every_node_and_a_rerun_fills_them(
     cluster: RayCluster, tmp_path: Path, name: str, signum: signal.Signals, returncode: int
