@@ -97,8 +97,11 @@ elif kind == "inspect":
         "git_status_ok": status.returncode == 0,
         "home_is_grade_home": str(home) == "/eval/run/grade-home",
         "home_entries": len([p for p in home.iterdir() if p.name != ".gitconfig"]),
-        "global_config_neutral": Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text().startswith("# Written by dokimi")
-        and os.environ.get("GIT_CONFIG_NOSYSTEM") == "1" and os.environ.get("GIT_ATTR_NOSYSTEM") == "1",
+        "global_config_neutral": (
+            Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text().startswith("# Written by dokimi")
+            and os.environ.get("GIT_CONFIG_NOSYSTEM") == "1"
+            and os.environ.get("GIT_ATTR_NOSYSTEM") == "1"
+        ),
         "nousersite": os.environ.get("PYTHONNOUSERSITE") == "1",
         "hooks_path_off": git("config", "core.hooksPath").stdout.strip() == "/dev/null",
         "eval_dir_writable": os.access("/eval/content", os.W_OK),
