@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,12 @@ def test_a_regrade_copies_the_inputs_and_never_the_verdicts(tmp_path: Path) -> N
         "workspace/pkg/a.py",
     ]
     assert (tmp_path / "copy" / "workspace" / "link").is_symlink()
+    if os.getuid() == 0:  # the copy is the container user's, as the original run dir was (CI runs as root)
+        from dokimi.sandbox.container import container_identity
+
+        who = container_identity()
+        for path in [tmp_path / "copy", *(tmp_path / "copy").rglob("*")]:
+            assert (os.lstat(path).st_uid, os.lstat(path).st_gid) == (who.uid, who.gid), path
 
 
 def test_a_cost_or_turn_count_the_harness_got_wrong_is_not_recorded_and_never_breaks_the_cell() -> None:
