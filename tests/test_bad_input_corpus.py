@@ -100,7 +100,7 @@ def _document(name: str, model_path: str) -> Callable[[Path, bytes | Callable[[P
 
 
 def _grade(d: Path, content: bytes | Callable[[Path], None]) -> Any:
-    from dokimi.runner.entrypoints import read_grade
+    from dokimi.grading.entrypoints import read_grade
 
     path = d / "grade.json"
     _make(path, content)
@@ -164,7 +164,7 @@ def _profile(d: Path, content: bytes | Callable[[Path], None]) -> Any:
 
 
 def _perf(d: Path, content: bytes | Callable[[Path], None]) -> Any:
-    from dokimi.perf.runner import read_perf
+    from dokimi.grading.perf import read_perf
 
     path = d / "perf.json"
     _make(path, content)
