@@ -304,3 +304,26 @@ def test_a_paid_run_refuses_a_task_its_tasks_check_found_broken_on_the_same_tree
     assert tasks_check_refusal(tmp_path, "d" * 40, ["bad"]) is None  # a check of another tree says nothing
     assert tasks_check_refusal(tmp_path, None, ["bad"]) is None  # a working tree has no tree to match
     assert tasks_check_refusal(tmp_path / "none", tree, ["bad"]) is None  # no tasks check at all
+
+
+def test_a_paid_run_refuses_a_mergeable_gated_task_whose_rubric_was_not_admitted(tmp_path: Path) -> None:
+    import json
+
+    from dokimi.runner.plan import rubric_admission_refusal
+    from dokimi.schemas.task import Task
+
+    tree = "c" * 40
+    record = {"schema": "repo_rubric_check.v1", "model": "m", "ok": False, "tasks": ["good", "bad"],
+              "skipped": [], "rows": [], "agreement": None, "tree": tree, "admitted": ["good"]}  # fmt: skip
+    (tmp_path / "rubric-check.json").write_text(json.dumps(record))
+
+    def task(task_id: str, gate: list[str]) -> Task:
+        data = {"id": task_id, "family": "fix", "base": "b" * 40, "prompt": "p", "grader": "g", "gate": gate}
+        return Task.model_validate(data)
+
+    refusal = rubric_admission_refusal(
+        tmp_path, tree, [task("good", ["pass", "mergeable"]), task("bad", ["pass", "mergeable"])]
+    )
+    assert refusal is not None and "the rubric of bad was not admitted" in refusal
+    assert rubric_admission_refusal(tmp_path, tree, [task("bad", ["pass"])]) is None  # not gated on it
+    assert rubric_admission_refusal(tmp_path, "d" * 40, [task("bad", ["pass", "mergeable"])]) is None

@@ -49,6 +49,13 @@ def rubric() -> None:
     help="Verdict cache (keyed by the rendered input, the model id and the decoding parameters).",
 )
 @click.option("--timeout", type=FiniteFloat(min=1), default=600.0, show_default=True, help="Per judge call.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Record the admission in OUT/rubric-check.json; repo run --out OUT then refuses a task gated on "
+    "mergeable whose rubric was not admitted.",
+)
 @json_option
 def check(
     source: str,
@@ -60,6 +67,7 @@ def check(
     bin_: Path | None,
     cache_dir: Path | None,
     timeout: float,
+    out: Path | None,
     as_json: bool,
 ) -> int:
     """For every task of SOURCE with a rubric.json: the untouched workspace must fail a blocker, the oracle's
@@ -86,6 +94,13 @@ def check(
             repo.eval_snapshot(), manifest=manifest, manifest_file=manifest_file, required=True
         )
         report = check_rubrics(repo, loaded, inputs)
+    if out is not None:
+        from dokimi.rundir import RUBRIC_CHECK_JSON
+        from dokimi.schemas._base import write_document
+        from dokimi.schemas.rubric_check import RubricCheckDoc
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_document(out / RUBRIC_CHECK_JSON, RubricCheckDoc.model_validate(report.to_json()))
     if as_json:
         emit_json(report.to_json())
     else:

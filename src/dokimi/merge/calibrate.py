@@ -197,10 +197,17 @@ class RubricCheck:
     skipped: list[str]
     """Tasks without a rubric.json."""
     agreement: Agreement | None = None
+    tree: str | None = None
+    """The eval tree's commit the rubrics were checked at; None for a working tree."""
 
     @property
     def ok(self) -> bool:
         return bool(self.rows) and all(row.ok is True for row in self.rows)
+
+    @property
+    def admitted(self) -> list[str]:
+        """The tasks whose every calibration row met its expectation: their rubric may gate paid runs."""
+        return [t for t in self.tasks if all(r.ok is True for r in self.rows if r.task == t)]
 
     def to_json(self) -> dict[str, Any]:
         """The repo_rubric_check.v1 document (validated against its model)."""
@@ -214,6 +221,8 @@ class RubricCheck:
             "skipped": self.skipped,
             "rows": [row.to_json() for row in self.rows],
             "agreement": self.agreement.to_json() if self.agreement else None,
+            "tree": self.tree,
+            "admitted": self.admitted,
         }
         return RubricCheckDoc.model_validate(doc).model_dump(mode="json", by_alias=True)
 
@@ -346,7 +355,7 @@ def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
             rows.extend(_task_rows(ctx))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    check = RubricCheck(model=inputs.model, rows=rows, tasks=checked, skipped=skipped)
+    check = RubricCheck(model=inputs.model, rows=rows, tasks=checked, skipped=skipped, tree=repo.rev)
     if inputs.second_model is not None:
         check.agreement = agreement(rows, inputs.second_model)
     return check

@@ -306,3 +306,30 @@ def tasks_check_refusal(out: Path, tree: str | None, task_ids: Sequence[str]) ->
         f"{t.task} ({t.status}: {t.problems[0] if t.problems else 'see the report'})" for t in bad
     )
     return f"{path} found task(s) not ready for a paid run on this eval tree: {listed}"
+
+
+def rubric_admission_refusal(out: Path, tree: str | None, tasks: Sequence[Task]) -> str | None:
+    """Why a paid run refuses a task gated on ``mergeable``: the last ``repo rubric check`` written to
+    ``out`` (rubric-check.json) checked its rubric on the same eval tree and did not admit it. None without
+    such a record (or for another tree, or a working tree)."""
+    from dokimi.errors import DocumentError
+    from dokimi.grading.gate import gate_key
+    from dokimi.rundir import RUBRIC_CHECK_JSON
+    from dokimi.schemas._base import read_document
+    from dokimi.schemas.rubric_check import RubricCheckDoc
+
+    path = out / RUBRIC_CHECK_JSON
+    if tree is None or not path.is_file() or path.is_symlink():
+        return None
+    try:
+        record = read_document(path, RubricCheckDoc)
+    except DocumentError:
+        return None
+    if record.tree != tree:
+        return None
+    gated = [t.id for t in tasks if "mergeable" in {gate_key(e) for e in t.gate}]
+    refused = [t for t in gated if t in record.tasks and t not in record.admitted]
+    if not refused:
+        return None
+    names = ", ".join(refused)
+    return f"{path}: the rubric of {names} was not admitted (a calibration row missed its expectation)"

@@ -55,6 +55,7 @@ from dokimi.runner.plan import (
     egress_refusal,
     pin_refusal,
     plan_cells,
+    rubric_admission_refusal,
     tasks_check_refusal,
 )
 from dokimi.sandbox.specs import ContainerSettings
@@ -615,11 +616,14 @@ def prepare_batch(
         check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)
     if not opts.dry_run:
-        refusal = tasks_check_refusal(opts.out, repo.rev, task_ids)
+        refusal = tasks_check_refusal(opts.out, repo.rev, task_ids) or rubric_admission_refusal(
+            opts.out, repo.rev, [t.task for t in tasks.values() if t.task is not None]
+        )
         if refusal is not None:
             raise UsageError(
                 refusal,
-                hint="fix them and run `repo tasks check` again, or leave them out with --task",
+                hint="fix them and check again (repo tasks check, repo rubric check), or leave them out "
+                "with --task",
             )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)

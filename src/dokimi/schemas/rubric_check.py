@@ -70,3 +70,8 @@ class RubricCheckDoc(Document):
     """Every calibration row."""
     agreement: RubricAgreement | None
     """The second judge's agreement, when one was asked for."""
+    tree: str | None = None
+    """The eval tree's commit the rubrics were checked at; null for a working tree."""
+    admitted: list[str] = Field(default_factory=list)
+    """The tasks whose every row met its expectation: admitted, their rubric may gate paid runs (``repo run``
+    refuses a task gated on mergeable that a rubric check of the same tree did not admit)."""
