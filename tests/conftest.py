@@ -112,7 +112,7 @@ def docker_available() -> Iterator[bool]:
     before = _test_images()
     yield True
     if os.environ.get("DOKIMI_TEST_KEEP_IMAGES") == "1":
-        return  # several test sessions share this daemon: the one that ends must not remove the others' images
+        return  # test sessions sharing this daemon: the one that ends must not remove the others' images
     built = sorted(_test_images() - before)
     if built:
         subprocess.run(["docker", "rmi", "-f", *built], capture_output=True, check=False, timeout=600)
