@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dokimi.batch import CellKey
     from dokimi.runner.cell import CellContext, CellOutcome
 
-__all__ = ["EXECUTORS", "CellExecutor", "ExecutorName", "LocalExecutor", "open_executor"]
+__all__ = ["cluster_session", "EXECUTORS", "CellExecutor", "ExecutorName", "LocalExecutor", "open_executor"]
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = ("local", "ray")
@@ -116,6 +116,22 @@ class ExecutorSettings:
     """The source as given (a node opens it again)."""
     bin_option: str | None = None
     """--bin as given (a node resolves it again)."""
+
+
+@contextmanager
+def cluster_session(name: ExecutorName, address: str | None) -> Iterator[None]:
+    """For ``ray``: join the cluster before the batch is prepared, so that its nodes start their worker
+    processes while the driver builds and checks; left on exit. Nothing for ``local``."""
+    if name != "ray":
+        yield
+        return
+    from dokimi.runner.ray_executor import join_cluster
+
+    ray = join_cluster(address)
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 @contextmanager

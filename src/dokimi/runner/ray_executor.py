@@ -285,37 +285,9 @@ class RayExecutor:
         shared_out: bool,
         bin_option: str | None = None,
     ) -> RayExecutor:
-        """Join the cluster at ``address`` (default: RAY_ADDRESS, else the cluster this machine runs)."""
-        target = address or os.environ.get("RAY_ADDRESS") or "auto"
-        check_reachable(target)
-        if _is_loopback(target):
-            # Ray swaps a loopback address for the machine's network address before it connects, which never
-            # answers for a cluster that listens on loopback only (a one-machine cluster); this keeps it.
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        ray = import_ray()
-        options: dict[str, Any] = {
-            "namespace": "dokimi",
-            "log_to_driver": False,
-            "logging_level": logging.ERROR,
-        }
-        if target == "local":
-            options["include_dashboard"] = False
-        keep_stdout_clean()
-        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-        try:
-            ray.init(address=target, **options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise PrerequisiteError(
-                f"--executor ray: cannot join the Ray cluster at {target}: {exc}",
-                hint="start one with `ray start --head` on this machine (docs/scale.md), pass --ray-address "
-                "HOST:PORT, or --ray-address local for a throwaway one-machine cluster",
-            ) from None
-        finally:
-            # Ray's core installs its own handlers for fatal signals, which end the process at once; dokimi's
-            # (stop the cells, keep what finished, end with the signal) must stay.
-            for sig, handler in handlers.items():
-                if handler is not None:
-                    signal.signal(sig, handler)
+        """Join the cluster at ``address`` (default: RAY_ADDRESS, else the cluster this machine runs), unless
+        :func:`join_cluster` did already."""
+        ray = join_cluster(address)
         try:
             portable = make_portable(ctx, source=source, shared_out=shared_out, bin_option=bin_option)
             slots = jobs or max(1, int(ray.cluster_resources().get("CPU", 1) // CELL_CPUS))
@@ -393,6 +365,65 @@ class RayExecutor:
         self.closing.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         ray.shutdown()
+
+
+def join_cluster(address: str | None) -> Any:
+    """``ray.init`` to the cluster at ``address`` (default: RAY_ADDRESS, else the cluster this machine runs),
+    once per process, and a worker process started on every node at once (:func:`warm_worker`), so that
+    starting them overlaps the batch's preparation on the driver. Returns the ``ray`` module."""
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    check_reachable(target)
+    if _is_loopback(target):
+        # Ray swaps a loopback address for the machine's network address before it connects, which never
+        # answers for a cluster that listens on loopback only (a one-machine cluster); this keeps it.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    options: dict[str, Any] = {"namespace": "dokimi", "log_to_driver": False, "logging_level": logging.ERROR}
+    if target == "local":
+        options["include_dashboard"] = False
+    keep_stdout_clean()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        ray.init(address=target, **options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise PrerequisiteError(
+            f"--executor ray: cannot join the Ray cluster at {target}: {exc}",
+            hint="start one with `ray start --head` on this machine (docs/scale.md), pass --ray-address "
+            "HOST:PORT, or --ray-address local for a throwaway one-machine cluster",
+        ) from None
+    finally:
+        # Ray's core installs its own handlers for fatal signals, which end the process at once; dokimi's
+        # (stop the cells, keep what finished, end with the signal) must stay.
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+    _warm_up(ray)
+    return ray
+
+
+def _warm_up(ray: Any) -> None:
+    """One :func:`warm_worker` task per live node, not waited for: Ray keeps the worker process it starts for
+    the cells of this run, which then find dokimi imported."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    try:
+        warm = ray.remote(warm_worker).options(num_cpus=CELL_CPUS, max_retries=0)
+        for node in ray.nodes():
+            if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= CELL_CPUS:
+                warm.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)
+                ).remote()
+    except Exception:
+        pass  # only a head start: the cells start their workers themselves
+
+
+def warm_worker() -> None:
+    """Import what a cell runs (a node's worker process starts with Ray only)."""
+    import dokimi.runner.cell
+    import dokimi.runner.run
+    import dokimi.workspace  # noqa: F401
 
 
 def _host_port(address: str) -> tuple[str, int] | None:

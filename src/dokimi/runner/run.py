@@ -911,7 +911,13 @@ def run_batch(
     from dokimi.batch import batch_writer
 
     check_batch_name(opts.batch)
-    with batch_writer((opts.out / opts.batch).absolute(), "repo run"), open_source(opts.source) as repo:
+    from dokimi.runner.executor import cluster_session
+
+    with (
+        batch_writer((opts.out / opts.batch).absolute(), "repo run"),
+        open_source(opts.source) as repo,
+        cluster_session(opts.executor, opts.ray_address),
+    ):
         prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
         try:
             outcomes, ledger, stopped = execute_cells(
