@@ -285,6 +285,27 @@ class Admission:
     tag: Any = None
 
 
+class ServedHTTP:
+    """A ``ThreadingHTTPServer`` answering on a daemon thread from the moment it is made: what the capture
+    proxy (and with it the model gateway) and the egress proxy each listen with."""
+
+    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def close(self) -> None:
+        """Stop listening and wait (up to 5 s) for the serving thread."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
 class CaptureProxy:
     """A recording reverse proxy on ``host`` (127.0.0.1), port 0 (any free port) by default.
 
@@ -324,34 +345,25 @@ class CaptureProxy:
         self._in_flight = 0
         self._requests: list[ProxiedRequest] = []
         self._capture_file: IO[str] | None = None
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ServedHTTP | None = None
 
     # lifecycle
 
     def start(self) -> Self:
-        if self._httpd is not None:
+        if self._server is not None:
             return self
         if self.capture_path is not None:
             self.capture_path.parent.mkdir(parents=True, exist_ok=True)
             self._capture_file = self.capture_path.open("a", encoding="utf-8")
-        httpd = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="capture-proxy", daemon=True)
-        self._thread.start()
+        self._server = ServedHTTP(self._host, self._port, _make_handler(self), "capture-proxy")
         return self
 
     def stop(self, *, settle: float = 5.0) -> None:
         """Stop listening, give requests still in flight up to ``settle`` seconds to finish (a client has
         its last byte a moment before the proxy records the request as done), then close the capture."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle)
             if self._capture_file is not None:
@@ -368,9 +380,9 @@ class CaptureProxy:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._server is None:
             raise RuntimeError("the capture proxy is not running")
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def url(self) -> str:

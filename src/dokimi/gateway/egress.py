@@ -39,11 +39,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
+
+from dokimi.capture_proxy import ServedHTTP
 
 __all__ = [
     "EGRESS_LOG",
@@ -171,28 +173,19 @@ class EgressProxy:
         self._cells: dict[str, EgressCell] = {}
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ServedHTTP | None = None
 
     # lifecycle
 
     def start(self) -> Self:
-        if self._httpd is None:
-            httpd = ThreadingHTTPServer((self._host, self._port), _make_handler(self))
-            httpd.daemon_threads = True
-            self._httpd = httpd
-            self._thread = threading.Thread(target=httpd.serve_forever, name="egress-proxy", daemon=True)
-            self._thread.start()
+        if self._server is None:
+            self._server = ServedHTTP(self._host, self._port, _make_handler(self), "egress-proxy")
         return self
 
     def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         with self._lock:
             for cell in self._cells.values():
                 if cell._file is not None:
@@ -209,9 +202,9 @@ class EgressProxy:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._server is None:
             raise RuntimeError("the egress proxy is not running")
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     # cells
 
