@@ -10,12 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from inspect_ai import log as inspect_log
 
 from dokimi.cli.main import main
 from tests.helpers.batches import write_pin
 from tests.test_site import NONE, RAW, fill_cell
-
-inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai is in the test extra")
 
 
 @pytest.fixture
