@@ -1,17 +1,18 @@
 """The one identifier grep reports what one ``git grep -F -w -o`` pattern per word reports, for any words.
 
-The scan asks git for all words as ONE pattern (an extended regex, or a Perl one when a dotted name is among
-them): git tries each of many patterns on every line, which made a grep for hundreds of words ten times
-slower. The words here overlap in every way that can make the two differ: prefixes, dotted names that start
-or end with another word, a word inside a dotted name.
+The scan asks git for all words as ONE pattern (a Perl regex built as a trie; without PCRE an extended regex,
+or one -F pattern per word when a dotted name is among them): git tries each of many patterns on every line,
+which made a grep for hundreds of words ten times slower. The words here overlap in every way that can make
+the two differ: prefixes, dotted names that start or end with another word, a word inside a dotted name.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
-from dokimi.scan.identifiers import grep_pattern, search_words
+from dokimi.scan.identifiers import TRIE_WORD_LIMIT, grep_pattern, search_words
 from dokimi.source import open_source
 from tests.helpers.git import git, git_repo, head
 
@@ -50,8 +51,19 @@ def test_one_pattern_for_all_words_finds_what_one_pattern_per_word_finds(tmp_pat
         try:
             for _ in range(40):
                 words = sorted(set(rng.sample(WORDS, rng.randrange(1, 8))))
-                syntaxes.add(grep_pattern(words)[0])
-                assert search_words(snapshot, words, exclude=[]) == reference(repo, words), words
+                expected = reference(repo, words)
+                for perl in (True, False):
+                    syntaxes.add(grep_pattern(words, perl=perl)[0])
+                    assert search_words(snapshot, words, exclude=[], perl=perl) == expected, (words, perl)
         finally:
             snapshot.close()
-    assert syntaxes == {"-E", "-P"}  # both kinds of pattern were compared
+    assert syntaxes == {"-E", "-F", "-P"}  # every kind of pattern was compared
+
+
+def test_the_trie_pattern_prefers_the_longest_whole_word_and_keeps_long_words() -> None:
+    long_word = "a" * (TRIE_WORD_LIMIT + 1)
+    pattern = grep_pattern(["ab", "ab.c", "ab.cd", "abc", long_word])[1].decode().strip()
+    # the same leftmost-longest whole words Python finds with a list of alternatives, longest first
+    flat = re.compile(r"(?<![A-Za-z0-9_])(?:ab\.cd|ab\.c|abc|ab|" + long_word + r")(?![A-Za-z0-9_])")
+    for text in ["ab.cd", "ab.c.d ab.cde abc", "abcd ab", "x.ab.c", long_word, "ab.c" + long_word]:
+        assert re.findall(pattern, text) == flat.findall(text), text

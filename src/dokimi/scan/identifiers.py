@@ -49,7 +49,9 @@ def identifier_shape(text: str) -> str | None:
     return None
 
 
-def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[str]) -> dict[str, set[str]]:
+def search_words(
+    snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[str], perl: bool = True
+) -> dict[str, set[str]]:
     """Which files (outside ``exclude``) hold each word as a whole word: one ``git grep -w -o`` call.
 
     What a file holds is what ``git grep -F -w -o`` with one pattern per word reports, but asked as ONE
@@ -60,7 +62,7 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
     runs with ``-a`` and the rule is applied afterwards to the files that matched only
     (:meth:`Snapshot.binary_files`): ``-I`` would look up the attributes of every file of the tree, which
     doubled the time of the grep. A directory outside git keeps ``-I`` (no repository to ask about
-    attributes)."""
+    attributes). ``perl=False`` asks what a git built without PCRE is asked."""
     wanted = sorted({w for w in words if w})
     found: dict[str, set[str]] = {w: set() for w in wanted}
     if not wanted:
@@ -83,13 +85,14 @@ def search_words(snapshot: Snapshot, words: Iterable[str], *, exclude: Iterable[
         head, tail = ["grep", *mode, *common], ["--", ".", *excluded]
         git_dir, cwd = None, Path(root)
         prefix = ""
-    syntax, pattern = grep_pattern(wanted)
-    argv = [*head, syntax, "-f", "-", *tail]
-    status, out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)
+    syntax, pattern = grep_pattern(wanted, perl=perl)
+    status, out = git.run_git_status(
+        [*head, syntax, "-f", "-", *tail], git_dir=git_dir, cwd=cwd, input=pattern
+    )
     if status not in (0, 1) and syntax == "-P":  # a git built without PCRE ("USE_LIBPCRE")
-        request = "\n".join(wanted).encode() + b"\n"
-        argv = [*head, "-F", "-f", "-", *tail]
-        out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=request)[1]
+        syntax, pattern = grep_pattern(wanted, perl=False)
+        argv = [*head, syntax, "-f", "-", *tail]
+        out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)[1]
     # decoded whole (records split at ASCII bytes decode the same whole or one by one), and the commit prefix
     # of each path cut by the pattern: no Python step per path beyond grouping the records by word
     record = re.compile(f"(?:{re.escape(prefix)})?{GREP_RECORD}" if prefix else GREP_RECORD)
@@ -108,22 +111,67 @@ GREP_RECORD = "([^\0\n]*)\0([^\n]*)\n"
 WORD_CHARS = re.compile(r"[A-Za-z0-9_]+")
 
 
-def grep_pattern(words: list[str]) -> tuple[str, bytes]:
+def grep_pattern(words: list[str], *, perl: bool = True) -> tuple[str, bytes]:
     """One pattern for ``git grep -w -o`` that reports, on every line, the same matches as one ``-F``
     pattern per word: git takes, among the whole-word matches of all patterns, the one that starts first
     and, of those, the longest, then goes on after it.
 
-    Words of word characters only (no dotted name): an extended regex of the words, longest first. Its match
-    is the leftmost-longest; of words that start at the same place only the one that ends where the run of
-    word characters ends can be a whole word, and that is the longest that matches there. With a dotted name
+    A Perl regex (:func:`word_trie_pattern`): the words as a trie, each word bounded by non-word characters
+    inside the match, longer words tried before the shorter words they start with. With a dotted name
     (``pkg.mod.x``) a shorter word can be whole where a longer one at the same start is not (``pkg.mod`` in
-    ``pkg.mod.y``): a Perl regex then checks the word boundaries inside the match, trying the words longest
-    first. (A git without PCRE gets one ``-F`` pattern per word, as before.)"""
+    ``pkg.mod.y``), which the boundaries inside the match decide. As a trie the regex follows the text one
+    character at a time instead of trying every word at every position: 565 words over 3.4 MB took 0.59 s
+    as a list of alternatives and 0.08 s as a trie.
+
+    Without PCRE (``perl=False``, a git built without it): words of word characters only as an extended
+    regex, longest first (its match is the leftmost-longest, and of words that start at the same place only
+    the one that ends where the run of word characters ends can be whole, the longest that matches there);
+    with a dotted name, one ``-F`` pattern per word."""
     ordered = sorted(words, key=lambda w: (-len(w), w))
+    if perl:
+        return "-P", word_trie_pattern(ordered).encode() + b"\n"
     if all(WORD_CHARS.fullmatch(w) for w in ordered):
         return "-E", ("(" + "|".join(ordered) + ")\n").encode()
-    alternatives = "|".join(re.escape(w) for w in ordered)
-    return "-P", f"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])\n".encode()
+    return "-F", "\n".join(ordered).encode() + b"\n"
+
+
+#: Longest word put in the trie: its nesting grows with the word's length and PCRE refuses a pattern nested
+#: more than 250 groups deep; longer words (not identifiers anyone writes) go in a list of alternatives.
+TRIE_WORD_LIMIT = 100
+Trie = dict[str, "Trie"]
+NOT_WORD_BEFORE, NOT_WORD_AFTER = "(?<![A-Za-z0-9_])", "(?![A-Za-z0-9_])"
+
+
+def word_trie_pattern(ordered: list[str]) -> str:
+    """A Perl regex matching, at a position, the longest of ``ordered`` (longest first) that is a whole word
+    there. A trie: at each branch the text picks at most one child, so the words that can match at a
+    position all lie on one path, and trying the longer continuation before stopping at a shorter word
+    tries them longest first, as the list of alternatives did."""
+    short = [w for w in ordered if len(w) <= TRIE_WORD_LIMIT]
+    long = [re.escape(w) for w in ordered if len(w) > TRIE_WORD_LIMIT]
+    root: Trie = {}
+    for word in short:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    body = "|".join([*long, _trie_regex(root)] if short else long)
+    return f"{NOT_WORD_BEFORE}(?:{body}){NOT_WORD_AFTER}"
+
+
+def _trie_regex(node: Trie) -> str:
+    """The regex of a trie node: its children as alternatives (a run of single children as one literal),
+    optional when a word ends here (greedy: the longer word is tried first)."""
+    literal = ""
+    while len(node) == 1 and "" not in node:
+        ((char, node),) = node.items()
+        literal += re.escape(char)
+    children = sorted(char for char in node if char)
+    if not children:
+        return literal
+    alternatives = [re.escape(char) + _trie_regex(node[char]) for char in children]
+    rest = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+    return literal + (f"(?:{rest})?" if "" in node else rest)
 
 
 def grep_threads() -> int:
