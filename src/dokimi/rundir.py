@@ -11,11 +11,13 @@ A batch (``repo run``)::
     <out>/<batch>/_eval/dry-run/            the scripts of a --dry-run
     <out>/<batch>/_eval/judge-cache/        the rubric judge's verdict cache
     <out>/<batch>/_eval/regrade/            scratch run directories of ``repo regrade``
+    <out>/<batch>/_eval/reference/<task>/   the task's reference: reference.json and its run/ directory
     <out>/<batch>/<task>/<arm>/<model>/<effort>/rep<N>/      one cell = one run directory
 
 A run directory ({run_dir}, /eval/run in every container): the inputs of grade (workspace/, task.json,
 meta.json, events.jsonl, answer.txt), the agent's raw output, what grading writes (grade.json, workspace.diff,
-workspace_diff.json, merge.json, perf/check.json) and result.json, written last. :class:`RunDir` names them.
+workspace_diff.json, tests_list.json, merge.json, perf/check.json) and result.json, written last.
+:class:`RunDir` names them.
 
 A task directory inside an exported eval_dir is :func:`task_dir` (the one formula). Code outside this module
 uses these names; a literal file name of a run directory anywhere else is a bug (a test checks it).
@@ -50,6 +52,8 @@ STATIC_JSON: Final = "static.json"
 WORKSPACE_DIFF: Final = "workspace.diff"
 WORKSPACE_DIFF_JSON: Final = "workspace_diff.json"
 MERGE_JSON: Final = "merge.json"
+TESTS_LIST_JSON: Final = "tests_list.json"
+"""The test ids ``tests.list`` printed in the agent's workspace before grade (repo_tests_list.v1)."""
 GRADE_HOME: Final = "grade-home"
 """HOME of the grade container, made empty before each entry point."""
 AGENT_GIT: Final = "agent-git"
@@ -99,6 +103,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         WORKSPACE_DIFF,
         WORKSPACE_DIFF_JSON,
         MERGE_JSON,
+        TESTS_LIST_JSON,
         PERF_DIR,
         GRADE_HOME,
         AGENT_GIT,
@@ -207,6 +212,11 @@ SUPPORT_DIR: Final = "support"
 DRY_RUN_DIR: Final = "dry-run"
 JUDGE_CACHE_DIR: Final = "judge-cache"
 REGRADE_DIR: Final = "regrade"
+REFERENCE_DIR: Final = "reference"
+"""``_eval/reference/<task>/``: what a task's runs are compared with, measured once per batch."""
+REFERENCE_JSON: Final = "reference.json"
+REFERENCE_RUN_DIR: Final = "run"
+"""The scratch run directory of a task's reference (the base workspace, then the oracle and its grade)."""
 RUBRIC_CHECK_JSON: Final = "rubric-check.json"
 """``repo rubric check --out``: the admission record of the rubrics (beside tasks-check.json)."""
 TASKS_CHECK_JSON: Final = "tasks-check.json"
@@ -285,6 +295,18 @@ class BatchLayout:
     @property
     def regrade(self) -> Path:
         return self.eval_root / REGRADE_DIR
+
+    @property
+    def references(self) -> Path:
+        return self.eval_root / REFERENCE_DIR
+
+    def reference_json(self, task: str) -> Path:
+        """``_eval/reference/<task>/reference.json`` (repo_task_reference.v1)."""
+        return self.references / slug(task) / REFERENCE_JSON
+
+    def reference_run_dir(self, task: str) -> Path:
+        """The run directory the task's reference was measured in (kept for inspection)."""
+        return self.references / slug(task) / REFERENCE_RUN_DIR
 
     def rel(self, run_dir: Path) -> str:
         """A run directory's path relative to the batch (``task/arm/model/effort/repN``)."""

@@ -121,6 +121,31 @@ def test_a_test_case_in_the_base_list_missing_from_the_agents_fails() -> None:
     assert verdict.removed_cases == ["t::b"] and not verdict.passed
 
 
+def test_tests_list_failing_on_the_agents_workspace_after_listing_the_base_fails() -> None:
+    verdict = check_test_integrity(
+        diff_of(), TESTS, base_tests=["t::a"], agent_tests=None, agent_tests_failure="tests.list exited 2"
+    )
+    assert not verdict.passed and verdict.measured["removed_cases"] is True
+    assert verdict.problems == [
+        "tests.list lists the base but failed on the agent's workspace: tests.list exited 2"
+    ]
+    unlisted_base = check_test_integrity(diff_of(), TESTS, agent_tests_failure="tests.list exited 2")
+    assert unlisted_base.passed and unlisted_base.measured["removed_cases"] is False
+
+
+def test_the_printed_test_ids_are_lines_stripped_sorted_and_unique() -> None:
+    from dokimi.grading.testlist import parse_test_ids, tests_list_argv
+
+    assert parse_test_ids("t::b\n\n  t::a  \nt::b\r\n") == ["t::a", "t::b"]
+    assert tests_list_argv("python3 {eval_dir}/list.py --task {task} 'a b'", task="t1") == [
+        "python3",
+        "/eval/content/list.py",
+        "--task",
+        "t1",
+        "a b",
+    ]
+
+
 def test_missing_inputs_are_not_measured_rather_than_failed() -> None:
     verdict = check_test_integrity(diff_of(change("D", "tests/x.py")), None, tests_skipped=5)
     assert verdict.passed

@@ -10,6 +10,7 @@ same object is shared by every cell (and can be sent to another process).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from dokimi.sandbox.specs import CacheMount, ContainerSettings, docker_network
 
 if TYPE_CHECKING:
     from dokimi.merge import JudgeOptions
+    from dokimi.schemas.grading import TaskReferenceDoc
     from dokimi.schemas.manifest import EntryPoints, Image, RepoManifest, TestsBlock
     from dokimi.schemas.review_rules import RepoReviewRules
     from dokimi.schemas.task import Task
@@ -58,6 +60,10 @@ class GradeEnvironment:
     never change a run's score."""
     review_rules: RepoReviewRules | None = None
     """<eval_dir>/review_rules.json, whose cited and path-matching rules the judge gets."""
+    references: Mapping[str, TaskReferenceDoc] = dataclasses.field(default_factory=dict)
+    """Per task id with a rubric: what its runs are compared with (the oracle run's ``tests_skipped``, the
+    base workspace's test list), measured once per batch before the cells (test integrity). A task missing
+    here has those rules not measured."""
     mergeable_without_judge: bool = False
     """``tasks check``: without a judge, a run that passes every deterministic check (pass and the other gate
     entries, scope, test integrity) is mergeable; the judge's part is ``repo rubric check``'s. A batch keeps

@@ -88,6 +88,8 @@ def open_finished_batch(
                 hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
             )
         cache_mounts = tuple(resolve_caches(manifest.image, manifest.id, overrides=caches))
+    from dokimi.grading.reference import stored_references
+
     environment = GradeEnvironment.for_manifest(
         manifest,
         image=pin.image,
@@ -96,4 +98,5 @@ def open_finished_batch(
         caches=cache_mounts,
         batch=layout.name,
     )
+    environment = dataclasses.replace(environment, references=stored_references(layout))
     return FinishedBatch(layout, pin, manifest, environment)

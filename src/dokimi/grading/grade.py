@@ -1,7 +1,8 @@
 """Grading one finished run directory, after the agent's container exited: the steps in the spec's order.
 
-1. for a task with a rubric: the workspace diff, the scope check and the judge, BEFORE grade runs (a grader
-   restores hidden tests, which would replace the agent's test edits in the diff);
+1. for a task with a rubric: the workspace diff, the scope check, the judge and the agent's test ids
+   (``tests.list``), BEFORE grade runs (a grader restores hidden tests, which would replace the agent's test
+   edits in the diff and bring back a test it deleted);
 2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
 3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
 4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
@@ -100,6 +101,7 @@ def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: 
         )
         if checks.verdict is not None and not checks.verdict.cached:
             judge_cost = checks.verdict.cost_usd
+        merge.list_agent_tests(environment, run_dir, task, checks, name=facts.container("tests-list"))
     outcome = grade_run(environment, run_dir, task, name=facts.container("grade"))
     merged = perf = None
     if checks is not None and not outcome.grader_failure:

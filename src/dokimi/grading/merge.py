@@ -6,9 +6,12 @@ The order is the spec's:
 2. after the agent, BEFORE grade runs (a grader restores hidden tests, which would replace the agent's test
    edits in the diff): the workspace diff, stored as ``workspace.diff`` and ``workspace_diff.json``, the scope
    check, and the judge when a judge model is configured (:func:`after_agent`);
-3. after grade: test integrity (it needs grade.json's ``tests_skipped``) and the outcome, ``mergeable`` and
-   ``merge_score``, added to the run's metrics so a gate can name them (:func:`merge_metrics`). The reasons go
-   to ``merge.json``.
+   then, when the manifest has ``tests.list`` and it listed the base, the agent's test ids
+   (:func:`list_agent_tests`, ``tests_list.json``);
+3. after grade: test integrity and the outcome, ``mergeable`` and ``merge_score``, added to the run's metrics
+   so a gate can name them (:func:`merge_metrics`). Integrity compares grade.json's ``tests_skipped`` with the
+   oracle run's and the agent's test ids with the base's, both from the task's reference in the grade
+   environment (:mod:`dokimi.grading.reference`). The reasons go to ``merge.json``.
 
 Without a judge model the judge is not run: a run that fails a deterministic check is not mergeable, any other
 is ``mergeable: null`` (not measured), never true.
@@ -36,10 +39,17 @@ from dokimi.merge import (
     take_workspace_diff,
 )
 from dokimi.rules import rules_for_judge
-from dokimi.rundir import MERGE_JSON, RUBRIC_JSON, WORKSPACE, WORKSPACE_DIFF, WORKSPACE_DIFF_JSON
+from dokimi.rundir import (
+    MERGE_JSON,
+    RUBRIC_JSON,
+    TESTS_LIST_JSON,
+    WORKSPACE,
+    WORKSPACE_DIFF,
+    WORKSPACE_DIFF_JSON,
+)
 from dokimi.schemas._base import read_document, write_document, write_text_atomic
 from dokimi.schemas.grade import RepoGrade
-from dokimi.schemas.grading import MergeDoc, WorkspaceDiffDoc
+from dokimi.schemas.grading import MergeDoc, TestsListDoc, WorkspaceDiffDoc
 from dokimi.schemas.rubric import RepoRubric
 from dokimi.schemas.task import Task
 
@@ -49,9 +59,11 @@ __all__ = [
     "after_agent",
     "before_agent",
     "checks_of_diff",
+    "list_agent_tests",
     "load_rubric",
     "merge_metrics",
     "stored_diff",
+    "stored_tests_list",
 ]
 
 MetricValue = bool | int | float | None
@@ -67,6 +79,8 @@ class MergeChecks:
     verdict: JudgeVerdict | None
     second: JudgeVerdict | None = None
     """The second judge's verdict (agreement only)."""
+    agent_tests: TestsListDoc | None = None
+    """What ``tests.list`` printed in the agent's workspace before grade; None when it was not run."""
 
 
 def load_rubric(task_dir: Path) -> RepoRubric | None:
@@ -151,17 +165,38 @@ def stored_diff(run_dir: Path) -> WorkspaceDiff | None:
     )
 
 
+def list_agent_tests(
+    environment: GradeEnvironment, run_dir: Path, task: Task, checks: MergeChecks, *, name: str
+) -> None:
+    """The agent's test ids (``tests.list`` in its workspace, before grade restores the hidden tests), into
+    ``checks``; run only when the manifest has the command and it listed the task's base."""
+    from dokimi.grading.testlist import list_command, run_tests_list
+
+    reference = environment.references.get(task.id)
+    if list_command(environment) is None or reference is None or reference.base_tests is None:
+        return
+    checks.agent_tests = run_tests_list(environment, run_dir, task, name=name)
+
+
+def stored_tests_list(run_dir: Path) -> TestsListDoc | None:
+    """The agent's test list a cell stored before its grade (tests_list.json), or None."""
+    from dokimi.errors import DocumentError
+
+    path = run_dir / TESTS_LIST_JSON
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return read_document(path, TestsListDoc)
+    except DocumentError:
+        return None
+
+
 def merge_metrics(
     environment: GradeEnvironment, run_dir: Path, task: Task, *, checks: MergeChecks, grade: RepoGrade | None
 ) -> MergeDoc:
     """merge.json: ``mergeable`` and ``merge_score`` for the run's metrics, with the reasons."""
     grade_metrics = grade_metrics_of(grade) if grade is not None else None
-    tests_skipped = grade.metrics.get("tests_skipped") if grade is not None else None
-    integrity: IntegrityVerdict = check_test_integrity(
-        checks.diff,
-        environment.tests,
-        tests_skipped=tests_skipped if isinstance(tests_skipped, (int, float)) else None,
-    )
+    integrity = integrity_of_run(environment, task, checks, grade)
     outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.verdict)
     mergeable, score, reasons = outcome.mergeable, outcome.merge_score, list(outcome.reasons)
     if mergeable is None and checks.verdict is None and environment.mergeable_without_judge:
@@ -178,6 +213,27 @@ def merge_metrics(
     )
     write_document(run_dir / MERGE_JSON, document)
     return document
+
+
+def integrity_of_run(
+    environment: GradeEnvironment, task: Task, checks: MergeChecks, grade: RepoGrade | None
+) -> IntegrityVerdict:
+    """Test integrity of one run: its diff, grade.json's ``tests_skipped`` against the oracle run's, and the
+    agent's test ids against the base's (both from the task's reference, when the batch measured one)."""
+    skipped = grade.metrics.get("tests_skipped") if grade is not None else None
+    if isinstance(skipped, bool) or not isinstance(skipped, (int, float)):
+        skipped = None
+    reference = environment.references.get(task.id)
+    listed = checks.agent_tests
+    return check_test_integrity(
+        checks.diff,
+        environment.tests,
+        tests_skipped=skipped,
+        oracle_tests_skipped=reference.oracle_tests_skipped if reference is not None else None,
+        base_tests=reference.base_tests if reference is not None else None,
+        agent_tests=listed.ids if listed is not None else None,
+        agent_tests_failure=listed.failure if listed is not None else None,
+    )
 
 
 def _second_judge(

@@ -367,6 +367,7 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
     if diff is not None and rubric is not None:
         meta = read_document(scratch / META_JSON, Meta, trusted=root)
         checks = merge.checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=meta.base_date)
+        checks.agent_tests = merge.stored_tests_list(cell.dir)  # the workspace copy was graded already
     outcome = grade_run(
         environment, scratch, task, name=container_name(opened.layout.name, cell.rel, "regrade")
     )

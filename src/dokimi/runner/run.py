@@ -15,7 +15,10 @@ Before any cell (:func:`prepare_batch`):
 7. ``_eval/plan.json`` gets every planned cell (the union with earlier runs of the batch);
 8. the guidance files of guidance:tree and guidance:at=REV are read, and guidance:generated's are generated
    once per (task, model) or reused (:mod:`dokimi.runner.guidance`);
-9. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
+9. each task with a rubric gets its reference, measured once per batch or read back: ``tests.list`` on the
+   base workspace and the oracle run's ``tests_skipped``, which test integrity compares every run with
+   (:mod:`dokimi.runner.references`);
+10. for ``--dry-run``, the script of every (task, arm) is chosen or derived from the oracle
    (:mod:`dokimi.runner.dryrun`).
 
 Then the cells run on an executor (:mod:`dokimi.runner.executor`): a pool of ``-j`` threads here, or a Ray
@@ -759,7 +762,7 @@ def _prepare_cells(
     warnings: list[str],
     progress: Progress,
 ) -> PreparedBatch:
-    """The probe, the plan and the dry-run scripts (steps 6-8 of the module docstring)."""
+    """The probe, the plan, the references and the dry-run scripts (steps 6-10 of the module docstring)."""
     root, tasks, layout = ctx.root, ctx.tasks, ctx.layout
     progress.note("isolation probe")
     probe_isolation(ctx, task_ids, layout.eval_root)
@@ -779,6 +782,9 @@ def _prepare_cells(
         script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)
+    from dokimi.runner.references import with_references
+
+    ctx = with_references(ctx, todo_cells, progress.note)
     if opts.dry_run:
         from dokimi.runner.dryrun import dry_run_scripts
 

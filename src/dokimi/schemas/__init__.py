@@ -44,6 +44,8 @@ SCHEMAS: dict[str, str] = {
     "repo_workspace_diff.v1": "dokimi.schemas.grading:WorkspaceDiffDoc",
     "repo_merge.v1": "dokimi.schemas.grading:MergeDoc",
     "repo_perf_check.v1": "dokimi.schemas.grading:PerfCheckDoc",
+    "repo_tests_list.v1": "dokimi.schemas.grading:TestsListDoc",
+    "repo_task_reference.v1": "dokimi.schemas.grading:TaskReferenceDoc",
     "repo_generated.v1": "dokimi.schemas.generated:Generated",
     "repo_power.v1": "dokimi.schemas.power:RepoPower",
     "repo_study.v1": "dokimi.schemas.study:Study",

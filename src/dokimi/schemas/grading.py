@@ -1,6 +1,8 @@
 """The documents grading writes into a run directory besides grade.json: how the grade container ended
 (grade_run.json), the workspace diff's record (workspace_diff.json), the mergeability outcome (merge.json) and
-the perf check (perf/check.json). The gate over files reads them (:mod:`dokimi.grading.verdict`)."""
+the perf check (perf/check.json), the agent's test list (tests_list.json); and the batch's reference of each
+task with a rubric (its oracle's grade and its base's test list). The gate over files reads them
+(:mod:`dokimi.grading.verdict`)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,40 @@ class MergeDoc(Document):
     def metrics(self) -> dict[str, MetricValue]:
         """``mergeable`` and ``merge_score`` for the run's metrics."""
         return {"mergeable": self.mergeable, "merge_score": self.merge_score}
+
+
+class TestsListDoc(Document):
+    """repo_tests_list.v1: the test ids the manifest's ``tests.list`` command printed in one workspace (the
+    agent's, after its run and before grade: tests_list.json of the run directory)."""
+
+    schema_: Literal["repo_tests_list.v1"] = Field(default="repo_tests_list.v1", alias="schema")
+    """The document type."""
+    command: str
+    """``tests.list`` as the manifest gives it."""
+    ids: list[str] | None
+    """The test ids, one per printed line (sorted, without duplicates or blank lines); null when the
+    command failed."""
+    failure: str | None
+    """Why there is no list: a non-zero exit (with the end of its stderr), a timeout, too much output."""
+
+
+class TaskReferenceDoc(Document):
+    """repo_task_reference.v1: what the runs of one task of a batch are compared with, measured once per
+    batch before its cells (``<batch>/_eval/reference/<task>/reference.json``): the oracle run's
+    ``tests_skipped`` and the test ids ``tests.list`` prints on the base workspace."""
+
+    schema_: Literal["repo_task_reference.v1"] = Field(default="repo_task_reference.v1", alias="schema")
+    """The document type."""
+    task: str
+    """The task id."""
+    oracle_tests_skipped: float | None
+    """grade.json's ``tests_skipped`` on the oracle run; null when it was not measured."""
+    oracle_note: str | None
+    """Why ``oracle_tests_skipped`` is null (the oracle or its grade failed, or no such metric)."""
+    base_tests: list[str] | None
+    """The test ids ``tests.list`` printed on the base workspace; null when it was not measured."""
+    base_tests_note: str | None
+    """Why ``base_tests`` is null (no ``tests.list`` in the manifest, or the command failed)."""
 
 
 class PerfCheckDoc(Document):

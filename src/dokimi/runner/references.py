@@ -1,0 +1,81 @@
+"""The references of a batch's tasks (:mod:`dokimi.grading.reference`), measured before any cell runs.
+
+For each task with a rubric among the cells to run, once per batch: a run directory under
+``<batch>/_eval/reference/<task>/run/`` with a workspace prepared as a cell's (arm guidance:raw), task.json
+and meta.json; then ``tests.list`` on it, the oracle and its grade. A reference stored by an earlier run of
+the batch is read back, not measured again. The result joins the batch's grade environment, so every cell
+(on this machine or a cluster node) grades against the same values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from dokimi.batch import CellKey
+from dokimi.grading.merge import load_rubric
+from dokimi.grading.reference import load_references, measure_reference
+from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
+from dokimi.sandbox.container import container_name
+from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas.meta import Meta
+from dokimi.workspace import ARM_RAW
+
+if TYPE_CHECKING:
+    from dokimi.runner.cell import CellContext
+    from dokimi.schemas.grading import TaskReferenceDoc
+
+__all__ = ["REFERENCE_MODEL", "measure_task_reference", "with_references"]
+
+REFERENCE_MODEL = "reference"
+"""The model named in the meta.json of a reference's run directory (no agent ran there)."""
+
+
+def measure_task_reference(ctx: CellContext, task_id: str) -> TaskReferenceDoc:
+    """Prepare the task's reference run directory and measure its reference there."""
+    from dokimi.runner.cell import prepare, reset_run_dir
+
+    task = ctx.task(task_id)
+    run_dir = ctx.layout.reference_run_dir(task_id)
+    reset_run_dir(run_dir)
+    prepared = prepare(ctx, CellKey(task_id, ARM_RAW, REFERENCE_MODEL, None, 0), run_dir)
+    write_text_atomic(run_dir / TASK_JSON, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
+    fields = prepared.meta_fields()
+    meta = {
+        **fields,
+        "schema": "repo_meta.v1",
+        "task": task_id,
+        "batch": ctx.batch,
+        "harness": "none",
+        "harness_version": None,
+        "model": REFERENCE_MODEL,
+        "effort": None,
+        "mode": task.mode,
+        "rep": 0,
+        "agent_network": None,
+    }
+    write_document(run_dir / META_JSON, Meta.model_validate(meta))
+    write_text_atomic(run_dir / EVENTS_JSONL, "")
+    write_text_atomic(run_dir / ANSWER_TXT, "")
+    return measure_reference(
+        ctx.grading,
+        run_dir,
+        task,
+        container=lambda role: container_name(ctx.batch, f"reference-{task_id}", role),
+    )
+
+
+def with_references(ctx: CellContext, cells: Sequence[CellKey], note: Callable[[str], None]) -> CellContext:
+    """``ctx`` with the reference of every task with a rubric among ``cells`` in its grade environment."""
+    task_ids = sorted({c.task for c in cells if load_rubric(ctx.task_dir(c.task)) is not None})
+    if not task_ids:
+        return ctx
+
+    def measure(task_id: str) -> TaskReferenceDoc:
+        note(f"measuring the reference of {task_id}: tests.list on the base, the oracle and its grade")
+        return measure_task_reference(ctx, task_id)
+
+    references = load_references(ctx.layout, task_ids, measure)
+    grading = dataclasses.replace(ctx.grading, references={**ctx.grading.references, **references})
+    return dataclasses.replace(ctx, grading=grading)
