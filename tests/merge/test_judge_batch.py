@@ -1,0 +1,165 @@
+"""The rubric judge inside a batch, a regrade and tasks check: the real Claude Code CLI as the judge against
+the scripted model server on the host, real containers, the fake harness of tests/helpers/runs.py as the agent
+(its EDIT prompt writes "after" to f.txt, which the rubric's one blocker asks for).
+
+The server's captured requests are the proof that the judge was called: a verdict served from the cache makes
+no request.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi.batch import cell_dir
+from dokimi.mockmodel import MockModelServer
+from tests.helpers.git import commit
+from tests.helpers.runs import dokimi_cli, fake_harness, remove_tiny_images, run_args, tiny_repo
+
+pytestmark = [pytest.mark.docker, pytest.mark.harness]
+
+MODEL = "claude-haiku-4-5"
+#: The scripted judge copies the verdict marker (its nonce is drawn per call) from the request it answers.
+MARKER = "{{match:<<<VERDICT-[0-9a-f]+>>>}}\n"
+
+
+def rubric(task: str) -> str:
+    doc: dict[str, Any] = {
+        "schema": "repo_rubric.v1",
+        "task": task,
+        "intent": "f.txt says after",
+        "scope": {"allowed_globs": ["*.txt"], "denied_globs": [".agent-eval/**"], "max_files": 2},
+        "blockers": [{"id": "B1", "criterion": "f.txt holds exactly 'after'", "rationale": "the task",
+                      "evidence": "f.txt:1"}],
+        "non_blockers": [{"id": "N1", "criterion": "no stray whitespace", "weight": 1}],
+        "hack_report": {"lazy_solution": "none", "alt_valid_solution": "none"},
+    }  # fmt: skip
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def answer(b1: str, n1: str = "pass") -> dict[str, str]:
+    reasons = {"pass": "Meets the criterion.", "fail": "Does not meet the criterion."}
+    verdicts = [{"id": i, "verdict": v, "reason": reasons[v]} for i, v in (("B1", b1), ("N1", n1))]
+    return {"final": MARKER + json.dumps({"verdicts": verdicts})}
+
+
+def judge_requests(server: MockModelServer) -> list[str]:
+    return [r.raw.decode("utf-8", "replace") for r in server.requests if r.main_loop]
+
+
+@pytest.fixture
+def name() -> Iterator[str]:
+    yield f"judge-{uuid.uuid4().hex[:10]}"
+    remove_tiny_images()
+
+
+@pytest.fixture
+def scripted_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Starts a scripted model server and points the judge (through the environment dokimi passes to it)
+    at it; yields a function that starts the server with a script."""
+    servers: list[MockModelServer] = []
+
+    def start(script: list[dict[str, str]]) -> MockModelServer:
+        server = MockModelServer(script).__enter__()
+        servers.append(server)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "dokimi-test")
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+def test_the_regrade_sample_calls_the_judge_again_with_its_cache_bypassed(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
+) -> None:
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    eval_sha = commit(
+        tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    judge = ["--judge-model", MODEL, "--judge-bin", str(claude_bin)]
+
+    server = scripted_judge([answer("pass")])
+    proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judge, "--json", rev=eval_sha))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(judge_requests(server)) == 1
+    batch = tmp_path / "out" / name
+    run_dir = cell_dir(batch, "merge_gated", "guidance:raw", "m", None, 0)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["gate_results"] == {"pass": True, "mergeable": True} and result["passed"] is True
+    assert result["metrics"]["merge_score"] == 1.0
+    assert json.loads((run_dir / "merge.json").read_text())["judge"]["model"] == MODEL
+    assert list((batch / "_eval" / "judge-cache").rglob("*.json")), "the run's verdict is cached"
+
+    # the same verdict again: the judge was really called (one request on the wire), and nothing moved
+    again = scripted_judge([answer("pass")])
+    regrade = dokimi_cli(["repo", "regrade", str(batch), "--judge-bin", str(claude_bin), "--json"])
+    assert regrade.returncode == 0, regrade.stdout + regrade.stderr
+    requests = judge_requests(again)
+    assert len(requests) == 1 and "+after" in requests[0]  # the cell's stored diff, judged anew
+    assert json.loads(regrade.stdout)["mismatched"] == 0
+
+    # a judge that changes its mind on the same input is what the sample is there to find
+    flipped = scripted_judge([answer("fail")])
+    regrade = dokimi_cli(["repo", "regrade", str(batch), "--judge-bin", str(claude_bin), "--json"])
+    assert regrade.returncode == 1, regrade.stdout + regrade.stderr
+    assert len(judge_requests(flipped)) == 1
+    (cell,) = json.loads(regrade.stdout)["cells"]
+    moved = {m["what"]: (m["original"], m["regraded"]) for m in cell["mismatches"]}
+    assert moved["metric:mergeable"] == (True, False) and moved["passed"] == (True, False)
+
+
+def test_tasks_check_with_the_judge_passes_a_task_gated_on_mergeable(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
+) -> None:
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    manifest = (tiny.path / ".agent-eval" / "repo-eval.yaml").read_text()
+    # an image of its own: other test sessions on this daemon remove the runner-tiny images when they end
+    manifest = manifest.replace("id: runner-tiny", f"id: tasks-check-{name}")
+    eval_sha = commit(
+        tiny.path,
+        "rubric",
+        files={
+            ".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated"),
+            ".agent-eval/repo-eval.yaml": manifest,
+        },
+    )
+    check = ["repo", "tasks", "check", tiny.source(eval_sha), "--manifest", ".agent-eval/repo-eval.yaml",
+             "--judge-model", MODEL, "--judge-bin", str(claude_bin), "--json"]  # fmt: skip
+    image = None
+    try:
+        # null first, then oracle (-j 1): the judge fails the untouched workspace and passes the oracle's
+        server = scripted_judge([answer("fail"), answer("pass")])
+        proc = dokimi_cli([*check, "--out", str(tmp_path / "check")])
+        image = json.loads(proc.stdout)["image"] if proc.stdout.startswith("{") else None
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (report,) = json.loads(proc.stdout)["tasks"]
+        assert report["status"] == "ok", report["problems"]
+        assert report["oracle"]["gate_results"] == {"pass": True, "mergeable": True}
+        assert report["oracle"]["metrics"]["merge_score"] == 1.0
+        assert report["null"]["metrics"]["mergeable"] is False
+        requests = judge_requests(server)
+        assert len(requests) == 2
+        assert "+after" not in requests[0] and "+after" in requests[1]
+        oracle_merge = json.loads((tmp_path / "check" / "merge_gated" / "oracle" / "merge.json").read_text())
+        assert oracle_merge["judge"]["model"] == MODEL and oracle_merge["mergeable"] is True
+
+        # the judge's verdict counts: a blocker the oracle fails makes the task broken
+        server = scripted_judge([answer("fail"), answer("fail")])
+        proc = dokimi_cli(check)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        (report,) = json.loads(proc.stdout)["tasks"]
+        assert report["status"] == "broken" and report["oracle"]["gate_results"]["mergeable"] is False
+        assert any("oracle passes the gate" in p for p in report["problems"]), report["problems"]
+        assert len(judge_requests(server)) == 2
+    finally:
+        if image is not None:
+            subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
