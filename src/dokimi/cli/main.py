@@ -1,139 +1,29 @@
-"""The ``dokimi`` command: assembles the command groups, nothing else.
+"""The ``dokimi`` command's entry point: the exit codes of every command, and the lean path of ``repo scan``.
 
-Commands are listed in tables (name -> "module:attribute", short help) and imported only when invoked, so that
-``dokimi --help`` and ``dokimi --version`` stay fast. A command whose module is not built yet says so and
-exits 2.
+``dokimi repo scan`` with its usual arguments is what pre-commit runs on every commit: it goes straight to the
+scan (dokimi.cli.scan_lean), without importing click or the command tables. Everything else, and ``repo scan``
+with anything unusual (--help, an error in its arguments), goes to the click application (dokimi.cli.app).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-import click
-
 from dokimi import __version__
 from dokimi.constants import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
-#: Top-level commands: name -> (import path, short help).
-TOP_COMMANDS: dict[str, tuple[str, str]] = {
-    "repo": ("dokimi.cli.main:repo", "Evaluate agents on a repository (the contract's commands)."),
-    "schema": ("dokimi.cli.schema:schema", "Print the JSON Schema of a document (repo_manifest.v1, ...)."),
-    "doctor": (
-        "dokimi.cli.doctor:doctor",
-        "Check docker, git, harness CLIs and images, with the fix for each.",
-    ),
-    "mock-model": ("dokimi.cli.mockmodel:mock_model", "A scripted model server for zero-cost dry runs."),
-    "setup": ("dokimi.cli.setup:setup", "Start the docker daemon and build the base image, offline."),
-}
-
-#: ``dokimi repo`` commands, in the order of the contract.
-REPO_COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("dokimi.cli.init:init", "Start evaluating a repository: a manifest and a Dockerfile to edit."),
-    "task": ("dokimi.cli.task:task", "Make a task from a fix commit or a merged pull request."),
-    "validate": ("dokimi.cli.validate:validate", "Validate the manifest and every task against a snapshot."),
-    "fetch": ("dokimi.cli.fetch:fetch", "Clone or update a bare, blob-less cache of <url>@<rev>."),
-    "scan": (
-        "dokimi.cli.scan:scan",
-        "L0: check every mechanically checkable claim in the guidance, offline.",
-    ),
-    "reach": ("dokimi.cli.reach:reach", "Probe which guidance files a harness really loads."),
-    "tasks": ("dokimi.cli.tasks:tasks", "Task self-check: null fails, oracle passes (no LLM)."),
-    "run": ("dokimi.cli.run:run", "Run agents: one cell per (task, arm, model, effort, rep)."),
-    "report": (
-        "dokimi.cli.report:report",
-        "Pass rates with Wilson intervals per (task, arm, model, effort).",
-    ),
-    "compare": ("dokimi.cli.compare:compare", "Compare arms with paired, task-level statistics."),
-    "plan": ("dokimi.cli.plan:plan", "Tasks x reps for 80% power, simulated on a pilot batch."),
-    "study": ("dokimi.cli.study:study", "A guidance study from one file: run it, then one report."),
-    "regrade": ("dokimi.cli.regrade:regrade", "Regrade a sample of finished cells and flag every mismatch."),
-    "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
-    "rate": ("dokimi.cli.rate:rate", "Human scoring of blinded artifacts, with adjudication."),
-    "perf": ("dokimi.cli.perf:perf", "Performance check of a finished cell against its oracle."),
-    "export": ("dokimi.cli.export:export", "Write a batch as Inspect AI eval logs, for inspect view."),
-}
+#: Names of the click application, still importable from here (imported on first use).
+APP_NAMES = ("cli", "repo", "LazyGroup", "TOP_COMMANDS", "REPO_COMMANDS")
 
 
-def _not_built(name: str, short: str) -> click.Command:
-    def callback(**_: Any) -> int:
-        click.echo(f"dokimi: `{name}` is not implemented yet in dokimi {__version__}.", err=True)
-        return EXIT_USAGE
+def __getattr__(name: str) -> Any:
+    if name in APP_NAMES:
+        from dokimi.cli import app
 
-    return click.Command(
-        name,
-        callback=callback,
-        help=f"{short}\n\nNot implemented yet: exits 2.",
-        short_help=f"{short} (not implemented yet)",
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
-    )
-
-
-def _built(target: str) -> bool:
-    """Whether the module of ``target`` ("module:attribute") exists."""
-    module_name = target.split(":")[0]
-    return module_name == __name__ or importlib.util.find_spec(module_name) is not None
-
-
-class LazyGroup(click.Group):
-    """A group whose commands are imported on first use."""
-
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = lazy
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*self.lazy, *sorted(super().list_commands(ctx))]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.lazy:
-            return super().get_command(ctx, cmd_name)
-        target, short = self.lazy[cmd_name]
-        module_name, attr = target.split(":")
-        if module_name == __name__:
-            return globals()[attr]  # type: ignore[no-any-return]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            return _not_built(cmd_name, short)
-        command = getattr(module, attr)
-        assert isinstance(command, click.Command)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Short help comes from the table, so listing commands imports none of them; a command whose module
-        # does not exist yet says so here too (find_spec locates a module without importing it).
-        rows = [
-            (name, short if _built(target) else f"{short} (not implemented yet)")
-            for name, (target, short) in self.lazy.items()
-        ]
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
-@click.group(
-    cls=LazyGroup,
-    lazy=TOP_COMMANDS,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-@click.version_option(__version__, "--version", prog_name="dokimi")
-def cli() -> None:
-    """dokimi: measure coding agents on real repositories, and whether the guidance helps them."""
-
-
-@click.group(cls=LazyGroup, lazy=REPO_COMMANDS)
-def repo() -> None:
-    """Evaluate agents on a repository: validate, scan, reach, tasks check, run, report, compare.
-
-    SOURCE is <dir> (a working tree), <dir>@<rev> or <url>@<rev> everywhere a command takes one.
-    """
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,19 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        rv = cli.main(args=args, prog_name="dokimi", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.exceptions.Abort:
-        return EXIT_INTERRUPTED
-    except click.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE
+        return run_command(args)
     except DokimiError as exc:
-        click.echo(f"error: {exc}", err=True)
+        say(f"error: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+        say("interrupted")
         return EXIT_INTERRUPTED
     except Terminated as exc:
         exit_with_signal(exc.signum)
@@ -171,15 +54,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         import traceback  # only here: it costs every start a few ms (textwrap, linecache, tokenize)
 
         traceback.print_exc()
-        click.echo(
+        say(
             f"dokimi {__version__}, Python {sys.version.split()[0]}: this is a bug in dokimi; "
-            "please report it with the traceback above.",
-            err=True,
+            "please report it with the traceback above."
         )
         return EXIT_BUG
+
+
+def run_command(args: list[str]) -> int:
+    """The lean ``repo scan`` when its arguments are the usual ones, else the click application."""
+    from dokimi.cli.scan_lean import lean_scan_arguments, run_scan
+
+    lean = lean_scan_arguments(args)
+    if lean is None:
+        return run_click(args)
+    try:
+        return run_scan(**lean)
+    except (EOFError, KeyboardInterrupt):  # what click does with them: a new line, then exit 130
+        say("")
+        return EXIT_INTERRUPTED
+
+
+def run_click(args: list[str]) -> int:
+    import click
+
+    from dokimi.cli.app import cli
+
+    try:
+        rv = cli.main(args=args, prog_name="dokimi", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_USAGE
     if isinstance(rv, int):
         return rv
     return EXIT_OK
+
+
+def say(message: str) -> None:
+    """One line on stderr (what ``click.echo(message, err=True)`` writes)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
-"""``dokimi repo scan``: the L0 scan. Thin: options -> dokimi.scan -> text, JSON or SARIF."""
+"""``dokimi repo scan``: the L0 scan. Thin: options -> dokimi.scan -> text, JSON or SARIF.
+
+The usual arguments are read without click (dokimi.cli.scan_lean, from the entry point); this command reads
+the others: --help, --run-static, --static, and every argument error.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
-import tempfile
+import contextlib
 from pathlib import Path
 
 import click
 
-from dokimi.cli._common import check_manifest_choice, manifest_options, note, source_argument
-from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.cli._common import check_manifest_choice, manifest_options, source_argument
+from dokimi.cli.scan_lean import run_scan
 
 
 @click.command("scan")
@@ -70,67 +72,22 @@ def scan(
         raise click.UsageError("--json prints JSON; it cannot be combined with --format " + str(fmt))
     if static is not None and run_static:
         raise click.UsageError("give --static or --run-static, not both")
-    fmt = "json" if as_json else (fmt or "text")
-    static_path = static
-    with tempfile.TemporaryDirectory(prefix="dokimi-static.") as scratch:
+    with contextlib.ExitStack() as stack:
         if run_static:
-            static_path = _run_static(source, manifest, manifest_file, out_dir=Path(scratch), out=out)
-        return _scan(source, manifest, manifest_file, static_path, out, fmt, show_all, fail_on_fail)
+            import tempfile
 
-
-def _scan(
-    source: str,
-    manifest: str | None,
-    manifest_file: Path | None,
-    static_path: Path | None,
-    out: Path | None,
-    fmt: str,
-    show_all: bool,
-    fail_on_fail: bool,
-) -> int:
-    from dokimi.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
-    from dokimi.scan.report import summary_line, use_color
-
-    scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file)
-    if scanned.defaulted:
-        note(f"no manifest: scanning the default guidance globs {', '.join(scanned.globs)}")
-    invalid_static = False
-    if static_path is None and out is None and fmt != "json":
-        # the text and SARIF outputs need no document: no pydantic models to build (a fast pre-commit hook)
-        view = view_of_result(scanned.result)
-    else:
-        from dokimi.scan import merge_static, static_not_merged
-        from dokimi.schemas._base import dump_document, write_text_atomic
-
-        document = scanned.document()
-        if static_path is not None:
-            from dokimi.errors import DocumentError
-            from dokimi.schemas._base import read_document
-            from dokimi.schemas.static import RepoStatic
-
-            try:
-                static_doc = read_document(static_path, RepoStatic)
-            except DocumentError as exc:
-                invalid_static = True
-                document = static_not_merged(document, path=str(static_path), error=str(exc))
-            else:
-                document = merge_static(document, static_doc, path=str(static_path))
-        if out is not None:
-            write_text_atomic(out, dump_document(document))
-        if fmt == "json":
-            sys.stdout.write(dump_document(document))
-        view = view_of_document(document)
-    if fmt == "sarif":
-        sys.stdout.write(json.dumps(to_sarif(view), indent=2, sort_keys=True) + "\n")
-    elif fmt == "text":
-        sys.stdout.write(render_text(view, show_all=show_all, color=use_color(sys.stdout)))
-    if fmt != "text":
-        note(summary_line(view))
-    if invalid_static:
-        return EXIT_FOUND_PROBLEMS
-    if fail_on_fail and not view.gate_passed:
-        return EXIT_FOUND_PROBLEMS
-    return EXIT_OK
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="dokimi-static."))
+            static = _run_static(source, manifest, manifest_file, out_dir=Path(scratch), out=out)
+        return run_scan(
+            source=source,
+            manifest=manifest,
+            manifest_file=manifest_file,
+            static_path=static,
+            out=out,
+            fmt="json" if as_json else (fmt or "text"),
+            show_all=show_all,
+            fail_on_fail=fail_on_fail,
+        )
 
 
 def _run_static(

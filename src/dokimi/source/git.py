@@ -13,7 +13,6 @@ import gc
 import os
 import re
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -432,6 +431,8 @@ def check_attr(
     else:
         if git_dir is None:
             raise SourceError("check-attr of a commit needs its repository")
+        import tempfile  # here only: a scan of a working tree never needs a scratch index
+
         with tempfile.TemporaryDirectory(prefix="dokimi-attr-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             if attributes_files:
