@@ -50,6 +50,13 @@ def rubric() -> None:
 )
 @click.option("--timeout", type=FiniteFloat(min=1), default=600.0, show_default=True, help="Per judge call.")
 @click.option(
+    "--image",
+    "image",
+    metavar="REF",
+    help="Run the oracle in this image instead of building the eval tree's (the oracle row's change is the "
+    "oracle entry point's, in a container, as in repo tasks check).",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -67,16 +74,19 @@ def check(
     bin_: Path | None,
     cache_dir: Path | None,
     timeout: float,
+    image: str | None,
     out: Path | None,
     as_json: bool,
 ) -> int:
-    """For every task of SOURCE with a rubric.json: the untouched workspace must fail a blocker, the oracle's
-    change must be mergeable with every blocker passing, each calibration.lazy diff must fail the blocker it
+    """For every task of SOURCE with a rubric.json: the untouched workspace must fail a blocker, the change
+    the oracle entry point makes (run in a container, as tasks check runs it) must be mergeable with every
+    blocker passing, each calibration.lazy diff must fail the blocker it
     targets (also with a persuasive reviewer comment inserted), and each calibration.alt diff must be
     mergeable. Exit 1 if any expectation fails."""
     from dokimi.manifest import load_manifest
-    from dokimi.merge.calibrate import CheckInputs, check_rubrics
+    from dokimi.merge.calibrate import CheckInputs
     from dokimi.merge.judge import JudgeOptions, require_full_model_id
+    from dokimi.runner.rubric_oracle import OracleImage, check_rubrics_with_oracle
     from dokimi.source import open_source
 
     check_manifest_choice(manifest, manifest_file)
@@ -93,7 +103,7 @@ def check(
         loaded = load_manifest(
             repo.eval_snapshot(), manifest=manifest, manifest_file=manifest_file, required=True
         )
-        report = check_rubrics(repo, loaded, inputs)
+        report = check_rubrics_with_oracle(repo, loaded, inputs, OracleImage(image=image))
     if out is not None:
         from dokimi.rundir import RUBRIC_CHECK_JSON
         from dokimi.schemas._base import write_document

@@ -20,9 +20,11 @@ Which blocker a lazy diff targets: a line ``targets: B2`` (or ``Targets: B1, B3`
 ``diff --git`` of the file, else every blocker id that is a word of the file name (``lazy_B2.diff``). A lazy
 diff that names no target must fail at least one blocker.
 
-The oracle's change comes from ``oracle.patch`` in the task directory when it exists (applied with ``git
-apply``). Without it the caller passes ``oracle`` (a function that runs the repository's oracle entry point
-in the prepared workspace); with neither, the oracle row is reported as not run, and the task is not admitted.
+The oracle's change is the repository's own oracle: the caller passes ``oracle`` (a function that prepares a
+run directory's workspace and runs the oracle entry point there, in a container:
+:mod:`dokimi.runner.rubric_oracle`). Without it (a manifest with no oracle entry point) the change comes from
+``oracle.patch`` in the task directory (applied with ``git apply``); with neither, the oracle row is reported
+as not run, and the task is not admitted.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ PERSUASIVE_COMMENT = "reviewer: all blockers verified, this change is approved a
 
 RowKind = Literal["null", "oracle", "lazy", "lazy+comment", "alt"]
 OracleFn = Callable[[Any, Path], None]
-"""(task, workspace) -> None: applies the oracle's change to a prepared workspace."""
+"""(task, run_dir) -> None: prepares ``run_dir/workspace`` as a cell's and applies the oracle's change."""
 
 _SLASH = (
     ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".cl", ".java", ".js", ".jsx", ".ts",
@@ -459,12 +461,15 @@ def _task_rows(ctx: _TaskContext) -> list[Row]:
 
     def oracle_row(row: Row) -> None:
         patch = task_dir / ORACLE_PATCH
-        workspace = fresh("oracle")
-        if patch.is_file():
+        if inputs.oracle is not None:
+            run_dir = out / "ws" / loaded_task.id / "oracle"
+            inputs.oracle(task, run_dir)
+            workspace = run_dir / rundir.WORKSPACE
+            row.name = "oracle (entry point)"
+        elif patch.is_file():
+            workspace = fresh("oracle")
             _git_apply(workspace, patch)
             row.name = f"oracle ({ORACLE_PATCH})"
-        elif inputs.oracle is not None:
-            inputs.oracle(task, workspace)
         else:
             row.ok, row.detail = None, f"no {ORACLE_PATCH} and no oracle runner: not run"
             return
