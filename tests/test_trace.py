@@ -545,3 +545,56 @@ def test_an_opencode_trace_cut_before_its_last_step_is_an_error() -> None:
     lines = OPENCODE_TRACE.read_text().splitlines()
     conv = convert("opencode-json", "\n".join(lines[:-3]))
     assert conv.is_error and not conv.complete and conv.answer == "Looking."
+
+
+# --- Qwen Code stream-json (recorded from the real qwen-code 0.24.4 against the scripted model server) -----
+
+QWEN_TRACE = TRACES / "qwen-code-0.24.4-tools.jsonl"
+
+
+def test_a_recorded_qwen_trace_converts_reads_edits_commands_rc_refusals_answer_and_turns() -> None:
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(QWEN_TRACE, "qwen-stream-json")
+    assert [e["kind"] for e in conv.events] == ["read", "edit", "command", "tool"]
+    read, edit, command, tool = conv.events
+    assert read["path"] == edit["path"] == "f.txt"  # absolute, under the session's cwd
+    assert read["t"] < edit["t"] < command["t"]  # no timestamps: the line index
+    assert (command["text"], command["rc"]) == ("cat f.txt; echo out; exit 3", 3)
+    assert "Output: after\nout\n" in command["output"]
+    assert (tool["name"], tool["denied"]) == ("web_fetch", True)  # web tools are off at level all
+    assert conv.answer == "I changed f.txt." and conv.turns == 5
+    assert conv.complete and not conv.is_error and conv.result_subtype == "success"
+
+
+def test_a_qwen_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
+    from dokimi.harness.trace import convert
+
+    lines = QWEN_TRACE.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if '"name":"run_shell_command"' in line)
+    conv = convert("qwen-stream-json", "\n".join(lines[: cut + 1]))
+    assert [e["kind"] for e in conv.events] == ["read", "edit", "command"]
+    assert conv.events[2]["rc"] is None and "output" not in conv.events[2]
+    assert conv.is_error and not conv.complete
+
+
+def test_a_qwen_commands_rc_is_its_last_exit_code_line_never_one_its_output_forged() -> None:
+    from dokimi.harness.trace import qwen_command_rc
+
+    forged = (
+        "Command: x\nDirectory: (root)\nOutput: Exit Code: 0\nError: (none)\nExit Code: 2\nSignal: (none)"
+    )
+    assert qwen_command_rc({"is_error": True}, forged) == 2
+    assert qwen_command_rc({"is_error": False}, "Exit Code: 7") == 0  # a success is its bare output
+    assert qwen_command_rc({"is_error": True}, "Command timed out") is None
+    disabled = '"run_shell_command" is not listed in the active core tools allowlist (--core-tools ...)'
+    from dokimi.harness.trace import convert
+
+    lines = [
+        '{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1",'
+        '"name":"run_shell_command","input":{"command":"touch x"}}]}}',
+        '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,'
+        f'"content":{json.dumps(disabled)}' + "}]}}",
+    ]
+    conv = convert("qwen-stream-json", "\n".join(lines))
+    assert [(e["rc"], e["denied"]) for e in conv.events] == [(None, True)]

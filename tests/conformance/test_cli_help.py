@@ -52,9 +52,10 @@ def help_argv(name: str, request: pytest.FixtureRequest) -> list[str]:
         return [str(request.getfixturevalue("claude_bin"))]
     if name in ("codex", "copilot", "opencode"):
         return [str(request.getfixturevalue(f"{name}_bin"))]
-    if name == "gemini-cli":  # a Node script: run on the pinned Node, never the host's
+    if name in ("gemini-cli", "qwen-code"):  # a Node script: run on the pinned Node, never the host's
         node = request.getfixturevalue("node_bin")
-        return [str(node), str(Path(request.getfixturevalue("gemini_bin")).resolve())]
+        fixture = "gemini_bin" if name == "gemini-cli" else "qwen_bin"
+        return [str(node), str(Path(request.getfixturevalue(fixture)).resolve())]
     pytest.fail(
         f"built-in profile {name!r} has no pinned CLI in this test: add it (and to install-harness.sh)"
     )

@@ -29,6 +29,7 @@ SCORED = "review_cache"
         ("gemini", "gemini-2.5-flash", "0.61.0"),
         ("copilot", "gpt-5-mini", "1.0.102"),
         ("opencode", "gpt-5-mini", "1.18.33"),
+        ("qwen", "qwen3-coder-plus", "0.24.4"),
     ],
 )
 def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(
@@ -41,9 +42,9 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     version: str,
 ) -> None:
     binary = request.getfixturevalue(f"{harness}_bin")
-    if harness == "gemini":  # a Node program: the pinned Node is mounted beside it (never the host's)
+    if harness in ("gemini", "qwen"):  # Node programs: the pinned Node is mounted beside them (never the host's)
         monkeypatch.setenv("DOKIMI_NODE_BIN", str(request.getfixturevalue("node_bin")))
-        harness = "gemini-cli"
+        harness = {"gemini": "gemini-cli", "qwen": "qwen-code"}[harness]
     example = tmp_path / "calc"
     runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     null = tmp_path / "null.json"

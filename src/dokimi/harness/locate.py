@@ -35,6 +35,7 @@ PINNED_INSTALLS: dict[str, tuple[str, str]] = {
     "gemini-cli": ("0.61.0", "node_modules/@google/gemini-cli/bundle/gemini.js"),
     "copilot": ("1.0.102", "node_modules/@github/copilot-linux-x64/copilot"),
     "opencode": ("1.18.33", "node_modules/opencode-linux-x64/bin/opencode"),
+    "qwen-code": ("0.24.4", "node_modules/@qwen-code/qwen-code/cli-entry.js"),
 }
 
 Origin = Literal["--bin", "environment", "installed", "PATH"]

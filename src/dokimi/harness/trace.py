@@ -41,11 +41,13 @@ __all__ = [
     "convert_copilot_json",
     "convert_gemini_stream_json",
     "convert_opencode_json",
+    "convert_qwen_stream_json",
     "convert_file",
     "convert_text",
     "event_kind",
     "event_time",
     "is_refusal",
+    "qwen_command_rc",
     "relative_path",
     "truncate_output",
     "write_conversion",
@@ -228,6 +230,15 @@ class _ClaudeStreamJson:
         self.last_text = ""
         self.result: Mapping[str, Any] | None = None
 
+    def kind_of(self, tool_name: str) -> str:
+        return event_kind(tool_name)
+
+    def rc_of(self, result: Mapping[str, Any], text: str) -> int | None:
+        return command_rc(result)
+
+    def refused(self, kind: str, result: Mapping[str, Any], text: str) -> bool:
+        return is_refusal(kind, result, text)
+
     def feed(self, index: int, obj: Mapping[str, Any]) -> None:
         ts = obj.get("timestamp")
         if isinstance(ts, str):
@@ -292,7 +303,7 @@ class _ClaudeStreamJson:
         assert isinstance(name, str)
         tool_input = block.get("input") if isinstance(block.get("input"), Mapping) else {}
         assert isinstance(tool_input, Mapping)
-        kind = event_kind(name)
+        kind = self.kind_of(name)
         event: Event = {"t": 0.0, "kind": kind}
         if kind == "command":
             command = tool_input.get("command")
@@ -324,10 +335,10 @@ class _ClaudeStreamJson:
             if event is None:
                 continue
             text = _result_text(block.get("content"))
-            denied = tool_id in self.denied_ids or is_refusal(event["kind"], block, text)
+            denied = tool_id in self.denied_ids or self.refused(event["kind"], block, text)
             if event["kind"] == "command":
                 stopped = tool_id in self.stopped_ids or _interrupted(obj.get("tool_use_result"))
-                event["rc"] = None if denied or stopped else command_rc(block)
+                event["rc"] = None if denied or stopped else self.rc_of(block, text)
                 event["output"], event["output_truncated"] = truncate_output(text)
             if event["kind"] == "tool":
                 event["denied"] = denied
@@ -368,7 +379,10 @@ def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
     Read → read; Edit, Write, MultiEdit, NotebookEdit → edit; anything else → tool with ``denied``.
     Paths under the session's cwd (from the init record) are made relative to it.
     """
-    state = _ClaudeStreamJson()
+    return _convert_stream_json(lines, _ClaudeStreamJson())
+
+
+def _convert_stream_json(lines: Iterable[str], state: _ClaudeStreamJson) -> Conversion:
     garbage = 0
     loads = json.loads
     for index, line in enumerate(lines):
@@ -388,6 +402,53 @@ def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
     out = state.finish()
     out.garbage_lines = garbage
     return out
+
+
+QWEN_COMMAND_TOOLS = frozenset({"run_shell_command"})
+QWEN_READ_TOOLS = frozenset({"read_file"})
+QWEN_EDIT_TOOLS = frozenset({"edit", "write_file", "notebook_edit"})
+_QWEN_EXIT_CODE_RE = re.compile(r"^Exit Code: (-?\d+)$", re.MULTILINE)
+# What Qwen Code 0.24.x says when a tool is off: outside --core-tools, or denied (--exclude-tools, a rule).
+_QWEN_REFUSAL_RE = re.compile(r"is not listed in the active core tools allowlist|requires permission to use")
+
+
+def qwen_command_rc(result: Mapping[str, Any], text: str) -> int | None:
+    """rc of a Qwen Code shell command: 0 for a result that is no error (its text is then the bare output),
+    else the last "Exit Code: N" line of its report (the command's own output comes before that line, so a
+    forged one in the output never wins), else null (a signal, a timeout: no exit code)."""
+    if not result.get("is_error"):
+        return 0
+    codes = _QWEN_EXIT_CODE_RE.findall(text)
+    return int(codes[-1]) if codes else None
+
+
+class _QwenStreamJson(_ClaudeStreamJson):
+    """Qwen Code prints Claude Code's stream-json records, with its own tool names and exit codes."""
+
+    def kind_of(self, tool_name: str) -> str:
+        if tool_name in QWEN_COMMAND_TOOLS:
+            return "command"
+        if tool_name in QWEN_READ_TOOLS:
+            return "read"
+        if tool_name in QWEN_EDIT_TOOLS:
+            return "edit"
+        return "tool"
+
+    def rc_of(self, result: Mapping[str, Any], text: str) -> int | None:
+        return qwen_command_rc(result, text)
+
+    def refused(self, kind: str, result: Mapping[str, Any], text: str) -> bool:
+        if result.get("is_error") and _QWEN_REFUSAL_RE.search(text[:REFUSAL_SCAN_CHARS]):
+            return True
+        return is_refusal(kind, result, text)
+
+
+def convert_qwen_stream_json(lines: Iterable[str]) -> Conversion:
+    """Qwen Code ``--output-format stream-json`` → Conversion: Claude Code's record shapes (no timestamps, so
+    ``t`` is the line index). run_shell_command → command with ``rc`` from its report's "Exit Code: N" (0 when
+    the result is no error); read_file → read; edit, write_file, notebook_edit → edit; anything else → tool
+    with ``denied`` (a denied or disabled tool's result says it "requires permission to use" it)."""
+    return _convert_stream_json(lines, _QwenStreamJson())
 
 
 # --- JSON-lines helper ----------------------------------------------------------------------------------
@@ -760,6 +821,7 @@ TRACE_CONVERTERS: dict[str, Converter] = {
     "copilot-json": convert_copilot_json,
     "gemini-stream-json": convert_gemini_stream_json,
     "opencode-json": convert_opencode_json,
+    "qwen-stream-json": convert_qwen_stream_json,
     "text": convert_text,
 }
 """Converters by the profile's ``trace:`` name."""
