@@ -42,7 +42,7 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     version: str,
 ) -> None:
     binary = request.getfixturevalue(f"{harness}_bin")
-    if harness in ("gemini", "qwen"):  # Node programs: the pinned Node is mounted beside them (never the host's)
+    if harness in ("gemini", "qwen"):  # Node programs: the pinned Node is mounted beside them, not the host's
         monkeypatch.setenv("DOKIMI_NODE_BIN", str(request.getfixturevalue("node_bin")))
         harness = {"gemini": "gemini-cli", "qwen": "qwen-code"}[harness]
     example = tmp_path / "calc"
