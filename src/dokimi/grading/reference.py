@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "load_references",
     "measure_reference",
+    "not_measured",
     "oracle_tests_skipped",
     "read_reference",
     "stored_references",
@@ -95,19 +96,28 @@ def read_reference(layout: BatchLayout, task_id: str) -> TaskReferenceDoc | None
     return doc if doc.task == task_id else None
 
 
+def not_measured(task_id: str, why: str) -> TaskReferenceDoc:
+    """A reference with neither part measured, for ``why``."""
+    return TaskReferenceDoc(
+        task=task_id, oracle_tests_skipped=None, oracle_note=why, base_tests=None, base_tests_note=why
+    )
+
+
 def load_references(
     layout: BatchLayout,
     task_ids: Iterable[str],
-    measure: Callable[[str], TaskReferenceDoc] | None = None,
+    measure: Callable[[str], TaskReferenceDoc | None] | None = None,
 ) -> dict[str, TaskReferenceDoc]:
     """The reference of every task in ``task_ids``: the stored one, else (with ``measure``) measured and
-    stored. Without ``measure`` a task with no stored reference is left out (``repo regrade``)."""
+    stored. A task with no stored reference and none measured (``measure`` returned None, or there is no
+    ``measure``: ``repo regrade``) is left out."""
     found: dict[str, TaskReferenceDoc] = {}
     for task_id in task_ids:
         doc = read_reference(layout, task_id)
         if doc is None and measure is not None:
             doc = measure(task_id)
-            write_document(layout.reference_json(task_id), doc)
+            if doc is not None:
+                write_document(layout.reference_json(task_id), doc)
         if doc is not None:
             found[task_id] = doc
     return found

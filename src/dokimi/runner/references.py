@@ -3,7 +3,9 @@
 For each task with a rubric among the cells to run, once per batch: a run directory under
 ``<batch>/_eval/reference/<task>/run/`` with a workspace prepared as a cell's (arm guidance:raw), task.json
 and meta.json; then ``tests.list`` on it, the oracle and its grade. A reference stored by an earlier run of
-the batch is read back, not measured again. The result joins the batch's grade environment, so every cell
+the batch is read back, not measured again; one that could not be measured at all (a workspace that cannot
+be prepared, docker refusing the container) leaves the task's rules not measured in this run and is not
+stored. The result joins the batch's grade environment, so every cell
 (on this machine or a cluster node) grades against the same values.
 """
 
@@ -14,8 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dokimi.batch import CellKey
+from dokimi.errors import DokimiError
 from dokimi.grading.merge import load_rubric
-from dokimi.grading.reference import load_references, measure_reference
+from dokimi.grading.reference import load_references, measure_reference, not_measured
+from dokimi.process import shutting_down
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
 from dokimi.sandbox.container import container_name
 from dokimi.schemas._base import write_document, write_text_atomic
@@ -72,10 +76,21 @@ def with_references(ctx: CellContext, cells: Sequence[CellKey], note: Callable[[
     if not task_ids:
         return ctx
 
-    def measure(task_id: str) -> TaskReferenceDoc:
-        note(f"measuring the reference of {task_id}: tests.list on the base, the oracle and its grade")
-        return measure_task_reference(ctx, task_id)
+    unmeasured: dict[str, TaskReferenceDoc] = {}
 
-    references = load_references(ctx.layout, task_ids, measure)
+    def measure(task_id: str) -> TaskReferenceDoc | None:
+        note(f"measuring the reference of {task_id}: tests.list on the base, the oracle and its grade")
+        try:
+            return measure_task_reference(ctx, task_id)
+        except DokimiError as exc:
+            if shutting_down():
+                raise
+            # not stored: the next run of the batch measures it again
+            why = f"the task's reference could not be measured: {exc.message}"
+            note(f"{task_id}: {why}")
+            unmeasured[task_id] = not_measured(task_id, why)
+            return None
+
+    references = {**load_references(ctx.layout, task_ids, measure), **unmeasured}
     grading = dataclasses.replace(ctx.grading, references={**ctx.grading.references, **references})
     return dataclasses.replace(ctx, grading=grading)
