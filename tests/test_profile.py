@@ -291,3 +291,15 @@ def test_repo_reach_with_a_bad_profile_exits_2_naming_file_and_line(tmp_path: Pa
     )  # fmt: skip
     assert proc.returncode == 2
     assert f"{bad}:{line_of(GOOD, '{tools}')}: invoke[" in proc.stderr
+
+
+def test_a_dry_run_edits_through_the_shell_tool_or_a_text_format_never_both_nor_neither(
+    tmp_path: Path,
+) -> None:
+    both = GOOD + "script_tools: {command: {name: Bash, arg: command}, text_edits: search-replace}\n"
+    neither = GOOD + "script_tools: {read: {name: Read, arg: file_path}}\n"
+    for text in (both, neither):
+        with pytest.raises(DocumentError, match="exactly one of command") as err:
+            load_profile(write(tmp_path, text))
+        assert err.value.line == line_of(text, "script_tools:")
+    assert load_profile(write(tmp_path, GOOD + "script_tools: {text_edits: search-replace}\n"))

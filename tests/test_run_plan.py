@@ -16,10 +16,13 @@ from dokimi.mockmodel import parse_script
 from dokimi.runner.dryrun import (
     CHUNK_CHARS,
     FIXED_ANSWER,
+    FileChange,
     apply_patch_turns,
+    oracle_changes,
     oracle_script,
     parse_script_options,
     script_for,
+    search_replace_script,
 )
 from dokimi.runner.plan import (
     DEFAULT_BUDGET_USD,
@@ -38,6 +41,7 @@ from dokimi.runner.plan import (
 )
 from dokimi.schemas.batch import BatchPin
 from dokimi.schemas.task import Task
+from tests.helpers.git import git_repo
 
 SHA = "b" * 40
 
@@ -239,9 +243,51 @@ def test_the_derived_script_calls_each_harness_s_own_shell_tool(harness: str) ->
     from dokimi.harness.profile import load_profile
 
     tool = load_profile(harness).script_tools.command
+    assert tool is not None
     (turn, final) = oracle_script(b"diff", "", tool)
     assert list(turn["tool_use"]["input"]) == [tool.arg] and turn["tool_use"]["name"] == tool.name
     assert final == {"final": FIXED_ANSWER}
+
+
+def test_aider_gets_the_oracles_change_as_whole_file_search_replace_blocks_twice(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "w", {"f.txt": "before\n```\n", "gone.txt": "x\n", "same.txt": "s\n"})
+    start = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (repo / "f.txt").write_text("after\n```\n")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "new.txt").write_text("new")  # no final newline: Aider writes one
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    changes = oracle_changes(repo, start)
+    assert changes == [
+        FileChange("f.txt", b"before\n```\n", b"after\n```\n"),
+        FileChange("sub/new.txt", None, b"new"),
+    ]
+    turns = search_replace_script(changes, "Fixed it.\n")
+    parse_script(turns)
+    reply = (
+        "Fixed it.\n\n"
+        "f.txt\n```\n<<<<<<< SEARCH\nbefore\n```\n=======\nafter\n```\n>>>>>>> REPLACE\n```\n\n"
+        "sub/new.txt\n```\n<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE\n```\n"
+    )
+    assert turns == [{"text": reply}, {"final": reply}]
+    nothing = "I made no change.\n"
+    assert search_replace_script([], "") == [{"text": nothing}, {"final": nothing}]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (FileChange("a.txt", b"x\n", None), "Aider cannot delete a file"),
+        (FileChange("a.bin", None, b"\0\1"), "it is binary"),
+        (FileChange("a.md", b"Title\n=======\n", b"T\n"), "reads as a SEARCH/REPLACE marker"),
+        (FileChange("a.txt", None, b"\xff\n"), "not UTF-8"),
+    ],
+)
+def test_a_change_aider_cannot_make_is_refused_with_the_way_out(change: FileChange, why: str) -> None:
+    with pytest.raises(UsageError, match=why) as err:
+        search_replace_script([change], "")
+    assert err.value.hint is not None and "--dry-run-script" in err.value.hint
 
 
 def test_the_oracle_answer_is_the_final_message_of_a_review_task() -> None:

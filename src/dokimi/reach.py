@@ -587,18 +587,20 @@ class _Outcome:
 
 def _dry_run_script(s: PlannedScenario, workspace: Path, profile: HarnessProfile) -> list[dict[str, object]]:
     """Read the scenario's probe file with the harness's read tool (or ``cat`` through its shell tool when it
-    has none), then answer with every token of the request."""
+    has none; or, for a harness whose model calls no tools, by naming its repository path in an answer: Aider
+    adds the file to the chat and asks again), then answer with every token of the request."""
     turns: list[dict[str, object]] = []
     if s.read_target is not None:
         path = str(workspace / s.read_target)
-        read = profile.script_tools.read
+        read, command = profile.script_tools.read, profile.script_tools.command
         if read is not None:
             turns.append({"tool_use": {"name": read.name, "input": {read.arg: path}}})
-        else:
-            command = profile.script_tools.command
+        elif command is not None:
             turns.append(
                 {"tool_use": {"name": command.name, "input": {command.arg: f"cat {shlex.quote(path)}"}}}
             )
+        else:
+            turns.append({"text": f"I need to read {s.read_target}"})
     turns.append({"echo_tokens": True})
     return turns
 

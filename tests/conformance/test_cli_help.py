@@ -52,6 +52,10 @@ def help_argv(name: str, request: pytest.FixtureRequest) -> list[str]:
         return [str(request.getfixturevalue("claude_bin"))]
     if name in ("codex", "copilot", "opencode"):
         return [str(request.getfixturevalue(f"{name}_bin"))]
+    if name == "aider":  # a Python launcher: run on python3.11, as dokimi runs it
+        from dokimi.harness.runtime import host_launcher
+
+        return host_launcher(request.getfixturevalue("aider_bin"))
     if name in ("gemini-cli", "qwen-code"):  # a Node script: run on the pinned Node, never the host's
         node = request.getfixturevalue("node_bin")
         fixture = "gemini_bin" if name == "gemini-cli" else "qwen_bin"

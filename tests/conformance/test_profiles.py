@@ -103,7 +103,10 @@ def test_in_a_container_the_hosts_path_and_home_are_dropped(profile: HarnessProf
         Placement(bin="b", config_dir="/eval/run/config", support_dir="/eval/support", in_container=True),
         environ=CALLER_ENV,
     )
-    assert "PATH" not in inv.env and "HOME" not in inv.env
+    assert "PATH" not in inv.env
+    # HOME is never the host's: absent (the container's per-run home), or the per-run config dir of a harness
+    # whose config dir is its HOME (Aider)
+    assert inv.env.get("HOME") == ("/eval/run/config" if profile.config_dir_env == "HOME" else None)
 
 
 def test_config_files_render_every_placeholder_with_the_agents_paths(profile: HarnessProfile) -> None:

@@ -36,6 +36,7 @@ PINNED_INSTALLS: dict[str, tuple[str, str]] = {
     "copilot": ("1.0.102", "node_modules/@github/copilot-linux-x64/copilot"),
     "opencode": ("1.18.33", "node_modules/opencode-linux-x64/bin/opencode"),
     "qwen-code": ("0.24.4", "node_modules/@qwen-code/qwen-code/cli-entry.js"),
+    "aider": ("0.86.2", "aider.py"),
 }
 
 Origin = Literal["--bin", "environment", "installed", "PATH"]

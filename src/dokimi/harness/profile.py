@@ -43,6 +43,7 @@ __all__ = [
     "check_guidance_names",
     "check_known_placeholders",
     "check_prompt_in_invoke",
+    "check_script_edits_one_way",
     "check_tools_lists_are_literal",
     "check_tools_placeholder_exactly_once",
     "check_trace_converter_known",
@@ -61,7 +62,7 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A placeholder: ``{name}``. Other braces (JSON in an argument) are literal text."""
 
 TOOLS_ELEMENT = "{tools}"
-INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget", "endpoint"})
+INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget", "endpoint", "config_dir"})
 VERSION_PLACEHOLDERS = frozenset({"bin"})
 EFFORT_PLACEHOLDERS = frozenset({"effort"})
 CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir", "endpoint", "model"})
@@ -139,9 +140,9 @@ def _unknown(values: Iterable[tuple[Loc, str]], allowed: frozenset[str], where: 
 
 
 def check_known_placeholders(profile: HarnessProfile) -> list[ProfileProblem]:
-    """Only the placeholders each field takes: invoke {bin} {prompt} {model} {max_turns} {budget} (+ the
-    ``"{tools}"`` element), version_cmd only {bin}, effort only {effort}, config_files {config_dir}
-    {support_dir}."""
+    """Only the placeholders each field takes: invoke {bin} {prompt} {model} {max_turns} {budget} {endpoint}
+    {config_dir} (+ the ``"{tools}"`` element), version_cmd only {bin}, effort only {effort}, config_files
+    {config_dir} {support_dir}."""
     invoke = [(("invoke", i), e) for i, e in enumerate(profile.invoke) if e != TOOLS_ELEMENT]
     problems = _unknown(invoke, INVOKE_PLACEHOLDERS | {"tools"}, "invoke")
     problems = [p for p in problems if "{tools}" not in p.message]  # reported by the tools rule
@@ -277,6 +278,21 @@ def check_effort_values(profile: HarnessProfile) -> list[ProfileProblem]:
     return problems
 
 
+def check_script_edits_one_way(profile: HarnessProfile) -> list[ProfileProblem]:
+    """A dry run's scripted model edits one way: through the shell tool (``script_tools.command``) or in a
+    text edit format (``script_tools.text_edits``), never both and never neither."""
+    tools = profile.script_tools
+    if (tools.command is None) == (tools.text_edits is None):
+        return [
+            ProfileProblem(
+                ("script_tools",),
+                "script_tools needs exactly one of command (the shell tool) and text_edits (an edit format)",
+                hint="a harness whose model calls tools names its shell tool; Aider names text_edits",
+            )
+        ]
+    return []
+
+
 PROFILE_RULES: tuple[Callable[[HarnessProfile], list[ProfileProblem]], ...] = (
     check_tools_placeholder_exactly_once,
     check_known_placeholders,
@@ -288,6 +304,7 @@ PROFILE_RULES: tuple[Callable[[HarnessProfile], list[ProfileProblem]], ...] = (
     check_trace_converter_known,
     check_guidance_names,
     check_effort_values,
+    check_script_edits_one_way,
 )
 
 
@@ -520,6 +537,7 @@ def build_invocation(
     url = endpoint_for(profile, environ, endpoint)
     values = {
         "endpoint": url,
+        "config_dir": config,
         "bin": bin,
         "prompt": full_prompt,
         "model": model,

@@ -107,13 +107,16 @@ def reachable_binary(binary: Path, who: RunAs | None) -> Path:
 
 
 def _package_root(real: Path) -> Path | None:
-    """The directory to mirror whole: a Node program's npm prefix, or ``<root>`` of a ``<root>/bin/<exe>``
-    layout with a ``*-resources`` directory beside ``bin`` (Codex: ``codex-resources/bwrap`` is its sandbox,
-    found relative to the executable); None for a self-contained binary."""
-    from dokimi.harness.runtime import is_node_script, package_root
+    """The directory to mirror whole: a Node program's npm prefix, a Python launcher's directory (its
+    packages), or ``<root>`` of a ``<root>/bin/<exe>`` layout with a ``*-resources`` directory beside ``bin``
+    (Codex: ``codex-resources/bwrap`` is its sandbox, found relative to the executable); None for a
+    self-contained binary."""
+    from dokimi.harness.runtime import is_node_script, is_python_script, package_root
 
     if is_node_script(real):  # a Node program needs its whole npm prefix (every dependency)
         return package_root(real)
+    if is_python_script(real):  # a Python launcher: its packages are in the directory beside it
+        return real.parent
     root = real.parent.parent
     if real.parent.name != "bin":
         return None

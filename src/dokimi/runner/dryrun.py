@@ -17,6 +17,11 @@ Which script a cell plays, per (task, arm), first match wins:
    travels base64-encoded inside the commands, in chunks, into a file under ``$HOME``, then ``git apply``),
    and its final message is the oracle's answer (for a review task, the gold answer), else a fixed sentence.
 
+A harness whose model calls no tools (Aider: its profile's ``script_tools.text_edits``) gets the same change
+as text edits instead (:func:`search_replace_script`): every changed file as one SEARCH/REPLACE block holding
+its whole content before and after, after the answer. The reply is played twice: Aider first adds the files
+the reply names to the chat and asks again, then applies the blocks of the second.
+
 So a dry run passes the gate exactly where ``tasks check`` says the oracle does, and an explicit script per
 arm makes arms behave differently (the e2e test gives guidance:none a script that changes nothing).
 """
@@ -27,6 +32,7 @@ import base64
 import dataclasses
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -43,12 +49,15 @@ __all__ = [
     "CHUNK_CHARS",
     "DRY_RUN_MOUNT",
     "FIXED_ANSWER",
+    "FileChange",
     "NO_CHANGE_ANSWER",
     "apply_patch_turns",
     "check_script_file",
     "oracle_script",
     "parse_script_options",
     "script_for",
+    "search_replace_blocks",
+    "search_replace_script",
     "write_script",
 ]
 
@@ -86,6 +95,67 @@ def oracle_script(diff: bytes, answer: str, command_tool: ScriptTool | None = No
     """The script that makes the agent do what the oracle did: apply ``diff``, then answer ``answer``."""
     final = answer.strip() or (FIXED_ANSWER if diff else NO_CHANGE_ANSWER)
     return [*apply_patch_turns(diff, command_tool), {"final": final}]
+
+
+@dataclasses.dataclass(frozen=True)
+class FileChange:
+    """One file the oracle changed: its content before (None: new) and after (None: deleted)."""
+
+    path: str
+    old: bytes | None
+    new: bytes | None
+
+
+AIDER_MARKER_RE = re.compile(rb"^(<{5,9} SEARCH|={5,9}|>{5,9} REPLACE)\s*$", re.MULTILINE)
+"""A line Aider's SEARCH/REPLACE parser reads as a marker, wherever it stands."""
+
+
+def _edit_text(change: FileChange, which: str) -> str:
+    data = getattr(change, which) or b""
+    why = None
+    if b"\0" in data:
+        why = "it is binary"
+    elif AIDER_MARKER_RE.search(data):
+        why = "it has a line Aider reads as a SEARCH/REPLACE marker"
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            why = "it is not UTF-8 text"
+    if why is not None:
+        raise UsageError(
+            f"dry run: the oracle's change to {change.path} cannot be written as an Aider edit: {why}",
+            hint="give this arm a script with --dry-run-script",
+        )
+    text = text.replace("\r\n", "\n")
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def search_replace_blocks(changes: Sequence[FileChange]) -> str:
+    """Aider's ``diff`` edit format for ``changes``: per file its path, then one block replacing its whole
+    content (an empty SEARCH creates a new file). Aider deletes no file and edits text only: a deleted,
+    binary or non-UTF-8 file, or one holding a line Aider reads as a marker, is refused (UsageError)."""
+    blocks = []
+    for change in changes:
+        if change.new is None:
+            raise UsageError(
+                f"dry run: the oracle deletes {change.path}, and Aider cannot delete a file",
+                hint="give this arm a script with --dry-run-script",
+            )
+        if "\n" in change.path or change.path != change.path.strip():
+            raise UsageError(f"dry run: Aider cannot name the file {change.path!r} in an edit")
+        old, new = _edit_text(change, "old"), _edit_text(change, "new")
+        blocks.append(f"{change.path}\n```\n<<<<<<< SEARCH\n{old}=======\n{new}>>>>>>> REPLACE\n```\n")
+    return "\n".join(blocks)
+
+
+def search_replace_script(changes: Sequence[FileChange], answer: str) -> list[dict[str, Any]]:
+    """The script that makes Aider do what the oracle did: the answer, then every change as a SEARCH/REPLACE
+    block, played twice (Aider adds the files a reply names to the chat and asks again before it applies
+    anything; when the reply names no file it applies the first and never asks for the second)."""
+    final = answer.strip() or (FIXED_ANSWER if changes else NO_CHANGE_ANSWER)
+    reply = final + "\n" + ("\n" + search_replace_blocks(changes) if changes else "")
+    return [{"text": reply}, {"final": reply}]
 
 
 def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
@@ -169,6 +239,47 @@ def oracle_diff(workspace: Path, start_sha: str) -> bytes:
     )
 
 
+def oracle_changes(workspace: Path, start_sha: str) -> list[FileChange]:
+    """Every file the index (after :func:`oracle_diff`'s ``git add -A``) changes since ``start_sha``, with its
+    content before and after: one ``git diff --name-status`` and one ``git cat-file --batch`` for them all."""
+    from dokimi.source.git import run_git
+
+    base = ["-c", "safe.directory=*", "--git-dir", str(workspace / ".git"), "--work-tree", str(workspace)]
+    listed = run_git(
+        [*base, "diff", "--cached", "--name-status", "--no-renames", "-z", start_sha],
+        cwd=workspace,
+        what="git diff (dry-run oracle changes)",
+    ).split(b"\0")
+    entries = [(listed[i].decode()[:1], listed[i + 1].decode("utf-8", "surrogateescape"))
+               for i in range(0, len(listed) - 1, 2)]  # fmt: skip
+    wanted: list[str] = []
+    for status, path in entries:
+        if "\n" in path:
+            raise UsageError(f"dry run: Aider cannot name the file {path!r} in an edit")
+        wanted += [f"{start_sha}:{path}" if status != "A" else "", f":{path}" if status != "D" else ""]
+    asked = [w for w in wanted if w]
+    batch = run_git(
+        [*base, "cat-file", "--batch"],
+        cwd=workspace,
+        input="".join(f"{w}\n" for w in asked).encode("utf-8", "surrogateescape"),
+        what="git cat-file (dry-run oracle changes)",
+    )
+    contents: dict[str, bytes] = {}
+    at = 0
+    for name in asked:
+        end = batch.index(b"\n", at)
+        header = batch[at:end].split()
+        if header[-1] == b"missing":
+            raise UsageError(f"dry run: git has no {name} for the oracle's change")
+        size = int(header[2])
+        contents[name] = batch[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
+    return [
+        FileChange(path, contents.get(old) if old else None, contents.get(new) if new else None)
+        for (_, path), old, new in zip(entries, wanted[0::2], wanted[1::2], strict=True)
+    ]
+
+
 def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -> Path:
     """Run the task's oracle on a scratch run directory prepared like a cell of ``arm`` and write the script
     that makes the agent do the same (see the module docstring). Reused when ``dest`` exists already: the
@@ -224,6 +335,9 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
         diff = oracle_diff(scratch / WORKSPACE, prepared.start_sha)
         answer_file = scratch / ANSWER_TXT
         answer = answer_file.read_text("utf-8", errors="replace") if answer_file.is_file() else ""
+        if ctx.profile.script_tools.text_edits == "search-replace":
+            changes = oracle_changes(scratch / WORKSPACE, prepared.start_sha)
+            return write_script(dest, search_replace_script(changes, answer))
         return write_script(dest, oracle_script(diff, answer, ctx.profile.script_tools.command))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -83,11 +83,17 @@ class ScriptTool(Document):
 class ScriptTools(Document):
     """How a dry run's scripted model calls this harness's tools (derived scripts, ``reach --dry-run``)."""
 
-    command: ScriptTool
-    """The shell tool: the derived script applies the oracle's diff through it."""
+    command: ScriptTool | None = None
+    """The shell tool: the derived script applies the oracle's diff through it. Null for a harness without
+    one, whose ``text_edits`` says how its model edits instead."""
     read: ScriptTool | None = None
     """The file-read tool; null when the harness has none (the probe then reads with ``cat`` through
-    ``command``)."""
+    ``command``, or, for a harness with ``text_edits``, by naming the file in its answer)."""
+    text_edits: Literal["search-replace"] | None = None
+    """A harness whose model calls no tools (Aider) edits by answering in a text format: ``search-replace`` is
+    Aider's ``diff`` edit format (a file's path, then ``<<<<<<< SEARCH`` / ``=======`` / ``>>>>>>> REPLACE``).
+    Such a harness reads a file when its model names the file in an answer (Aider adds it to the chat and asks
+    again). Null: the model calls tools."""
 
 
 class Verification(Document):
@@ -115,7 +121,8 @@ class HarnessProfile(Document):
     version_cmd: list[str] = Field(min_length=1)
     """argv that prints the harness version; only ``{bin}`` is substituted."""
     invoke: list[str] = Field(min_length=1)
-    """argv of one run. Placeholders {bin}, {prompt}, {model}, {max_turns}, {budget}; the element
+    """argv of one run. Placeholders {bin}, {prompt}, {model}, {max_turns}, {budget}, {endpoint},
+    {config_dir} (the per-run config directory, for a file the harness writes); the element
     ``"{tools}"`` exactly once. Each element becomes exactly one argument; nothing passes through a shell."""
     tools: Tools
     """What ``"{tools}"`` expands to, per tool level."""
