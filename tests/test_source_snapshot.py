@@ -85,3 +85,20 @@ def test_a_bare_repository_without_a_revision_asks_for_one(tmp_path: Path) -> No
     assert info.value.hint is not None and f"{bare}@<rev>" in info.value.hint
     with open_source(f"{bare}@HEAD") as opened:
         assert opened.eval_snapshot().is_file("a.py")
+
+
+def test_a_working_tree_listing_tells_untracked_names_from_index_records(tmp_path: Path) -> None:
+    """One ``git ls-files`` lists the index and the untracked files: an untracked name spelled like an
+    index record (mode, oid, stage, tab) stays a plain file, never a submodule."""
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n", "sub/.gitattributes": "*.bin -diff\n"})
+    fake = f"160000 {'0' * 40} 0\tevil"
+    (repo / fake).write_text("x\n")
+    (repo / "new.txt").write_text("n\n")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},mod")
+    with open_source(str(repo)) as source:
+        snapshot = source.eval_snapshot()
+        entries = snapshot.entries
+        assert entries[fake].kind == "blob" and "evil" not in entries
+        assert entries["mod"].kind == "commit"
+        assert {"a.txt", "new.txt", "sub/.gitattributes"} <= set(entries)
+        assert snapshot._indexed_attributes == ["sub/.gitattributes"]

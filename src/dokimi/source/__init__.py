@@ -85,6 +85,8 @@ class Repo:
     url: str | None = None
     promisor: bool = False
     _catfile: CatFile | None = field(default=None, repr=False)
+    _dirs: tuple[Path | None, Path | None] | None = field(default=None, repr=False)
+    """(git directory, top of the work tree) of a working tree, as open_source found them."""
 
     @property
     def label(self) -> str:
@@ -101,7 +103,7 @@ class Repo:
         """The tree the manifest is loaded from: the working tree, or the commit the source names."""
         if self.rev is None:
             assert self.work_tree is not None
-            return snapshot_of_worktree(self.work_tree, label=self.label)
+            return snapshot_of_worktree(self.work_tree, label=self.label, dirs=self._dirs)
         return self.snapshot(self.rev)
 
     def snapshot(self, sha: str) -> Snapshot:
@@ -148,7 +150,7 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
     if spec.kind == "dir":
         git_dir, top = git.repo_dirs(path)
         _refuse_part_of_a_repository(spec, path, git_dir, top)
-        return Repo(spec, git_dir, path, None, url=_origin_url(git_dir))
+        return Repo(spec, git_dir, path, None, url=_origin_url(git_dir), _dirs=(git_dir, top))
     git_dir = git.git_dir_of(path)
     if git_dir is None:
         raise SourceError(

@@ -493,21 +493,40 @@ def config_bool(value: str | None) -> bool | None:
         return None
 
 
-def ls_files_worktree(work_tree: Path) -> list[str]:
-    """Tracked and untracked-but-not-ignored files of a working tree (one call)."""
+class WorktreeListing(NamedTuple):
+    paths: list[str]
+    """Tracked and untracked-but-not-ignored files, sorted."""
+    submodules: set[str]
+    """Paths of the index's gitlinks (mode 160000)."""
+    indexed: list[str]
+    """Every path of the index."""
+
+
+def ls_files_worktree(work_tree: Path) -> WorktreeListing:
+    """The files of a working tree, its submodules and its index, in ONE ``git ls-files`` call.
+
+    ``-t`` tags each record, so the two kinds cannot be confused whatever the names: ``? PATH`` for an
+    untracked file, ``H MODE OID STAGE<TAB>PATH`` (another letter than ``?`` for a skip-worktree or unmerged
+    entry) for one of the index."""
     out = run_git(
-        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate"], cwd=work_tree
+        ["ls-files", "-z", "-t", "--stage", "--cached", "--others", "--exclude-standard"], cwd=work_tree
     )
-    return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
-
-
-def submodule_paths_worktree(work_tree: Path) -> set[str]:
-    out = run_git(["ls-files", "-z", "--stage"], cwd=work_tree)
-    subs = set()
+    paths: set[str] = set()
+    submodules: set[str] = set()
+    indexed: dict[str, None] = {}
     for record in out.split(b"\0"):
-        if record.startswith(b"160000 "):
-            subs.add(record.partition(b"\t")[2].decode("utf-8", "surrogateescape"))
-    return subs
+        if not record:
+            continue
+        if record.startswith(b"? "):
+            paths.add(record[2:].decode("utf-8", "surrogateescape"))
+            continue
+        info, _, raw = record[2:].partition(b"\t")
+        path = raw.decode("utf-8", "surrogateescape")
+        paths.add(path)
+        indexed[path] = None
+        if info.startswith(b"160000 "):
+            submodules.add(path)
+    return WorktreeListing(sorted(paths), submodules, list(indexed))
 
 
 class CatFile:

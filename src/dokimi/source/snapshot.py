@@ -56,6 +56,8 @@ class Snapshot:
     promisor: bool = False
     _listed_parents: dict[str, None] | None = field(default=None, repr=False)
     """The directory of every entry in listing order, when the listing worked it out (:func:`git.ls_tree`)."""
+    _indexed_attributes: list[str] | None = field(default=None, repr=False)
+    """The .gitattributes files of a working tree's index, when its listing read the index."""
 
     # --- listing -----------------------------------------------------------------------------------------
 
@@ -349,10 +351,13 @@ class Snapshot:
                 return True
         else:
             assert self.work_tree is not None
-            indexed = git.run_git(
-                ["ls-files", "-z", "--cached", "--", f":(glob)**/{ATTRIBUTES}"], cwd=self.work_tree
-            )
-            indexed_names = {p.decode("utf-8", "surrogateescape") for p in indexed.split(b"\0") if p}
+            if self._indexed_attributes is not None:  # the listing read the index already
+                indexed_names = set(self._indexed_attributes)
+            else:
+                indexed = git.run_git(
+                    ["ls-files", "-z", "--cached", "--", f":(glob)**/{ATTRIBUTES}"], cwd=self.work_tree
+                )
+                indexed_names = {p.decode("utf-8", "surrogateescape") for p in indexed.split(b"\0") if p}
             names = indexed_names | set(in_tree)
             # an ignored .gitattributes on disk counts too: git reads the file of each directory it looks in
             names.update(f"{d}/{ATTRIBUTES}" if d else ATTRIBUTES for d in self.dirs)
@@ -477,20 +482,24 @@ def snapshot_of_commit(
     )
 
 
-def snapshot_of_worktree(root: Path, *, label: str) -> Snapshot:
+def snapshot_of_worktree(
+    root: Path, *, label: str, dirs: tuple[Path | None, Path | None] | None = None
+) -> Snapshot:
     """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain
-    dir."""
-    git_dir, top = git.repo_dirs(root)
+    dir. ``dirs``: (git directory, top of the work tree) of ``root`` when the caller has asked git already."""
+    git_dir, top = dirs if dirs is not None else git.repo_dirs(root)
     entries: dict[str, TreeEntry] = {}
+    indexed_attributes: list[str] | None = None
     if git_dir is not None and top is not None and top.resolve() == root.resolve():
-        submodules = git.submodule_paths_worktree(root)
-        for path in git.ls_files_worktree(root):
-            if path in submodules:
+        listing = git.ls_files_worktree(root)
+        for path in listing.paths:
+            if path in listing.submodules:
                 entries[path] = TreeEntry(path, "160000", "commit", None)
                 continue
             entry = _disk_entry(root, path)
             if entry is not None:
                 entries[path] = entry
+        indexed_attributes = [p for p in listing.indexed if p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES)]
     else:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != ".git")
@@ -500,7 +509,14 @@ def snapshot_of_worktree(root: Path, *, label: str) -> Snapshot:
                 entry = _disk_entry(root, rel)
                 if entry is not None:
                     entries[rel] = entry
-    return Snapshot(label=label, entries=entries, rev=None, git_dir=git_dir, work_tree=root)
+    return Snapshot(
+        label=label,
+        entries=entries,
+        rev=None,
+        git_dir=git_dir,
+        work_tree=root,
+        _indexed_attributes=indexed_attributes,
+    )
 
 
 def _disk_entry(root: Path, path: str) -> TreeEntry | None:
