@@ -1,0 +1,79 @@
+"""repo reach with the real Qwen Code 0.24.4 (on the pinned Node) against the scripted model server
+(--dry-run): planted tokens, classes from the captured request bytes. Pins docs/reach.md for Qwen Code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dokimi.schemas._base import read_document
+from dokimi.schemas.reach import GuidanceReach
+from tests.helpers.git import git_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.harness
+
+FIXTURE = {
+    "QWEN.md": "# root\n",
+    "AGENTS.md": "agents\n",
+    "CLAUDE.md": "claude\n",
+    "sub/QWEN.md": "sub\n",
+    "sub/AGENTS.md": "sub agents\n",
+    "sub/deep/QWEN.md": "deep\n",
+    "other/CLAUDE.md": "other claude\n",
+}
+TOP = {"QWEN.md", "AGENTS.md"}
+LOADED = {  # scenario -> the files whose two tokens were in the request (everything else: not_loaded)
+    "cwd=.": TOP,
+    "cwd=other": TOP,
+    "cwd=sub": TOP | {"sub/QWEN.md", "sub/AGENTS.md"},
+    "cwd=sub/deep": TOP | {"sub/QWEN.md", "sub/AGENTS.md", "sub/deep/QWEN.md"},
+    "read=.": TOP,
+    "read=other": TOP,
+    "read=sub": TOP,
+    "read=sub/deep": TOP,
+}
+
+
+def reach(repo: Path, qwen_bin: Path, node_bin: Path, out: Path) -> dict[str, set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DOKIMI_NODE_BIN": str(node_bin)}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "qwen-code",
+         "--model", "qwen3-coder-plus", "--bin", str(qwen_bin), "--dry-run", "--timeout", "120",
+         "--salt", "e2e", "--out", str(out)],
+        capture_output=True, text=True, timeout=900, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = read_document(out / "reach.json", GuidanceReach)
+    assert doc.harness == "qwen-code" and doc.harness_version == "0.24.4"
+    for scenario in doc.scenarios:
+        assert scenario.error is None and scenario.payload_captured, scenario.name
+    got: dict[str, set[str]] = {}
+    for record in doc.records:
+        assert record.payload is not None
+        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
+        if record.class_.value == "loaded":
+            got.setdefault(record.scenario, set()).add(record.file)
+    return got
+
+
+def test_qwen_loads_qwen_md_and_agents_md_down_to_cwd_at_start_and_never_claude_md(
+    qwen_bin: Path, node_bin: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert reach(git_repo(tmp_path / "repo", FIXTURE), qwen_bin, node_bin, out) == LOADED
+    # read=sub read the probe file with read_file, and sub's guidance did not come with the result
+    events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
+    assert '"kind": "read"' in events and "sub/REACH_PROBE.txt" in events
+
+
+def test_an_at_import_in_qwen_md_puts_the_imported_file_in_the_request(
+    qwen_bin: Path, node_bin: Path, tmp_path: Path
+) -> None:
+    files = {"QWEN.md": "# root\n@CLAUDE.md\n", "CLAUDE.md": "claude\n", "sub/CLAUDE.md": "sub claude\n"}
+    got = reach(git_repo(tmp_path / "repo", files), qwen_bin, node_bin, tmp_path / "out")
+    assert got["cwd=."] == got["cwd=sub"] == {"QWEN.md", "CLAUDE.md"}  # a CLAUDE.md nobody imports: never
