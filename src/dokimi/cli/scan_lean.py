@@ -10,7 +10,6 @@ option, a missing SOURCE, a value click would refuse) returns None, and the clic
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -133,6 +132,8 @@ def run_scan(
             sys.stdout.write(dump_document(document))
         view = view_of_document(document)
     if fmt == "sarif":
+        import json
+
         sys.stdout.write(json.dumps(to_sarif(view), indent=2, sort_keys=True) + "\n")
     elif fmt == "text":
         sys.stdout.write(render_text(view, show_all=show_all, color=use_color(sys.stdout)))

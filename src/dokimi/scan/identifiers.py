@@ -12,7 +12,6 @@ prefix must be at least ``pkg.mod`` and importable under that name (``image.env`
 
 from __future__ import annotations
 
-import difflib
 import os
 import posixpath
 import re
@@ -266,6 +265,8 @@ def resolve_identifier(
         if re.search(rf"(?<![A-Za-z0-9_]){re.escape(member)}(?![A-Za-z0-9_])", module_text):
             return ok(f"{member} is in {path}")
         defined = sorted({a or b for a, b in DEFINED.findall(module_text)})
+        import difflib
+
         close = difflib.get_close_matches(member, defined, n=1)
         return fail(
             f"the module {prefix} ({path}) never spells {member}",

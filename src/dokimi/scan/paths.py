@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 import posixpath
 import re
@@ -202,6 +201,8 @@ class Tree:
         if moved:
             return _closest(missing, moved)
         siblings = self.children(parent) if self.is_dir(parent) else []
+        import difflib
+
         close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)
         if close:
             return join(parent, close[0])
@@ -212,6 +213,8 @@ class Tree:
 
 
 def _closest(target: str, candidates: list[str]) -> str:
+    import difflib
+
     return max(sorted(candidates), key=lambda c: difflib.SequenceMatcher(None, target, c).ratio())
 
 

@@ -9,8 +9,6 @@ checked.
 
 from __future__ import annotations
 
-import ast
-import difflib
 import posixpath
 import re
 from functools import partial
@@ -192,6 +190,8 @@ class BazelAdapter:
     # --- Starlark fences -----------------------------------------------------------------------------------
 
     def starlark_checks(self, lines: list[str], first_line: int, file: str, tree: Tree) -> list[Check]:
+        import ast
+
         try:
             module = ast.parse("\n".join(lines))
         except SyntaxError:
@@ -306,6 +306,8 @@ def check_target(build: str, pkg_dir: str, name: str, inputs: Inputs) -> Verdict
         return ok(f"a source file of package {pkg_dir or '(root)'}")
     if dynamic:
         return unresolved(f"not spelled out in {build}, but {dynamic[0]}")
+    import difflib
+
     close = difflib.get_close_matches(name, sorted(names), n=1)
     return fail(f"{build} names no target {name}", f"did you mean :{close[0]}?" if close else None)
 
@@ -347,6 +349,8 @@ def check_config(value: str, workspace: str | None, inputs: Inputs) -> Verdict:
         return ok("a config of .bazelrc or its imports")
     if problems and problems[0] != "no .bazelrc":
         return unresolved(f"not found, and {problems[0]}")
+    import difflib
+
     close = difflib.get_close_matches(value, sorted(configs), n=1)
     where = "there is no .bazelrc" if problems else ".bazelrc and its imports define no such config"
     return fail(where, f"did you mean --config={close[0]}?" if close else None)
@@ -365,6 +369,8 @@ def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict
     assert isinstance(cached, dict)
     defs: dict[str, tuple[str, list[str], bool]] = cached
     if not defs:
+        import ast
+
         for path, text in sorted(inputs.texts.items()):
             if not path.endswith(".bzl"):
                 continue
@@ -386,6 +392,8 @@ def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict
     path, params, any_kw = defs[name]
     unknown = [k for k in keywords if k not in params and k != "name"]
     if unknown and not any_kw:
+        import difflib
+
         close = difflib.get_close_matches(unknown[0], params, n=1)
         return fail(
             f"{name} in {path} takes no argument {unknown[0]}", f"did you mean {close[0]}?" if close else None

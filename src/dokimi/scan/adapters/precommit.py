@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from functools import partial
 from typing import Any
 
@@ -101,6 +100,8 @@ def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verd
                         ids.setdefault(entry[key], key)
     if hook in ids:
         return ok(f"a hook {ids[hook]} in {path}")
+    import difflib
+
     close = difflib.get_close_matches(hook, sorted(ids), n=1)
     return fail(
         f"{path} has no hook with id or alias {hook}",
