@@ -598,3 +598,48 @@ def test_a_qwen_commands_rc_is_its_last_exit_code_line_never_one_its_output_forg
     ]
     conv = convert("qwen-stream-json", "\n".join(lines))
     assert [(e["rc"], e["denied"]) for e in conv.events] == [(None, True)]
+
+
+# --- Aider --no-pretty stdout (recorded from the real aider 0.86.2 against the scripted model server) -------
+
+AIDER_TRACE = TRACES / "aider-0.86.2-edits.txt"
+
+
+def test_a_recorded_aider_trace_converts_reads_edits_answer_turns_and_cost() -> None:
+    """The reply named f.txt (Aider added it and asked again); the second reply edited it and created
+    sub/new.txt as SEARCH/REPLACE blocks, which Aider applied."""
+    from dokimi.harness.trace import convert_file
+
+    conv = convert_file(AIDER_TRACE, "aider-text")
+    assert [(e["kind"], e["path"]) for e in conv.events] == [
+        ("read", "f.txt"),
+        ("edit", "sub/new.txt"),
+        ("edit", "f.txt"),
+    ]
+    assert all("rc" not in e for e in conv.events)  # Aider runs no command
+    assert [e["t"] for e in conv.events] == sorted(e["t"] for e in conv.events)
+    assert conv.answer.startswith("Done: the file now says after.\n\nf.txt\n```\n<<<<<<< SEARCH\nbefore\n")
+    assert conv.answer.endswith(">>>>>>> REPLACE\n```") and "Tokens:" not in conv.answer
+    assert (conv.turns, conv.cost_usd) == (2, 0.0011)
+    assert conv.complete and not conv.is_error and conv.result_subtype == "success"
+
+
+def test_a_file_the_prompt_names_is_read_before_the_first_reply() -> None:
+    from dokimi.harness.trace import convert
+
+    text = AIDER_TRACE.read_text().replace("Repo-map: disabled\n\n", "Repo-map: disabled\n\nf.txt\n", 1)
+    conv = convert("aider-text", text)
+    assert [e["kind"] for e in conv.events] == ["read", "read", "edit", "edit"]
+    assert conv.turns == 2 and conv.answer.startswith("Done:")
+
+
+def test_an_aider_model_error_or_a_trace_cut_short_is_an_error() -> None:
+    from dokimi.harness.trace import convert, convert_file
+
+    failed = convert_file(TRACES / "aider-0.86.2-model-error.txt", "aider-text")
+    assert failed.is_error and not failed.complete and failed.turns is None and failed.answer == ""
+    assert failed.result_subtype == "error"  # litellm.BadRequestError: ...
+    lines = AIDER_TRACE.read_text().splitlines()
+    cut = convert("aider-text", "\n".join(lines[: lines.index("Repo-map: disabled") + 3]))
+    assert cut.is_error and not cut.complete and cut.events == []
+    assert convert("aider-text", "not aider\n").is_error

@@ -837,10 +837,11 @@ def convert_aider_text(lines: Iterable[str]) -> Conversion:
     prints the subjects of the confirmations it answered itself (a path per line: a file the reply named,
     which it adds to the chat and asks again, or a file an edit creates) and its edit reports: ``Applied edit
     to PATH`` (``Did not apply edit to PATH (--dry-run)``) → edit; a named file added to the chat (a path
-    line before a further reply) → read. The answer is the last reply (the text before the last usage line;
-    a reply's first line that is only a path cannot be told from Aider's and is left out).
-    No timestamps (``t`` is the line index) and no exit code: the run is complete when a usage line came
-    after the banner, an error when none did or Aider reported a model or edit-format error.
+    line before a reply: named by the prompt, before the first, or by a reply, before the next) → read. The
+    answer is the last reply (the text before the last usage line; a reply's first line that is only a path
+    cannot be told from Aider's and is left out). No timestamps (``t`` is the line index) and no exit code:
+    the run is complete when a usage line came after the banner, an error when none did or Aider reported a
+    model or edit-format error.
     """
     out = Conversion()
     rows = [(i, line.rstrip("\n").rstrip("\r")) for i, line in enumerate(lines)]
@@ -858,16 +859,14 @@ def convert_aider_text(lines: Iterable[str]) -> Conversion:
     replies: list[str] = []
     cursor = start
     for number, end in enumerate([*usage, len(rows)]):
-        segment = rows[cursor:end]
-        if number > 0:
-            own, segment = _aider_gap(segment)
-            last_gap = number == len(usage)
-            for index, text in own:
-                edit = AIDER_EDIT_RE.match(text)
-                if edit is not None:
-                    out.events.append({"t": float(index), "kind": "edit", "path": edit.group(2)})
-                elif text.strip() and not last_gap:  # a named file, added before Aider asked again
-                    out.events.append({"t": float(index), "kind": "read", "path": text.strip()})
+        own, segment = _aider_gap(rows[cursor:end])
+        last_gap = number == len(usage)
+        for index, text in own:
+            edit = AIDER_EDIT_RE.match(text)
+            if edit is not None:
+                out.events.append({"t": float(index), "kind": "edit", "path": edit.group(2)})
+            elif text.strip() and not last_gap:  # a file the prompt or a reply named, added to the chat
+                out.events.append({"t": float(index), "kind": "read", "path": text.strip()})
         if number < len(usage):
             replies.append("\n".join(text for _, text in segment).strip("\n"))
         cursor = end + 1

@@ -1,0 +1,96 @@
+"""The real Aider (0.86.2) through the built-in aider profile against the scripted model server on the host:
+the endpoint reaches it through OPENAI_API_BASE (Chat Completions), each tool level does what the profile
+says (none and read: edits shown, never written; all: written; web: a URL in the prompt is fetched), a file a
+reply names is added to the chat before Aider asks again, nothing of Aider's lands in the workspace, and the
+trace converts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi import process
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
+from dokimi.harness.runtime import host_launcher
+from dokimi.harness.trace import convert_file
+from dokimi.mockmodel import MockModelServer
+from dokimi.schemas.profile import ToolsLevel
+from dokimi.support import support_dir
+from tests.helpers.git import git_repo
+
+pytestmark = pytest.mark.harness
+MODEL = "gpt-5-mini"
+EDIT = (
+    "Done: the file now says after.\n\n"
+    "f.txt\n```\n<<<<<<< SEARCH\nbefore-7f3a\n=======\nafter\n>>>>>>> REPLACE\n```\n\n"
+    "sub/new.txt\n```\n<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE\n```\n"
+)
+SCRIPT = [{"text": "I need to read f.txt first."}, {"final": EDIT}]
+PROMPT = "Fix the file that says before."
+
+
+def run_aider(aider: Path, tmp_path: Path, level: str, prompt: str = PROMPT) -> Any:
+    repo = git_repo(tmp_path / f"repo-{level}", {"f.txt": "before-7f3a\n"})
+    config = tmp_path / f"config-{level}"
+    config.mkdir()
+    profile = load_profile("aider")
+    assert profile.endpoint_env is not None
+    launcher = host_launcher(aider)
+    tools: ToolsLevel = "all" if level == "web" else level  # type: ignore[assignment]
+    with MockModelServer(SCRIPT) as server:
+        inv = build_invocation(
+            profile,
+            AgentRequest(prompt=prompt, model=MODEL, max_turns=5, budget=1, tools=tools),
+            Placement(launcher[-1], config_dir=config, support_dir=support_dir(), home=str(tmp_path / "h")),
+            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
+            extra_env={profile.endpoint_env: server.url},
+            web=level == "web",
+        )  # fmt: skip
+        assert inv.env["HOME"] == str(config) and inv.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+        inv.write_config_files(config)
+        trace = tmp_path / f"trace-{level}.txt"
+        done = process.run([*launcher[:-1], *inv.argv], timeout=300, env=inv.env, cwd=repo, stdout_file=trace)
+        main = [r for r in server.requests if r.main_loop]
+    status = subprocess.run(
+        ["git", "status", "--short", "--untracked-files=all"], cwd=repo, capture_output=True, text=True
+    ).stdout
+    return done, main, trace, repo, status, config
+
+
+def test_tool_levels_the_named_file_the_workspace_and_the_trace(aider_bin: Path, tmp_path: Path) -> None:
+    done, main, trace, repo, status, config = run_aider(aider_bin, tmp_path, "all")
+    assert done.returncode == 0, done.stderr
+    assert len(main) == 2 and all(r.path.endswith("/chat/completions") for r in main)
+    assert main[0].body["model"] == MODEL and "tools" not in main[0].body  # Aider offers the model no tools
+    # the file's content reaches the model only once the reply named it
+    assert "before-7f3a" not in str(main[0].body["messages"]) and "before-7f3a" in str(
+        main[1].body["messages"]
+    )
+    assert (repo / "f.txt").read_text() == "after\n" and (repo / "sub/new.txt").read_text() == "new\n"
+    # nothing of Aider's in the workspace (histories, caches, .gitignore): only the edits
+    assert sorted(status.splitlines()) == [" M f.txt", "AM sub/new.txt"]  # Aider stages a new file
+    assert {"aider.chat.history.md", "aider.llm.history", ".aider"} <= {p.name for p in config.iterdir()}
+    text = trace.read_text()
+    assert "raw.githubusercontent" not in text and "HTTPSConnectionPool" not in text  # no price-list fetch
+    conv = convert_file(trace, "aider-text")
+    pairs = [(e["kind"], e["path"]) for e in conv.events]
+    assert pairs[0] == ("read", "f.txt")  # Aider reports its edits in no fixed order
+    assert sorted(pairs[1:]) == [("edit", "f.txt"), ("edit", "sub/new.txt")]
+    assert conv.answer.startswith("Done: the file now says after.") and conv.turns == 2
+    assert conv.complete and not conv.is_error
+
+    for level in ("none", "read"):
+        done, main, trace, repo, status, _ = run_aider(aider_bin, tmp_path, level)
+        assert done.returncode == 0, done.stderr
+        assert len(main) == 2  # the named file is still added: Aider reads by naming at every level
+        assert (repo / "f.txt").read_text() == "before-7f3a\n" and status == ""  # --dry-run: nothing written
+
+    url = "http://127.0.0.1:9/dokimi-page"  # nothing listens: fetching it fails, offline
+    for level, fetched in (("all", False), ("web", True)):
+        done, _, trace, *_ = run_aider(aider_bin, tmp_path / level, level, prompt=f"Read {url} then fix it.")
+        assert done.returncode == 0, done.stderr
+        assert (f"Scraping {url}" in trace.read_text()) is fetched, level
