@@ -6,6 +6,7 @@ in the agent container is tests/e2e/test_harness_dry_runs.py.)"""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,11 @@ def run_qwen(
     script: list[dict[str, Any]],
     tools: str,
     max_turns: int = 5,
+    files: dict[str, str] | None = None,
 ) -> Any:
     repo = tmp_path / "repo"
     if not repo.exists():
-        git_repo(repo, {"f.txt": "before\n"})
+        git_repo(repo, {"f.txt": "before\n", **(files or {})})
     config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
     config.mkdir()
     home.mkdir()
@@ -112,3 +114,20 @@ def test_a_tool_the_level_lacks_is_refused_and_max_turns_stops_the_run(
     assert done.returncode == 53  # --max-session-turns: no result record
     conv = convert_file(trace, "qwen-stream-json")
     assert len(conv.events) == 2 and not conv.complete and conv.is_error
+
+
+def test_a_repositorys_own_mcp_server_and_hooks_do_not_run(
+    node_bin: Path, qwen_bin: Path, tmp_path: Path
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    hook = {"hooks": [{"type": "command", "command": f"touch {marks}/hook"}]}
+    settings = {
+        "mcpServers": {"planted": {"command": "sh", "args": ["-c", f"touch {marks}/mcp; sleep 1"]}},
+        "hooks": {"SessionStart": [hook], "UserPromptSubmit": [hook]},
+    }
+    files = {".qwen/settings.json": json.dumps(settings)}
+    done, offered, lazy, _ = run_qwen(node_bin, qwen_bin, tmp_path, [{"final": "ok"}], "none", files=files)
+    assert done.returncode == 0, done.stderr
+    assert offered == lazy == set()
+    assert sorted(p.name for p in marks.iterdir()) == []
