@@ -587,8 +587,9 @@ class _Outcome:
 
 def _dry_run_script(s: PlannedScenario, workspace: Path, profile: HarnessProfile) -> list[dict[str, object]]:
     """Read the scenario's probe file with the harness's read tool (or ``cat`` through its shell tool when it
-    has none; or, for a harness whose model calls no tools, by naming its repository path in an answer: Aider
-    adds the file to the chat and asks again), then answer with every token of the request."""
+    has none), then answer with every token of the request. A harness whose model calls no tools (Aider) reads
+    the file because the prompt names it: Aider adds a file the prompt names to the chat before the first
+    request."""
     turns: list[dict[str, object]] = []
     if s.read_target is not None:
         path = str(workspace / s.read_target)
@@ -599,8 +600,6 @@ def _dry_run_script(s: PlannedScenario, workspace: Path, profile: HarnessProfile
             turns.append(
                 {"tool_use": {"name": command.name, "input": {command.arg: f"cat {shlex.quote(path)}"}}}
             )
-        else:
-            turns.append({"text": f"I need to read {s.read_target}"})
     turns.append({"echo_tokens": True})
     return turns
 

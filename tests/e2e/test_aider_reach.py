@@ -1,0 +1,103 @@
+"""What guidance the real Aider 0.86.2 puts in front of its model, from captured requests with planted tokens.
+Pins docs/reach.md for Aider: it loads no guidance file by itself (repo reach --dry-run, every scenario), and
+only a file a .aider.conf.yml names with ``read:`` reaches the model, which is how the profile's bridge makes
+AGENTS.md reach it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dokimi import process
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
+from dokimi.harness.runtime import host_launcher
+from dokimi.mockmodel import MockModelServer
+from dokimi.schemas._base import read_document
+from dokimi.schemas.reach import GuidanceReach
+from dokimi.support import support_dir
+from tests.helpers.git import git_repo
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.harness
+
+FIXTURE = {
+    "AGENTS.md": "# root\n",
+    "CLAUDE.md": "claude\n",
+    "CONVENTIONS.md": "conventions\n",
+    "sub/AGENTS.md": "sub\n",
+    "other/CONVENTIONS.md": "other conventions\n",
+}
+
+
+def test_aider_loads_no_guidance_file_by_itself(aider_bin: Path, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", FIXTURE)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "aider",
+         "--model", "gpt-5-mini", "--bin", str(aider_bin), "--dry-run", "--timeout", "240", "--salt", "e2e",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = read_document(out / "reach.json", GuidanceReach)
+    assert doc.harness == "aider" and doc.harness_version == "0.86.2"
+    assert {s.name for s in doc.scenarios} == {
+        "cwd=.", "cwd=other", "cwd=sub", "read=.", "read=other", "read=sub"
+    }  # fmt: skip
+    for scenario in doc.scenarios:
+        assert scenario.error is None and scenario.payload_captured, scenario.name
+    assert {r.file for r in doc.records} == set(FIXTURE)
+    for record in doc.records:
+        assert record.payload is not None and not (record.payload.head or record.payload.tail), record
+        assert record.class_.value == "not_loaded"
+    # read=other: the prompt named the probe file, so Aider put it in the chat (its way of reading) and the
+    # probe's own token reached the model; other/CONVENTIONS.md beside it did not
+    events = (out / "traces" / "read_other" / "events.jsonl").read_text()
+    assert '"kind": "read"' in events and "other/REACH_PROBE.txt" in events
+
+
+def tokens_sent(aider: Path, tmp_path: Path, files: dict[str, str]) -> set[str]:
+    """Plant a token in each file, run Aider through the profile (tools none) and return the files whose
+    token was in the request."""
+    planted = {name: f"RC-{i:08d}-PLANTED" for i, name in enumerate(FIXTURE)}
+    repo = git_repo(tmp_path / "repo", {**{n: f"{t}\n{FIXTURE[n]}" for n, t in planted.items()}, **files})
+    config = tmp_path / "config"
+    config.mkdir()
+    profile = load_profile("aider")
+    assert profile.endpoint_env is not None
+    launcher = host_launcher(aider)
+    with MockModelServer([{"echo_tokens": True}]) as server:
+        inv = build_invocation(
+            profile,
+            AgentRequest(prompt="List every token you were given.", model="gpt-5-mini", max_turns=1, budget=1,
+                         tools="none"),
+            Placement(launcher[-1], config_dir=config, support_dir=support_dir(), home=str(tmp_path / "h")),
+            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
+            extra_env={profile.endpoint_env: server.url},
+        )  # fmt: skip
+        inv.write_config_files(config)
+        done = process.run([*launcher[:-1], *inv.argv], timeout=300, env=inv.env, cwd=repo)
+        assert done.returncode == 0, done.stderr
+        bodies = b"".join(r.raw for r in server.requests if r.main_loop)
+    return {name for name, token in planted.items() if token.encode() in bodies}
+
+
+def test_only_a_file_a_aider_conf_yml_names_with_read_reaches_the_model(
+    aider_bin: Path, tmp_path: Path
+) -> None:
+    assert tokens_sent(aider_bin, tmp_path / "plain", {}) == set()
+    named = {".aider.conf.yml": "read: CONVENTIONS.md\n"}
+    assert tokens_sent(aider_bin, tmp_path / "named", named) == {"CONVENTIONS.md"}
+
+
+def test_the_bridge_a_aider_conf_yml_beside_agents_md_puts_agents_md_in_the_request(
+    aider_bin: Path, tmp_path: Path
+) -> None:
+    bridge = load_profile("aider").bridge
+    assert bridge is not None and (bridge.for_, bridge.write) == ("AGENTS.md", ".aider.conf.yml")
+    files = {f"{d}{bridge.write}": bridge.content for d in ("", "sub/")}  # as guidance:bridge writes
+    assert tokens_sent(aider_bin, tmp_path, files) == {"AGENTS.md"}  # started at the root: the root's one
