@@ -86,6 +86,14 @@ def test_doctor_lists_every_other_built_in_harness_with_its_pin_and_verification
     missing = checks["harness copilot"]
     assert missing.status == "warn" and not missing.required
     assert "install-harness.sh" in (missing.fix or "")
+    aider = installed_path("aider")  # a Python launcher: run on the host's python3.11
+    assert aider is not None
+    aider.parent.mkdir(parents=True)
+    aider.write_text("print('aider 0.86.2')\n")
+    aider.chmod(0o755)
+    python = {c.name: c for c in check_harnesses()}["harness aider"]
+    assert python.status == "ok" and "verified with 0.86.2" in python.detail
+    assert "python3.11" in python.detail and "the image's python3.11" in python.detail
     codex.write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")  # another version than the profile's pin
     other = {c.name: c for c in check_harnesses()}["harness codex"]
     assert other.status == "warn" and "a different version is installed" in other.detail

@@ -2,7 +2,8 @@
 the endpoint reaches it through OPENAI_API_BASE (Chat Completions), each tool level does what the profile
 says (none and read: edits shown, never written; all: written; web: a URL in the prompt is fetched), a file a
 reply names is added to the chat before Aider asks again, nothing of Aider's lands in the workspace, and the
-trace converts."""
+trace converts. In the agent container Aider runs on the image's python3.11: an image without one is refused
+before any cell, saying so."""
 
 from __future__ import annotations
 
@@ -94,3 +95,31 @@ def test_tool_levels_the_named_file_the_workspace_and_the_trace(aider_bin: Path,
         done, _, trace, *_ = run_aider(aider_bin, tmp_path / level, level, prompt=f"Read {url} then fix it.")
         assert done.returncode == 0, done.stderr
         assert (f"Scraping {url}" in trace.read_text()) is fetched, level
+
+
+@pytest.mark.docker
+def test_an_image_without_python311_cannot_run_aider_and_the_error_says_so(
+    docker_available: bool, aider_bin: Path, tmp_path: Path
+) -> None:
+    from dokimi.errors import PrerequisiteError
+    from dokimi.runner.run import harness_version_in_image
+
+    tag = f"dokimi/test-no-python311:{os.getpid()}"
+    dockerfile = b"FROM dokimi-base:bookworm\nRUN rm /usr/bin/python3.11\n"
+    subprocess.run(
+        ["docker", "build", "-q", "-t", tag, "-"], input=dockerfile, check=True, capture_output=True
+    )
+    try:
+        profile = load_profile("aider")
+        with pytest.raises(PrerequisiteError) as err:
+            harness_version_in_image(
+                profile, image=tag, harness_bin=aider_bin, batch="aidernopy", scratch=tmp_path
+            )
+        assert "does not report a version inside image" in err.value.message
+        assert err.value.hint is not None and "the image's own python3.11" in err.value.hint
+        version = harness_version_in_image(
+            profile, image="dokimi-base:bookworm", harness_bin=aider_bin, batch="aiderpy", scratch=tmp_path
+        )
+        assert version == "0.86.2"  # Debian bookworm's python3 is a python3.11
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)

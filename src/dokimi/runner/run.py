@@ -433,7 +433,7 @@ def harness_version_in_image(
 ) -> str:
     """version_cmd run inside the image with the harness at /eval/harness."""
     from dokimi.harness.profile import version_argv
-    from dokimi.harness.runtime import container_launcher
+    from dokimi.harness.runtime import CONTAINER_PYTHON, container_launcher, is_python_script
     from dokimi.sandbox.container import container_name, run_container
     from dokimi.sandbox.specs import agent_spec
 
@@ -460,7 +460,10 @@ def harness_version_in_image(
             + ("timed out" if result.timed_out else f"exit {result.returncode}")
             + (f": {last}" if last else "")
             + ")",
-            hint="pass --bin with a harness executable that runs in the image (a self-contained binary), "
+            hint=f"{profile.name} runs on the image's own {CONTAINER_PYTHON}: use an image that has it "
+            "(Debian bookworm: apt-get install -y python3)"
+            if is_python_script(harness_bin)
+            else "pass --bin with a harness executable that runs in the image (a self-contained binary), "
             "or use an image that has its runtime",
         )
     return parse_version(text)

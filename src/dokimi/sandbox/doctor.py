@@ -158,7 +158,7 @@ def check_harnesses() -> list[DoctorCheck]:
     reports, and whether the profile is verified with that version, or why not (never required)."""
     from dokimi.harness.locate import locate_harness
     from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
-    from dokimi.harness.runtime import host_launcher
+    from dokimi.harness.runtime import CONTAINER_PYTHON, host_launcher, is_python_script
 
     checks = []
     for name in builtin_profiles():
@@ -182,6 +182,8 @@ def check_harnesses() -> list[DoctorCheck]:
         reported = (result.stdout or result.stderr).strip().splitlines()[:1] or ["no output"]
         pinned = pin is not None and pin.version in reported[0]
         detail = f"{reported[0]} at {located.path} (from {located.detail})"
+        if is_python_script(located.path):
+            detail += f" on {launcher[0]}; in the agent container it runs on the image's {CONTAINER_PYTHON}"
         if pin is not None:
             detail += f"; verified with {pin.version}" + (
                 "" if pinned else ": a different version is installed"
