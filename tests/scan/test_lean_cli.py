@@ -12,7 +12,7 @@ import pytest
 
 from dokimi.cli.main import main, run_click
 from dokimi.cli.scan_lean import lean_scan_arguments
-from tests.helpers.git import git_repo
+from tests.helpers.git import git_repo, write_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,6 +84,26 @@ def test_a_text_scan_imports_no_cli_framework_models_or_rich(repo: Path) -> None
 def test_sarif_and_all_stay_lean_too(repo: Path) -> None:
     _, modules = imported_by_a_scan(repo, "--format", "sarif", "--all")
     assert heavy_among(modules) == []
+
+
+PLAIN_MANIFEST = "schema: repo_manifest.v1\nid: m\nguidance:\n  globs: [AGENTS.md]\nbuild_systems: [make]\n"
+
+
+def test_a_scan_with_a_plain_manifest_stays_lean(repo: Path, tmp_path: Path) -> None:
+    """A manifest in plain YAML is read without ruamel or the models, given or at the default place."""
+    (tmp_path / "m.yaml").write_text(PLAIN_MANIFEST)
+    code, modules = imported_by_a_scan(repo, "--manifest-file", str(tmp_path / "m.yaml"), "--fail-on-fail")
+    assert code == 1
+    assert heavy_among(modules) == []
+    write_files(repo, {".agent-eval/repo-eval.yaml": PLAIN_MANIFEST})
+    code, modules = imported_by_a_scan(repo, "--fail-on-fail")
+    assert code == 1
+    assert heavy_among(modules) == []
+    # one the plain reader leaves (a flow mapping) goes through the YAML reader and the model
+    write_files(repo, {".agent-eval/repo-eval.yaml": PLAIN_MANIFEST + "source: {url: x}\n"})
+    code, modules = imported_by_a_scan(repo, "--fail-on-fail")
+    assert code == 1
+    assert "ruamel.yaml" in modules and "dokimi.schemas.manifest" in modules
 
 
 def test_help_goes_to_click(repo: Path) -> None:

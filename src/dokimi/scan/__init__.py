@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.scan.engine import ScanResult, scan_snapshot
+from dokimi.scan.plain_manifest import ScanKeys, plain_scan_keys
 from dokimi.scan.report import (
     ScanView,
     build_readiness,
@@ -21,6 +22,7 @@ from dokimi.scan.report import (
 
 if TYPE_CHECKING:
     from dokimi.schemas.readiness import RepoReadiness
+    from dokimi.source.snapshot import Snapshot
 
 __all__ = [
     "ScanResult",
@@ -101,27 +103,8 @@ def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) ->
     with open_source(source) as repo:
         snapshot = repo.eval_snapshot()
         try:
-            if manifest is None and manifest_file is None and not snapshot.is_file(DEFAULT_MANIFEST):
-                # no manifest: the default globs, without loading the manifest's models
-                path, globs, also, systems, url, defaulted = (
-                    None,
-                    list(DEFAULT_GUIDANCE_GLOBS),
-                    [],
-                    None,
-                    None,
-                    True,
-                )
-            else:
-                from dokimi.manifest import load_manifest
-
-                loaded = load_manifest(
-                    snapshot, manifest=manifest, manifest_file=manifest_file, required=False
-                )
-                model = loaded.manifest
-                path, globs, also = loaded.path, list(loaded.guidance_globs), list(loaded.also_scan)
-                systems = list(model.build_systems) if model is not None and model.build_systems else None
-                url = model.source.url if model is not None and model.source is not None else None
-                defaulted = loaded.defaulted
+            keys, defaulted = _manifest_keys(snapshot, manifest, manifest_file)
+            path, globs, also, systems, url = keys
             result = scan_snapshot(
                 snapshot, globs=globs, also_scan=also, build_systems=systems, source_url=url or repo.url
             )
@@ -136,3 +119,24 @@ def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) ->
             also_scan=also,
             defaulted=defaulted,
         )
+
+
+def _manifest_keys(
+    snapshot: Snapshot, manifest: str | None, manifest_file: Path | None
+) -> tuple[ScanKeys, bool]:
+    """What the scan takes from the manifest, and whether the default globs are used (no manifest)."""
+    if manifest is None and manifest_file is None and not snapshot.is_file(DEFAULT_MANIFEST):
+        # no manifest: the default globs, without loading the manifest's models
+        return ScanKeys(None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None), True
+    plain = plain_scan_keys(snapshot, manifest=manifest, manifest_file=manifest_file)
+    if plain is not None:
+        # plain YAML that fits the model: read without the YAML library or the models
+        return plain, False
+    from dokimi.manifest import load_manifest
+
+    loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=False)
+    model = loaded.manifest
+    systems = list(model.build_systems) if model is not None and model.build_systems else None
+    url = model.source.url if model is not None and model.source is not None else None
+    keys = ScanKeys(loaded.path, list(loaded.guidance_globs), list(loaded.also_scan), systems, url)
+    return keys, loaded.defaulted

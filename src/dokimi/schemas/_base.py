@@ -213,6 +213,8 @@ def parse_yaml(text: str, path: str) -> Marked:
         ) from None
     except YAMLError as exc:
         raise DocumentError(f"not valid YAML: {exc}", path=path) from None
+    except NotImplementedError as exc:  # ruamel's comment handling gives up on some invalid documents
+        raise DocumentError(f"not valid YAML: {exc}", path=path) from None
     except RecursionError:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
     lines: dict[Loc, int] = {(): 1}
