@@ -317,7 +317,7 @@ def test_a_scan_with_a_plain_manifest_finds_what_the_usual_loader_finds(
     for way in ways:
         plain = scan_result(str(repo), **way)  # type: ignore[arg-type]
         with monkeypatch.context() as patched:
-            patched.setattr("dokimi.scan.plain_scan_keys", lambda *a, **k: None)
+            patched.setattr("dokimi.scan.plain_manifest.plain_scan_keys", lambda *a, **k: None)
             usual = scan_result(str(repo), **way)  # type: ignore[arg-type]
         assert plain == usual
         assert plain.manifest is not None and not plain.defaulted

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.scan.engine import ScanResult, scan_snapshot
-from dokimi.scan.plain_manifest import ScanKeys, plain_scan_keys
 from dokimi.scan.report import (
     ScanView,
     build_readiness,
@@ -21,6 +20,7 @@ from dokimi.scan.report import (
 )
 
 if TYPE_CHECKING:
+    from dokimi.scan.plain_manifest import ScanKeys
     from dokimi.schemas.readiness import RepoReadiness
     from dokimi.source.snapshot import Snapshot
 
@@ -103,8 +103,9 @@ def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) ->
     with open_source(source) as repo:
         snapshot = repo.eval_snapshot()
         try:
-            keys, defaulted = _manifest_keys(snapshot, manifest, manifest_file)
-            path, globs, also, systems, url = keys
+            keys = _manifest_keys(snapshot, manifest, manifest_file)
+            defaulted = keys is None
+            path, globs, also, systems, url = keys or (None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None)
             result = scan_snapshot(
                 snapshot, globs=globs, also_scan=also, build_systems=systems, source_url=url or repo.url
             )
@@ -121,22 +122,22 @@ def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) ->
         )
 
 
-def _manifest_keys(
-    snapshot: Snapshot, manifest: str | None, manifest_file: Path | None
-) -> tuple[ScanKeys, bool]:
-    """What the scan takes from the manifest, and whether the default globs are used (no manifest)."""
+def _manifest_keys(snapshot: Snapshot, manifest: str | None, manifest_file: Path | None) -> ScanKeys | None:
+    """What the scan takes from the manifest; None when there is none (the default globs apply)."""
     if manifest is None and manifest_file is None and not snapshot.is_file(DEFAULT_MANIFEST):
-        # no manifest: the default globs, without loading the manifest's models
-        return ScanKeys(None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None), True
+        return None  # without loading the manifest's models
+    from dokimi.scan.plain_manifest import ScanKeys, plain_scan_keys
+
     plain = plain_scan_keys(snapshot, manifest=manifest, manifest_file=manifest_file)
     if plain is not None:
         # plain YAML that fits the model: read without the YAML library or the models
-        return plain, False
+        return plain
     from dokimi.manifest import load_manifest
 
     loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=False)
     model = loaded.manifest
+    if loaded.defaulted:
+        return None
     systems = list(model.build_systems) if model is not None and model.build_systems else None
     url = model.source.url if model is not None and model.source is not None else None
-    keys = ScanKeys(loaded.path, list(loaded.guidance_globs), list(loaded.also_scan), systems, url)
-    return keys, loaded.defaulted
+    return ScanKeys(loaded.path, list(loaded.guidance_globs), list(loaded.also_scan), systems, url)

@@ -105,13 +105,6 @@ SCALAR = re.compile(
 FLOW_ITEM = re.compile(
     rf"[ ]*(?:(?P<double>{DOUBLE})|(?P<single>{SINGLE})|(?P<plain>{FLOW_PLAIN}))[ ]*(?P<sep>,|\])"
 )
-#: A blank line, or a comment line: printable text of any script after the ``#`` (not a character YAML
-#: refuses, nor one it reads as a line break or a byte-order mark).
-COMMENT_LINE = re.compile(
-    r"[ ]*(?:#[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*)?"
-)
-#: Any other line: printable ASCII.
-CONTENT_LINE = re.compile(r"[\x20-\x7e]*")
 
 
 def parse_plain_yaml(raw: bytes) -> dict[str, object]:
@@ -132,9 +125,10 @@ def parse_plain_yaml(raw: bytes) -> dict[str, object]:
         raise NotPlain from None
     lines: list[str] = []
     for line in text.split("\n"):
-        if COMMENT_LINE.fullmatch(line):
+        stripped = line.lstrip(" ")
+        if not stripped or (stripped[0] == "#" and comment_line(line)):
             continue
-        if not CONTENT_LINE.fullmatch(line):
+        if not (line.isascii() and line.isprintable()):
             raise NotPlain
         lines.append(line)
     if lines and lines[0] == "---":
@@ -183,6 +177,13 @@ def parse_plain_yaml(raw: bytes) -> dict[str, object]:
     if pending is not None:
         raise NotPlain
     return root
+
+
+def comment_line(line: str) -> bool:
+    """Whether a line that starts with ``#`` is a comment as YAML reads it: printable text in any script (not
+    a character YAML refuses, nor one it reads as a line break or a byte-order mark: ``isprintable`` is false
+    for controls, separators of lines and paragraphs, format characters and unassigned code points)."""
+    return line.isprintable()
 
 
 def _item(line: str) -> object:
