@@ -124,3 +124,19 @@ def test_a_blobless_clone_applies_the_attributes_of_its_commit(tmp_path: Path) -
         (1, "identifier", "also_here", "ok"),
         (1, "identifier", "named_here", "unresolved"),
     ]
+
+
+def test_the_users_attributes_file_counts_as_git_reads_it(tmp_path: Path) -> None:
+    """core.attributesFile, read with the rest of the repository's configuration when it is opened, or
+    asked of git by a snapshot made without it."""
+    from dokimi.source.snapshot import snapshot_of_worktree
+
+    repo = git_repo(tmp_path / "repo", {"x.dat": WORD + b"\n", "y.txt": WORD + b"\n"})
+    (tmp_path / "user-attributes").write_text("*.dat -diff\n")
+    git(repo, "config", "core.attributesFile", str(tmp_path / "user-attributes"))
+    assert skipped_by_git_grep(repo) == {"x.dat"}
+    with open_source(str(repo)) as source:
+        with source.eval_snapshot() as snapshot:
+            assert snapshot.binary_files(["x.dat", "y.txt"]) == {"x.dat"}
+    with snapshot_of_worktree(repo, label="t") as snapshot:
+        assert snapshot.binary_files(["x.dat", "y.txt"]) == {"x.dat"}

@@ -87,6 +87,8 @@ class Repo:
     _catfile: CatFile | None = field(default=None, repr=False)
     _dirs: tuple[Path | None, Path | None] | None = field(default=None, repr=False)
     """(git directory, top of the work tree) of a working tree, as open_source found them."""
+    _config: dict[str, str | None] | None = field(default=None, repr=False)
+    """The repository's configuration of :data:`git.REPO_CONFIG`, as open_source read it."""
 
     @property
     def label(self) -> str:
@@ -103,7 +105,9 @@ class Repo:
         """The tree the manifest is loaded from: the working tree, or the commit the source names."""
         if self.rev is None:
             assert self.work_tree is not None
-            return snapshot_of_worktree(self.work_tree, label=self.label, dirs=self._dirs)
+            return snapshot_of_worktree(
+                self.work_tree, label=self.label, dirs=self._dirs, config=self._config
+            )
         return self.snapshot(self.rev)
 
     def snapshot(self, sha: str) -> Snapshot:
@@ -116,6 +120,7 @@ class Repo:
             label=f"{self.label}@{sha[:12]}",
             catfile=self.catfile(),
             promisor=self.promisor,
+            config=self._config,
         )
 
     def resolve(self, rev: str) -> str | None:
@@ -150,7 +155,8 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
     if spec.kind == "dir":
         git_dir, top = git.repo_dirs(path)
         _refuse_part_of_a_repository(spec, path, git_dir, top)
-        return Repo(spec, git_dir, path, None, url=_origin_url(git_dir), _dirs=(git_dir, top))
+        config = _repo_config(git_dir)
+        return Repo(spec, git_dir, path, None, url=_origin_url(config), _dirs=(git_dir, top), _config=config)
     git_dir = git.git_dir_of(path)
     if git_dir is None:
         raise SourceError(
@@ -163,7 +169,10 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
             f"{spec.text}: revision {spec.rev!r} does not resolve to a commit",
             hint="check the revision (git log), or fetch it into the repository",
         )
-    return Repo(spec, git_dir, path, sha, url=_origin_url(git_dir), promisor=_is_promisor(git_dir))
+    config = _repo_config(git_dir)
+    return Repo(
+        spec, git_dir, path, sha, url=_origin_url(config), promisor=_is_promisor(config), _config=config
+    )
 
 
 def _refuse_part_of_a_repository(
@@ -185,13 +194,19 @@ def _refuse_part_of_a_repository(
         )
 
 
-def _origin_url(git_dir: Path | None) -> str | None:
-    if git_dir is None:
+def _repo_config(git_dir: Path | None) -> dict[str, str | None] | None:
+    """The configuration an opened repository reads (:data:`git.REPO_CONFIG`), in one ``git config``."""
+    return git.config_values(git_dir, git.REPO_CONFIG) if git_dir is not None else None
+
+
+def _origin_url(config: dict[str, str | None] | None) -> str | None:
+    """``remote.origin.url`` (its last value, as ``git config --get`` gives it)."""
+    if config is None:
         return None
-    out = git.run_git(["config", "--get", "remote.origin.url"], git_dir=git_dir, check=False).decode().strip()
-    return out or None
+    return (config.get("remote.origin.url") or "").strip() or None
 
 
-def _is_promisor(git_dir: Path) -> bool:
-    out = git.run_git(["config", "--get-regexp", r"remote\..*\.promisor"], git_dir=git_dir, check=False)
-    return b"true" in out
+def _is_promisor(config: dict[str, str | None] | None) -> bool:
+    """Whether ``git config --get-regexp 'remote\\..*\\.promisor'`` prints ``true`` (a blob-less clone)."""
+    found = git.config_matching(config or {}, r"remote\..*\.promisor")
+    return any("true" in key or "true" in (value or "") for key, value in found.items())

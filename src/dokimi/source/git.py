@@ -465,6 +465,12 @@ def check_attr(
     return values
 
 
+#: The configuration an opened repository reads, asked in ONE ``git config`` call when it is opened: the
+#: origin's URL, whether a remote is a promisor (a blob-less clone), and for git's binary rule the user's
+#: attributes file and the diff drivers' ``binary`` flags. Each reader filters it with its own regexp.
+REPO_CONFIG = r"^remote\.origin\.url$|remote\..*\.promisor|^core\.attributesfile$|^diff\..+\.binary$"
+
+
 def config_values(git_dir: Path | None, regexp: str, *, cwd: Path | None = None) -> dict[str, str | None]:
     """Configuration keys matching ``regexp`` (lower-case section and name), with their last value; None for a
     key written without ``=`` (a boolean true). One ``git config --get-regexp``; none set -> {}."""
@@ -476,6 +482,13 @@ def config_values(git_dir: Path | None, regexp: str, *, cwd: Path | None = None)
         key, newline, value = record.decode("utf-8", "surrogateescape").partition("\n")
         values[key] = value if newline else None
     return values
+
+
+def config_matching(config: dict[str, str | None], regexp: str) -> dict[str, str | None]:
+    """The keys of ``config`` (as :func:`config_values` read it) that ``regexp`` matches, as ``git config
+    --get-regexp`` would match them."""
+    pattern = re.compile(regexp)
+    return {key: value for key, value in config.items() if pattern.search(key)}
 
 
 def config_bool(value: str | None) -> bool | None:

@@ -58,6 +58,8 @@ class Snapshot:
     """The directory of every entry in listing order, when the listing worked it out (:func:`git.ls_tree`)."""
     _indexed_attributes: list[str] | None = field(default=None, repr=False)
     """The .gitattributes files of a working tree's index, when its listing read the index."""
+    _config: dict[str, str | None] | None = field(default=None, repr=False)
+    """The repository's configuration of :data:`git.REPO_CONFIG`, when the source read it already."""
 
     # --- listing -----------------------------------------------------------------------------------------
 
@@ -327,7 +329,7 @@ class Snapshot:
     @cached_property
     def _diff_drivers_binary(self) -> dict[str, bool]:
         """``diff.NAME.binary`` of the repository's configuration, by NAME."""
-        found = git.config_values(self.git_dir, r"^diff\..+\.binary$", cwd=self.work_tree)
+        found = self._config_values(r"^diff\..+\.binary$")
         out: dict[str, bool] = {}
         for key, value in found.items():
             flag = git.config_bool(value)
@@ -371,7 +373,9 @@ class Snapshot:
                         return True  # in the index only: git reads it from there
                 except OSError:
                     return True
-        files = _attribute_files_outside_the_tree(self.git_dir, self.work_tree)
+        files = _attribute_files_outside_the_tree(
+            self.git_dir, self._config_values(r"^core\.attributesfile$")
+        )
         if files is None:
             return True
         for file in files:
@@ -384,6 +388,13 @@ class Snapshot:
             except OSError:
                 return True
         return any(b"diff" in text or b"binary" in text for text in texts)
+
+    def _config_values(self, regexp: str) -> dict[str, str | None]:
+        """The repository's configuration keys that ``regexp`` matches (one of :data:`git.REPO_CONFIG`'s):
+        from what the source read, else from ``git config``."""
+        if self._config is not None:
+            return git.config_matching(self._config, regexp)
+        return git.config_values(self.git_dir, regexp, cwd=self.work_tree)
 
     def _under_link(self, path: str) -> bool:
         if not self._symlinks:
@@ -420,11 +431,14 @@ class Snapshot:
         self.close()
 
 
-def _attribute_files_outside_the_tree(git_dir: Path | None, work_tree: Path | None) -> list[Path] | None:
+def _attribute_files_outside_the_tree(
+    git_dir: Path | None, configured: dict[str, str | None]
+) -> list[Path] | None:
     """The attribute files git reads besides the tree's: info/attributes of the repository (its common dir
     for a linked worktree), the user's (core.attributesFile, else $XDG_CONFIG_HOME/git/attributes or
     ~/.config/git/attributes) and the system's ($(sysconfdir)/gitattributes: /etc, or etc/ beside the
-    directory of the git executable). None when one of them cannot be located."""
+    directory of the git executable). ``configured``: the repository's ``core.attributesfile`` keys. None
+    when one of them cannot be located."""
     files: list[Path] = []
     if git_dir is not None:
         common = git_dir
@@ -435,7 +449,6 @@ def _attribute_files_outside_the_tree(git_dir: Path | None, work_tree: Path | No
         except OSError:
             return None
         files.append(common / "info" / "attributes")
-    configured = git.config_values(git_dir, r"^core\.attributesfile$", cwd=work_tree)
     home = os.environ.get("HOME")
     if configured:
         value = list(configured.values())[-1]
@@ -468,7 +481,13 @@ def normalize(path: str) -> str:
 
 
 def snapshot_of_commit(
-    git_dir: Path, sha: str, *, label: str, catfile: CatFile | None = None, promisor: bool = False
+    git_dir: Path,
+    sha: str,
+    *,
+    label: str,
+    catfile: CatFile | None = None,
+    promisor: bool = False,
+    config: dict[str, str | None] | None = None,
 ) -> Snapshot:
     parents: dict[str, None] = {}
     return Snapshot(
@@ -479,14 +498,20 @@ def snapshot_of_commit(
         _catfile=catfile,
         promisor=promisor,
         _listed_parents=parents,
+        _config=config,
     )
 
 
 def snapshot_of_worktree(
-    root: Path, *, label: str, dirs: tuple[Path | None, Path | None] | None = None
+    root: Path,
+    *,
+    label: str,
+    dirs: tuple[Path | None, Path | None] | None = None,
+    config: dict[str, str | None] | None = None,
 ) -> Snapshot:
     """Files of a working tree as on disk: tracked and untracked-but-not-ignored, or every file of a plain
-    dir. ``dirs``: (git directory, top of the work tree) of ``root`` when the caller has asked git already."""
+    dir. ``dirs``: (git directory, top of the work tree) of ``root``, and ``config``: its configuration of
+    :data:`git.REPO_CONFIG`, when the caller has asked git already."""
     git_dir, top = dirs if dirs is not None else git.repo_dirs(root)
     entries: dict[str, TreeEntry] = {}
     indexed_attributes: list[str] | None = None
@@ -516,6 +541,7 @@ def snapshot_of_worktree(
         git_dir=git_dir,
         work_tree=root,
         _indexed_attributes=indexed_attributes,
+        _config=config,
     )
 
 
