@@ -643,3 +643,8 @@ def test_an_aider_model_error_or_a_trace_cut_short_is_an_error() -> None:
     cut = convert("aider-text", "\n".join(lines[: lines.index("Repo-map: disabled") + 3]))
     assert cut.is_error and not cut.complete and cut.events == []
     assert convert("aider-text", "not aider\n").is_error
+    malformed = "The LLM did not conform to the edit format.\n"
+    text = AIDER_TRACE.read_text()
+    recovered = convert("aider-text", text.replace("\n\nf.txt\nDone:", f"\n\n{malformed}\nf.txt\nDone:", 1))
+    assert not recovered.is_error and recovered.turns == 2  # Aider asked again and the next reply was applied
+    assert convert("aider-text", text + malformed).is_error  # after the last reply: the run ended on it

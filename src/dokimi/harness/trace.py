@@ -813,9 +813,10 @@ AIDER_BANNER_RE = re.compile(r"^Aider v\d")
 AIDER_TOKENS_RE = re.compile(r"^Tokens: .* sent, .*received\.")
 AIDER_COST_RE = re.compile(r"Cost: \$([0-9.]+) message, \$([0-9.]+) session\.$")
 AIDER_EDIT_RE = re.compile(r"^(Applied edit to|Did not apply edit to) (.+?)( \(--dry-run\))?$")
-AIDER_PATH_RE = re.compile(r"^[\w./+@-]*[\w-]\.[A-Za-z0-9]+$|^[\w.+@-]+(/[\w.+@-]+)+$")
-"""A line that is only a repository path: what Aider prints as the subject of a confirmation it answered
-itself (--yes-always), a file the model named (added to the chat) or a file an edit creates."""
+AIDER_PATH_RE = re.compile(r"^[\w.+@-]*[\w-]\.[A-Za-z][A-Za-z0-9]*$|^[\w.+@-]+(/[\w.+@-]+)+$")
+"""A line that is only a repository path (with a directory or an extension: "3.14" is no path, and neither
+is a bare "Makefile", which then stays in the reply): what Aider prints as the subject of a confirmation it
+answered itself (--yes-always), a file the model named (added to the chat) or a file an edit creates."""
 AIDER_ERROR_PREFIXES = ("litellm.", "The LLM did not conform to the edit format.", "Exception while updating")
 
 
@@ -839,9 +840,10 @@ def convert_aider_text(lines: Iterable[str]) -> Conversion:
     to PATH`` (``Did not apply edit to PATH (--dry-run)``) → edit; a named file added to the chat (a path
     line before a reply: named by the prompt, before the first, or by a reply, before the next) → read. The
     answer is the last reply (the text before the last usage line; a reply's first line that is only a path
-    cannot be told from Aider's and is left out). No timestamps (``t`` is the line index) and no exit code:
+    cannot be told from Aider's and is left out, and Aider's report of an edit it could not apply stays at the
+    head of the reply that follows it). No timestamps (``t`` is the line index) and no exit code:
     the run is complete when a usage line came after the banner, an error when none did or Aider reported a
-    model or edit-format error.
+    model or edit-format error after the last one (one it recovered from, asking the model again, is not).
     """
     out = Conversion()
     rows = [(i, line.rstrip("\n").rstrip("\r")) for i, line in enumerate(lines)]
@@ -851,7 +853,9 @@ def convert_aider_text(lines: Iterable[str]) -> Conversion:
         return out
     start = next((k + 1 for k in range(banner, len(rows)) if not rows[k][1].strip()), len(rows))
     usage = [k for k in range(start, len(rows)) if AIDER_TOKENS_RE.match(rows[k][1])]
-    failed = any(text.startswith(AIDER_ERROR_PREFIXES) for _, text in rows[start:])
+    # an error Aider recovered from (a malformed edit it asked again about) is followed by a further reply
+    last = usage[-1] + 1 if usage else start
+    failed = any(text.startswith(AIDER_ERROR_PREFIXES) for _, text in rows[last:])
     for _, text in rows[start:]:
         cost = AIDER_COST_RE.search(text)
         if cost is not None:

@@ -250,18 +250,23 @@ def oracle_changes(workspace: Path, start_sha: str) -> list[FileChange]:
         cwd=workspace,
         what="git diff (dry-run oracle changes)",
     ).split(b"\0")
-    entries = [(listed[i].decode()[:1], listed[i + 1].decode("utf-8", "surrogateescape"))
-               for i in range(0, len(listed) - 1, 2)]  # fmt: skip
+    entries: list[tuple[str, str]] = []
+    for code, raw in zip(listed[0:-1:2], listed[1::2], strict=False):
+        try:
+            path = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            path = ""
+        if not path or "\n" in path:
+            raise UsageError(f"dry run: Aider cannot name the file {raw!r} in an edit (not a UTF-8 line)")
+        entries.append((code.decode("ascii", "replace")[:1], path))
     wanted: list[str] = []
     for status, path in entries:
-        if "\n" in path:
-            raise UsageError(f"dry run: Aider cannot name the file {path!r} in an edit")
         wanted += [f"{start_sha}:{path}" if status != "A" else "", f":{path}" if status != "D" else ""]
     asked = [w for w in wanted if w]
     batch = run_git(
         [*base, "cat-file", "--batch"],
         cwd=workspace,
-        input="".join(f"{w}\n" for w in asked).encode("utf-8", "surrogateescape"),
+        input="".join(f"{w}\n" for w in asked).encode("utf-8"),
         what="git cat-file (dry-run oracle changes)",
     )
     contents: dict[str, bytes] = {}
