@@ -9,6 +9,11 @@ checkout's (PYTHONPATH), with its bytecode cached in the venv as an installed pa
 machine's Python may carry start-up hooks of its own (.pth files); the venv does not see them, as a user's
 venv would not.
 
+dokimi keeps the Markdown items of the guidance files it parsed (dokimi.scan.items_cache), as a pre-commit
+hook on unchanged guidance would find them: the runs use a cache of the benchmark's own (DOKIMI_HOME in the
+venv), warmed by the first run. A third row runs each time with an empty cache ("cold": every file parsed,
+and the cache written).
+
 The repository is any directory (``--repo``, default this checkout: its README and docs are the largest real
 guidance available offline; give `-- --manifest-file .dokimi-selfscan.yaml` to scan them all). The scan's
 claims are printed as counts and a digest, so a run that changed them shows it. The ratio printed is dokimi's
@@ -82,6 +87,7 @@ def main() -> int:
         if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "VIRTUAL_ENV")
     }
     env.update({"PYTHONPATH": str(ROOT / "src"), "PYTHONPYCACHEPREFIX": str(args.venv.resolve() / "pycache")})
+    env["DOKIMI_HOME"] = str(args.venv.resolve() / "dokimi-home")
     env.pop("NO_COLOR", None)
     # what the `dokimi` console script runs (not `python -m`, which adds runpy's start-up)
     script = "import sys; from dokimi.cli.main import main; sys.argv[0] = 'dokimi'; sys.exit(main())"
@@ -102,8 +108,10 @@ def main() -> int:
 
     ours: list[float] = []
     theirs: list[float] = []
+    cold: list[float] = []
     ours_cpu: list[float] = []
     theirs_cpu: list[float] = []
+    cold_cpu: list[float] = []
     for _ in range(args.runs):
         took, cpu, done = timed([*dokimi, "--fail-on-fail"], env, repo)
         assert done.returncode in (0, 1), done.stderr.decode()
@@ -112,13 +120,23 @@ def main() -> int:
         took, cpu, done = timed([str(agnix), str(repo)], env, repo)
         theirs.append(took)
         theirs_cpu.append(cpu)
+        with tempfile.TemporaryDirectory(prefix="dokimi-bench-cold-") as empty:
+            took, cpu, done = timed([*dokimi, "--fail-on-fail"], {**env, "DOKIMI_HOME": empty}, repo)
+        assert done.returncode in (0, 1), done.stderr.decode()
+        cold.append(took)
+        cold_cpu.append(cpu)
     files = sum(1 for f in readiness["files"] if f["state"] == "scanned")
     counts = readiness["counts"]
     print(
         f"repository: {repo} ({files} guidance files, {len(claims)} claims: {counts}; claims digest {digest})"
     )
     print(f"runs: {args.runs}, alternating; load average {os.getloadavg()[0]:.2f}")
-    for name, times, cpu in (("dokimi repo scan", ours, ours_cpu), ("agnix", theirs, theirs_cpu)):
+    rows = (
+        ("dokimi repo scan", ours, ours_cpu),
+        ("agnix", theirs, theirs_cpu),
+        ("dokimi, cold", cold, cold_cpu),
+    )
+    for name, times, cpu in rows:
         median, best, worst = (statistics.median(times) * 1000, min(times) * 1000, max(times) * 1000)
         print(
             f"  {name:<17} wall median {median:5.0f} ms, best {best:5.0f}, worst {worst:5.0f}; "
@@ -127,6 +145,8 @@ def main() -> int:
     ratio = statistics.median(ours) / statistics.median(theirs)
     print(f"ratio (median dokimi / median agnix): {ratio:.2f}x; best to best {min(ours) / min(theirs):.2f}x")
     print(f"cpu ratio (median): {statistics.median(ours_cpu) / statistics.median(theirs_cpu):.2f}x")
+    cold_ratio = statistics.median(cold) / statistics.median(theirs)
+    print(f"cold ratio (median dokimi with an empty cache / median agnix): {cold_ratio:.2f}x")
     return 0
 
 

@@ -106,6 +106,16 @@ def test_a_scan_with_a_plain_manifest_stays_lean(repo: Path, tmp_path: Path) -> 
     assert "ruamel.yaml" in modules and "dokimi.schemas.manifest" in modules
 
 
+def test_a_scan_of_unchanged_guidance_imports_no_markdown_parser(repo: Path) -> None:
+    """The Markdown items of the first scan are kept (dokimi.scan.items_cache): the next scan of the same
+    texts needs no parse, nor markdown-it, and finds the same."""
+    first = imported_by_a_scan(repo, "--fail-on-fail")
+    assert "markdown_it" in first[1]
+    code, modules = imported_by_a_scan(repo, "--fail-on-fail")
+    assert code == 1 and "dokimi.scan.engine" in modules
+    assert "markdown_it" not in modules
+
+
 def test_help_goes_to_click(repo: Path) -> None:
     _, modules = imported_by_a_scan(repo, "--help")
     assert "click" in modules

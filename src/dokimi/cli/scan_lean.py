@@ -102,7 +102,7 @@ def run_scan(
     from dokimi.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
     from dokimi.scan.report import summary_line, use_color
 
-    scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file)
+    scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file, cache_items=True)
     if scanned.defaulted:
         note(f"no manifest: scanning the default guidance globs {', '.join(scanned.globs)}")
     invalid_static = False

@@ -84,9 +84,15 @@ def scan_repo(
 
 
 def scan_result(
-    source: str, *, manifest: str | None = None, manifest_file: Path | None = None
+    source: str,
+    *,
+    manifest: str | None = None,
+    manifest_file: Path | None = None,
+    cache_items: bool = False,
 ) -> ScannedRepo:
-    """:func:`scan_repo` without the document: the scan's plain result, for the text output."""
+    """:func:`scan_repo` without the document: the scan's plain result, for the text output. With
+    ``cache_items`` (the command), the Markdown items of guidance texts parsed by earlier runs are reused
+    (:mod:`dokimi.scan.items_cache`)."""
     from dokimi.source import git
 
     # Python's collector stays off from the listing to the result (see git.nogc): the listing and the scan
@@ -94,10 +100,12 @@ def scan_result(
     # _scan_repo has returned, when the listing and its indexes are gone, so the first collection has only
     # the result to look at.
     with git.nogc():
-        return _scan_repo(source, manifest, manifest_file)
+        return _scan_repo(source, manifest, manifest_file, cache_items)
 
 
-def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) -> ScannedRepo:
+def _scan_repo(
+    source: str, manifest: str | None, manifest_file: Path | None, cache_items: bool
+) -> ScannedRepo:
     from dokimi.source import open_source
 
     with open_source(source) as repo:
@@ -106,8 +114,18 @@ def _scan_repo(source: str, manifest: str | None, manifest_file: Path | None) ->
             keys = _manifest_keys(snapshot, manifest, manifest_file)
             defaulted = keys is None
             path, globs, also, systems, url = keys or (None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None)
+            cache = None
+            if cache_items:
+                from dokimi.scan.items_cache import ItemsCache, cache_file
+
+                cache = ItemsCache(cache_file(str(snapshot.work_tree or snapshot.git_dir or repo.label)))
             result = scan_snapshot(
-                snapshot, globs=globs, also_scan=also, build_systems=systems, source_url=url or repo.url
+                snapshot,
+                globs=globs,
+                also_scan=also,
+                build_systems=systems,
+                source_url=url or repo.url,
+                items_cache=cache,
             )
         finally:
             snapshot.close()

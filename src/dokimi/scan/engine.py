@@ -13,7 +13,7 @@ import posixpath
 import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dokimi.constants import MAX_GUIDANCE_BYTES
 from dokimi.errors import SourceError
@@ -52,6 +52,9 @@ from dokimi.scan.shell import (
 from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord, ok, unresolved
 from dokimi.source import git
 from dokimi.source.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from dokimi.scan.items_cache import ItemsCache
 
 Origin = Literal["glob", "also_scan"]
 
@@ -572,10 +575,21 @@ def scan_snapshot(
     build_systems: list[str] | None = None,
     source_url: str | None = None,
     default_branch: str | None = None,
+    items_cache: ItemsCache | None = None,
 ) -> ScanResult:
-    """Every claim of the guidance files of ``snapshot``."""
+    """Every claim of the guidance files of ``snapshot`` (``items_cache``: the Markdown items of texts parsed
+    by earlier runs, :mod:`dokimi.scan.items_cache`)."""
     with git.nogc():  # the scan builds many small objects and no cycles worth a collection
-        return _scan(snapshot, globs, also_scan, build_systems, source_url, default_branch)
+        return _scan(snapshot, globs, also_scan, build_systems, source_url, default_branch, items_cache)
+
+
+def parse_guidance(texts: dict[str, str], cache: ItemsCache | None) -> dict[str, MarkdownItems]:
+    """The Markdown items of each guidance text, by path: parsed, or from the cache of earlier runs."""
+    if cache is None:
+        return {path: extract(texts[path]) for path in sorted(texts)}
+    items = {path: cache.items(texts[path]) for path in sorted(texts)}
+    cache.save()
+    return items
 
 
 def _scan(
@@ -585,6 +599,7 @@ def _scan(
     build_systems: list[str] | None,
     source_url: str | None,
     default_branch: str | None,
+    items_cache: ItemsCache | None,
 ) -> ScanResult:
     tree = Tree(snapshot)
     chosen, warnings = select_guidance(snapshot, globs, also_scan)
@@ -603,7 +618,7 @@ def _scan(
     work = _Work(
         tree, {n: ADAPTERS[n] for n in systems.adapters}, parse_repo_url(source_url), frozenset(branches)
     )
-    items = {path: extract(texts[path]) for path in sorted(texts)}
+    items = parse_guidance(texts, items_cache)
     # The identifier search reads every file of the tree, so it starts before the other claims are checked and
     # runs (git grep, another process) while they are.
     exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
-from markdown_it.rules_core import StateCore
-from markdown_it.rules_inline import StateInline
+if TYPE_CHECKING:  # markdown-it is imported on the first parse (a scan whose items are cached needs none)
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_core import StateCore
+    from markdown_it.rules_inline import StateInline
 
 ITEM_TYPES = frozenset({"link_open", "image", "code_inline"})
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
@@ -129,6 +130,8 @@ def _quiet_and_quick() -> None:
 
 
 def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     _quiet_and_quick()
     md = MarkdownIt("commonmark").enable("table")
     md.inline.ruler.disable(list(UNREAD_INLINE))

@@ -28,7 +28,9 @@ from dokimi.source import git
 
 CACHE_README = """\
 This directory is dokimi's cache. repos/ holds one bare, blob-less clone per source URL
-(`dokimi repo fetch <url>@<rev>`); blobs are fetched when a command reads them.
+(`dokimi repo fetch <url>@<rev>`); blobs are fetched when a command reads them. scan/ holds
+the Markdown items (links, code spans, fences) of the guidance files `dokimi repo scan` parsed,
+one file per repository, so an unchanged file is not parsed again.
 Everything here can be deleted at any time; it is rebuilt on the next run.
 """
 
