@@ -6,7 +6,7 @@ import posixpath
 import random
 from pathlib import Path
 
-from dokimi.scan.paths import glob_matcher, scan_glob_regex
+from dokimi.scan.paths import REGEX_FROM, first_match, glob_matcher, scan_glob_regex
 from tests.helpers.git import Symlink, git_repo
 from tests.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
 
@@ -135,6 +135,23 @@ def test_the_glob_shortcut_matches_exactly_what_the_glob_regex_matches() -> None
         for path in paths:
             assert match(path) == bool(regex.match(path)), (pattern, path)
     assert shortcut > 100  # the comparison covers the shortcut, not only the regex it falls back to
+
+
+def test_the_first_match_is_the_same_over_few_paths_and_over_many() -> None:
+    """Over many candidates the regex runs by C-level steps, over few the shortcut: the same first match."""
+    rng = random.Random(5)
+    names = ["a", "b", "src", "x.py", "y.txt", "ab"]
+    paths = sorted({"/".join(rng.choice(names) for _ in range(rng.randrange(1, 4))) for _ in range(400)})
+    assert len(paths) > 2 * REGEX_FROM
+    for pattern in ["src/*.py", "*/x.py", "a/*", "**/y.txt", "b/?b", "<x>/src/*", "*", "zz/*.py", "a*b*"]:
+        few = [next((p for p in paths if bool(scan_glob_regex(pattern).match(p))), None)]
+        for cut in range(0, len(paths), REGEX_FROM // 2):  # slices of fewer than REGEX_FROM
+            chunk = paths[cut : cut + REGEX_FROM // 2]
+            found = first_match(pattern, chunk)
+            if found is not None:
+                few.append(found)
+                break
+        assert first_match(pattern, paths) == few[0] == (few[1] if len(few) > 1 else None), pattern
 
 
 def test_normalize_skips_normpath_only_where_normpath_changes_nothing() -> None:

@@ -404,6 +404,19 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     return match
 
 
+#: From this many candidate paths on, a glob's regex (compiled once per glob) run over them by C-level steps
+#: is cheaper than :func:`glob_matcher`'s Python steps per path; below, compiling it costs more.
+REGEX_FROM = 64
+
+
+def first_match(pattern: str, paths: list[str]) -> str | None:
+    """The first of ``paths`` that ``pattern`` matches (as :func:`scan_glob_regex` says), or None."""
+    if len(paths) >= REGEX_FROM:
+        return next(filter(scan_glob_regex(pattern).match, paths), None)
+    match = glob_matcher(pattern)
+    return next((path for path in paths if match(path)), None)
+
+
 def glob_literal_dir(pattern: str) -> str | None:
     """The directory part of a glob when it holds no wildcard (``src`` for ``src/*.zzz``), else None."""
     pattern = PLACEHOLDER.sub("*", pattern)
@@ -460,13 +473,9 @@ def _resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
         full = join(base, rel)
         if escapes_root(full):
             continue
-        candidates = tree.under(_glob_prefix(full))
-        if not candidates:
-            continue
-        match = glob_matcher(full)
-        for path in candidates:
-            if match(path):
-                return ok(f"matches {path}")
+        found = first_match(full, tree.under(_glob_prefix(full)))
+        if found is not None:
+            return ok(f"matches {found}")
     if not never_fail:
         directory = glob_literal_dir(rel)
         assert directory is not None
@@ -477,10 +486,9 @@ def _resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
                 return fail(f"nothing in {where} matches {join(base, rel)}")
     candidates = suffix_candidates(rel, tree)
     if candidates:
-        suffix = scan_glob_regex("**/" + rel)
-        for path in candidates:
-            if suffix.match(path):
-                return Verdict(OK_SUFFIX, f"ends a longer path: {path}")
+        longer = next(filter(scan_glob_regex("**/" + rel).match, candidates), None)
+        if longer is not None:
+            return Verdict(OK_SUFFIX, f"ends a longer path: {longer}")
     why = (
         "a placeholder"
         if is_placeholder_path(text)
