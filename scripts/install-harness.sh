@@ -90,16 +90,41 @@ installed_version_ok() {
 
 absolute() { printf '%s\n' "$(cd "$(dirname "$1")" && pwd -P)/$(basename "$1")"; }
 
-if bin="$(find_binary)" && installed_version_ok "$bin"; then
-    log "already installed: $bin"
-    absolute "$bin"
-    exit 0
-fi
-
 # Aider: pip installs aider-chat and every dependency into PREFIX/site (nothing of the interpreter's own
 # site-packages is used), and PREFIX/aider.py starts it from there on python3.11 in isolated mode (-I: the
 # workspace, PYTHONPATH and the user's site-packages never shadow a module). Its wheels are CPython 3.11 ones,
-# so the interpreter that runs it, on the host or in the agent's image, is a python3.11.
+# so the interpreter that runs it, on the host or in the agent's image, is a python3.11. The launcher is
+# rewritten when it changed (an existing install keeps its packages).
+write_aider_launcher() {
+    cat > "$prefix/aider.py.tmp" <<'LAUNCHER'
+#!/usr/bin/env python3.11
+"""dokimi's launcher for Aider: runs it from the packages installed beside this file (as python3.11 -I).
+
+One change to Aider itself: its repo map keeps its tags cache under $HOME/.aider (dokimi points HOME at the
+per-run config directory) instead of .aider.tags.cache.v4 in the repository root, where the cache would
+become part of the change the run is graded on."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "site"))
+sys.argv[0] = "aider"
+from aider import repomap  # noqa: E402
+
+repomap.RepoMap.TAGS_CACHE_DIR = os.path.join(
+    os.path.expanduser("~"), ".aider", f"tags.cache.v{repomap.CACHE_VERSION}"
+)
+from aider.main import main  # noqa: E402
+
+sys.exit(main())
+LAUNCHER
+    chmod 0755 "$prefix/aider.py.tmp"
+    if cmp -s "$prefix/aider.py.tmp" "$prefix/aider.py"; then
+        rm -f "$prefix/aider.py.tmp"   # unchanged: keep its mtime (the reach probe's mirror is keyed on it)
+    else
+        mv -f "$prefix/aider.py.tmp" "$prefix/aider.py"
+    fi
+}
+
 install_aider() {
     local python
     python="$(command -v python3.11 || true)"
@@ -110,21 +135,16 @@ install_aider() {
     log "installing $package==$version into $prefix/site"
     "$python" -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --no-warn-script-location \
         --target "$prefix/site" "$package==$version" >&2
-    cat > "$prefix/aider.py" <<'LAUNCHER'
-#!/usr/bin/env python3.11
-"""dokimi's launcher for Aider: run it from the packages installed beside this file (run with python3.11 -I)."""
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "site"))
-sys.argv[0] = "aider"
-from aider.main import main  # noqa: E402
-
-sys.exit(main())
-LAUNCHER
-    chmod 0755 "$prefix/aider.py"
+    write_aider_launcher
     chmod -R a+rX "$prefix"
 }
+
+if bin="$(find_binary)" && installed_version_ok "$bin"; then
+    log "already installed: $bin"
+    [[ "$harness" != "aider" ]] || write_aider_launcher
+    absolute "$bin"
+    exit 0
+fi
 
 if [[ "$harness" == "aider" ]]; then
     install_aider

@@ -613,8 +613,8 @@ def test_a_recorded_aider_trace_converts_reads_edits_answer_turns_and_cost() -> 
     conv = convert_file(AIDER_TRACE, "aider-text")
     assert [(e["kind"], e["path"]) for e in conv.events] == [
         ("read", "f.txt"),
-        ("edit", "sub/new.txt"),
         ("edit", "f.txt"),
+        ("edit", "sub/new.txt"),
     ]
     assert all("rc" not in e for e in conv.events)  # Aider runs no command
     assert [e["t"] for e in conv.events] == sorted(e["t"] for e in conv.events)
@@ -627,7 +627,7 @@ def test_a_recorded_aider_trace_converts_reads_edits_answer_turns_and_cost() -> 
 def test_a_file_the_prompt_names_is_read_before_the_first_reply() -> None:
     from dokimi.harness.trace import convert
 
-    text = AIDER_TRACE.read_text().replace("Repo-map: disabled\n\n", "Repo-map: disabled\n\nf.txt\n", 1)
+    text = AIDER_TRACE.read_text().replace("auto refresh\n\n", "auto refresh\n\nf.txt\n", 1)
     conv = convert("aider-text", text)
     assert [e["kind"] for e in conv.events] == ["read", "read", "edit", "edit"]
     assert conv.turns == 2 and conv.answer.startswith("Done:")
@@ -640,7 +640,9 @@ def test_an_aider_model_error_or_a_trace_cut_short_is_an_error() -> None:
     assert failed.is_error and not failed.complete and failed.turns is None and failed.answer == ""
     assert failed.result_subtype == "error"  # litellm.BadRequestError: ...
     lines = AIDER_TRACE.read_text().splitlines()
-    cut = convert("aider-text", "\n".join(lines[: lines.index("Repo-map: disabled") + 3]))
+    cut = convert(
+        "aider-text", "\n".join(lines[: lines.index("Repo-map: using 4096 tokens, auto refresh") + 3])
+    )
     assert cut.is_error and not cut.complete and cut.events == []
     assert convert("aider-text", "not aider\n").is_error
     malformed = "The LLM did not conform to the edit format.\n"

@@ -1,9 +1,9 @@
 """The real Aider (0.86.2) through the built-in aider profile against the scripted model server on the host:
 the endpoint reaches it through OPENAI_API_BASE (Chat Completions), each tool level does what the profile
 says (none and read: edits shown, never written; all: written; web: a URL in the prompt is fetched), a file a
-reply names is added to the chat before Aider asks again, nothing of Aider's lands in the workspace, and the
-trace converts. In the agent container Aider runs on the image's python3.11: an image without one is refused
-before any cell, saying so."""
+reply names is added to the chat before Aider asks again, nothing of Aider's lands in the workspace (its repo
+map's cache included), and the trace converts. In the agent container Aider runs on the image's python3.11: an
+image without one is refused before any cell, saying so."""
 
 from __future__ import annotations
 
@@ -75,6 +75,8 @@ def test_tool_levels_the_named_file_the_workspace_and_the_trace(aider_bin: Path,
     # nothing of Aider's in the workspace (histories, caches, .gitignore): only the edits
     assert sorted(status.splitlines()) == [" M f.txt", "AM sub/new.txt"]  # Aider stages a new file
     assert {"aider.chat.history.md", "aider.llm.history", ".aider"} <= {p.name for p in config.iterdir()}
+    assert (config / ".aider" / "tags.cache.v4").is_dir()  # the repo map's cache: the launcher moved it here
+    assert "f.txt" in str(main[0].body["messages"])  # the repo map names the repository's files
     text = trace.read_text()
     assert "raw.githubusercontent" not in text and "HTTPSConnectionPool" not in text  # no price-list fetch
     conv = convert_file(trace, "aider-text")
