@@ -208,3 +208,35 @@ def test_any_directory_globs_match_exactly_as_the_glob_engine_does() -> None:
     for pattern in ("**/AGENTS.md", "**/CLAUDE.md", "**/b c", "**/.h"):
         assert isinstance(_compiled(pattern), _AnyDirectory)
         assert filter_paths(pattern, paths) == [p for p in paths if wc.globmatch(p, pattern, flags=flags)]
+
+
+def test_simple_globs_match_exactly_as_the_glob_engine_does() -> None:
+    """Literal parts, ``*`` in parts and whole ``**`` parts (``docs/**/*.md``) are matched by a regex of
+    dokimi's own; on generated patterns and paths (with dot directories, ``.`` and ``..`` parts, empty parts
+    and trailing slashes), it matches what wcmatch matches."""
+    import random
+
+    from wcmatch import glob as wc
+
+    from dokimi.globs import _compiled, _Simple
+
+    flags = wc.GLOBSTAR | wc.DOTGLOB | wc.FORCEUNIX
+    rng = random.Random(7)
+    path_parts = ["a", "b", ".h", ".", "..", "", "x.md", ".md", "a.b.md", "b c", "(a)", "!a"]
+    paths = sorted(
+        {"/".join(rng.choice(path_parts) for _ in range(n)) for n in range(1, 6) for _ in range(600)}
+    )
+    pieces = ["a", "b", ".", "*", "x", ".md", "(a)", "!", "{a,b}", " c"]
+    simple = 0
+    for _ in range(300):
+        parts = [
+            "**" if rng.random() < 0.25 else "".join(rng.choice(pieces) for _ in range(rng.randint(1, 3)))
+            for _ in range(rng.randint(1, 4))
+        ]
+        pattern = "/".join(parts)
+        simple += isinstance(_compiled(pattern), _Simple)
+        expected = [p for p in paths if wc.globmatch(p, pattern, flags=flags)]
+        assert filter_paths(pattern, paths) == expected, pattern
+    assert simple > 150  # most generated patterns took the regex, not wcmatch
+    paths = ["a/x.md", "a/.h/b/a.b.md", "a", "b/x.md", "a/./x.md", "a/y.md/"]
+    assert filter_paths("a/**/*.md", paths) == ["a/x.md", "a/.h/b/a.b.md", "a/y.md/"]
