@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -274,6 +273,8 @@ def _remove_at(dir_fd: int, name: str, shown: Path, *, directories: bool = True)
     if stat.S_ISDIR(st.st_mode):
         if not directories:
             raise UnsafePathError("is a directory, not a file; dokimi does not replace it", path=shown)
+        import shutil  # (imported here: the scan reads files through this module and removes none)
+
         # shutil.rmtree with dir_fd walks by descriptor and never follows a link inside the tree
         shutil.rmtree(name, dir_fd=dir_fd)
     else:

@@ -116,6 +116,16 @@ def test_a_scan_of_unchanged_guidance_imports_no_markdown_parser(repo: Path) -> 
     assert "markdown_it" not in modules
 
 
+def test_the_bash_grammar_is_loaded_without_its_package_extras(repo: Path) -> None:
+    """A command the plain-word split cannot take runs tree-sitter's bash grammar: its compiled module only,
+    not the package's importlib.resources (and tempfile) for queries the scan never reads."""
+    write_files(repo, {"AGENTS.md": GUIDE + '\n```sh\necho "$(date)" > out.txt && make test\n```\n'})
+    code, modules = imported_by_a_scan(repo, "--fail-on-fail")
+    assert code == 1
+    assert "tree_sitter" in modules
+    assert heavy_among(modules) == [] and "importlib.resources" not in modules
+
+
 def test_help_goes_to_click(repo: Path) -> None:
     _, modules = imported_by_a_scan(repo, "--help")
     assert "click" in modules

@@ -11,6 +11,7 @@ with :class:`ScopeOpen`/:class:`ScopeClose` so a ``cd`` inside one ends at its `
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -124,9 +125,34 @@ class ShellSyntaxError(ValueError):
 def _parser() -> Any:
     """One tree-sitter parser for bash, built on first use (about 1 ms)."""
     import tree_sitter
+
+    return tree_sitter.Parser(tree_sitter.Language(_bash_language()))
+
+
+def _bash_language() -> object:
+    """tree-sitter-bash's grammar, from its compiled module alone when it can be found: the package's
+    ``__init__`` imports importlib.resources (and through it tempfile) for highlighting queries the scan
+    never reads, a few milliseconds of a pre-commit run. Otherwise the package, as usual."""
+    try:
+        from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, PathFinder
+        from importlib.util import module_from_spec, spec_from_file_location
+
+        package = PathFinder.find_spec("tree_sitter_bash")
+        for directory in (package.submodule_search_locations or []) if package is not None else []:
+            for suffix in EXTENSION_SUFFIXES:
+                path = os.path.join(directory, "_binding" + suffix)
+                if os.path.isfile(path):
+                    name = "tree_sitter_bash._binding"
+                    spec = spec_from_file_location(name, path, loader=ExtensionFileLoader(name, path))
+                    if spec is not None and spec.loader is not None:
+                        module = module_from_spec(spec)
+                        spec.loader.exec_module(module)
+                        return module.language()
+    except (ImportError, OSError, AttributeError):
+        pass
     import tree_sitter_bash
 
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return tree_sitter_bash.language()
 
 
 @functools.lru_cache(maxsize=8192)

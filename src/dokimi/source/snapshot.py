@@ -10,7 +10,6 @@ from __future__ import annotations
 import operator
 import os
 import posixpath
-import shutil
 import threading
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
@@ -464,10 +463,20 @@ def _attribute_files_outside_the_tree(
     elif home:
         files.append(Path(home) / ".config" / "git" / "attributes")
     files.append(Path("/etc/gitattributes"))
-    executable = shutil.which("git")
+    executable = _which("git")
     if executable is not None:
         files.append(Path(executable).resolve().parent.parent / "etc" / "gitattributes")
     return files
+
+
+def _which(name: str) -> str | None:
+    """``shutil.which(name)`` for a plain name on POSIX: the first file on PATH that may be executed (shutil
+    itself imports bz2 and lzma, milliseconds of a pre-commit scan)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory, name)
+        if os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def normalize(path: str) -> str:
