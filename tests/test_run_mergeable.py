@@ -196,3 +196,40 @@ def test_tasks_check_passes_tasks_gated_on_mergeable_and_on_perf_pass(
     subprocess.run(
         ["docker", "rmi", "-f", json.loads(proc.stdout)["image"]], capture_output=True, check=False
     )
+
+
+def test_tasks_check_breaks_a_task_with_a_rubric_whose_tests_list_fails_on_the_base(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    """A batch compares every run's test ids with the base's: tasks check runs tests.list on the untouched
+    workspace, and a command that fails there (or lists nothing) is a repository bug, reported before any
+    paid run."""
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    manifest = (tiny.path / ".agent-eval" / "repo-eval.yaml").read_text()
+    manifest = manifest.replace("id: runner-tiny", f"id: tasks-check-{name}")
+    failing = manifest + "tests:\n  list: \"python3 -c 'import sys; sys.exit(3)'\"\n"
+    listing = manifest + 'tests:\n  list: "python3 -c \'print(\\"case_a\\")\'"\n'
+    rubric_file = {".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated", ["*.txt"])}
+    check = ["repo", "tasks", "check", "--manifest", ".agent-eval/repo-eval.yaml", "--json"]
+    images: list[str] = []
+    try:
+        eval_sha = commit(
+            tiny.path, "failing list", files={**rubric_file, ".agent-eval/repo-eval.yaml": failing}
+        )
+        proc = dokimi_cli([*check[:3], tiny.source(eval_sha), *check[3:]])
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        images.append(json.loads(proc.stdout)["image"])
+        (report,) = json.loads(proc.stdout)["tasks"]
+        assert report["status"] == "broken"
+        assert report["problems"] == ["null: tests.list: tests.list exited 3"], report["problems"]
+
+        eval_sha = commit(tiny.path, "listing", files={".agent-eval/repo-eval.yaml": listing})
+        proc = dokimi_cli([*check[:3], tiny.source(eval_sha), *check[3:]])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        images.append(json.loads(proc.stdout)["image"])
+        (report,) = json.loads(proc.stdout)["tasks"]
+        listed = next(c for c in report["checks"] if c["name"] == "null: tests.list")
+        assert listed == {"name": "null: tests.list", "ok": True, "detail": "1 test id"}
+    finally:
+        if images:
+            subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)

@@ -3,7 +3,8 @@
 Per task, in containers from the eval tree's image:
 
 1. **null**: the workspace is prepared (arm guidance:raw) and left untouched. The isolation probe
-   runs with the agent's mounts (:func:`dokimi.sandbox.probe.isolation_probe`), then ``grade``. The null
+   runs with the agent's mounts (:func:`dokimi.sandbox.probe.isolation_probe`); for a task with a rubric,
+   the manifest's ``tests.list`` must print at least one test id there; then ``grade``. The null
    workspace must fail the gate; a score-only task must stay below ``score.max``.
 2. **oracle**: a fresh workspace, ``oracle`` in a grade container, then ``grade``. It must pass the gate; a
    score-only task must reach ``score.max`` on ``score.metric``.
@@ -40,6 +41,7 @@ from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeS
 from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
+from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.rules import load_review_rules
 from dokimi.rundir import (
     ANSWER_TXT,
@@ -434,6 +436,8 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         outcome.checks.append(
             CheckItem(name="isolation", ok=probe.ok, detail="; ".join(probe.problems) or None)
         )
+        if facts.rubric is not None and list_command(ctx.grading) is not None:
+            outcome.checks.append(_tests_list_check(ctx, task, run_dir, cell))
     else:
         oracle = run_entry_point(
             ctx.grading, run_dir, task, "oracle", name=container_name(ctx.batch, cell, "oracle")
@@ -476,6 +480,18 @@ def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace
         prepare=prepare_oracle_variant,
         container=lambda role: container_name(ctx.batch, cell, role),
     )
+
+
+def _tests_list_check(ctx: _Context, task: Task, run_dir: Path, cell: str) -> CheckItem:
+    """tests.list on the untouched workspace of a task with a rubric: a batch compares every run's test ids
+    with this list, so a command that fails or lists nothing leaves a removed test case unseen."""
+    listed = run_tests_list(ctx.grading, run_dir, task, name=container_name(ctx.batch, cell, "tests-list"))
+    if listed.ids is None:
+        return CheckItem(name="null: tests.list", ok=False, detail=listed.failure)
+    if not listed.ids:
+        return CheckItem(name="null: tests.list", ok=False, detail="tests.list printed no test id")
+    count = len(listed.ids)
+    return CheckItem(name="null: tests.list", ok=True, detail=f"{count} test id{'s' if count != 1 else ''}")
 
 
 def _probe(ctx: _Context, task: Task, run_dir: Path, cell: str) -> ProbeResult:
