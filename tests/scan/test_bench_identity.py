@@ -37,8 +37,8 @@ def render(result: ScanResult) -> str:
         for d in result.drafts
         for fix in [d.verdict.fix or "-"]
     ]
-    lines += [json.dumps(dataclasses.asdict(f), sort_keys=True) for f in result.files]
-    lines += [json.dumps(dataclasses.asdict(w), sort_keys=True) for w in result.warnings]
+    lines += [json.dumps(f._asdict(), sort_keys=True) for f in result.files]
+    lines += [json.dumps(w._asdict(), sort_keys=True) for w in result.warnings]
     lines.append(json.dumps(dataclasses.asdict(result.build_systems), sort_keys=True))
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,6 @@ identifiers) in a second; identifiers are looked up in one ``git grep``. Nothing
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 import re
 from collections.abc import Container, Iterable
@@ -663,8 +662,7 @@ def _scan(
     for draft in work.drafts:
         counts[draft.file] = counts.get(draft.file, 0) + 1
     files = [
-        dataclasses.replace(f, claims=counts.get(f.scanned_as or "", 0)) if f.state == "scanned" else f
-        for f in files
+        f._replace(claims=counts.get(f.scanned_as or "", 0)) if f.state == "scanned" else f for f in files
     ]
     # the same claim twice (a span and a fence naming one path on one line) is one claim; keyed by plain
     # tuples, whose hashing is C, not by the dataclasses (and ties keep the order the claims were checked in)

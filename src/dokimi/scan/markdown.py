@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # markdown-it is imported on the first parse (a scan whose items are cached needs none)
     from markdown_it import MarkdownIt
@@ -22,22 +22,19 @@ ITEM_TYPES = frozenset({"link_open", "image", "code_inline"})
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     line: int
     target: str
     """The destination as written (percent-decoded), fragment included."""
     image: bool = False
 
 
-@dataclass(frozen=True)
-class CodeSpan:
+class CodeSpan(NamedTuple):
     line: int
     text: str
 
 
-@dataclass(frozen=True)
-class Fence:
+class Fence(NamedTuple):
     line: int
     """Line of the first content line (the one after the opening fence)."""
     info: str

@@ -20,8 +20,8 @@ import functools
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from dokimi.scan.verdict import FAIL, OK, OK_BASENAME, OK_SUFFIX, Verdict, fail, ok, unresolved
@@ -504,8 +504,7 @@ def _resolve_glob_claim(text: str, bases: list[str], tree: Tree) -> Verdict:
 # --- links -------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RepoUrl:
+class RepoUrl(NamedTuple):
     host: str
     owner: str
     name: str

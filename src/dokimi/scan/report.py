@@ -65,11 +65,11 @@ def build_readiness(
         also_scan=also_scan,
         defaulted=defaulted,
         build_systems=BuildSystems(**dataclasses.asdict(result.build_systems)),
-        files=[GuidanceFile(**dataclasses.asdict(f)) for f in result.files],
+        files=[GuidanceFile(**f._asdict()) for f in result.files],
         claims=claims,
         counts=dict(framework),
         by_source={"framework": framework},
-        warnings=[Warning_(**dataclasses.asdict(w)) for w in result.warnings],
+        warnings=[Warning_(**w._asdict()) for w in result.warnings],
         gate=Gate(passed=True),
     )
     return with_gate(document)

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 PROMPT = re.compile(r"^\s*[$%]\s+")
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
@@ -27,8 +27,7 @@ SHELL_FENCES = frozenset(
 SESSION_FENCES = frozenset({"console", "shell-session", "shellsession", "terminal"})
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     text: str
     literal: bool
     """False when the word holds an expansion: never looked up."""

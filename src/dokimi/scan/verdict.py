@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 OK = "ok"
 OK_SUFFIX = "ok_suffix"
@@ -12,8 +12,12 @@ UNRESOLVED = "unresolved"
 FAIL = "fail"
 
 
-@dataclass(frozen=True)
-class Verdict:
+# The scan's records are named tuples where they are values (immutable, compared field by field): a frozen
+# dataclass costs about 0.4 ms to create at import, a named tuple a fifth of that, and every scan in
+# pre-commit imports them.
+
+
+class Verdict(NamedTuple):
     status: str
     why: str
     fix: str | None = None
@@ -31,8 +35,7 @@ def fail(why: str, fix: str | None = None) -> Verdict:
     return Verdict(FAIL, why, fix)
 
 
-@dataclass(frozen=True)
-class Draft:
+class Draft(NamedTuple):
     """A claim as the scan builds it, before it becomes a readiness Claim."""
 
     file: str
@@ -47,8 +50,7 @@ class Draft:
 # a document is written. The text output needs no pydantic, so a scan in pre-commit starts fast.
 
 
-@dataclass(frozen=True, kw_only=True)
-class FileRecord:
+class FileRecord(NamedTuple):
     """A guidance file the scan considered (readiness ``GuidanceFile``)."""
 
     path: str
@@ -59,14 +61,13 @@ class FileRecord:
     claims: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class WarningRecord:
+class WarningRecord(NamedTuple):
     """Guidance the manifest names but the tree lacks, or cannot be read (readiness ``Warning_``)."""
 
     kind: Literal["glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static"]
-    path: str | None = None
     message: str
     gate: bool
+    path: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

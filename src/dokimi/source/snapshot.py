@@ -15,6 +15,7 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from dokimi import safefs
 from dokimi.errors import SourceError
@@ -31,8 +32,7 @@ _CATFILE_LOCK = threading.Lock()
 _OID = operator.attrgetter("oid")
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """Where a path leads after following symlinks inside the tree."""
 
     path: str | None
