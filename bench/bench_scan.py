@@ -199,14 +199,19 @@ def time_identifier_search(repo: Path, sha: str, guides: int, runs: int) -> floa
 
 
 def time_cli(repo: Path, sha: str) -> float:
-    """One ``dokimi repo scan DIR@SHA --json`` subprocess: interpreter start and imports included."""
-    start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "dokimi", "repo", "scan", f"{repo}@{sha}", "--json"],
-        check=True,
-        capture_output=True,
-    )
-    return time.perf_counter() - start
+    """One ``dokimi repo scan DIR@SHA --json`` subprocess: interpreter start and imports included, and an
+    empty cache of Markdown items (every guidance file parsed, as on a first run)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dokimi-bench-home-") as home:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "dokimi", "repo", "scan", f"{repo}@{sha}", "--json"],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "DOKIMI_HOME": home},
+        )
+        return time.perf_counter() - start
 
 
 def ms(seconds: float) -> str:

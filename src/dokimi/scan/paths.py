@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import posixpath
 import re
 from collections.abc import Callable
@@ -404,17 +405,19 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     return match
 
 
-#: From this many candidate paths on, a glob's regex (compiled once per glob) run over them by C-level steps
-#: is cheaper than :func:`glob_matcher`'s Python steps per path; below, compiling it costs more.
+#: Candidate paths tried by :func:`glob_matcher`'s Python steps before the glob's regex is compiled for the
+#: rest: a match is usually among the first (then compiling would cost more than it saves); a glob that
+#: matches nothing goes through every candidate, which the regex does by C-level steps.
 REGEX_FROM = 64
 
 
 def first_match(pattern: str, paths: list[str]) -> str | None:
     """The first of ``paths`` that ``pattern`` matches (as :func:`scan_glob_regex` says), or None."""
-    if len(paths) >= REGEX_FROM:
-        return next(filter(scan_glob_regex(pattern).match, paths), None)
     match = glob_matcher(pattern)
-    return next((path for path in paths if match(path)), None)
+    found = next((path for path in paths[:REGEX_FROM] if match(path)), None)
+    if found is not None or len(paths) <= REGEX_FROM:
+        return found
+    return next(filter(scan_glob_regex(pattern).match, itertools.islice(paths, REGEX_FROM, None)), None)
 
 
 def glob_literal_dir(pattern: str) -> str | None:
