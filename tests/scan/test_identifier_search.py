@@ -67,3 +67,25 @@ def test_the_trie_pattern_prefers_the_longest_whole_word_and_keeps_long_words() 
     flat = re.compile(r"(?<![A-Za-z0-9_])(?:ab\.cd|ab\.c|abc|ab|" + long_word + r")(?![A-Za-z0-9_])")
     for text in ["ab.cd", "ab.c.d ab.cde abc", "abcd ab", "x.ab.c", long_word, "ab.c" + long_word]:
         assert re.findall(pattern, text) == flat.findall(text), text
+
+
+def test_grep_records_are_those_a_scan_for_records_finds() -> None:
+    """The output of ``git grep -z -o -H`` read by cutting at newlines gives the distinct records a scan for
+    ``path NUL match newline`` finds, the commit prefix cut, also around a path holding a newline."""
+    from dokimi.scan.identifiers import grep_records
+
+    def scanned(out: bytes, prefix: str) -> set[tuple[str, str]]:
+        record = "([^\0\n]*)\0([^\n]*)\n"
+        pattern = re.compile(f"(?:{re.escape(prefix)})?{record}" if prefix else record)
+        return set(pattern.findall(out.decode("utf-8", "surrogateescape")))
+
+    rng = random.Random(11)
+    pieces = ["a.py", "src/b.md", "c\nd.txt", "\xe9.py", "x", "load_config", "pkg.mod", "\0", ""]
+    for prefix in ("", "0123abcd:"):
+        for _ in range(300):
+            lines = []
+            for _ in range(rng.randint(0, 6)):
+                path = rng.choice(pieces[:5])
+                lines.append((rng.choice([prefix, ""]) + path + "\0" + rng.choice(pieces[4:8])).encode())
+            out = b"\n".join(lines) + rng.choice([b"\n", b"", b"\ntrailing"])
+            assert grep_records(out, prefix) == scanned(out, prefix), out

@@ -12,6 +12,7 @@ prefix must be at least ``pkg.mod`` and importable under that name (``image.env`
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -92,11 +93,8 @@ def search_words(
         syntax, pattern = grep_pattern(wanted, perl=False)
         argv = [*head, syntax, "-f", "-", *tail]
         out = git.run_git_status(argv, git_dir=git_dir, cwd=cwd, input=pattern)[1]
-    # decoded whole (records split at ASCII bytes decode the same whole or one by one), and the commit prefix
-    # of each path cut by the pattern: no Python step per path beyond grouping the records by word
-    record = re.compile(f"(?:{re.escape(prefix)})?{GREP_RECORD}" if prefix else GREP_RECORD)
     holders: defaultdict[str, set[str]] = defaultdict(set)
-    for path, match in record.findall(out.decode("utf-8", "surrogateescape")):
+    for path, match in grep_records(out, prefix):
         holders[match].add(path)
     matched = set().union(*holders.values())
     binary = snapshot.binary_files(matched) if snapshot.git_dir is not None and matched else set()
@@ -106,7 +104,22 @@ def search_words(
     return found
 
 
-GREP_RECORD = "([^\0\n]*)\0([^\n]*)\n"
+def grep_records(out: bytes, prefix: str) -> set[tuple[str, str]]:
+    """The distinct (path, match) records of ``git grep -z -o -H`` output (``path\\0match\\n`` each, the
+    path after ``prefix`` when it starts with it), by C-level steps: the output decoded whole (records split
+    at ASCII bytes decode the same whole or one by one), cut at newlines, made unique (a word a file holds
+    many times is one record) before a Python step per distinct record. A line without a NUL (the first part
+    of a path holding a newline) is no record, and the rest of such a path is read as a path, as a scan for
+    ``path\\0match\\n`` records reads it."""
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    records: set[tuple[str, str]] = set()
+    for line in set(lines[:-1]):  # (the last part follows the last newline: no record)
+        path, nul, match = line.partition("\0")
+        if nul:
+            records.add((path[len(prefix) :] if prefix and path.startswith(prefix) else path, match))
+    return records
+
+
 WORD_CHARS = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -164,13 +177,19 @@ def _trie_regex(node: Trie) -> str:
     literal = ""
     while len(node) == 1 and "" not in node:
         ((char, node),) = node.items()
-        literal += re.escape(char)
+        literal += _escape(char)
     children = sorted(char for char in node if char)
     if not children:
         return literal
-    alternatives = [re.escape(char) + _trie_regex(node[char]) for char in children]
+    alternatives = [_escape(char) + _trie_regex(node[char]) for char in children]
     rest = alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
     return literal + (f"(?:{rest})?" if "" in node else rest)
+
+
+@functools.lru_cache(maxsize=512)
+def _escape(char: str) -> str:
+    """``re.escape`` of one character, asked once per character (a trie of 500 words has thousands)."""
+    return re.escape(char)
 
 
 def grep_threads() -> int:

@@ -295,11 +295,11 @@ class Snapshot:
         out: set[str] = set()
         if self.rev is None:
             assert self.work_tree is not None
-            for path in paths:
+            root = str(self.work_tree)
+            for path in paths:  # a grep can match hundreds of files: descriptors, no file objects
                 try:
-                    with open(self.work_tree / path, "rb") as handle:
-                        if b"\0" in handle.read(FIRST_FEW_BYTES):
-                            out.add(path)
+                    if b"\0" in _first_bytes(os.path.join(root, path), FIRST_FEW_BYTES):
+                        out.add(path)
                 except OSError:
                     pass
             return out
@@ -467,6 +467,21 @@ def _attribute_files_outside_the_tree(
     if executable is not None:
         files.append(Path(executable).resolve().parent.parent / "etc" / "gitattributes")
     return files
+
+
+def _first_bytes(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of a file (fewer when it is shorter), as ``open(path, "rb").read(size)``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = b""
+        while len(data) < size:
+            chunk = os.read(fd, size - len(data))
+            if not chunk:
+                break
+            data += chunk
+        return data
+    finally:
+        os.close(fd)
 
 
 def _which(name: str) -> str | None:
