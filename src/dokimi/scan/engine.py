@@ -70,6 +70,11 @@ KNOWN_NAMES = frozenset(
     Vagrantfile Gemfile Rakefile Procfile CODEOWNERS Pipfile""".split()
 )
 PATHLIKE = re.compile(r"^[\w.@+~<>{}\-\[\]*?/]+$")
+#: (compiled once: the classification runs for every code span of every guidance file)
+LINE_SUFFIX = re.compile(r":\d+(:\d+)?(-\d+)?$")
+A_LETTER = re.compile(r"[A-Za-z]")
+BARE_EXTENSION_GLOB = re.compile(r"\*\.[A-Za-z0-9]+")
+DOTFILE = re.compile(r"^\.[A-Za-z][\w.-]*$")
 WRAPPERS = frozenset({"sudo", "time", "nohup", "exec", "command", "xvfb-run"})
 RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm", "rye"})
 PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
@@ -348,13 +353,13 @@ def classify_span(text: str, adapters: Container[str]) -> SpanClaim:
         return NO_CLAIM
     if "::" in text and ".py" in text:
         return ("node", text) if "pytest" in adapters else NO_CLAIM
-    location = re.sub(r":\d+(:\d+)?(-\d+)?$", "", text)  # src/x.py:12 names src/x.py
-    if ":" in location or not PATHLIKE.match(location) or not re.search(r"[A-Za-z]", location):
+    location = LINE_SUFFIX.sub("", text)  # src/x.py:12 names src/x.py
+    if ":" in location or not PATHLIKE.match(location) or not A_LETTER.search(location):
         return _identifier_claim(text)
     if "/" in location.rstrip("/") or location.endswith("/"):
         return ("glob" if any(ch in location for ch in "*?[") else "path", location)
     if any(ch in location for ch in "*?"):
-        if re.fullmatch(r"\*\.[A-Za-z0-9]+", location) and location[2:].lower() in KNOWN_EXTS:
+        if BARE_EXTENSION_GLOB.fullmatch(location) and location[2:].lower() in KNOWN_EXTS:
             return ("glob", location)
         return NO_CLAIM
     if looks_like_file_name(location):
@@ -396,7 +401,7 @@ def looks_like_file_name(name: str) -> bool:
     if name in KNOWN_NAMES:
         return True
     if name.startswith("."):  # a dotfile, but not an extension alone (`.json`)
-        return bool(re.match(r"^\.[A-Za-z][\w.-]*$", name)) and name[1:].lower() not in KNOWN_EXTS
+        return bool(DOTFILE.match(name)) and name[1:].lower() not in KNOWN_EXTS
     stem, dot, ext = name.rpartition(".")
     return bool(dot and stem and ext.lower() in KNOWN_EXTS)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import os
 import posixpath
+import stat
 import threading
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
@@ -539,13 +540,14 @@ def snapshot_of_worktree(
     git_dir, top = dirs if dirs is not None else git.repo_dirs(root)
     entries: dict[str, TreeEntry] = {}
     indexed_attributes: list[str] | None = None
+    base = str(root)
     if git_dir is not None and top is not None and top.resolve() == root.resolve():
         listing = git.ls_files_worktree(root)
         for path in listing.paths:
             if path in listing.submodules:
                 entries[path] = TreeEntry(path, "160000", "commit", None)
                 continue
-            entry = _disk_entry(root, path)
+            entry = _disk_entry(base, path)
             if entry is not None:
                 entries[path] = entry
         indexed_attributes = [p for p in listing.indexed if p == ATTRIBUTES or p.endswith("/" + ATTRIBUTES)]
@@ -555,7 +557,7 @@ def snapshot_of_worktree(
             rel_dir = os.path.relpath(dirpath, root)
             for name in [*filenames, *[d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]]:
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-                entry = _disk_entry(root, rel)
+                entry = _disk_entry(base, rel)
                 if entry is not None:
                     entries[rel] = entry
     return Snapshot(
@@ -569,14 +571,12 @@ def snapshot_of_worktree(
     )
 
 
-def _disk_entry(root: Path, path: str) -> TreeEntry | None:
-    full = root / path
+def _disk_entry(root: str, path: str) -> TreeEntry | None:
+    """What ``path`` is on disk under ``root`` (a string: one ``lstat`` per listed file, no Path objects)."""
     try:
-        st = full.lstat()
+        st = os.lstat(os.path.join(root, path))
     except OSError:
         return None  # tracked but deleted in the working tree
-    import stat
-
     if stat.S_ISLNK(st.st_mode):
         return TreeEntry(path, "120000", "blob", None)
     if stat.S_ISDIR(st.st_mode):
