@@ -111,3 +111,11 @@ def test_a_scan_with_the_cache_sees_an_edited_file(repo: Path) -> None:
     write_files(repo, {"AGENTS.md": "\nRead `src/app.py`.\n"})
     assert rows(repo) == [(2, "src/app.py", "ok")]
     assert scan_result(str(repo)).result == scan_result(str(repo), cache_items=True).result
+
+
+def test_without_a_place_for_the_cache_the_scan_parses(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def nowhere() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr("dokimi.scan.items_cache.cache_home", nowhere)
+    assert rows(repo) == [(1, "src/app.py", "ok"), (1, "src/gone.py", "fail")]

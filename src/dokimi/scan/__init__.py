@@ -20,6 +20,7 @@ from dokimi.scan.report import (
 )
 
 if TYPE_CHECKING:
+    from dokimi.scan.items_cache import ItemsCache
     from dokimi.scan.plain_manifest import ScanKeys
     from dokimi.schemas.readiness import RepoReadiness
     from dokimi.source.snapshot import Snapshot
@@ -114,11 +115,11 @@ def _scan_repo(
             keys = _manifest_keys(snapshot, manifest, manifest_file)
             defaulted = keys is None
             path, globs, also, systems, url = keys or (None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None)
-            cache = None
-            if cache_items:
-                from dokimi.scan.items_cache import ItemsCache, cache_file
-
-                cache = ItemsCache(cache_file(str(snapshot.work_tree or snapshot.git_dir or repo.label)))
+            cache = (
+                _items_cache(str(snapshot.work_tree or snapshot.git_dir or repo.label))
+                if cache_items
+                else None
+            )
             result = scan_snapshot(
                 snapshot,
                 globs=globs,
@@ -138,6 +139,17 @@ def _scan_repo(
             also_scan=also,
             defaulted=defaulted,
         )
+
+
+def _items_cache(repository: str) -> ItemsCache | None:
+    """The cache of Markdown items of this repository, or None where there is no place for one (no home
+    directory to find the cache in): the scan then parses every file, as without it."""
+    from dokimi.scan.items_cache import ItemsCache, cache_file
+
+    try:
+        return ItemsCache(cache_file(repository))
+    except (OSError, RuntimeError, KeyError, ValueError, ImportError):
+        return None
 
 
 def _manifest_keys(snapshot: Snapshot, manifest: str | None, manifest_file: Path | None) -> ScanKeys | None:
