@@ -441,14 +441,35 @@ def run_bytes(
 ) -> tuple[int, bytes, bytes]:
     """Like :func:`run` for binary output (git -z listings, blobs). Returns (returncode, stdout, stderr)."""
     argv = [str(a) for a in argv]
-    proc = _popen(
-        argv,
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+    proc = start_bytes(argv, env=env, cwd=cwd, input=input is not None)
+    return collect_bytes(proc, argv, timeout=timeout, input=input, check=check)
+
+
+def start_bytes(
+    argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str | Path | None, input: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start what :func:`run_bytes` runs, to be collected by :func:`collect_bytes` (maybe much later)."""
+    return _popen(
+        [str(a) for a in argv],
+        stdin=subprocess.PIPE if input else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
     )
+
+
+def collect_bytes(
+    proc: subprocess.Popen[bytes],
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    check: bool = True,
+) -> tuple[int, bytes, bytes]:
+    """The (returncode, stdout, stderr) of a process :func:`start_bytes` started, as :func:`run_bytes` gives
+    them; the timeout counts from now."""
+    argv = [str(a) for a in argv]
     try:
         try:
             out, err = proc.communicate(input, timeout=timeout)

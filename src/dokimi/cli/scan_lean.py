@@ -99,6 +99,7 @@ def run_scan(
 ) -> int:
     """Scan, write the document when asked (--out, --json, a --static merge), print the text or SARIF, and
     return the exit code."""
+    start_listing(source)
     from dokimi.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
     from dokimi.scan.report import summary_line, use_color
 
@@ -144,6 +145,17 @@ def run_scan(
     if fail_on_fail and not view.gate_passed:
         return EXIT_FOUND_PROBLEMS
     return EXIT_OK
+
+
+def start_listing(source: str) -> None:
+    """For a working-tree SOURCE (what pre-commit runs: ``repo scan .``), start git's listing of it before
+    the scan's modules are imported, so git runs while Python imports them (dokimi.source.git.start_ahead).
+    The scan then collects what it asks for; anything else is the usual way."""
+    path = Path(source)
+    if path.is_dir():
+        from dokimi.source.git import start_worktree_listing
+
+        start_worktree_listing(path.resolve())
 
 
 def note(message: str) -> None:

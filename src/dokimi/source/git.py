@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
 from dokimi import process
-from dokimi.errors import ProcessError, SourceError
+from dokimi.errors import PrerequisiteError, ProcessError, SourceError
 
 GIT_TIMEOUT_S = 600.0
 
@@ -72,6 +72,57 @@ def git_argv(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | No
     return [*argv, *args]
 
 
+#: Commands started before they are asked for (:func:`start_ahead`), by (argv, cwd): the process and the
+#: environment it got.
+_AHEAD: dict[tuple[tuple[str, ...], str | None], tuple[subprocess.Popen[bytes], dict[str, str]]] = {}
+
+
+def start_ahead(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path | None = None) -> None:
+    """Start ``git ARGS`` now; the first :func:`run_git` of the same command (same arguments, git directory,
+    directory and environment, no input) collects it instead of starting it again. The scan's entry point
+    starts the working tree's listing this way before it imports the scan's modules, so git runs while
+    Python imports. A command started ahead and never asked for is stopped when the process exits."""
+    argv = git_argv(args, git_dir=git_dir)
+    key = (tuple(argv), str(cwd) if cwd is not None else None)
+    if key in _AHEAD:
+        return
+    env = git_env()
+    try:
+        proc = process.start_bytes(argv, env=env, cwd=cwd)
+    except (OSError, PrerequisiteError):
+        return  # asked for later, it fails the usual way
+    if not _AHEAD:
+        import atexit
+
+        atexit.register(stop_ahead)
+    _AHEAD[key] = (proc, env)
+
+
+def stop_ahead() -> None:
+    """Stop the commands started ahead that nothing asked for."""
+    while _AHEAD:
+        _, (proc, _) = _AHEAD.popitem()
+        with contextlib.suppress(OSError, ProcessError):
+            process.collect_bytes(proc, proc.args, timeout=GIT_TIMEOUT_S, check=False)  # type: ignore[arg-type]
+
+
+def _started_ahead(
+    argv: list[str], cwd: Path | None, env: Mapping[str, str] | None, input: bytes | None
+) -> subprocess.Popen[bytes] | None:
+    """The process :func:`start_ahead` started for this very command, if any (and taken out)."""
+    if not _AHEAD or env is not None or input is not None:
+        return None
+    found = _AHEAD.pop((tuple(argv), str(cwd) if cwd is not None else None), None)
+    if found is None:
+        return None
+    proc, env_then = found
+    if env_then != git_env():  # the environment changed since: not the same command
+        with contextlib.suppress(OSError, ProcessError):
+            process.collect_bytes(proc, argv, timeout=GIT_TIMEOUT_S, check=False)
+        return None
+    return proc
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -86,9 +137,13 @@ def run_git(
     """Run one git command and return its stdout bytes. A failure raises a diagnosed SourceError."""
     argv = git_argv(args, git_dir=git_dir)
     try:
-        rc, out, err = process.run_bytes(
-            argv, timeout=timeout, env=git_env(env), cwd=cwd, input=input, check=False
-        )
+        ahead = _started_ahead(argv, cwd, env, input)
+        if ahead is not None:
+            rc, out, err = process.collect_bytes(ahead, argv, timeout=timeout, check=False)
+        else:
+            rc, out, err = process.run_bytes(
+                argv, timeout=timeout, env=git_env(env), cwd=cwd, input=input, check=False
+            )
     except ProcessError as exc:  # timeout
         raise SourceError(
             f"git {' '.join(args[:2])} timed out after {timeout:.0f} s",
@@ -237,13 +292,25 @@ def git_dir_of(path: Path) -> Path | None:
     return Path(out) if out else None
 
 
+REPO_DIRS_ARGS = ("rev-parse", "--absolute-git-dir", "--show-toplevel")
+LS_FILES_WORKTREE_ARGS = ("ls-files", "-z", "-t", "--stage", "--cached", "--others", "--exclude-standard")
+
+
+def start_worktree_listing(path: Path) -> None:
+    """Start, ahead of need (:func:`start_ahead`), what opening the working tree ``path`` asks git: its
+    directories, its listing and (for a ``.git`` directory inside it, the usual case) its configuration.
+    What turns out not to be asked for (a subdirectory, a linked worktree) is stopped at exit."""
+    start_ahead(REPO_DIRS_ARGS, cwd=path)
+    start_ahead(LS_FILES_WORKTREE_ARGS, cwd=path)
+    if (path / ".git").is_dir():
+        start_ahead(("config", "-z", "--get-regexp", REPO_CONFIG), git_dir=path / ".git")
+
+
 def repo_dirs(path: Path) -> tuple[Path | None, Path | None]:
     """(git directory, top of the work tree) of ``path`` in one ``git rev-parse`` where both exist; the top is
     None for a bare repository or a .git directory, both are None outside a repository."""
     try:
-        out = run_git_text(
-            ["rev-parse", "--absolute-git-dir", "--show-toplevel"], cwd=path, what="git rev-parse"
-        ).splitlines()
+        out = run_git_text(REPO_DIRS_ARGS, cwd=path, what="git rev-parse").splitlines()
     except SourceError:
         return git_dir_of(path), None
     if len(out) != 2 or not out[0] or not out[1]:
@@ -521,9 +588,7 @@ def ls_files_worktree(work_tree: Path) -> WorktreeListing:
     ``-t`` tags each record, so the two kinds cannot be confused whatever the names: ``? PATH`` for an
     untracked file, ``H MODE OID STAGE<TAB>PATH`` (another letter than ``?`` for a skip-worktree or unmerged
     entry) for one of the index."""
-    out = run_git(
-        ["ls-files", "-z", "-t", "--stage", "--cached", "--others", "--exclude-standard"], cwd=work_tree
-    )
+    out = run_git(LS_FILES_WORKTREE_ARGS, cwd=work_tree)
     paths: set[str] = set()
     submodules: set[str] = set()
     indexed: dict[str, None] = {}
