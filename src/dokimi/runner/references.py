@@ -21,9 +21,10 @@ from dokimi.grading.merge import load_rubric
 from dokimi.grading.reference import load_references, measure_reference, not_measured
 from dokimi.process import shutting_down
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
+from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name
 from dokimi.schemas._base import write_document, write_text_atomic
-from dokimi.schemas.meta import Meta
+from dokimi.schemas.meta import no_agent_meta
 from dokimi.workspace import ARM_RAW
 
 if TYPE_CHECKING:
@@ -38,28 +39,15 @@ REFERENCE_MODEL = "reference"
 
 def measure_task_reference(ctx: CellContext, task_id: str) -> TaskReferenceDoc:
     """Prepare the task's reference run directory and measure its reference there."""
-    from dokimi.runner.cell import prepare, reset_run_dir
-
     task = ctx.task(task_id)
     run_dir = ctx.layout.reference_run_dir(task_id)
     reset_run_dir(run_dir)
     prepared = prepare(ctx, CellKey(task_id, ARM_RAW, REFERENCE_MODEL, None, 0), run_dir)
     write_text_atomic(run_dir / TASK_JSON, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
-    fields = prepared.meta_fields()
-    meta = {
-        **fields,
-        "schema": "repo_meta.v1",
-        "task": task_id,
-        "batch": ctx.batch,
-        "harness": "none",
-        "harness_version": None,
-        "model": REFERENCE_MODEL,
-        "effort": None,
-        "mode": task.mode,
-        "rep": 0,
-        "agent_network": None,
-    }
-    write_document(run_dir / META_JSON, Meta.model_validate(meta))
+    meta = no_agent_meta(
+        prepared.meta_fields(), task=task_id, mode=task.mode, batch=ctx.batch, model=REFERENCE_MODEL
+    )
+    write_document(run_dir / META_JSON, meta)
     write_text_atomic(run_dir / EVENTS_JSONL, "")
     write_text_atomic(run_dir / ANSWER_TXT, "")
     return measure_reference(

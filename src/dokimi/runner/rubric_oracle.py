@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dokimi.errors import UsageError
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
@@ -102,7 +102,7 @@ class ContainerOracle:
         from dokimi.sandbox.container import container_name
         from dokimi.sandbox.specs import image_env, prepare_agent_dirs
         from dokimi.schemas._base import write_document
-        from dokimi.schemas.meta import Meta
+        from dokimi.schemas.meta import no_agent_meta
         from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 
         environment = self.environment()
@@ -118,20 +118,8 @@ class ContainerOracle:
             patches_root=directory,
         )
         shutil.copyfile(directory / TASK_JSON, run_dir / TASK_JSON)
-        meta: dict[str, Any] = {
-            **prepared.meta_fields(),
-            "schema": "repo_meta.v1",
-            "task": task.id,
-            "batch": None,
-            "harness": "none",
-            "harness_version": None,
-            "model": "none",
-            "mode": task.mode,
-            "effort": None,
-            "rep": 0,
-            "agent_network": None,
-        }
-        write_document(run_dir / META_JSON, Meta.model_validate(meta))
+        meta = no_agent_meta(prepared.meta_fields(), task=task.id, mode=task.mode)
+        write_document(run_dir / META_JSON, meta)
         prepare_agent_dirs(run_dir, image_env(manifest.image, task=task.id).scratch)
         name = container_name(self._batch, task.id, "oracle")
         entry = run_entry_point(environment, run_dir, task, "oracle", name=name)

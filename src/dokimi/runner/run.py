@@ -61,6 +61,7 @@ from dokimi.runner.plan import (
     rubric_admission_refusal,
     tasks_check_refusal,
 )
+from dokimi.runner.references import with_references
 from dokimi.sandbox.specs import ContainerSettings
 from dokimi.workspace import ARM_GENERATED
 
@@ -785,8 +786,6 @@ def _prepare_cells(
         script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)
-    from dokimi.runner.references import with_references
-
     ctx = with_references(ctx, todo_cells, progress.note)
     if opts.dry_run:
         from dokimi.runner.dryrun import dry_run_scripts

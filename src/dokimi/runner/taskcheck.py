@@ -367,23 +367,10 @@ def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
 def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
     """The inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
     answer."""
-    from dokimi.schemas.meta import Meta
+    from dokimi.schemas.meta import no_agent_meta
 
     shutil.copyfile(_task_dir_in_content(ctx, task.id) / TASK_JSON, run_dir / TASK_JSON)
-    meta = Meta.model_validate(
-        {
-            **meta_fields,
-            "task": task.id,
-            "batch": None,
-            "harness": "none",
-            "harness_version": None,
-            "model": "none",
-            "mode": task.mode,
-            "effort": None,
-            "rep": 0,
-            "agent_network": None,
-        }
-    )
+    meta = no_agent_meta(meta_fields, task=task.id, mode=task.mode)
     write_document(run_dir / META_JSON, meta)
     write_text_atomic(run_dir / EVENTS_JSONL, "")
     write_text_atomic(run_dir / ANSWER_TXT, "")

@@ -8,6 +8,7 @@ commit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -106,3 +107,25 @@ class Meta(Document):
         if isinstance(value, dict):
             return [{"path": path, "sha": sha} for path, sha in value.items()]
         return value
+
+
+def no_agent_meta(
+    prepared: Mapping[str, Any], *, task: str, mode: str | None, batch: str | None = None, model: str = "none"
+) -> Meta:
+    """meta.json of a run directory where no agent ran (a tasks check's null and oracle, a rubric check's
+    oracle row, a batch's task reference): the workspace's fields as prepared, harness ``none``."""
+    return Meta.model_validate(
+        {
+            **prepared,
+            "schema": "repo_meta.v1",
+            "task": task,
+            "batch": batch,
+            "harness": "none",
+            "harness_version": None,
+            "model": model,
+            "mode": mode,
+            "effort": None,
+            "rep": 0,
+            "agent_network": None,
+        }
+    )
