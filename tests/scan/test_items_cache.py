@@ -117,5 +117,5 @@ def test_without_a_place_for_the_cache_the_scan_parses(repo: Path, monkeypatch: 
     def nowhere() -> Path:
         raise RuntimeError("Could not determine home directory.")
 
-    monkeypatch.setattr("dokimi.scan.items_cache.cache_home", nowhere)
+    monkeypatch.setattr("dokimi.scan.items_cache.cache_directory", nowhere)
     assert rows(repo) == [(1, "src/app.py", "ok"), (1, "src/gone.py", "fail")]

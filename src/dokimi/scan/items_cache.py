@@ -24,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from dokimi.home import cache_directory
 from dokimi.scan.markdown import CodeSpan, Fence, Link, MarkdownItems, extract
 
 #: Bumped when the layout of the file changes.
@@ -34,15 +35,6 @@ ItemsData = tuple[
     tuple[tuple[int, str], ...],
     tuple[tuple[int, str, tuple[str, ...]], ...],
 ]
-
-
-def cache_home() -> Path:
-    """DOKIMI_HOME, else $XDG_CACHE_HOME/dokimi, else ~/.cache/dokimi (the fetch cache's directory)."""
-    home = os.environ.get("DOKIMI_HOME")
-    if home:
-        return Path(home)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "dokimi"
 
 
 def _hash(data: bytes, size: int) -> bytes:
@@ -56,7 +48,7 @@ def _hash(data: bytes, size: int) -> bytes:
 def cache_file(repository: str) -> Path:
     """The cache file of one repository (its working tree or git directory, as an absolute path)."""
     name = _hash(os.fsencode(repository), 10).hex()
-    return cache_home() / "scan" / f"{name}{SUFFIX}"
+    return cache_directory() / "scan" / f"{name}{SUFFIX}"
 
 
 def parser_stamp() -> tuple[object, ...]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dokimi.errors import SourceError
+from dokimi.home import cache_directory
 from dokimi.source import git
 
 CACHE_README = """\
@@ -39,11 +40,7 @@ FETCH_TIMEOUT_S = 1800.0
 
 def default_directory() -> Path:
     """DOKIMI_HOME, else $XDG_CACHE_HOME/dokimi, else ~/.cache/dokimi."""
-    home = os.environ.get("DOKIMI_HOME")
-    if home:
-        return Path(home)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "dokimi"
+    return cache_directory()
 
 
 def clone_path(url: str, cache_dir: Path | None = None) -> Path:
