@@ -6,8 +6,6 @@ AGENTS.md reach it."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +14,10 @@ from dokimi import process
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.runtime import host_launcher
 from dokimi.mockmodel import MockModelServer
-from dokimi.schemas._base import read_document
-from dokimi.schemas.reach import GuidanceReach
 from dokimi.support import support_dir
+from tests.e2e.reach_support import run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -36,27 +32,19 @@ FIXTURE = {
 def test_aider_loads_no_guidance_file_by_itself(aider_bin: Path, tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "aider",
-         "--model", "gpt-5-mini", "--bin", str(aider_bin), "--dry-run", "--timeout", "240", "--salt", "e2e",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "aider" and doc.harness_version == "0.86.2"
+    doc = run_reach(
+        repo, out, harness="aider", version="0.86.2", model="gpt-5-mini", bin=aider_bin, timeout=240
+    )
     assert {s.name for s in doc.scenarios} == {
         "cwd=.", "cwd=other", "cwd=sub", "read=.", "read=other", "read=sub"
     }  # fmt: skip
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
     assert {r.file for r in doc.records} == set(FIXTURE)
     for record in doc.records:
         assert record.payload is not None and not (record.payload.head or record.payload.tail), record
         assert record.class_.value == "not_loaded"
     # read=other: the prompt named the probe file, so Aider put it in the chat (its way of reading) and the
     # probe's own token reached the model; other/CONVENTIONS.md beside it did not
-    events = (out / "traces" / "read_other" / "events.jsonl").read_text()
+    events = trace_events(out, "read_other")
     assert '"kind": "read"' in events and "other/REACH_PROBE.txt" in events
 
 

@@ -3,18 +3,13 @@ classes from the captured request bytes. Pins what docs/reach.md records for Cod
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dokimi.schemas._base import read_document
-from dokimi.schemas.reach import GuidanceReach
+from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -43,24 +38,8 @@ def test_codex_loads_agents_md_from_the_git_root_down_to_cwd_override_replaces_n
 ) -> None:
     repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "codex",
-         "--model", "gpt-5-mini", "--bin", str(codex_bin), "--dry-run", "--timeout", "120", "--salt", "e2e",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "codex" and doc.harness_version == "0.169.0"
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
-    got: dict[str, set[str]] = {}
-    for record in doc.records:
-        assert record.payload is not None
-        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
-        if record.class_.value == "loaded":
-            got.setdefault(record.scenario, set()).add(record.file)
-    assert got == LOADED
+    doc = run_reach(repo, out, harness="codex", version="0.169.0", model="gpt-5-mini", bin=codex_bin)
+    assert loaded_by_scenario(doc) == LOADED
     # the read scenarios really read the probe file (through the shell: Codex has no read tool)
-    events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
+    events = trace_events(out, "read_sub")
     assert "sub/REACH_PROBE.txt" in events and '"rc": 0' in events

@@ -4,18 +4,13 @@ for Copilot CLI."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dokimi.schemas._base import read_document
-from dokimi.schemas.reach import GuidanceReach
+from tests.e2e.reach_support import first_request, loaded_by_scenario, run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -46,26 +41,9 @@ def test_copilot_loads_every_name_down_to_cwd_and_a_subfolders_when_a_file_there
 ) -> None:
     repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "copilot",
-         "--model", "gpt-5-mini", "--bin", str(copilot_bin), "--dry-run", "--timeout", "120", "--salt", "e2e",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "copilot" and doc.harness_version == "1.0.102"
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
-    got: dict[str, set[str]] = {}
-    for record in doc.records:
-        assert record.payload is not None
-        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
-        if record.class_.value == "loaded":
-            got.setdefault(record.scenario, set()).add(record.file)
-    assert got == LOADED
+    doc = run_reach(repo, out, harness="copilot", version="1.0.102", model="gpt-5-mini", bin=copilot_bin)
+    assert loaded_by_scenario(doc) == LOADED
     # read=sub viewed the probe file; sub's guidance came with that, not in the first request
-    events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
+    events = trace_events(out, "read_sub")
     assert '"kind": "read"' in events and "sub/REACH_PROBE.txt" in events
-    first = (out / "traces" / "read_sub" / "requests.jsonl").read_text().splitlines()[0]
-    assert next(f for f in doc.files if f.path == "sub/AGENTS.md").head not in first
+    assert next(f for f in doc.files if f.path == "sub/AGENTS.md").head not in first_request(out, "read_sub")

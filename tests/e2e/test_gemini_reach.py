@@ -3,18 +3,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dokimi.schemas._base import read_document
 from dokimi.schemas.reach import GuidanceReach
+from tests.e2e.reach_support import first_request, loaded_by_scenario, run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -38,25 +34,11 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 def reach(
     repo: Path, gemini_bin: Path, node_bin: Path, out: Path
 ) -> tuple[GuidanceReach, dict[str, set[str]]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DOKIMI_NODE_BIN": str(node_bin)}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "gemini-cli",
-         "--model", "gemini-2.5-flash", "--bin", str(gemini_bin), "--dry-run", "--timeout", "120",
-         "--salt", "e2e", "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env=env,
+    doc = run_reach(
+        repo, out, harness="gemini-cli", version="0.61.0", model="gemini-2.5-flash", bin=gemini_bin,
+        env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "gemini-cli" and doc.harness_version == "0.61.0"
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
-    got: dict[str, set[str]] = {}
-    for record in doc.records:
-        assert record.payload is not None
-        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
-        if record.class_.value == "loaded":
-            got.setdefault(record.scenario, set()).add(record.file)
-    return doc, got
+    return doc, loaded_by_scenario(doc)
 
 
 def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_is_read(
@@ -67,11 +49,10 @@ def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_i
     doc, got = reach(repo, gemini_bin, node_bin, out)
     assert got == LOADED
     # read=sub read the probe file with read_file; sub/GEMINI.md came with that tool result, not at start
-    events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
+    events = trace_events(out, "read_sub")
     assert '"kind": "read"' in events and "sub/REACH_PROBE.txt" in events
-    first = (out / "traces" / "read_sub" / "requests.jsonl").read_text().splitlines()[0]
     sub = next(f for f in doc.files if f.path == "sub/GEMINI.md")
-    assert sub.head not in first
+    assert sub.head not in first_request(out, "read_sub")
 
 
 def test_the_bridge_a_gemini_md_importing_agents_md_puts_agents_md_in_the_request(

@@ -3,18 +3,13 @@ tokens, classes from the captured request bytes. Pins docs/reach.md for OpenCode
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dokimi.schemas._base import read_document
-from dokimi.schemas.reach import GuidanceReach
+from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -41,24 +36,9 @@ def test_opencode_loads_agents_md_down_to_cwd_and_claude_md_only_lazily_beside_o
 ) -> None:
     repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "opencode",
-         "--model", "gpt-5-mini", "--bin", str(opencode_bin), "--dry-run", "--timeout", "240",
-         "--salt", "e2e",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "opencode" and doc.harness_version == "1.18.33"
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
-    got: dict[str, set[str]] = {}
-    for record in doc.records:
-        assert record.payload is not None
-        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
-        if record.class_.value == "loaded":
-            got.setdefault(record.scenario, set()).add(record.file)
-    assert got == LOADED
-    events = (out / "traces" / "read_other" / "events.jsonl").read_text()
+    doc = run_reach(
+        repo, out, harness="opencode", version="1.18.33", model="gpt-5-mini", bin=opencode_bin, timeout=240
+    )
+    assert loaded_by_scenario(doc) == LOADED
+    events = trace_events(out, "read_other")
     assert '"kind": "read"' in events and "other/REACH_PROBE.txt" in events

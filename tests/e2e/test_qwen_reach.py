@@ -3,18 +3,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dokimi.schemas._base import read_document
-from dokimi.schemas.reach import GuidanceReach
+from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
 from tests.helpers.git import git_repo
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.harness
 
 FIXTURE = {
@@ -40,25 +35,11 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 
 
 def reach(repo: Path, qwen_bin: Path, node_bin: Path, out: Path) -> dict[str, set[str]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DOKIMI_NODE_BIN": str(node_bin)}
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", "qwen-code",
-         "--model", "qwen3-coder-plus", "--bin", str(qwen_bin), "--dry-run", "--timeout", "120",
-         "--salt", "e2e", "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env=env,
+    doc = run_reach(
+        repo, out, harness="qwen-code", version="0.24.4", model="qwen3-coder-plus", bin=qwen_bin,
+        env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == "qwen-code" and doc.harness_version == "0.24.4"
-    for scenario in doc.scenarios:
-        assert scenario.error is None and scenario.payload_captured, scenario.name
-    got: dict[str, set[str]] = {}
-    for record in doc.records:
-        assert record.payload is not None
-        assert (record.class_.value == "loaded") == (record.payload.head and record.payload.tail)
-        if record.class_.value == "loaded":
-            got.setdefault(record.scenario, set()).add(record.file)
-    return got
+    return loaded_by_scenario(doc)
 
 
 def test_qwen_loads_qwen_md_and_agents_md_down_to_cwd_at_start_and_never_claude_md(
@@ -67,7 +48,7 @@ def test_qwen_loads_qwen_md_and_agents_md_down_to_cwd_at_start_and_never_claude_
     out = tmp_path / "out"
     assert reach(git_repo(tmp_path / "repo", FIXTURE), qwen_bin, node_bin, out) == LOADED
     # read=sub read the probe file with read_file, and sub's guidance did not come with the result
-    events = (out / "traces" / "read_sub" / "events.jsonl").read_text()
+    events = trace_events(out, "read_sub")
     assert '"kind": "read"' in events and "sub/REACH_PROBE.txt" in events
 
 
