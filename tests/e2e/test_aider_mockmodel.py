@@ -14,13 +14,10 @@ from typing import Any
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
+from dokimi.harness.profile import load_profile
 from dokimi.harness.runtime import host_launcher
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.schemas.profile import ToolsLevel
-from dokimi.support import support_dir
+from tests.e2e.mockmodel_support import run_scripted
 from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
@@ -38,24 +35,14 @@ def run_aider(aider: Path, tmp_path: Path, level: str, prompt: str = PROMPT) -> 
     repo = git_repo(tmp_path / f"repo-{level}", {"f.txt": "before-7f3a\n"})
     config = tmp_path / f"config-{level}"
     config.mkdir()
-    profile = load_profile("aider")
-    assert profile.endpoint_env is not None
     launcher = host_launcher(aider)
-    tools: ToolsLevel = "all" if level == "web" else level  # type: ignore[assignment]
-    with MockModelServer(SCRIPT) as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt=prompt, model=MODEL, max_turns=5, budget=1, tools=tools),
-            Placement(launcher[-1], config_dir=config, support_dir=support_dir(), home=str(tmp_path / "h")),
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            extra_env={profile.endpoint_env: server.url},
-            web=level == "web",
-        )  # fmt: skip
-        assert inv.env["HOME"] == str(config) and inv.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
-        inv.write_config_files(config)
-        trace = tmp_path / f"trace-{level}.txt"
-        done = process.run([*launcher[:-1], *inv.argv], timeout=300, env=inv.env, cwd=repo, stdout_file=trace)
-        main = [r for r in server.requests if r.main_loop]
+    trace = tmp_path / f"trace-{level}.txt"
+    run = run_scripted(
+        "aider", SCRIPT, bin=launcher[-1], repo=repo, config=config, home=tmp_path / "h", prompt=prompt,
+        model=MODEL, level=level, launcher=launcher[:-1], endpoint_env=True, trace=trace, timeout=300,
+    )  # fmt: skip
+    assert run.inv.env["HOME"] == str(config) and run.inv.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    done, main = run.done, run.main
     status = subprocess.run(
         ["git", "status", "--short", "--untracked-files=all"], cwd=repo, capture_output=True, text=True
     ).stdout

@@ -5,16 +5,13 @@ AGENTS.md reach it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
+from dokimi.harness.profile import load_profile
 from dokimi.harness.runtime import host_launcher
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
+from tests.e2e.mockmodel_support import run_scripted
 from tests.e2e.reach_support import run_reach, trace_events
 from tests.helpers.git import git_repo
 
@@ -55,22 +52,14 @@ def tokens_sent(aider: Path, tmp_path: Path, files: dict[str, str]) -> set[str]:
     repo = git_repo(tmp_path / "repo", {**{n: f"{t}\n{FIXTURE[n]}" for n, t in planted.items()}, **files})
     config = tmp_path / "config"
     config.mkdir()
-    profile = load_profile("aider")
-    assert profile.endpoint_env is not None
     launcher = host_launcher(aider)
-    with MockModelServer([{"echo_tokens": True}]) as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt="List every token you were given.", model="gpt-5-mini", max_turns=1, budget=1,
-                         tools="none"),
-            Placement(launcher[-1], config_dir=config, support_dir=support_dir(), home=str(tmp_path / "h")),
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            extra_env={profile.endpoint_env: server.url},
-        )  # fmt: skip
-        inv.write_config_files(config)
-        done = process.run([*launcher[:-1], *inv.argv], timeout=300, env=inv.env, cwd=repo)
-        assert done.returncode == 0, done.stderr
-        bodies = b"".join(r.raw for r in server.requests if r.main_loop)
+    run = run_scripted(
+        "aider", [{"echo_tokens": True}], bin=launcher[-1], repo=repo, config=config, home=tmp_path / "h",
+        prompt="List every token you were given.", model="gpt-5-mini", level="none", max_turns=1,
+        launcher=launcher[:-1], endpoint_env=True, timeout=300,
+    )  # fmt: skip
+    assert run.done.returncode == 0, run.done.stderr
+    bodies = b"".join(r.raw for r in run.main)
     return {name for name, token in planted.items() if token.encode() in bodies}
 
 

@@ -8,18 +8,15 @@ and each tool level offers what the profile says it does.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
+from dokimi.harness.profile import load_profile
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
-from tests.helpers.git import git_repo
+from tests.e2e.mockmodel_support import ScriptedRun, run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 
@@ -29,38 +26,20 @@ WEB_TOOLS = {"web_search", "web_search_preview"}
 
 def run_codex(
     codex_bin: Path, tmp_path: Path, script: list[dict[str, Any]], tools: str = "all"
-) -> tuple[process.Completed, MockModelServer, Path]:
-    repo = tmp_path / "repo"
-    if not repo.exists():
-        git_repo(repo, {"AGENTS.md": "# notes\n", "f.txt": "before\n"})
-    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
-    config.mkdir()
-    home.mkdir()
-    profile = load_profile("codex")
-    with MockModelServer(script, capture_path=tmp_path / f"capture-{tools}.jsonl") as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(
-                prompt="Change before to after in f.txt",
-                model=MODEL,
-                max_turns=5,
-                budget=1,
-                tools="all" if tools == "web" else tools,  # type: ignore[arg-type]
-            ),
-            Placement(bin=str(codex_bin), config_dir=config, support_dir=support_dir(), home=str(home)),
-            web=tools == "web",
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            endpoint=server.url,
-        )
-        assert "OPENAI_BASE_URL" not in inv.env
-        inv.write_config_files(config)
-        trace = tmp_path / f"trace-{tools}.jsonl"
-        done = process.run(inv.argv, timeout=120, env=inv.env, cwd=repo, stdout_file=trace)
-    return done, server, trace
+) -> tuple[process.Completed, ScriptedRun, Path]:
+    repo, config, home = workspace(tmp_path, tools, {"AGENTS.md": "# notes\n", "f.txt": "before\n"})
+    trace = tmp_path / f"trace-{tools}.jsonl"
+    run = run_scripted(
+        "codex", script, bin=str(codex_bin), repo=repo, config=config, home=home,
+        prompt="Change before to after in f.txt", model=MODEL, level=tools, trace=trace,
+        capture_path=tmp_path / f"capture-{tools}.jsonl", timeout=120,
+    )  # fmt: skip
+    assert "OPENAI_BASE_URL" not in run.inv.env
+    return run.done, run, trace
 
 
-def offered(server: MockModelServer) -> set[str]:
-    body = server.requests[0].body
+def offered(run: ScriptedRun) -> set[str]:
+    body = run.requests[0].body
     return {t.get("name") or t.get("type") for t in body["tools"]}
 
 
@@ -70,10 +49,10 @@ def test_a_scripted_command_edits_the_file_and_the_trace_converts(codex_bin: Pat
         {"tool_use": {"name": "exec_command", "input": {"cmd": "echo out; exit 3"}}},
         {"final": "I changed f.txt."},
     ]
-    done, server, trace = run_codex(codex_bin, tmp_path, script)
+    done, run, trace = run_codex(codex_bin, tmp_path, script)
     assert done.returncode == 0, done.stderr
-    assert server.turns_played == 3
-    assert all(r.path == "/responses" for r in server.requests)
+    assert run.turns_played == 3
+    assert all(r.path == "/responses" for r in run.requests)
     assert (tmp_path / "repo" / "f.txt").read_text() == "after\n"
     conversion = convert_file(trace, "codex-json")
     commands = [(e["text"], e["rc"]) for e in conversion.events if e["kind"] == "command"]
@@ -88,11 +67,11 @@ def test_each_tool_level_offers_what_the_profile_says(codex_bin: Path, tmp_path:
     write = [{"tool_use": {"name": "exec_command", "input": {"cmd": "cat f.txt; echo x > new.txt"}}}]
     tools = {}
     for level in ("none", "read", "all", "web"):
-        done, server, _ = run_codex(codex_bin, tmp_path, [*write, {"final": "ok"}], level)
+        done, run, _ = run_codex(codex_bin, tmp_path, [*write, {"final": "ok"}], level)
         assert done.returncode == 0, done.stderr
-        tools[level] = offered(server)
+        tools[level] = offered(run)
         if level == "read":  # the shell runs, in the read-only sandbox: it reads and cannot write
-            output = server.requests[1].body["input"][-1]["output"]
+            output = run.requests[1].body["input"][-1]["output"]
             assert "before" in output and "Read-only file system" in output
             assert not (tmp_path / "repo" / "new.txt").exists()
     assert "exec_command" not in tools["none"]
@@ -106,21 +85,12 @@ def test_each_tool_level_offers_what_the_profile_says(codex_bin: Path, tmp_path:
 def test_the_effort_reaches_the_request(codex_bin: Path, tmp_path: Path) -> None:
     profile = load_profile("codex")
     assert profile.effort is not None
-    repo = git_repo(tmp_path / "repo", {"f.txt": "x\n"})
-    config, home = tmp_path / "config", tmp_path / "home"
-    config.mkdir()
-    home.mkdir()
-    with MockModelServer([{"final": "ok"}]) as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt="hi", model=MODEL, max_turns=1, budget=1, tools="none", effort="high"),
-            Placement(bin=str(codex_bin), config_dir=config, support_dir=support_dir(), home=str(home)),
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            endpoint=server.url,
-        )
-        inv.write_config_files(config)
-        done = process.run(inv.argv, timeout=120, env=inv.env, cwd=repo)
-        body = server.requests[0].body
+    repo, config, home = workspace(tmp_path, "none", {"f.txt": "x\n"})
+    run = run_scripted(
+        "codex", [{"final": "ok"}], bin=str(codex_bin), repo=repo, config=config, home=home, prompt="hi",
+        model=MODEL, level="none", max_turns=1, effort="high", timeout=120,
+    )  # fmt: skip
+    done, body = run.done, run.requests[0].body
     assert done.returncode == 0, done.stderr
     assert body["reasoning"]["effort"] == "high"
     assert not any("ignoring" in line for line in done.stdout.splitlines() if json.loads(line).get("item"))

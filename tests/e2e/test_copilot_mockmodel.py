@@ -4,43 +4,27 @@ commands really run with their exit codes in the trace, and the trace converts."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
-from tests.helpers.git import git_repo
+from tests.e2e.mockmodel_support import run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 MODEL = "gpt-5-mini"
 
 
 def run_copilot(copilot: Path, tmp_path: Path, script: list[dict[str, Any]], tools: str) -> Any:
-    repo = tmp_path / "repo"
-    if not repo.exists():
-        git_repo(repo, {"f.txt": "before\n"})
-    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
-    config.mkdir()
-    home.mkdir()
-    profile = load_profile("copilot")
-    with MockModelServer(script) as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt="go", model=MODEL, max_turns=5, budget=1, tools=tools),
-            Placement(bin=str(copilot), config_dir=config, support_dir=support_dir(), home=str(home)),
-            environ={"PATH": os.environ["PATH"]},
-            extra_env={**profile.dry_run_env, "COPILOT_PROVIDER_BASE_URL": server.url},
-        )
-        trace = tmp_path / f"trace-{tools}.jsonl"
-        done = process.run(inv.argv, timeout=180, env=inv.env, cwd=repo, stdout_file=trace)
-        offered = {t.get("name") for t in server.requests[0].body.get("tools", [])}
-    return done, offered, trace
+    repo, config, home = workspace(tmp_path, tools, {"f.txt": "before\n"})
+    trace = tmp_path / f"trace-{tools}.jsonl"
+    run = run_scripted(
+        "copilot", script, bin=str(copilot), repo=repo, config=config, home=home, prompt="go", model=MODEL,
+        level=tools, endpoint_env=True, trace=trace,
+    )  # fmt: skip
+    offered = {t.get("name") for t in run.requests[0].body.get("tools", [])}
+    return run.done, offered, trace
 
 
 def test_tool_levels_commands_and_the_trace(copilot_bin: Path, tmp_path: Path) -> None:

@@ -9,49 +9,23 @@ from typing import Any
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
-from tests.helpers.git import git_repo
+from tests.e2e.mockmodel_support import run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 READ_TOOLS = {"read_file", "read_many_files", "list_directory", "glob", "grep_search"}
 
 
 def run_gemini(node: Path, gemini: Path, tmp_path: Path, script: list[dict[str, Any]], tools: str) -> Any:
-    repo = tmp_path / "repo"
-    if not repo.exists():
-        git_repo(repo, {"f.txt": "before\n"})
-    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
-    config.mkdir()
-    home.mkdir()
-    profile = load_profile("gemini-cli")
-    with MockModelServer(script) as server:
-        inv = build_invocation(
-            profile,
-            AgentRequest(
-                prompt="go",
-                model="gemini-2.5-flash",
-                max_turns=5,
-                budget=1,
-                tools="all" if tools == "web" else tools,  # type: ignore[arg-type]
-            ),
-            Placement(
-                bin=str(gemini.resolve()), config_dir=config, support_dir=support_dir(), home=str(home)
-            ),
-            web=tools == "web",
-            environ={"PATH": f"{node.parent}:/usr/bin:/bin"},
-            extra_env={**profile.dry_run_env, "GOOGLE_GEMINI_BASE_URL": server.url},
-        )
-        inv.write_config_files(config)
-        trace = tmp_path / f"trace-{tools}.jsonl"
-        done = process.run([str(node), *inv.argv], timeout=180, env=inv.env, cwd=repo, stdout_file=trace)
-        offered = {
-            d["name"] for t in server.requests[0].body.get("tools", []) for d in t["functionDeclarations"]
-        }
-    return done, offered, trace
+    repo, config, home = workspace(tmp_path, tools, {"f.txt": "before\n"})
+    trace = tmp_path / f"trace-{tools}.jsonl"
+    run = run_scripted(
+        "gemini-cli", script, bin=str(gemini.resolve()), repo=repo, config=config, home=home, prompt="go",
+        model="gemini-2.5-flash", level=tools, launcher=[str(node)], path=f"{node.parent}:/usr/bin:/bin",
+        endpoint_env=True, trace=trace,
+    )  # fmt: skip
+    offered = {d["name"] for t in run.requests[0].body.get("tools", []) for d in t["functionDeclarations"]}
+    return run.done, offered, trace
 
 
 def test_tool_levels_and_a_shell_call(node_bin: Path, gemini_bin: Path, tmp_path: Path) -> None:

@@ -4,49 +4,29 @@ config) offers what the profile says, commands run with their exit codes in the 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
-from tests.helpers.git import git_repo
+from tests.e2e.mockmodel_support import run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 MODEL = "gpt-5-mini"
 
 
 def run_opencode(opencode: Path, tmp_path: Path, script: list[dict[str, Any]], tools: str) -> Any:
-    repo = tmp_path / "repo"
-    if not repo.exists():
-        git_repo(repo, {"f.txt": "before\n"})
-    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
-    config.mkdir()
-    home.mkdir()
-    profile = load_profile("opencode")
-    with MockModelServer(script) as server:
-        level = "all" if tools == "web" else tools
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt="go", model=MODEL, max_turns=5, budget=1, tools=level),  # type: ignore[arg-type]
-            Placement(bin=str(opencode), config_dir=config, support_dir=support_dir(), home=str(home)),
-            environ={"PATH": os.environ["PATH"], **profile.dry_run_env},
-            endpoint=server.url,
-            web=tools == "web",
-        )
-        assert "OPENAI_BASE_URL" not in inv.env
-        inv.write_config_files(config)
-        trace = tmp_path / f"trace-{tools}.jsonl"
-        done = process.run(inv.argv, timeout=180, env=inv.env, cwd=repo, stdout_file=trace)
-        main = [r for r in server.requests if r.main_loop]
-        offered = {t["function"]["name"] for t in main[0].body.get("tools", [])}
-        side = [r for r in server.requests if not r.main_loop]
-    return done, offered, trace, side
+    repo, config, home = workspace(tmp_path, tools, {"f.txt": "before\n"})
+    trace = tmp_path / f"trace-{tools}.jsonl"
+    run = run_scripted(
+        "opencode", script, bin=str(opencode), repo=repo, config=config, home=home, prompt="go", model=MODEL,
+        level=tools, trace=trace,
+    )  # fmt: skip
+    assert "OPENAI_BASE_URL" not in run.inv.env
+    offered = {t["function"]["name"] for t in run.main[0].body.get("tools", [])}
+    side = [r for r in run.requests if not r.main_loop]
+    return run.done, offered, trace, side
 
 
 def test_tool_levels_commands_and_the_trace(opencode_bin: Path, tmp_path: Path) -> None:

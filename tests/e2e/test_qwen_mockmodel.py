@@ -13,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from dokimi import process
-from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
 from dokimi.harness.trace import convert_file
-from dokimi.mockmodel import MockModelServer
-from dokimi.support import support_dir
-from tests.helpers.git import git_repo
+from tests.e2e.mockmodel_support import run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 MODEL = "qwen3-coder-plus"
@@ -46,28 +42,15 @@ def run_qwen(
     max_turns: int = 5,
     files: dict[str, str] | None = None,
 ) -> Any:
-    repo = tmp_path / "repo"
-    if not repo.exists():
-        git_repo(repo, {"f.txt": "before\n", **(files or {})})
-    config, home = tmp_path / f"config-{tools}", tmp_path / f"home-{tools}"
-    config.mkdir()
-    home.mkdir()
-    profile = load_profile("qwen-code")
-    with MockModelServer(script) as server:
-        level = "all" if tools == "web" else tools
-        inv = build_invocation(
-            profile,
-            AgentRequest(prompt="go", model=MODEL, max_turns=max_turns, budget=1, tools=level),  # type: ignore[arg-type]
-            Placement(bin=str(qwen.resolve()), config_dir=config, support_dir=support_dir(), home=str(home)),
-            environ={"PATH": f"{node.parent}:/usr/bin:/bin", **profile.dry_run_env},
-            endpoint=server.url,
-            web=tools == "web",
-        )
-        assert "OPENAI_BASE_URL" not in inv.env  # the endpoint goes in argv
-        inv.write_config_files(config)
-        trace = tmp_path / f"trace-{tools}.jsonl"
-        done = process.run([str(node), *inv.argv], timeout=180, env=inv.env, cwd=repo, stdout_file=trace)
-        requests = list(server.requests)
+    repo, config, home = workspace(tmp_path, tools, {"f.txt": "before\n", **(files or {})})
+    trace = tmp_path / f"trace-{tools}.jsonl"
+    run = run_scripted(
+        "qwen-code", script, bin=str(qwen.resolve()), repo=repo, config=config, home=home, prompt="go",
+        model=MODEL, level=tools, max_turns=max_turns, launcher=[str(node)],
+        path=f"{node.parent}:/usr/bin:/bin", trace=trace,
+    )  # fmt: skip
+    assert "OPENAI_BASE_URL" not in run.inv.env  # the endpoint goes in argv
+    done, requests = run.done, run.requests
     assert requests and all(r.main_loop for r in requests)  # no background request plays the script
     first = requests[0].body
     offered = {t["function"]["name"] for t in first.get("tools", [])}
