@@ -11,13 +11,14 @@ from pathlib import Path
 
 from dokimi.schemas._base import read_document
 from dokimi.schemas.reach import GuidanceReach
+from tests.helpers.git import git_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_reach(
-    repo: Path,
-    out: Path,
+    tmp_path: Path,
+    files: dict[str, str],
     *,
     harness: str,
     version: str,
@@ -26,8 +27,9 @@ def run_reach(
     timeout: int = 120,
     env: dict[str, str] | None = None,
 ) -> GuidanceReach:
-    """``repo reach --dry-run`` on ``repo`` into ``out``: it exits 0, reports ``harness`` at ``version``, and
-    every scenario captured a request with no error."""
+    """``repo reach --dry-run`` on a repository ``tmp_path/repo`` of ``files``, into ``tmp_path/out``: it
+    exits 0, reports ``harness`` at ``version``, and every scenario captured a request with no error."""
+    repo, out = git_repo(tmp_path / "repo", files), tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", harness,
          "--model", model, "--bin", str(bin), "--dry-run", "--timeout", str(timeout), "--salt", "e2e",

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
-from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
 
@@ -36,9 +35,8 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 def test_codex_loads_agents_md_from_the_git_root_down_to_cwd_override_replaces_never_below(
     codex_bin: Path, tmp_path: Path
 ) -> None:
-    repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    doc = run_reach(repo, out, harness="codex", version="0.169.0", model="gpt-5-mini", bin=codex_bin)
+    doc = run_reach(tmp_path, FIXTURE, harness="codex", version="0.169.0", model="gpt-5-mini", bin=codex_bin)
     assert loaded_by_scenario(doc) == LOADED
     # the read scenarios really read the probe file (through the shell: Codex has no read tool)
     events = trace_events(out, "read_sub")

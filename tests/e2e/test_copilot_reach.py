@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.reach_support import first_request, loaded_by_scenario, run_reach, trace_events
-from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
 
@@ -39,9 +38,10 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 def test_copilot_loads_every_name_down_to_cwd_and_a_subfolders_when_a_file_there_is_viewed(
     copilot_bin: Path, tmp_path: Path
 ) -> None:
-    repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    doc = run_reach(repo, out, harness="copilot", version="1.0.102", model="gpt-5-mini", bin=copilot_bin)
+    doc = run_reach(
+        tmp_path, FIXTURE, harness="copilot", version="1.0.102", model="gpt-5-mini", bin=copilot_bin
+    )
     assert loaded_by_scenario(doc) == LOADED
     # read=sub viewed the probe file; sub's guidance came with that, not in the first request
     events = trace_events(out, "read_sub")

@@ -9,7 +9,6 @@ import pytest
 
 from dokimi.schemas.reach import GuidanceReach
 from tests.e2e.reach_support import first_request, loaded_by_scenario, run_reach, trace_events
-from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
 
@@ -32,10 +31,10 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 
 
 def reach(
-    repo: Path, gemini_bin: Path, node_bin: Path, out: Path
+    tmp_path: Path, files: dict[str, str], gemini_bin: Path, node_bin: Path
 ) -> tuple[GuidanceReach, dict[str, set[str]]]:
     doc = run_reach(
-        repo, out, harness="gemini-cli", version="0.61.0", model="gemini-2.5-flash", bin=gemini_bin,
+        tmp_path, files, harness="gemini-cli", version="0.61.0", model="gemini-2.5-flash", bin=gemini_bin,
         env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
     return doc, loaded_by_scenario(doc)
@@ -44,9 +43,8 @@ def reach(
 def test_gemini_loads_gemini_md_down_to_cwd_and_a_subfolders_when_a_file_there_is_read(
     gemini_bin: Path, node_bin: Path, tmp_path: Path
 ) -> None:
-    repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
-    doc, got = reach(repo, gemini_bin, node_bin, out)
+    doc, got = reach(tmp_path, FIXTURE, gemini_bin, node_bin)
     assert got == LOADED
     # read=sub read the probe file with read_file; sub/GEMINI.md came with that tool result, not at start
     events = trace_events(out, "read_sub")
@@ -64,6 +62,6 @@ def test_the_bridge_a_gemini_md_importing_agents_md_puts_agents_md_in_the_reques
     assert bridge is not None and (bridge.for_, bridge.write) == ("AGENTS.md", "GEMINI.md")
     files = {"AGENTS.md": "# root\n", "sub/AGENTS.md": "sub\n"}
     files |= {f"{d}{bridge.write}": bridge.content + "\n" for d in ("", "sub/")}  # as guidance:bridge writes
-    _, got = reach(git_repo(tmp_path / "repo", files), gemini_bin, node_bin, tmp_path / "out")
+    _, got = reach(tmp_path, files, gemini_bin, node_bin)
     assert got["cwd=."] == {"AGENTS.md", "GEMINI.md"}
     assert got["cwd=sub"] == {"AGENTS.md", "GEMINI.md", "sub/AGENTS.md", "sub/GEMINI.md"}

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
-from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
 
@@ -34,11 +33,11 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 def test_opencode_loads_agents_md_down_to_cwd_and_claude_md_only_lazily_beside_one(
     opencode_bin: Path, tmp_path: Path
 ) -> None:
-    repo = git_repo(tmp_path / "repo", FIXTURE)
     out = tmp_path / "out"
     doc = run_reach(
-        repo, out, harness="opencode", version="1.18.33", model="gpt-5-mini", bin=opencode_bin, timeout=240
-    )
+        tmp_path, FIXTURE, harness="opencode", version="1.18.33", model="gpt-5-mini", bin=opencode_bin,
+        timeout=240,
+    )  # fmt: skip
     assert loaded_by_scenario(doc) == LOADED
     events = trace_events(out, "read_other")
     assert '"kind": "read"' in events and "other/REACH_PROBE.txt" in events

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.reach_support import loaded_by_scenario, run_reach, trace_events
-from tests.helpers.git import git_repo
 
 pytestmark = pytest.mark.harness
 
@@ -34,9 +33,9 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 }
 
 
-def reach(repo: Path, qwen_bin: Path, node_bin: Path, out: Path) -> dict[str, set[str]]:
+def reach(tmp_path: Path, files: dict[str, str], qwen_bin: Path, node_bin: Path) -> dict[str, set[str]]:
     doc = run_reach(
-        repo, out, harness="qwen-code", version="0.24.4", model="qwen3-coder-plus", bin=qwen_bin,
+        tmp_path, files, harness="qwen-code", version="0.24.4", model="qwen3-coder-plus", bin=qwen_bin,
         env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
     return loaded_by_scenario(doc)
@@ -45,10 +44,9 @@ def reach(repo: Path, qwen_bin: Path, node_bin: Path, out: Path) -> dict[str, se
 def test_qwen_loads_qwen_md_and_agents_md_down_to_cwd_at_start_and_never_claude_md(
     qwen_bin: Path, node_bin: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "out"
-    assert reach(git_repo(tmp_path / "repo", FIXTURE), qwen_bin, node_bin, out) == LOADED
+    assert reach(tmp_path, FIXTURE, qwen_bin, node_bin) == LOADED
     # read=sub read the probe file with read_file, and sub's guidance did not come with the result
-    events = trace_events(out, "read_sub")
+    events = trace_events(tmp_path / "out", "read_sub")
     assert '"kind": "read"' in events and "sub/REACH_PROBE.txt" in events
 
 
@@ -56,5 +54,5 @@ def test_an_at_import_in_qwen_md_puts_the_imported_file_in_the_request(
     qwen_bin: Path, node_bin: Path, tmp_path: Path
 ) -> None:
     files = {"QWEN.md": "# root\n@CLAUDE.md\n", "CLAUDE.md": "claude\n", "sub/CLAUDE.md": "sub claude\n"}
-    got = reach(git_repo(tmp_path / "repo", files), qwen_bin, node_bin, tmp_path / "out")
+    got = reach(tmp_path, files, qwen_bin, node_bin)
     assert got["cwd=."] == got["cwd=sub"] == {"QWEN.md", "CLAUDE.md"}  # a CLAUDE.md nobody imports: never
