@@ -17,6 +17,16 @@ from dokimi.schemas.profile import ToolsLevel
 from dokimi.support import support_dir
 from tests.helpers.git import git_repo
 
+EDIT_THEN_EXIT_3 = "sed -i s/before/after/ f.txt; echo out; exit 3"
+
+
+def edit_then_exit_3(shell_tool: str) -> list[dict[str, Any]]:
+    """A script whose one command, through ``shell_tool``, edits f.txt, prints and exits 3, then answers."""
+    return [
+        {"tool_use": {"name": shell_tool, "input": {"command": EDIT_THEN_EXIT_3}}},
+        {"final": "I changed f.txt."},
+    ]
+
 
 @dataclass(frozen=True)
 class ScriptedRun:

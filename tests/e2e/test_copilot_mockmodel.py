@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dokimi.harness.trace import convert_file
-from tests.e2e.mockmodel_support import run_scripted, workspace
+from tests.e2e.mockmodel_support import EDIT_THEN_EXIT_3, edit_then_exit_3, run_scripted, workspace
 
 pytestmark = pytest.mark.harness
 MODEL = "gpt-5-mini"
@@ -28,15 +28,7 @@ def run_copilot(copilot: Path, tmp_path: Path, script: list[dict[str, Any]], too
 
 
 def test_tool_levels_commands_and_the_trace(copilot_bin: Path, tmp_path: Path) -> None:
-    script = [
-        {
-            "tool_use": {
-                "name": "bash",
-                "input": {"command": "sed -i s/before/after/ f.txt; echo out; exit 3"},
-            }
-        },
-        {"final": "I changed f.txt."},
-    ]
+    script = edit_then_exit_3("bash")
     offered = {}
     for level in ("none", "read", "all"):
         done, offered[level], trace = run_copilot(copilot_bin, tmp_path, script, level)
@@ -46,9 +38,7 @@ def test_tool_levels_commands_and_the_trace(copilot_bin: Path, tmp_path: Path) -
     assert "bash" in offered["all"] and not offered["all"] & {"web_fetch", "web_search"}
     assert (tmp_path / "repo" / "f.txt").read_text() == "after\n"
     conv = convert_file(trace, "copilot-json")
-    assert [(e["kind"], e["text"], e["rc"]) for e in conv.events] == [
-        ("command", "sed -i s/before/after/ f.txt; echo out; exit 3", 3)
-    ]
+    assert [(e["kind"], e["text"], e["rc"]) for e in conv.events] == [("command", EDIT_THEN_EXIT_3, 3)]
     assert conv.events[0]["output"].startswith("out\n")
     assert conv.answer == "I changed f.txt." and conv.turns == 2
     assert conv.complete and not conv.is_error
