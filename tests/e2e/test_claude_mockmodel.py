@@ -17,7 +17,7 @@ import pytest
 from dokimi.harness.trace import convert_file, write_conversion
 from dokimi.mockmodel import MockModelServer
 from tests.helpers.git import git_repo
-from tests.helpers.harness import harness_dir, kill_strays, run_claude, stray_pids
+from tests.helpers.harness import ClaudeRun, harness_dir, kill_strays, run_claude, stray_pids
 
 pytestmark = pytest.mark.harness
 
@@ -29,6 +29,24 @@ def sandbox() -> Iterator[Path]:
         git_repo(root / "repo", {"README.md": "# demo\n", "f.txt": "before\n"})
         (root / "home").mkdir()
         yield root
+
+
+def run_script(
+    claude_bin: Path, sandbox: Path, tmp_path: Path, script: list[dict[str, Any]], prompt: str, **options: Any
+) -> tuple[ClaudeRun, MockModelServer]:
+    """The CLI in the sandbox's repo against a server playing ``script`` (its requests kept in
+    capture.jsonl); ``options`` go to run_claude."""
+    with MockModelServer(script, capture_path=tmp_path / "capture.jsonl") as server:
+        run = run_claude(
+            claude_bin,
+            prompt,
+            cwd=sandbox / "repo",
+            home=sandbox / "home",
+            base_url=server.url,
+            trace_path=tmp_path / "agent.stdout",
+            **options,
+        )
+    return run, server
 
 
 def test_a_scripted_bash_call_really_edits_the_file_and_converts_with_rc_0(
@@ -43,18 +61,9 @@ def test_a_scripted_bash_call_really_edits_the_file_and_converts_with_rc_0(
         },
         {"final": "I changed f.txt."},
     ]
-    with MockModelServer(script, capture_path=tmp_path / "capture.jsonl") as server:
-        run = run_claude(
-            claude_bin,
-            "Change before to after in f.txt",
-            cwd=sandbox / "repo",
-            home=sandbox / "home",
-            base_url=server.url,
-            trace_path=tmp_path / "agent.stdout",
-        )
-        played = server.turns_played
+    run, server = run_script(claude_bin, sandbox, tmp_path, script, "Change before to after in f.txt")
     assert run.returncode == 0, run.stderr
-    assert played == 2
+    assert server.turns_played == 2
     assert (sandbox / "repo" / "f.txt").read_text() == "after\n"
 
     conversion = convert_file(run.trace_path, "claude-stream-json")
@@ -82,18 +91,9 @@ def test_a_run_killed_at_its_timeout_mid_command_converts_with_rc_null(
         {"final": "never reached"},
     ]
     try:
-        with MockModelServer(script) as server:
-            run = run_claude(
-                claude_bin,
-                "Wait a while",
-                cwd=sandbox / "repo",
-                home=sandbox / "home",
-                base_url=server.url,
-                trace_path=tmp_path / "agent.stdout",
-                timeout=6.0,
-                hard_kill=hard_kill,
-            )
-            played = server.turns_played
+        run, server = run_script(
+            claude_bin, sandbox, tmp_path, script, "Wait a while", timeout=6.0, hard_kill=hard_kill
+        )
         left_running = stray_pids(marker)
     finally:
         # Claude Code's Bash tool runs each command in its own session, so a SIGKILL to the CLI's group leaves
@@ -102,7 +102,7 @@ def test_a_run_killed_at_its_timeout_mid_command_converts_with_rc_null(
     if not hard_kill:
         assert left_running == []  # the runner's way (TERM, grace, KILL) leaves no orphan behind
     assert run.timed_out and run.returncode is None
-    assert played == 1
+    assert server.turns_played == 1
     conversion = convert_file(run.trace_path, "claude-stream-json")
     assert [(e["kind"], e["text"], e["rc"]) for e in conversion.events] == [
         ("command", f"echo {marker} && sleep 30", None)
@@ -114,17 +114,15 @@ def test_echo_tokens_returns_the_claude_md_token_that_claude_code_sent(
     claude_bin: Path, sandbox: Path, tmp_path: Path
 ) -> None:
     (sandbox / "repo" / "CLAUDE.md").write_text("# Rules\n\nRCabc123 head token\n\nRC0d0e0f tail token\n")
-    with MockModelServer([{"echo_tokens": True}], capture_path=tmp_path / "capture.jsonl") as server:
-        run = run_claude(
-            claude_bin,
-            "List every token of the form RC plus six hex digits that you can see.",
-            cwd=sandbox / "repo",
-            home=sandbox / "home",
-            base_url=server.url,
-            trace_path=tmp_path / "agent.stdout",
-            extra_args=["--tools", ""],
-        )
-        requests = server.requests
+    run, server = run_script(
+        claude_bin,
+        sandbox,
+        tmp_path,
+        [{"echo_tokens": True}],
+        "List every token of the form RC plus six hex digits that you can see.",
+        extra_args=["--tools", ""],
+    )
+    requests = server.requests
     assert run.returncode == 0, run.stderr
     main = [r for r in requests if r.main_loop]
     assert (
