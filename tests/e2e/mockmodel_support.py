@@ -30,6 +30,8 @@ def edit_then_exit_3(shell_tool: str) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class ScriptedRun:
+    """One run: how the CLI ended, what the scripted server received and played, and the invocation."""
+
     done: process.Completed
     requests: list[CapturedRequest]
     """Every request the server received, in order."""
