@@ -9,7 +9,6 @@ So the report must show raw passing 2/2 and none 0/2, and the comparison a gate 
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TASK = "fix_power_assoc"
 MODEL = "claude-haiku-4-5"
 
@@ -84,10 +82,8 @@ def test_the_golden_comparison_allows_new_fields_and_nothing_else() -> None:
 
 
 def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_cell(
-    docker_available: bool, claude_bin: Path, tmp_path: Path
+    docker_available: bool, claude_bin: Path, example: Path, tmp_path: Path
 ) -> None:
-    example = tmp_path / "calc"
-    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     no_fix = tmp_path / "no-fix.json"
     no_fix.write_text(json.dumps([{"final": "I looked at the parser and changed nothing."}]))
     out = tmp_path / "runs"

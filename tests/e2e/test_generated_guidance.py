@@ -5,7 +5,6 @@ with its blob SHA and every rep starts from it."""
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -19,16 +18,13 @@ from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TASK = "fix_power_assoc"
 MODEL = "claude-haiku-4-5"
 
 
 def test_init_runs_once_per_task_and_model_and_every_rep_starts_from_its_file(
-    docker_available: bool, claude_bin: Path, tmp_path: Path
+    docker_available: bool, claude_bin: Path, example: Path, tmp_path: Path
 ) -> None:
-    example = tmp_path / "calc"
-    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     out = tmp_path / "runs"
     args = [
         "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml",

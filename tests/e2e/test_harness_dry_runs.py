@@ -7,7 +7,6 @@ passes exactly as its oracle does, and with a null script (an agent that only an
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GATED = ("feature_variables", "fix_power_assoc", "test_division_by_zero")
 SCORED = "review_cache"
 
@@ -37,6 +35,7 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     docker_available: bool,
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
+    example: Path,
     tmp_path: Path,
     harness: str,
     model: str,
@@ -46,8 +45,6 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     if harness in ("gemini", "qwen"):  # Node programs: the pinned Node is mounted beside them, not the host's
         monkeypatch.setenv("DOKIMI_NODE_BIN", str(request.getfixturevalue("node_bin")))
         harness = {"gemini": "gemini-cli", "qwen": "qwen-code"}[harness]
-    example = tmp_path / "calc"
-    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     null = tmp_path / "null.json"
     null.write_text(json.dumps([{"final": "I changed nothing."}]))
     out = tmp_path / "runs"

@@ -12,7 +12,6 @@ batch that never had errors. Every network target is on loopback or made by the 
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import threading
 import uuid
@@ -30,7 +29,6 @@ from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TASK = "fix_power_assoc"
 MODEL = "claude-haiku-4-5"
 REAL_KEY = "sk-ant-test-" + "k" * 24
@@ -80,13 +78,6 @@ def docker_bridge_address() -> str:
     words = shown.stdout.split()
     assert "inet" in words, shown.stdout + shown.stderr
     return words[words.index("inet") + 1].split("/")[0]
-
-
-@pytest.fixture
-def example(tmp_path: Path) -> Path:
-    repo = tmp_path / "calc"
-    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](repo)
-    return repo
 
 
 @pytest.fixture

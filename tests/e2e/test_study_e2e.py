@@ -4,7 +4,6 @@ against the scripted model server, three arms (none, tree, generated) of the exa
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,8 @@ STUDY = EXAMPLES / "study-agentbench.yaml"
 
 
 def test_the_bundled_study_completes_in_a_dry_run_and_reports_every_part(
-    docker_available: bool, claude_bin: Path, tmp_path: Path
+    docker_available: bool, claude_bin: Path, example: Path, tmp_path: Path
 ) -> None:
-    example = tmp_path / "calc"
-    runpy.run_path(str(EXAMPLES / "build_example.py"))["build_example"](example)
     out = tmp_path / "runs"
     args = [
         "repo", "study", "run", str(STUDY), "--source", f"{example}@HEAD", "--bin", str(claude_bin),
