@@ -24,7 +24,6 @@ repo_grade.v1, or breaking a rule of grade.json is each a grader failure with th
 from __future__ import annotations
 
 import os
-import shlex
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from dokimi.rundir import (
     entry_stdout,
 )
 from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, run_container
-from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec, substitute, uses_placeholder
+from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec, uses_placeholder
 from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
 if TYPE_CHECKING:
@@ -114,14 +113,7 @@ def entry_argv(command: str, kind: EntryKind, *, task: str | None) -> list[str]:
         if kind == "static" or task is None:
             raise UsageError(f"entry_points.{kind}: a built-in grader serves grade and oracle only")
         return builtin_argv(command, kind, task=task, values=placeholder_values(kind, task=task))
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError(f"entry_points.{kind}: cannot split {command!r}: {exc}") from None
-    if not words:
-        raise UsageError(f"entry_points.{kind} is empty")
-    values = placeholder_values(kind, task=task)
-    return [substitute(word, values, where=f"entry_points.{kind}") for word in words]
+    return command_argv(command, placeholder_values(kind, task=task), where=f"entry_points.{kind}")
 
 
 def needs_source_dir(command: str) -> bool:

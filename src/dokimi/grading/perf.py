@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -63,6 +62,7 @@ from dokimi.rundir import (
     WORKSPACE,
     RunDir,
 )
+from dokimi.sandbox.specs import command_argv
 
 if TYPE_CHECKING:
     from dokimi.schemas.grading import PerfCheckDoc
@@ -95,12 +95,6 @@ def oracle_variant_dir(run_dir: Path) -> Path:
 
 def perf_argv(command: str, *, variant: str, out: PurePosixPath, task: str) -> list[str]:
     """``entry_points.perf`` as an argv: shell-like words, each with its placeholders substituted once."""
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError(f"entry_points.perf: cannot split {command!r}: {exc}") from None
-    if not words:
-        raise UsageError("entry_points.perf is empty")
     values = {
         "eval_dir": str(CONTAINER_EVAL_DIR),
         "run_dir": str(CONTAINER_RUN_DIR),
@@ -108,17 +102,13 @@ def perf_argv(command: str, *, variant: str, out: PurePosixPath, task: str) -> l
         "task": task,
         "variant": variant,
     }
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in values:
-            raise UsageError(
-                f"entry_points.perf: placeholder {{{name}}} has no value here",
-                hint="{source_dir} is for grade and oracle only",
-            )
-        return values[name]
-
-    return [_PLACEHOLDER.sub(one, word) for word in words]
+    return command_argv(
+        command,
+        values,
+        where="entry_points.perf",
+        placeholders=_PLACEHOLDER,
+        hint="{source_dir} is for grade and oracle only",
+    )
 
 
 def read_perf(path: Path) -> tuple[RepoPerf | None, str | None]:

@@ -14,17 +14,15 @@ more than that has no list, with the reason.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
-from dokimi.errors import UsageError
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.rundir import TESTS_LIST_JSON
 from dokimi.sandbox.container import KILL_GRACE_S, run_container
-from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec, substitute
+from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
 from dokimi.schemas._base import write_document
 from dokimi.schemas.grading import TestsListDoc
 
@@ -47,14 +45,8 @@ def list_command(environment: GradeEnvironment) -> str | None:
 def tests_list_argv(command: str, *, task: str) -> list[str]:
     """``tests.list`` as an argv: shell-like words, each with {eval_dir}, {run_dir} and {task} substituted
     once."""
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError(f"tests.list: cannot split {command!r}: {exc}") from None
-    if not words:
-        raise UsageError("tests.list is empty")
     values = {"eval_dir": str(CONTAINER_EVAL_DIR), "run_dir": str(CONTAINER_RUN_DIR), "task": task}
-    return [substitute(word, values, where="tests.list") for word in words]
+    return command_argv(command, values, where="tests.list")
 
 
 def parse_test_ids(stdout: str) -> list[str]:

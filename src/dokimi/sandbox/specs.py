@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -60,7 +61,14 @@ NEUTRAL_GLOBAL_GIT_CONFIG = """\
 _PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task)\}")
 
 
-def substitute(text: str, values: Mapping[str, str], *, where: str) -> str:
+def substitute(
+    text: str,
+    values: Mapping[str, str],
+    *,
+    where: str,
+    placeholders: re.Pattern[str] = _PLACEHOLDER,
+    hint: str = "{source_dir} is for grade and oracle only, {out} for static only",
+) -> str:
     """Replace the manifest's placeholders in one pass (a substituted value is never substituted again).
 
     A placeholder without a value here (``{source_dir}`` outside grade/oracle, ``{out}`` outside static) is a
@@ -70,13 +78,30 @@ def substitute(text: str, values: Mapping[str, str], *, where: str) -> str:
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
-            raise UsageError(
-                f"{where}: placeholder {{{name}}} has no value here",
-                hint="{source_dir} is for grade and oracle only, {out} for static only",
-            )
+            raise UsageError(f"{where}: placeholder {{{name}}} has no value here", hint=hint)
         return values[name]
 
-    return _PLACEHOLDER.sub(one, text)
+    return placeholders.sub(one, text)
+
+
+def command_argv(
+    command: str,
+    values: Mapping[str, str],
+    *,
+    where: str,
+    placeholders: re.Pattern[str] = _PLACEHOLDER,
+    hint: str = "{source_dir} is for grade and oracle only, {out} for static only",
+) -> list[str]:
+    """A manifest command (an entry point, ``tests.list``) as an argv: split like shell words (no shell runs
+    it), then each word's placeholders substituted once. An unsplittable or empty command is a UsageError
+    naming ``where``."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"{where}: cannot split {command!r}: {exc}") from None
+    if not words:
+        raise UsageError(f"{where} is empty")
+    return [substitute(word, values, where=where, placeholders=placeholders, hint=hint) for word in words]
 
 
 def uses_placeholder(text: str, name: str) -> bool:
