@@ -44,7 +44,7 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
-from dokimi.sandbox.container import KILL_GRACE_S, ContainerResult, run_container
+from dokimi.sandbox.container import ContainerResult, run_container
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec, uses_placeholder
 from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
@@ -330,12 +330,11 @@ def run_entry_point(
         env=env,
     )
     _give_top_level(run_dir)
-    grace = KILL_GRACE_S if environment.kill_grace_s is None else environment.kill_grace_s
     result = run_container(
         spec,
         timeout=environment.grade_timeout_s,
         stdout_file=run_dir / entry_stdout(kind),
-        kill_grace_s=grace,
+        kill_grace_s=environment.kill_grace,
     )
     safefs.write_text(run_dir / entry_stderr(kind), result.stderr, trusted=run_dir)
     return EntryPointResult(kind, tuple(argv), result)

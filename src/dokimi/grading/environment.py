@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi.sandbox.container import KILL_GRACE_S
 from dokimi.sandbox.specs import CacheMount, ContainerSettings, docker_network
 
 if TYPE_CHECKING:
@@ -74,6 +75,11 @@ class GradeEnvironment:
     perf_timeout_s: float = PERF_TIMEOUT_S
     kill_grace_s: float | None = None
     """Grace between SIGTERM and the kill of a container at its timeout (default: the container module's)."""
+
+    @property
+    def kill_grace(self) -> float:
+        """``kill_grace_s``, or the container module's default when it is None."""
+        return KILL_GRACE_S if self.kill_grace_s is None else self.kill_grace_s
 
     @classmethod
     def for_manifest(

@@ -21,7 +21,7 @@ from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.rundir import TESTS_LIST_JSON
-from dokimi.sandbox.container import KILL_GRACE_S, run_container
+from dokimi.sandbox.container import run_container
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
 from dokimi.schemas._base import write_document
 from dokimi.schemas.grading import TestsListDoc
@@ -69,9 +69,11 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
         argv=tests_list_argv(command, task=task.id),
         task=task.id,
     )
-    grace = KILL_GRACE_S if environment.kill_grace_s is None else environment.kill_grace_s
     result = run_container(
-        spec, timeout=environment.grade_timeout_s, kill_grace_s=grace, max_output=MAX_LIST_BYTES
+        spec,
+        timeout=environment.grade_timeout_s,
+        kill_grace_s=environment.kill_grace,
+        max_output=MAX_LIST_BYTES,
     )
     failure = None
     if result.timed_out:
