@@ -59,6 +59,8 @@ NEUTRAL_GLOBAL_GIT_CONFIG = """\
 """
 
 _PLACEHOLDER = re.compile(r"\{(eval_dir|source_dir|run_dir|out|task)\}")
+PLACEHOLDER_HINT = "{source_dir} is for grade and oracle only, {out} for static only"
+"""What a placeholder without a value here is told."""
 
 
 def substitute(
@@ -67,7 +69,7 @@ def substitute(
     *,
     where: str,
     placeholders: re.Pattern[str] = _PLACEHOLDER,
-    hint: str = "{source_dir} is for grade and oracle only, {out} for static only",
+    hint: str = PLACEHOLDER_HINT,
 ) -> str:
     """Replace the manifest's placeholders in one pass (a substituted value is never substituted again).
 
@@ -90,7 +92,7 @@ def command_argv(
     *,
     where: str,
     placeholders: re.Pattern[str] = _PLACEHOLDER,
-    hint: str = "{source_dir} is for grade and oracle only, {out} for static only",
+    hint: str = PLACEHOLDER_HINT,
 ) -> list[str]:
     """A manifest command (an entry point, ``tests.list``) as an argv: split like shell words (no shell runs
     it), then each word's placeholders substituted once. An unsplittable or empty command is a UsageError
