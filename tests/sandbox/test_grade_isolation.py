@@ -18,6 +18,7 @@ from dokimi.grading.entrypoints import (
     move_agent_git,
     read_grade,
     run_entry_point,
+    source_dir_for,
 )
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.sandbox.container import container_name, run_container
@@ -198,6 +199,36 @@ def test_entry_points_are_words_with_placeholders_substituted_once() -> None:
 
     with pytest.raises(UsageError, match="source_dir"):
         entry_argv("x {source_dir}", "static", task=None)
+
+
+def test_source_dir_is_the_sources_git_dir_a_given_clone_or_refused_for_a_blobless_one(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from dokimi.errors import UsageError
+    from dokimi.source import open_source
+
+    work = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "f.txt").write_text("x\n")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "f.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    repo = open_source(f"{work}@HEAD")
+    assert repo.git_dir is not None
+    hint = "run from a local clone"
+    assert source_dir_for(repo, ("grade {run_dir}", None), given=None, hint=hint) is None
+    assert source_dir_for(repo, ("grade", "oracle {source_dir}"), given=None, hint=hint) == repo.git_dir
+    given = tmp_path / "full" / ".." / "full"
+    assert source_dir_for(repo, ("x {source_dir}",), given=given, hint=hint) == (tmp_path / "full").resolve()
+    blobless = dataclasses.replace(repo, promisor=True)
+    with pytest.raises(UsageError, match="full clone") as refused:
+        source_dir_for(blobless, ("x {source_dir}",), given=None, hint=hint)
+    assert refused.value.hint == hint
+    assert (
+        source_dir_for(blobless, ("x {source_dir}",), given=given, hint=hint) == (tmp_path / "full").resolve()
+    )
 
 
 def test_the_oracle_runs_in_a_grade_container_and_changes_the_workspace(toy: Toy, tmp_path: Path) -> None:

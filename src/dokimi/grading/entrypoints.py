@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -51,6 +51,7 @@ from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 if TYPE_CHECKING:
     from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.task import Task
+    from dokimi.source import Repo
 
 __all__ = [
     "ENTRY_KINDS",
@@ -65,6 +66,7 @@ __all__ = [
     "needs_source_dir",
     "read_grade",
     "run_entry_point",
+    "source_dir_for",
 ]
 
 EntryKind = Literal["grade", "oracle", "static"]
@@ -119,6 +121,24 @@ def entry_argv(command: str, kind: EntryKind, *, task: str | None) -> list[str]:
 def needs_source_dir(command: str) -> bool:
     """Whether an entry point names {source_dir} (which is what makes the framework mount it)."""
     return uses_placeholder(command, "source_dir")
+
+
+def source_dir_for(
+    repo: Repo, commands: Iterable[str | None], *, given: Path | None, hint: str
+) -> Path | None:
+    """{source_dir} for these entry points: None when none of them names it, ``given`` (resolved) when the
+    caller has a full clone, else the source's own git directory, which must be a local repository with its
+    blobs (a fetched, blob-less clone is not)."""
+    if not any(command and needs_source_dir(command) for command in commands):
+        return None
+    if given is not None:
+        return given.resolve()
+    if repo.git_dir is None or repo.promisor:
+        raise UsageError(
+            "an entry point uses {source_dir}, which needs a full clone of the source with its blobs",
+            hint=hint,
+        )
+    return repo.git_dir
 
 
 # --- the agent's git configuration

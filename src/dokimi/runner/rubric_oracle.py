@@ -69,7 +69,7 @@ class ContainerOracle:
         """The grade environment, made on first use: the exported eval_dir and the image."""
         if self._environment is not None:
             return self._environment
-        from dokimi.grading.entrypoints import needs_source_dir
+        from dokimi.grading.entrypoints import source_dir_for
         from dokimi.sandbox.docker import require_docker
         from dokimi.sandbox.image import build_image, use_image
         from dokimi.workspace import export_tree_as_stored
@@ -81,14 +81,12 @@ class ContainerOracle:
         export_tree_as_stored(self.repo.eval_snapshot(), content, under=manifest.eval_dir or "")
         image = self.options.image
         built = use_image(image) if image else build_image(self.repo, manifest, work_dir=self.work_dir)
-        source_dir = None
-        if needs_source_dir(manifest.entry_points.oracle):
-            source_dir = self.options.source_dir or self.repo.git_dir
-            if source_dir is None or (self.options.source_dir is None and self.repo.promisor):
-                raise UsageError(
-                    "the oracle uses {source_dir}, which needs a full clone of the source with its blobs",
-                    hint="run from a local clone (<dir> or <dir>@<rev>)",
-                )
+        source_dir = source_dir_for(
+            self.repo,
+            (manifest.entry_points.oracle,),
+            given=self.options.source_dir,
+            hint="run from a local clone (<dir> or <dir>@<rev>)",
+        )
         environment = GradeEnvironment.for_manifest(
             manifest, image=built.ref, eval_content=content, source_dir=source_dir, batch=self._batch
         )

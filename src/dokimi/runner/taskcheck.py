@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import is_glob
-from dokimi.grading.entrypoints import GradeOutcome, needs_source_dir, run_entry_point
+from dokimi.grading.entrypoints import GradeOutcome, run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeSettings
 from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
@@ -267,16 +267,12 @@ def guidance_names(globs: Sequence[str]) -> list[str]:
 def _source_dir(repo: Repo, manifest: RepoManifest, options: CheckOptions) -> Path | None:
     entry_points = manifest.entry_points
     assert entry_points is not None
-    if not any(needs_source_dir(cmd) for cmd in (entry_points.grade, entry_points.oracle)):
-        return None
-    if options.source_dir is not None:
-        return options.source_dir.resolve()
-    if repo.git_dir is None or repo.promisor:
-        raise UsageError(
-            "an entry point uses {source_dir}, which needs a full clone of the source with its blobs",
-            hint="pass --source-dir PATH (a full clone), or run from a local clone (<dir> or <dir>@<rev>)",
-        )
-    return repo.git_dir
+    return source_dir_for(
+        repo,
+        (entry_points.grade, entry_points.oracle),
+        given=options.source_dir,
+        hint="pass --source-dir PATH (a full clone), or run from a local clone (<dir> or <dir>@<rev>)",
+    )
 
 
 # --- the units of work
