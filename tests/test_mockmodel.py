@@ -18,6 +18,8 @@ import pytest
 
 import dokimi.mockmodel as mockmodel_module
 from dokimi.mockmodel import (
+    DEFAULT_INPUT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
     DONE_TEXT,
     SIDE_TEXT,
     MockModelServer,
@@ -122,7 +124,8 @@ def test_a_streamed_tool_call_arrives_as_sse_blocks_with_input_json_delta(server
     assert text == {"type": "text", "text": "Let me edit."}
     assert call["type"] == "tool_use" and call["name"] == "Bash" and call["id"].startswith("toolu_")
     assert call["input"] == {"command": "echo x > f.txt"}
-    assert events[-2][1]["usage"]["output_tokens"] >= 1
+    assert events[-2][1]["usage"]["output_tokens"] == DEFAULT_OUTPUT_TOKENS
+    assert events[0][1]["message"]["usage"]["input_tokens"] == DEFAULT_INPUT_TOKENS
 
 
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
@@ -132,7 +135,7 @@ def test_a_non_streaming_request_gets_the_same_turn_as_one_json_message(server: 
     message = json.loads(payload)
     assert message["type"] == "message" and message["stop_reason"] == "tool_use"
     assert message["content"][1]["input"] == {"command": "echo x > f.txt"}
-    assert set(message["usage"]) >= {"input_tokens", "output_tokens"}
+    assert (message["usage"]["input_tokens"], message["usage"]["output_tokens"]) == (1000, 100)
 
 
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
@@ -232,11 +235,47 @@ def test_every_request_is_captured_to_jsonl_without_credentials(
     assert b"RCabc123" in server.requests[1].raw
 
 
+def usage_of(server: MockModelServer, body: dict[str, Any]) -> tuple[int, int]:
+    status, _, payload = request(server.url, "POST", "/v1/messages", {**body, "stream": False})
+    assert status == 200
+    usage = json.loads(payload)["usage"]
+    return usage["input_tokens"], usage["output_tokens"]
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        [
+            {"text": "one"},
+            {"text": "two", "usage": {"input": 1234, "output": 56}},
+            {"final": "3", "usage": {"output": 7}},
+        ]
+    ],
+    indirect=True,
+)
+def test_usage_is_fixed_per_answer_whatever_the_request_and_a_turn_can_set_it(
+    server: MockModelServer, tmp_path: Path
+) -> None:
+    """The request's size (which a harness's host partly decides) never reaches the usage an answer reports:
+    a request padded by 100 KB reports what a short one does. The size is in the capture instead."""
+    short = messages_body("hi")
+    padded = messages_body("OS Version: Linux 6.18.44 " + "x" * 100_000)
+    assert usage_of(server, padded) == (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)
+    assert usage_of(server, short) == (1234, 56)
+    assert usage_of(server, padded) == (DEFAULT_INPUT_TOKENS, 7)
+    assert usage_of(server, short) == (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)  # done, after the script
+    side = messages_body("title?", tools=[], system="Summarise this conversation as a title")
+    assert usage_of(server, side) == (DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)
+    lines = [json.loads(x) for x in (tmp_path / "capture.jsonl").read_text().splitlines()]
+    assert [x["bytes"] for x in lines] == [len(r.raw) for r in server.requests]
+    assert lines[0]["bytes"] > 100_000 > lines[1]["bytes"]
+
+
 def test_hello_count_tokens_and_unknown_paths(server: MockModelServer) -> None:
     assert request(server.url, "GET", "/api/hello")[0] == 200
     assert request(server.url, "HEAD", "/api/hello")[0] == 200
     status, _, payload = request(server.url, "POST", "/v1/messages/count_tokens?beta=true", messages_body())
-    assert status == 200 and json.loads(payload)["input_tokens"] > 0
+    assert status == 200 and json.loads(payload)["input_tokens"] == DEFAULT_INPUT_TOKENS
     status, _, payload = request(server.url, "GET", "/v1/models")
     assert status == 200 and json.loads(payload) == {"object": "list", "data": []}
     status, _, payload = request(server.url, "GET", "/v1/engines")
@@ -261,6 +300,13 @@ def test_an_error_turn_answers_with_that_status_and_an_api_error_body(server: Mo
         ([{"tool_use": {"input": {}}}], "non-empty string 'name'"),
         ([{"tool_use": {"name": "Bash", "input": "ls"}}], "must be a mapping"),
         ({"not": "a list"}, "a script is a list of turns"),
+        ([{"final": "a", "usage": 5}], r"turns\[0\]: 'usage' must be a mapping"),
+        ([{"final": "a", "usage": {"input": -1}}], "usage.input must be a whole number"),
+        ([{"final": "a", "usage": {"output": 1.5}}], "usage.output must be a whole number"),
+        ([{"final": "a", "usage": {"input": True}}], "usage.input must be a whole number"),
+        ([{"final": "a", "usage": {"cached": 3}}], r"unknown key\(s\) \['cached'\] in usage"),
+        ([{"error": {"status": 529}, "usage": {"input": 3}}], "an error answer reports no usage"),
+        ([{"usage": {"input": 3}}], "an empty turn"),
     ],
 )
 def test_a_bad_script_names_the_turn_and_the_problem(tmp_path: Path, turns: Any, message: str) -> None:

@@ -100,7 +100,7 @@ def test_chat_completions_streamed_and_not(server: MockModelServer) -> None:
     assert text == "Let me look."
     assert calls[0]["function"]["name"] == "exec_command"
     assert json.loads(calls[0]["function"]["arguments"]) == {"cmd": "ls"}
-    assert finish[-1] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] >= 2
+    assert finish[-1] == "tool_calls" and chunks[-1]["usage"]["total_tokens"] == 1100
     status, _, payload = request(server.url, "POST", "/v1/chat/completions", {**body, "stream": False})
     answer = json.loads(payload)
     assert answer["object"] == "chat.completion"
@@ -126,7 +126,7 @@ def test_gemini_stream_generate_content_and_generate_content(server: MockModelSe
     status, _, payload = request(server.url, "POST", "/v1beta/models/gemini-2.5-flash:generateContent", body)
     assert json.loads(payload)["candidates"][0]["content"]["parts"] == [{"text": "RCabcdef"}]
     status, _, payload = request(server.url, "POST", "/v1beta/models/gemini-2.5-flash:countTokens", body)
-    assert status == 200 and json.loads(payload)["totalTokens"] > 0
+    assert status == 200 and json.loads(payload)["totalTokens"] == 1000
     lines = [json.loads(x) for x in (server.capture_path or Path()).read_text().splitlines()]
     assert [x["main_loop"] for x in lines] == [True, True, False]
     assert lines[0]["path"] == path and lines[0]["body"] == body
@@ -173,3 +173,44 @@ def test_a_session_title_request_without_tools_is_a_side_request() -> None:
     assert not is_main_loop_request(title, api=CHAT)
     assert is_main_loop_request({**title, "tools": [{"type": "function"}]}, api=CHAT)
     assert is_main_loop_request({"messages": [{"role": "user", "content": "fix it"}]}, api=CHAT)
+
+
+def reported_usage(api: str, payload: bytes, stream: bool) -> tuple[int, int]:
+    """(input, output) tokens of an answer in ``api``'s own shape."""
+    if api == RESPONSES:
+        events = named_events(payload) if stream else [("", {"response": json.loads(payload)})]
+        usage = events[-1][1]["response"]["usage"]
+        return usage["input_tokens"], usage["output_tokens"]
+    answer = json.loads(data_lines(payload)[-2 if api == CHAT else -1]) if stream else json.loads(payload)
+    if api == CHAT:
+        return answer["usage"]["prompt_tokens"], answer["usage"]["completion_tokens"]
+    return answer["usageMetadata"]["promptTokenCount"], answer["usageMetadata"]["candidatesTokenCount"]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize(
+    ("api", "path"),
+    [
+        (RESPONSES, "/v1/responses"),
+        (CHAT, "/v1/chat/completions"),
+        (GEMINI, "/v1beta/models/gemini-2.5-flash:generateContent"),
+    ],
+)
+def test_usage_is_the_scripts_in_every_api_whatever_the_request_size(
+    tmp_path: Path, api: str, path: str, stream: bool
+) -> None:
+    script = [{"text": "a"}, {"text": "b", "usage": {"input": 4321, "output": 9}}]
+    padding = "OS Version: Linux 2.6.78 " + "x" * 50_000
+    chat = [{"role": "user", "content": padding}]
+    bodies = {
+        RESPONSES: responses_body(stream, padding),
+        CHAT: {"model": "m", "messages": chat, "tools": [{}], "stream": stream},
+        GEMINI: {"contents": [{"role": "user", "parts": [{"text": padding}]}], "tools": [{}]},
+    }
+    if api == GEMINI and stream:
+        path = path.replace(":generateContent", ":streamGenerateContent?alt=sse")
+    with MockModelServer(script) as server:
+        first = request(server.url, "POST", path, bodies[api])[2]
+        second = request(server.url, "POST", path, bodies[api])[2]
+    assert reported_usage(api, first, stream) == (1000, 100)
+    assert reported_usage(api, second, stream) == (4321, 9)

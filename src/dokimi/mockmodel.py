@@ -21,6 +21,12 @@ Script format (JSON; YAML too when ruamel.yaml is importable): a list of turns, 
     {"echo_tokens": true}                             answer with every RC token in this request's body
     {"error": {"status": 529, "type": "overloaded_error", "message": "..."}}   an HTTP error answer
 
+and optionally ``"usage": {"input": N, "output": M}``: the token counts that answer reports. Usage is fixed
+(DEFAULT_INPUT_TOKENS and DEFAULT_OUTPUT_TOKENS per answer unless a turn says otherwise), never derived from
+the request: a harness's request carries text its host decides (OS version, date), so a count taken from its
+size would make every cost a harness computes from it differ from machine to machine. The request's size is in
+the capture (``bytes``) for whoever wants it.
+
 In a text, ``{{match:REGEX}}`` is replaced by the first match of REGEX in the request's body (empty when there
 is none): how a scripted judge copies the verdict marker, whose nonce is drawn per call.
 ``text`` may also accompany ``tool_use``/``tool_uses``/``echo_tokens`` as a preamble block. Once the script is
@@ -49,6 +55,8 @@ from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
+    "DEFAULT_INPUT_TOKENS",
+    "DEFAULT_OUTPUT_TOKENS",
     "DONE_TEXT",
     "SIDE_TEXT",
     "TOKEN_RE",
@@ -60,6 +68,7 @@ __all__ = [
     "Route",
     "ScriptError",
     "Turn",
+    "TurnUsage",
     "find_tokens",
     "is_main_loop_request",
     "load_script",
@@ -102,6 +111,12 @@ APIS = (ANTHROPIC, RESPONSES, CHAT, GEMINI)
 _GEMINI_ROUTE = re.compile(r"^(?:/[^/]+)*/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 
 TURN_KINDS = ("text", "final", "tool_use", "tool_uses", "echo_tokens", "error")
+TURN_KEYS = (*TURN_KINDS, "usage")
+
+DEFAULT_INPUT_TOKENS = 1000
+"""Input tokens every answer reports unless its turn sets ``usage``: fixed, never the request's size."""
+DEFAULT_OUTPUT_TOKENS = 100
+"""Output tokens every answer reports unless its turn sets ``usage``."""
 
 
 class ScriptError(ValueError):
@@ -115,6 +130,23 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class TurnUsage:
+    """The token counts an answer reports: the script's, else the defaults; never the request's size."""
+
+    input: int = DEFAULT_INPUT_TOKENS
+    output: int = DEFAULT_OUTPUT_TOKENS
+
+    def to_json(self) -> dict[str, int]:
+        """Anthropic's usage object; the OpenAI and Gemini shapes are rendered from it (:class:`_Reply`)."""
+        return {
+            "input_tokens": self.input,
+            "output_tokens": self.output,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
+
+
+@dataclass(frozen=True)
 class Turn:
     """One scripted model response."""
 
@@ -122,6 +154,7 @@ class Turn:
     tool_calls: tuple[ToolCall, ...] = ()
     echo_tokens: bool = False
     error: Mapping[str, Any] | None = None
+    usage: TurnUsage = TurnUsage()
 
     @property
     def stop_reason(self) -> str:
@@ -156,6 +189,7 @@ class CapturedRequest:
             "path": self.path,
             "headers": self.headers,
             "body": self.body,
+            "bytes": len(self.raw),
             "main_loop": self.main_loop,
             "turn": self.turn,
             "known": self.known,
@@ -199,12 +233,26 @@ def _tool_call(value: Any, where: str) -> ToolCall:
     return ToolCall(name=value["name"], input=dict(tool_input))
 
 
+def _turn_usage(value: Any, where: str) -> TurnUsage:
+    """A turn's ``usage``: a mapping of ``input`` and/or ``output`` to token counts (whole numbers >= 0)."""
+    if not isinstance(value, Mapping):
+        raise ScriptError(f"{where}: 'usage' must be a mapping like {{input: 1200, output: 80}}")
+    unknown = sorted(set(value) - {"input", "output"})
+    if unknown:
+        raise ScriptError(f"{where}: unknown key(s) {unknown} in usage; allowed: input, output")
+    for key, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ScriptError(f"{where}: usage.{key} must be a whole number of tokens, 0 or more")
+    return TurnUsage(**{str(k): int(v) for k, v in value.items()})
+
+
 def _parse_turn(raw: Any, where: str) -> Turn:
     if not isinstance(raw, Mapping):
         raise ScriptError(f"{where}: a turn must be a mapping with one of {', '.join(TURN_KINDS)}")
-    unknown = sorted(set(raw) - set(TURN_KINDS))
+    unknown = sorted(set(raw) - set(TURN_KEYS))
     if unknown:
-        raise ScriptError(f"{where}: unknown key(s) {unknown}; a turn has one of {', '.join(TURN_KINDS)}")
+        kinds = ", ".join(TURN_KINDS)
+        raise ScriptError(f"{where}: unknown key(s) {unknown}; a turn has one of {kinds}, and may have usage")
     if "text" in raw and "final" in raw:
         raise ScriptError(f"{where}: 'text' and 'final' are the same kind of answer; use one")
     actions = [k for k in ("final", "tool_use", "tool_uses", "echo_tokens", "error") if k in raw]
@@ -215,10 +263,13 @@ def _parse_turn(raw: Any, where: str) -> Turn:
     text = raw.get("final", raw.get("text"))
     if text is not None and not isinstance(text, str):
         raise ScriptError(f"{where}: text must be a string")
+    usage = _turn_usage(raw["usage"], where) if "usage" in raw else TurnUsage()
     if "error" in raw:
         err = raw["error"]
         if not isinstance(err, Mapping) or not isinstance(err.get("status", 500), int):
             raise ScriptError(f"{where}: 'error' must be a mapping with an integer 'status'")
+        if "usage" in raw:
+            raise ScriptError(f"{where}: an error answer reports no usage; drop 'usage'")
         return Turn(text=text, error=dict(err))
     calls: tuple[ToolCall, ...] = ()
     if "tool_use" in raw:
@@ -232,7 +283,7 @@ def _parse_turn(raw: Any, where: str) -> Turn:
         raise ScriptError(f"{where}: 'echo_tokens' must be true or false")
     if text is None and not calls and not echo:
         raise ScriptError(f"{where}: an empty turn; give text, final, tool_use, tool_uses or echo_tokens")
-    return Turn(text=text, tool_calls=calls, echo_tokens=echo)
+    return Turn(text=text, tool_calls=calls, echo_tokens=echo, usage=usage)
 
 
 def parse_script(data: Any, *, source: str = "<script>") -> list[Turn]:
@@ -439,15 +490,6 @@ def is_main_loop_request(
 
 
 # --- the Messages API wire format ---------------------------------------------------------------------------
-
-
-def _usage(raw: bytes, output_text: str) -> dict[str, int]:
-    return {
-        "input_tokens": max(1, len(raw) // 4),
-        "output_tokens": max(1, len(output_text) // 4),
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-    }
 
 
 @dataclass
@@ -730,8 +772,9 @@ class _Reply:
         }
 
 
-def _text_reply(text: str, raw: bytes) -> _Reply:
-    return _Reply([{"type": "text", "text": text}], "end_turn", _usage(raw, text))
+def _text_reply(text: str) -> _Reply:
+    """A canned text answer (a side request's, or ``done`` after the script), with the default usage."""
+    return _Reply([{"type": "text", "text": text}], "end_turn", TurnUsage().to_json())
 
 
 # --- the server ---------------------------------------------------------------------------------------------
@@ -875,7 +918,7 @@ class MockModelServer:
         if found.action == "models":
             return _Answer(200, {"object": "list", "data": []})
         if found.action == "count":
-            count = max(1, len(raw) // 4)
+            count = DEFAULT_INPUT_TOKENS  # fixed like usage: a count from the request's size is the host's
             return _Answer(200, {"totalTokens": count} if found.api == GEMINI else {"input_tokens": count})
         if not isinstance(body, Mapping):
             return _Answer(
@@ -886,10 +929,10 @@ class MockModelServer:
         model = found.model or str(body.get("model") or "mock-model")
         if not is_main_loop_request(body, main_model=self.main_model, api=found.api, model=found.model):
             side = "{}" if asks_for_structured_output(found.api, body) else SIDE_TEXT
-            return _Answer(200, _text_reply(side, raw), stream, found.api, model)
+            return _Answer(200, _text_reply(side), stream, found.api, model)
         req.main_loop = True
         if self._next_turn >= len(self._turns):
-            return _Answer(200, _text_reply(DONE_TEXT, raw), stream, found.api, model)
+            return _Answer(200, _text_reply(DONE_TEXT), stream, found.api, model)
         req.turn = self._next_turn
         turn = self._turns[self._next_turn]
         self._next_turn += 1
@@ -903,21 +946,16 @@ class MockModelServer:
                 status, _error_body(api, status, kind, str(turn.error.get("message", "scripted error")))
             )
         blocks: list[dict[str, Any]] = []
-        out_text = ""
         if turn.echo_tokens:
             echoed = " ".join(find_tokens(raw))
             text = f"{turn.text}\n{echoed}" if turn.text else echoed
             blocks.append({"type": "text", "text": text or "(no tokens)"})
-            out_text = text
         elif turn.text is not None:
-            text = _substitute_matches(turn.text, raw)
-            blocks.append({"type": "text", "text": text})
-            out_text = text
+            blocks.append({"type": "text", "text": _substitute_matches(turn.text, raw)})
         for call in turn.tool_calls:
             tool_id = f"toolu_mock{next(self._ids):08d}"
             blocks.append({"type": "tool_use", "id": tool_id, "name": call.name, "input": dict(call.input)})
-            out_text += json.dumps(dict(call.input))
-        return _Answer(200, _Reply(blocks, turn.stop_reason, _usage(raw, out_text)), stream, api, model)
+        return _Answer(200, _Reply(blocks, turn.stop_reason, turn.usage.to_json()), stream, api, model)
 
     def _next_message_id(self) -> str:
         return f"msg_mock{next(self._ids):08d}"

@@ -4,11 +4,17 @@ model server (``repo run --dry-run``), then ``repo report`` and ``repo compare``
 Two arms x two reps of fix_power_assoc. guidance:raw plays the script derived from the task's oracle (the
 agent applies the fix with Bash and answers); guidance:none plays an explicit script whose agent only answers.
 So the report must show raw passing 2/2 and none 0/2, and the comparison a gate delta of +1 with the task up.
+
+The golden document pins what dokimi decides, and only that: the same batch with the harness seeing another
+kernel (so every request it sends differs) must match it too.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,8 +30,17 @@ MODEL = "claude-haiku-4-5"
 
 
 GOLDEN = Path(__file__).resolve().parents[1] / "resources" / "golden" / "dry_run_batch.json"
-#: Values that change from run to run (timings, the version of dokimi), replaced before comparing.
-VOLATILE = {"duration_s", "created_by"}
+#: Values the host or the run decides, not dokimi, each replaced by ``<volatile>`` before comparing.
+VOLATILE = {
+    "duration_s": "wall time of a cell: the machine's speed and load decide it",
+    "created_by": "the installed dokimi's version string: a checkout's install decides it, not the batch",
+}
+#: Relative tolerance for pinned floats: intervals and p-values come from numpy/scipy, whose installed
+#: versions may differ in the last bits.
+FLOAT_REL_TOL = 1e-9
+#: Not volatile, on purpose: cost_usd and the means and deltas made from it. The scripted model reports fixed
+#: usage (docs/mock-model.md), never one from the size of a request the host partly wrote, so the pinned
+#: harness's cost is the same on every machine.
 
 
 def normalised(value: object, tmp: str) -> object:
@@ -52,21 +67,26 @@ def missing_from(pinned: object, actual: object, where: str = "") -> list[str]:
             for i, (a, b) in enumerate(zip(pinned, actual, strict=True))
             for p in missing_from(a, b, f"{where}[{i}]")
         ]
+    if type(pinned) is float and type(actual) is float:
+        same = math.isclose(pinned, actual, rel_tol=FLOAT_REL_TOL, abs_tol=1e-12)
+        return [] if same else [f"{where}: pinned {pinned!r}, now {actual!r}"]
     return [] if pinned == actual else [f"{where}: pinned {pinned!r}, now {actual!r}"]
+
+
+def golden_document(batch: Path, report: object, compare: object) -> object:
+    """The batch's result.json files, report --json and compare --json, normalised for comparing."""
+    results = {
+        p.relative_to(batch).as_posix(): json.loads(p.read_text())
+        for p in sorted(batch.glob("*/*/*/*/rep*/result.json"))
+    }
+    return normalised({"results": results, "report": report, "compare": compare}, str(batch.parents[1]))
 
 
 def check_golden(batch: Path, report: object, compare: object) -> None:
     """The batch's result.json files, report --json and compare --json against the pinned golden document:
     a refactoring of the runner or of grading must leave every pinned value as it was (new fields are
     fine). DOKIMI_UPDATE_GOLDEN=1 writes the document anew (review the diff before committing it)."""
-    import os
-
-    tmp = str(batch.parents[1])
-    results = {
-        p.relative_to(batch).as_posix(): json.loads(p.read_text())
-        for p in sorted(batch.glob("*/*/*/*/rep*/result.json"))
-    }
-    actual = normalised({"results": results, "report": report, "compare": compare}, tmp)
+    actual = golden_document(batch, report, compare)
     if os.environ.get("DOKIMI_UPDATE_GOLDEN") == "1":
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(json.dumps(actual, indent=1, sort_keys=True) + "\n")
@@ -79,26 +99,42 @@ def test_the_golden_comparison_allows_new_fields_and_nothing_else() -> None:
     assert missing_from(pinned, {"a": 1, "b": [{"c": True, "new": 0}], "extra": 2}) == []
     assert missing_from(pinned, {"a": 2, "b": [{"c": True}]}) == [".a: pinned 1, now 2"]
     assert missing_from(pinned, {"b": [{"c": False}]})[1] == ".b[0].c: pinned True, now False"
+    assert missing_from({"x": 0.1 + 0.2}, {"x": 0.3}) == []
+    assert missing_from({"x": 0.04515}, {"x": 0.045151}) == [".x: pinned 0.04515, now 0.045151"]
+    assert missing_from({"n": 1}, {"n": 1.0000000001}) == [".n: pinned 1, now 1.0000000001"]
+
+
+def golden_batch_args(example: Path, claude_bin: Path, tmp_path: Path) -> list[str]:
+    """``repo run`` for the golden batch: guidance:none plays a script that changes nothing."""
+    no_fix = tmp_path / "no-fix.json"
+    no_fix.write_text(json.dumps([{"final": "I looked at the parser and changed nothing."}]))
+    return [
+        "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml",
+        "--task", TASK, "--arm", "guidance:none,guidance:raw", "--model", MODEL, "--reps", "2",
+        "--batch", "e2e", "--out", str(tmp_path / "runs"), "--bin", str(claude_bin), "--dry-run",
+        "--dry-run-script", f"guidance:none={no_fix}", "-j", "2", "--json",
+    ]  # fmt: skip
+
+
+def report_and_compare(batch: Path) -> tuple[object, object]:
+    """``repo report --json`` and ``repo compare --json`` (none as baseline) of a finished batch."""
+    compared = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--json"])
+    assert compared.returncode == 0, compared.stderr
+    reported = dokimi_cli(["repo", "report", str(batch), "--json"])
+    assert reported.returncode == 0, reported.stderr
+    return json.loads(reported.stdout), json.loads(compared.stdout)
 
 
 def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_cell(
     docker_available: bool, claude_bin: Path, example: Path, tmp_path: Path
 ) -> None:
-    no_fix = tmp_path / "no-fix.json"
-    no_fix.write_text(json.dumps([{"final": "I looked at the parser and changed nothing."}]))
-    out = tmp_path / "runs"
-    args = [
-        "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml",
-        "--task", TASK, "--arm", "guidance:none,guidance:raw", "--model", MODEL, "--reps", "2",
-        "--batch", "e2e", "--out", str(out), "--bin", str(claude_bin), "--dry-run",
-        "--dry-run-script", f"guidance:none={no_fix}", "-j", "2", "--json",
-    ]  # fmt: skip
+    args = golden_batch_args(example, claude_bin, tmp_path)
     first = dokimi_cli(args)
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
     assert (summary["ran"], summary["skipped"], summary["harness_version"]) == (4, 0, "2.1.328")
 
-    batch = out / "e2e"
+    batch = tmp_path / "runs" / "e2e"
     for rep in (0, 1):
         raw = cell_dir(batch, TASK, "guidance:raw", MODEL, None, rep)
         none = cell_dir(batch, TASK, "guidance:none", MODEL, None, rep)
@@ -120,12 +156,9 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
     rates = {row.arm: (row.passes, row.gated, row.grader_failures) for row in report.rows}
     assert rates == {"guidance:raw": (2, 2, 0), "guidance:none": (0, 2, 0)}
 
-    compared = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--json"])
-    assert compared.returncode == 0, compared.stderr
-    reported = dokimi_cli(["repo", "report", str(batch), "--json"])
-    assert reported.returncode == 0, reported.stderr
-    check_golden(batch, json.loads(reported.stdout), json.loads(compared.stdout))
-    (comparison,) = json.loads(compared.stdout)["comparisons"]
+    reported, compared = report_and_compare(batch)
+    check_golden(batch, reported, compared)
+    (comparison,) = compared["comparisons"]  # type: ignore[index]
     assert (comparison["treatment"], comparison["baseline"]) == ("guidance:raw", "guidance:none")
     gate = next(m for m in comparison["measures"] if m["kind"] == "gate")
     assert (gate["delta"], gate["up"], gate["down"], gate["tied"]) == (1.0, 1, 0, 0)
@@ -135,3 +168,54 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
     assert again.returncode == 0, again.stderr
     assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 4)
     assert {p: p.stat().st_mtime_ns for p in batch.glob("*/*/*/*/rep*/result.json")} == stamps
+
+
+#: A Python launcher (dokimi runs ``python3.11 -I LAUNCHER`` in the agent container, with the launcher's
+#: directory mounted) that starts the real Claude Code beside it as if on another machine: under ``setarch
+#: --uname-2.6`` (the kernel release it reads is 2.6.N, not the host's) with login shell sh. Claude Code
+#: writes both into every request ("OS Version: Linux 2.6.N", "Shell: bash (login shell: sh)"): 17 bytes more
+#: in each here.
+OTHER_MACHINE_LAUNCHER = """\
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+report = 'echo "harness kernel: $(uname -r)" >&2; exec "$0" "$@"'
+os.execve("/usr/bin/setarch", ["setarch", os.uname().machine, "--uname-2.6", "/bin/sh", "-c", report,
+          os.path.join(here, "claude"), *sys.argv[1:]], {**os.environ, "SHELL": "/bin/sh"})
+"""
+
+
+def as_on_another_machine(claude_bin: Path, where: Path) -> Path:
+    """The pinned CLI (hard-linked, or copied across file systems) beside :data:`OTHER_MACHINE_LAUNCHER`."""
+    where.mkdir()
+    real = claude_bin.resolve()
+    try:
+        os.link(real, where / "claude")
+    except OSError:
+        shutil.copy2(real, where / "claude")
+    launcher = where / "claude.py"
+    launcher.write_text(OTHER_MACHINE_LAUNCHER)
+    launcher.chmod(0o755)
+    return launcher
+
+
+def test_the_golden_batch_matches_when_the_harness_runs_as_on_another_machine(
+    docker_available: bool, claude_bin: Path, example: Path, tmp_path: Path
+) -> None:
+    """Claude Code writes the kernel release and the login shell into every request, so its requests differ
+    between machines; the golden batch must not (the scripted model's usage, and so the cost, is fixed)."""
+    host = os.uname().release
+    launcher = as_on_another_machine(claude_bin, tmp_path / "other-machine")
+    args = golden_batch_args(example, claude_bin, tmp_path)
+    args[args.index("--bin") + 1] = str(launcher)
+    done = dokimi_cli(args)
+    assert done.returncode == 0, done.stderr
+    batch = tmp_path / "runs" / "e2e"
+    kernels = {
+        line.removeprefix("harness kernel: ")
+        for stderr in batch.glob("*/*/*/*/rep*/agent.stderr")
+        for line in stderr.read_text().splitlines()
+        if line.startswith("harness kernel: ")
+    }
+    assert len(kernels) == 1 and kernels.pop().startswith("2.6.") and not host.startswith("2.6.")
+    reported, compared = report_and_compare(batch)
+    assert missing_from(json.loads(GOLDEN.read_text()), golden_document(batch, reported, compared)) == []

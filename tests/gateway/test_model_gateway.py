@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from dokimi.gateway.model import CellUsage, ModelGateway, find_cell_key, infra_error_reason, swap_credentials
-from dokimi.mockmodel import MockModelServer
+from dokimi.mockmodel import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MockModelServer
 
 
 @contextmanager
@@ -122,7 +122,7 @@ def test_two_cells_are_accounted_apart_and_a_stream_is_recorded_with_its_usage(t
     lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert len(lines) == 2
     assert lines[0]["response"][-1] == {"type": "message_stop"}
-    assert lines[0]["usage"]["output_tokens"] >= 1 and lines[0]["cost_usd"] > 0
+    assert lines[0]["usage"]["output_tokens"] == DEFAULT_OUTPUT_TOKENS and lines[0]["cost_usd"] > 0
 
 
 def test_a_server_answering_only_529_leaves_a_cell_with_no_turn_and_an_infra_reason(tmp_path: Path) -> None:
@@ -212,4 +212,4 @@ def test_a_huge_request_is_refused_unread_and_a_large_body_is_recorded_by_its_he
         assert len(mock.requests) == 1 and status == 200
     (line,) = [json.loads(text) for text in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert line["body"]["omitted"] == "body over the record limit" and line["body"]["bytes"] > 5000
-    assert line["usage"]["input_tokens"] > 0
+    assert line["usage"]["input_tokens"] == DEFAULT_INPUT_TOKENS
