@@ -148,3 +148,94 @@ def test_targets_and_addresses() -> None:
     assert address_refusal("172.17.0.1") is not None
     assert address_refusal("169.254.169.254") is not None
     assert address_refusal("151.101.0.223") is None
+
+
+def raw_request(proxy_port: int, request: bytes) -> bytes:
+    """Send ``request`` as it is (no client library tidies it) and return the status line of the answer."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", proxy_port), timeout=10) as sock:
+        sock.sendall(request)
+        answer = b""
+        while b"\r\n" not in answer:
+            data = sock.recv(4096)
+            if not data:
+                break
+            answer += data
+    return answer.split(b"\r\n", 1)[0]
+
+
+#: name -> (request line and headers before the token, expected status). Every one of them was a traceback on
+#: the batch's stderr and no egress.jsonl line, or reached the resolver with a name that is no host name.
+MALFORMED: dict[str, tuple[bytes, int]] = {
+    "port-out-of-range": (b"GET http://allowed.test:99999/ HTTP/1.1\r\n", 400),
+    "port-not-a-number": (b"GET http://allowed.test:abc/ HTTP/1.1\r\n", 400),
+    "port-negative": (b"GET http://allowed.test:-1/ HTTP/1.1\r\n", 400),
+    "port-zero": (b"GET http://allowed.test:0/ HTTP/1.1\r\n", 400),
+    "ipv6-unclosed": (b"GET http://[::1/ HTTP/1.1\r\n", 400),
+    "no-host": (b"GET http://:80/ HTTP/1.1\r\n", 400),
+    "connect-superscript-port": ("CONNECT allowed.test:\u00b2 HTTP/1.1\r\n".encode("latin-1"), 400),
+    "connect-5000-digit-port": (b"CONNECT allowed.test:" + b"9" * 5000 + b" HTTP/1.1\r\n", 400),
+    "connect-label-too-long": (b"CONNECT " + b"a" * 70 + b".test:443 HTTP/1.1\r\n", 400),
+    "get-label-too-long": (b"GET http://" + b"a" * 70 + b".test/ HTTP/1.1\r\n", 400),
+    "connect-nul-in-host": (b"CONNECT a\x00b.test:443 HTTP/1.1\r\n", 400),
+    "get-raw-non-ascii-host": ("GET http://\u00e9.test/ HTTP/1.1\r\n".encode("latin-1"), 400),
+    "content-length-not-a-number": (
+        b"POST http://allowed.test:{port}/ HTTP/1.1\r\nContent-Length: abc\r\n",
+        400,
+    ),
+    "content-length-negative": (b"POST http://allowed.test:{port}/ HTTP/1.1\r\nContent-Length: -5\r\n", 400),
+    "content-length-twice": (
+        b"POST http://allowed.test:{port}/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n",
+        400,
+    ),
+    "content-length-huge": (
+        b"POST http://allowed.test:{port}/ HTTP/1.1\r\nContent-Length: " + b"9" * 30 + b"\r\n",
+        400,
+    ),
+    "chunked-body": (
+        b"POST http://allowed.test:{port}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n",
+        400,
+    ),
+    "unknown-method": (b"TRACE http://allowed.test:{port}/ HTTP/1.1\r\n", 501),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_request_gets_a_clean_answer_and_one_log_line_never_a_traceback(
+    name: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    request, status = MALFORMED[name]
+    log = tmp_path / "egress.jsonl"
+    with server() as port:
+        with EgressProxy(resolve={"allowed.test": "127.0.0.1"}) as proxy:
+            cell = proxy.open_cell("c", [f"allowed.test:{port}", "*"], log)
+            token = base64.b64encode(f"cell:{cell.token}".encode())
+            head = request.replace(b"{port}", str(port).encode())
+            answer = raw_request(proxy.port, head + b"Proxy-Authorization: Basic " + token + b"\r\n\r\n")
+            assert plain_get(proxy.port, f"http://allowed.test:{port}/", auth(cell.token)) == 200  # serves on
+            proxy.close_cell(cell)
+    assert answer.startswith(b"HTTP/1.1 %d" % status), answer
+    records = sorted(read_log(log), key=lambda r: r["t"])
+    assert [(r["status"], r["allowed"]) for r in records] == [(status, False), (200, True)]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_what_the_standard_library_refuses_before_the_headers_is_logged_unattributed(tmp_path: Path) -> None:
+    with EgressProxy(unattributed_path=tmp_path / "u.jsonl") as proxy:
+        too_many = b"GET http://a.test/ HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n"
+        assert raw_request(proxy.port, too_many).startswith(b"HTTP/1.1 431")
+        raw_request(proxy.port, b"GET http://a.test/ HTTP/x.y\r\n\r\n")  # an HTTP/0.9-style answer
+    records = read_log(tmp_path / "u.jsonl")
+    assert [(r["status"], r["allowed"]) for r in records] == [(431, False), (400, False)]
+
+
+def test_targets_and_addresses_refuse_what_is_no_host_or_port() -> None:
+    assert parse_target("allowed.test:\u00b2", 443) is None
+    assert parse_target("allowed.test:" + "9" * 5000, 443) is None
+    assert parse_target("a\x00b:443", 443) is None
+    assert parse_target("[::1]:443\n", 443) is None
+    assert parse_target("[not-v6]:443", 443) is None
+    assert parse_target("-bad.test:443", 443) is None
+    assert parse_target("files.pythonhosted.org", 443) == ("files.pythonhosted.org", 443)
+    assert parse_target("10.0.0.1:80", 443) == ("10.0.0.1", 80)

@@ -37,8 +37,9 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
@@ -53,7 +54,10 @@ __all__ = [
     "EgressProxy",
     "address_refusal",
     "host_allowed",
+    "body_length",
     "parse_target",
+    "split_absolute_url",
+    "valid_host",
 ]
 
 EGRESS_LOG = "egress.jsonl"
@@ -65,11 +69,17 @@ IDLE_TIMEOUT_S = 300.0
 CHUNK = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """The largest plain-HTTP request body forwarded (it is held in memory); tunnels are streamed."""
+LOGGED_TARGET_CHARS = 2048
+"""The most of a request's target that egress.jsonl keeps (a request line can be 64 KiB)."""
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
+_PORT = re.compile(r"[0-9]{1,5}")
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
 
 
 def parse_target(target: str, default_port: int) -> tuple[str, int] | None:
-    """``host:port`` (or ``[v6]:port``) -> (lower-case host, port); None when it is not one."""
+    """``host:port`` (or ``[v6]:port``, or ``host`` alone) -> (lower-case host, port); None when it is not
+    one: a port that is not 1 to 65535 in ASCII digits, or a host that is not a valid name
+    (:func:`valid_host`)."""
     host, port = target, str(default_port)
     if target.startswith("["):
         end = target.find("]")
@@ -80,11 +90,69 @@ def parse_target(target: str, default_port: int) -> tuple[str, int] | None:
             if not rest.startswith(":"):
                 return None
             port = rest[1:]
+        if not _is_ip(host, version=6):
+            return None
     elif target.count(":") == 1:
         host, port = target.split(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
         return None
-    return host.lower().rstrip("."), int(port)
+    host = host.lower().rstrip(".")
+    return (host, int(port)) if valid_host(host) else None
+
+
+def valid_host(host: str) -> bool:
+    """An IP address, or a DNS name in ASCII: labels of 1 to 63 letters, digits, ``-`` and ``_`` (never
+    starting or ending with ``-``), 253 characters at most. Anything else (a NUL, a space, a raw non-ASCII
+    name, a label too long for DNS) is refused before it reaches the resolver."""
+    if _is_ip(host):
+        return True
+    return (
+        0 < len(host) <= 253 and host.isascii() and all(_LABEL.fullmatch(label) for label in host.split("."))
+    )
+
+
+def _is_ip(text: str, *, version: int | None = None) -> bool:
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return version is None or ip.version == version
+
+
+def split_absolute_url(url: str) -> tuple[str, int, str, str] | None:
+    """``http://host[:port]/path?query`` -> (host, port, host as sent, path and query); None for anything
+    else (another scheme, no host, a port that is not a port, a malformed IPv6 literal)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "http://[::1/": urlsplit refuses it
+        return None
+    if parts.scheme != "http":
+        return None
+    authority = parts.netloc.rpartition("@")[2]
+    parsed = parse_target(authority, 80)
+    if parsed is None:
+        return None
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parsed[0], parsed[1], authority, target
+
+
+def body_length(headers: Message) -> int | str:
+    """The length of a plain-HTTP request's body, or why it is refused: a ``Content-Length`` that is not one
+    number (absent is 0), more than :data:`MAX_BODY_BYTES`, or a ``Transfer-Encoding`` (a chunked body is not
+    forwarded: the proxy forwards only what it can count)."""
+    if headers.get("Transfer-Encoding") is not None:
+        return "a request body with Transfer-Encoding is not forwarded; send it with Content-Length"
+    values = {value.strip() for value in headers.get_all("Content-Length") or []}
+    if not values:
+        return 0
+    if len(values) > 1:
+        return "more than one Content-Length"
+    (value,) = values
+    if not re.fullmatch(r"[0-9]{1,20}", value):
+        return f"Content-Length {value[:40]!r} is not a number of bytes"
+    if int(value) > MAX_BODY_BYTES:
+        return f"request body over {MAX_BODY_BYTES} bytes"
+    return int(value)
 
 
 def _entry_matches_name(entry_name: str, host: str) -> bool:
@@ -303,6 +371,13 @@ class EgressProxy:
                 cell.write(EgressRecord.model_validate(record).model_dump(mode="json", exclude_none=True))
 
 
+def _shown_target(target: str) -> str:
+    """A request's target as logged: at most :data:`LOGGED_TARGET_CHARS` characters."""
+    if len(target) <= LOGGED_TARGET_CHARS:
+        return target
+    return target[:LOGGED_TARGET_CHARS] + f"... ({len(target)} characters)"
+
+
 def _pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
     """Copy bytes both ways until either side closes or both are idle for ``idle`` seconds; returns
     (bytes a->b, bytes b->a)."""
@@ -342,37 +417,69 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """What the standard library refuses before a ``do_`` method runs (a malformed request line,
+            too many or too long headers, an unknown method) is logged too: to the cell whose token the
+            request carries when its headers were read, else to the batch's unattributed log."""
+            headers = getattr(self, "headers", None)
+            cell = proxy._cell_for(headers.get("Proxy-Authorization")) if headers is not None else None
+            record: dict[str, Any] = {
+                "method": getattr(self, "command", None) or "-",
+                "target": _shown_target(getattr(self, "path", None) or str(getattr(self, "requestline", ""))),
+                "allowed": False,
+                "status": code,
+                "reason": message or "malformed request",
+            }
+            proxy._log(cell, record)
+            try:
+                super().send_error(code, message, explain)
+            except OSError:
+                pass
+
         def _refuse(self, status: int, reason: str, record: dict[str, Any], cell: EgressCell | None) -> None:
             record.update(allowed=False, status=status, reason=reason)
             proxy._log(cell, record)
             body = (f"dokimi egress proxy: refused: {reason}\n").encode()
-            self.send_response(status)
-            if status == 407:
-                self.send_header("Proxy-Authenticate", 'Basic realm="dokimi"')
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Connection", "close")
-            self.end_headers()
             self.close_connection = True
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            try:
+                self.send_response(status)
+                if status == 407:
+                    self.send_header("Proxy-Authenticate", 'Basic realm="dokimi"')
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+            except OSError:  # the client is gone; the attempt is logged all the same
+                pass
 
-        def do_CONNECT(self) -> None:
-            record: dict[str, Any] = {"method": "CONNECT", "target": self.path}
+        def _serve(self, method: str, serve: Callable[[EgressCell, dict[str, Any]], None]) -> None:
+            """One attempt: the cell from its token (407 without one), then ``serve``. Whatever the request
+            holds, the attempt ends in an answer and one log line: an error of the proxy itself is a logged
+            500, never a traceback on the batch's stderr."""
+            record: dict[str, Any] = {"method": method, "target": _shown_target(self.path)}
             cell = proxy._cell_for(self.headers.get("Proxy-Authorization"))
             if cell is None:
                 self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
                 return
             proxy._begin(cell, record)
             try:
-                self._connect(cell, record)
+                serve(cell, record)
+            except Exception as exc:  # a bug of the proxy: logged for this attempt, the proxy serves on
+                if "status" not in record or record.get("allowed"):
+                    reason = f"the egress proxy failed: {type(exc).__name__}: {exc}"
+                    self._refuse(500, reason[:500], record, cell)
             finally:
                 proxy._end(cell)
+
+        def do_CONNECT(self) -> None:
+            self._serve("CONNECT", self._connect)
 
         def _connect(self, cell: EgressCell, record: dict[str, Any]) -> None:
             parsed = parse_target(self.path, 443)
             if parsed is None:
-                self._refuse(400, f"{self.path!r} is not host:port", record, cell)
+                self._refuse(400, f"{self.path[:200]!r} is not host:port", record, cell)
                 return
             host, port = parsed
             record.update(host=host, port=port)
@@ -387,52 +494,48 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             except OSError as e:
                 self._refuse(502, f"{host}:{port} allowed, but the connection failed: {e}", record, cell)
                 return
-            self.send_response(200, "Connection Established")
-            self.end_headers()
-            self.wfile.flush()
             record.update(allowed=True, status=200, reason="allowed", entry=verdict.entry)
             with upstream:
-                upstream.settimeout(None)
-                self.connection.settimeout(None)
-                up, down = _pipe(self.connection, upstream, proxy.idle_timeout)
+                try:
+                    self.send_response(200, "Connection Established")
+                    self.end_headers()
+                    self.wfile.flush()
+                except OSError:
+                    up = down = 0
+                else:
+                    upstream.settimeout(None)
+                    self.connection.settimeout(None)
+                    up, down = _pipe(self.connection, upstream, proxy.idle_timeout)
             record.update(bytes_up=up, bytes_down=down, duration_s=round(time.monotonic() - start, 3))
             proxy._log(cell, record)
             self.close_connection = True
 
         def _forward(self) -> None:
             """A plain-HTTP request in absolute form (``GET http://host/path``)."""
-            record: dict[str, Any] = {"method": self.command, "target": self.path}
-            cell = proxy._cell_for(self.headers.get("Proxy-Authorization"))
-            if cell is None:
-                self._refuse(407, "no cell token (the proxy serves dokimi's cells only)", record, None)
-                return
-            proxy._begin(cell, record)
-            try:
-                self._forward_for(cell, record)
-            finally:
-                proxy._end(cell)
+            self._serve(self.command, self._forward_for)
 
         def _forward_for(self, cell: EgressCell, record: dict[str, Any]) -> None:
-            parts = urlsplit(self.path)
-            if parts.scheme != "http" or not parts.hostname:
-                self._refuse(
-                    400, "only CONNECT and absolute http:// requests go through this proxy", record, cell
+            split = split_absolute_url(self.path)
+            if split is None:
+                reason = (
+                    f"{self.path[:200]!r} is not an absolute http://host[:port]/ URL (a host name or "
+                    "address, a port from 1 to 65535); only those and CONNECT go through this proxy"
                 )
+                self._refuse(400, reason, record, cell)
                 return
-            host, port = parts.hostname.lower().rstrip("."), parts.port or 80
+            host, port, authority, target = split
             record.update(host=host, port=port)
             verdict = proxy._judge(cell, host, port, plain_http=True)
             if not verdict.allowed:
                 self._refuse(403, verdict.reason, record, cell)
                 return
             assert verdict.address is not None
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._refuse(413, f"request body over {MAX_BODY_BYTES} bytes", record, cell)
+            length = body_length(self.headers)
+            if isinstance(length, str):
+                self._refuse(413 if "over" in length else 400, length, record, cell)
                 return
             body = self.rfile.read(length) if length > 0 else b""
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            lines = [f"{self.command} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
+            lines = [f"{self.command} {target} HTTP/1.1", f"Host: {authority}"]
             for name, value in self.headers.items():
                 if name.lower() in (
                     "host",
@@ -447,12 +550,13 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             start = time.monotonic()
             try:
                 upstream = socket.create_connection((verdict.address, port), timeout=proxy.connect_timeout)
+                upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
             except OSError as e:
                 self._refuse(502, f"{host}:{port} allowed, but the connection failed: {e}", record, cell)
                 return
+            record.update(allowed=True, status=200, reason="allowed", entry=verdict.entry)
             down = 0
             with upstream:
-                upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
                 upstream.settimeout(proxy.idle_timeout)
                 while True:
                     try:
@@ -461,19 +565,13 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
                         break
                     if not data:
                         break
+                    try:
+                        self.wfile.write(data)
+                    except OSError:  # the client went away
+                        break
                     down += len(data)
-                    self.wfile.write(data)
-            self.wfile.flush()
             self.close_connection = True
-            record.update(
-                allowed=True,
-                status=200,
-                reason="allowed",
-                entry=verdict.entry,
-                bytes_up=len(body),
-                bytes_down=down,
-                duration_s=round(time.monotonic() - start, 3),
-            )
+            record.update(bytes_up=len(body), bytes_down=down, duration_s=round(time.monotonic() - start, 3))
             proxy._log(cell, record)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _forward
