@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -189,6 +190,15 @@ def chromium_bin() -> Path:
     if found is None:
         _require("chromium not installed (apt-get install -y chromium)")
     return Path(str(found))
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    """The bundled example repository (examples/build_example.py), built in tmp_path/calc."""
+    repo = tmp_path / "calc"
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    runpy.run_path(str(examples / "build_example.py"))["build_example"](repo)
+    return repo
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -23,6 +23,7 @@ from dokimi.scan.identifiers import (
     identifier_shape,
     module_prefix,
     resolve_identifier,
+    resolve_python_module,
     start_search,
     words_needed,
 )
@@ -48,7 +49,7 @@ from dokimi.scan.shell import (
     split_commands,
     split_fence,
 )
-from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord, ok, unresolved
+from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
 from dokimi.source import git
 from dokimi.source.snapshot import Snapshot
 
@@ -78,6 +79,8 @@ DOTFILE = re.compile(r"^\.[A-Za-z][\w.-]*$")
 WRAPPERS = frozenset({"sudo", "time", "nohup", "exec", "command", "xvfb-run"})
 RUNNERS = frozenset({"uv", "poetry", "pipenv", "hatch", "pdm", "rye"})
 PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
+#: ``python -m`` tools installed from a package index: no claim (they are never in the tree, and never wrong).
+INSTALLED_TOOLS = frozenset({"pip", "pytest", "build", "twine", "mypy", "ruff"})
 SCRIPT_SHELLS = frozenset({"bash", "sh", "zsh", "source", "."})
 SPAN_COMMANDS = frozenset(
     {
@@ -518,22 +521,8 @@ def python_checks(words: list[Word], ctx: Ctx, work: _Work) -> list[Check]:
             if module.text == "pytest" and "pytest" in work.adapters:
                 work.used_adapters.add("pytest")
                 return ADAPTERS["pytest"].checks([Word("pytest", True), *words[i + 2 :]], ctx)
-            if module.literal and module.text not in (
-                "pip",
-                "venv",
-                "pytest",
-                "http.server",
-                "build",
-                "twine",
-                "mypy",
-                "ruff",
-            ):
-                found = module_prefix(module.text, work.tree)
-                verdict = (
-                    ok(f"the module {found[0]}")
-                    if found and not found[2]
-                    else unresolved("no module of that name in the tree (installed?)")
-                )
+            if module.literal and module.text not in INSTALLED_TOOLS:
+                verdict = resolve_python_module(module.text, ctx.bases, work.tree)
                 return [ctx.check("python_module", module.text, verdict)]
             return []
         if text == "-c":

@@ -251,6 +251,44 @@ def module_prefix(dotted: str, tree: Tree) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def resolve_python_module(name: str, bases: list[str] | None, tree: Tree) -> Verdict:
+    """``python -m NAME``, found where python finds it.
+
+    ok: a module of the standard library (``sys.stdlib_module_names``: ``unittest``, ``venv``,
+    ``http.server``); ``NAME.py`` or a package ``NAME/`` with ``__main__.py`` at the command's directory or
+    one of its ancestors (python puts the current directory first on its path), or below a ``src/`` there (a
+    src layout, installed in the image); a dotted name anywhere it is importable under that name. fail: a
+    package there without ``__main__.py``, which python refuses to run. unresolved: anything else (an
+    installed package?), and a one-word module found only elsewhere in the tree."""
+    import sys
+
+    if name.split(".", 1)[0] in sys.stdlib_module_names:
+        return ok("a module of the standard library")
+    rel = name.replace(".", "/")
+    for base in bases or []:
+        for root in (base, f"{base}/src" if base else "src"):
+            for candidate in (f"{rel}.py", f"{rel}/__main__.py"):
+                full = f"{root}/{candidate}" if root else candidate
+                if tree.is_file(full):
+                    return ok(f"the module {full}")
+            package = f"{root}/{rel}/__init__.py" if root else f"{rel}/__init__.py"
+            if tree.is_file(package):
+                return fail(
+                    f"{posixpath.dirname(package)} is a package without __main__.py: python -m cannot run it"
+                )
+    elsewhere = sorted(
+        p
+        for candidate in (f"{rel}.py", f"{rel}/__main__.py")
+        for p in tree.snapshot.by_basename.get(posixpath.basename(candidate), [])
+        if (p == candidate or p.endswith("/" + candidate)) and importable_as(p, candidate, tree)
+    )
+    if elsewhere and "." in name:
+        return ok(f"the module {elsewhere[0]}")
+    if elsewhere:
+        return unresolved(f"{elsewhere[0]} is not at the command's directory (run from its own?)")
+    return unresolved("no module of that name in the tree or the standard library (installed?)")
+
+
 def importable_as(path: str, candidate: str, tree: Tree) -> bool:
     """Whether ``path`` is importable under the dotted name ``candidate`` spells: the directory above its top
     package is not itself a package (``src/pkg/mod.py`` is ``pkg.mod``; ``a/pkg/mod.py`` with
