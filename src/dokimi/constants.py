@@ -57,12 +57,28 @@ DEFAULT_EVAL_DIR: Final = ".agent-eval"
 DEFAULT_MANIFEST_NAME: Final = "repo-eval.yaml"
 
 # Guidance globs used when no manifest is given (contract, top: scan and reach).
-DEFAULT_GUIDANCE_GLOBS: Final = (
+#: The instruction files the supported harnesses load by themselves (docs/reach.md measures which, where).
+DEFAULT_INSTRUCTION_GLOBS: Final = (
     "**/AGENTS.md",
     "**/CLAUDE.md",
     ".github/copilot-instructions.md",
     ".github/instructions/*.md",
 )
+#: Where the supported harnesses look for skills (a skill is a directory holding a SKILL.md), in the
+#: directory they start in and its ancestors: Claude Code .claude/skills; Codex .agents/skills; Gemini CLI
+#: .gemini/skills and .agents/skills; Copilot CLI .github/skills, .claude/skills and .agents/skills; OpenCode
+#: .opencode/skills, .claude/skills and .agents/skills; Qwen Code .qwen/skills (each harness's own docs).
+SKILL_DIRS: Final = (
+    ".claude/skills",
+    ".agents/skills",
+    ".github/skills",
+    ".gemini/skills",
+    ".opencode/skills",
+    ".qwen/skills",
+)
+#: A skill's SKILL.md is guidance; its scripts and other files are not (dokimi.scan.skills).
+DEFAULT_SKILL_GLOBS: Final = tuple(f"**/{directory}/*/SKILL.md" for directory in SKILL_DIRS)
+DEFAULT_GUIDANCE_GLOBS: Final = (*DEFAULT_INSTRUCTION_GLOBS, *DEFAULT_SKILL_GLOBS)
 
 # Docker labels and names.
 LABEL_BATCH: Final = "dokimi.batch"

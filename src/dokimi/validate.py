@@ -1155,6 +1155,8 @@ def check_guidance_globs_at_every_base(ctx: Context) -> Iterator[Finding]:
         matched[pattern] = bool(hits)
         files.update(hits)
     ctx.guidance_files = len(files)
+    if "globs" not in m.guidance.model_fields_set:
+        return  # dokimi's defaults name the files of every supported harness: a repository has few of them
     for i, pattern in enumerate(m.guidance.globs):
         if pattern in matched and not matched[pattern]:
             yield ctx.at_manifest(

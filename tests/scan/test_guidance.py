@@ -102,7 +102,7 @@ def test_the_gate_fails_on_a_fail_claim_but_not_on_a_glob_without_match(
     rc, out, err = _cli([str(good), "--fail-on-fail"], capsys)
     assert rc == 0, out
     assert "default guidance globs" in err
-    assert "glob **/CLAUDE.md matches no file" in out
+    assert "matches no file" not in out  # the default globs name every harness's files: no warning each
     bad = git_repo(tmp_path / "bad", {"AGENTS.md": "`src/b.py`\n", "src/a.py": ""})
     rc, out, _ = _cli([str(bad), "--fail-on-fail"], capsys)
     assert rc == 1

@@ -14,7 +14,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from dokimi.constants import MAX_GUIDANCE_BYTES
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES
 from dokimi.errors import SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.scan.adapters import ADAPTERS, ALIASES, Adapter, Check, Ctx, Inputs
@@ -48,6 +48,14 @@ from dokimi.scan.shell import (
     is_shell_fence,
     split_commands,
     split_fence,
+)
+from dokimi.scan.skills import (
+    SKILL_FILE,
+    check_skill_front_matter,
+    is_skill_support_file,
+    resolve_skill,
+    skill_references,
+    skills_of,
 )
 from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
 from dokimi.source import git
@@ -132,6 +140,8 @@ class _Work:
     used_adapters: set[str] = field(default_factory=set)
     classified: dict[str, SpanClaim] = field(default_factory=dict)
     """What each code span's text claims (:func:`classify_span`), from the first pass over the spans."""
+    skills: dict[str, str] = field(default_factory=dict)
+    """The skills the tree defines, by name (:func:`dokimi.scan.skills.skills_of`)."""
 
 
 # --- guidance files -----------------------------------------------------------------------------------------
@@ -140,13 +150,22 @@ class _Work:
 def select_guidance(
     snapshot: Snapshot, globs: list[str], also_scan: list[str]
 ) -> tuple[dict[str, Origin], list[WarningRecord]]:
-    """Files the globs and also_scan name (path -> origin), and warnings for what matched nothing."""
+    """Files the globs and also_scan name (path -> origin), and warnings for what matched nothing.
+
+    A glob never chooses a skill's scripts or other files, only its SKILL.md (they are not guidance, and
+    their identifiers count as the tree's). A glob that matches nothing is a warning, unless the globs are
+    dokimi's defaults: they name the files of every supported harness, and a repository has few of them."""
     paths = sorted(snapshot.entries)
     chosen: dict[str, Origin] = {}
     warnings: list[WarningRecord] = []
+    defaults = tuple(globs) == DEFAULT_GUIDANCE_GLOBS
     for glob in globs:
-        matched = [p for p in glob_matches(snapshot, glob, paths) if not snapshot.entries[p].is_submodule]
-        if not matched:
+        matched = [
+            p
+            for p in glob_matches(snapshot, glob, paths)
+            if not snapshot.entries[p].is_submodule and not is_skill_support_file(p, snapshot.entries)
+        ]
+        if not matched and not defaults:
             warnings.append(
                 WarningRecord(
                     kind="glob_no_match",
@@ -299,7 +318,7 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
 # --- claims of one file -------------------------------------------------------------------------------------
 
 
-def scan_file(path: str, items: MarkdownItems, work: _Work) -> None:
+def scan_file(path: str, text: str, items: MarkdownItems, work: _Work) -> None:
     for link in items.links:
         verdict = resolve_link(
             link.target, path, work.tree, source=work.source, default_branches=work.branches
@@ -324,6 +343,21 @@ def scan_file(path: str, items: MarkdownItems, work: _Work) -> None:
                 work.checks.extend(checks)
         elif not lang and any(line.lstrip().startswith("$ ") for line in fence.lines):
             run_commands(split_fence(fence.lines, fence.line, session=True), path, work)
+    scan_skills(path, text, items, work)
+
+
+def scan_skills(path: str, text: str, items: MarkdownItems, work: _Work) -> None:
+    """A skill's SKILL.md names itself in its front matter; the guidance's references to skills (``$name``,
+    the `name` skill) name skills of the tree, checked only when the tree defines some skill."""
+    directory = posixpath.dirname(path)
+    if posixpath.basename(path) == SKILL_FILE and directory:
+        claim = posixpath.basename(directory)
+        work.drafts.append(Draft(path, 1, "skill_front_matter", claim, check_skill_front_matter(path, text)))
+    if not work.skills:
+        return
+    fenced = {n for f in items.fences for n in range(f.line - 1, f.line + len(f.lines) + 1)}
+    for ref in skill_references(text, fenced):
+        work.drafts.append(Draft(path, ref.line, "skill", ref.claim, resolve_skill(ref.name, work.skills)))
 
 
 SpanClaim = tuple[Literal["none", "commands", "label", "node", "path", "glob", "identifier"], str]
@@ -616,8 +650,11 @@ def _scan(
     # runs (git grep, another process) while they are.
     exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
     search = start_search(snapshot, identifier_words(items, work.adapters, work.classified), exclude=exclude)
+    work.skills = skills_of(
+        [p for p in snapshot.by_basename.get(SKILL_FILE, []) if p in snapshot.entries], texts
+    )
     for path, parsed in items.items():
-        scan_file(path, parsed, work)
+        scan_file(path, texts[path], parsed, work)
     # round two: the files the checks need, in one batch
     needs: set[str] = set()
     for check in work.checks:
