@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dokimi.scan import scan_snapshot
 from dokimi.scan.engine import ScanResult
+from dokimi.scan.suppress import IgnoreEntry
 from dokimi.source import open_source
 from tests.helpers.git import FileContent, git_repo
 
@@ -18,6 +19,7 @@ def scan_dir(
     also_scan: list[str] | None = None,
     build_systems: list[str] | None = None,
     source_url: str | None = None,
+    ignore: list[IgnoreEntry] | None = None,
 ) -> ScanResult:
     with open_source(source) as repo:
         snapshot = repo.eval_snapshot()
@@ -28,6 +30,7 @@ def scan_dir(
                 also_scan=also_scan or [],
                 build_systems=build_systems,
                 source_url=source_url,
+                ignore=ignore,
             )
         finally:
             snapshot.close()

@@ -114,7 +114,14 @@ def _scan_repo(
         try:
             keys = _manifest_keys(snapshot, manifest, manifest_file)
             defaulted = keys is None
-            path, globs, also, systems, url = keys or (None, list(DEFAULT_GUIDANCE_GLOBS), [], None, None)
+            path, globs, also, systems, url, ignore = keys or (
+                None,
+                list(DEFAULT_GUIDANCE_GLOBS),
+                [],
+                None,
+                None,
+                [],
+            )
             cache = (
                 _items_cache(str(snapshot.work_tree or snapshot.git_dir or repo.label))
                 if cache_items
@@ -127,6 +134,7 @@ def _scan_repo(
                 build_systems=systems,
                 source_url=url or repo.url,
                 items_cache=cache,
+                ignore=ignore,
             )
         finally:
             snapshot.close()
@@ -170,4 +178,7 @@ def _manifest_keys(snapshot: Snapshot, manifest: str | None, manifest_file: Path
         return None
     systems = list(model.build_systems) if model is not None and model.build_systems else None
     url = model.source.url if model is not None and model.source is not None else None
-    return ScanKeys(loaded.path, list(loaded.guidance_globs), list(loaded.also_scan), systems, url)
+    from dokimi.scan.suppress import IgnoreEntry
+
+    ignore = [IgnoreEntry(**entry.model_dump()) for entry in model.scan.ignore] if model is not None else []
+    return ScanKeys(loaded.path, list(loaded.guidance_globs), list(loaded.also_scan), systems, url, ignore)

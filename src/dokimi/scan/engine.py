@@ -57,6 +57,7 @@ from dokimi.scan.skills import (
     skill_references,
     skills_of,
 )
+from dokimi.scan.suppress import IgnoreEntry, apply_suppressions, inline_rules, manifest_rules
 from dokimi.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
 from dokimi.source import git
 from dokimi.source.snapshot import Snapshot
@@ -355,8 +356,7 @@ def scan_skills(path: str, text: str, items: MarkdownItems, work: _Work) -> None
         work.drafts.append(Draft(path, 1, "skill_front_matter", claim, check_skill_front_matter(path, text)))
     if not work.skills:
         return
-    fenced = {n for f in items.fences for n in range(f.line - 1, f.line + len(f.lines) + 1)}
-    for ref in skill_references(text, fenced):
+    for ref in skill_references(text, items.fenced_lines()):
         work.drafts.append(Draft(path, ref.line, "skill", ref.claim, resolve_skill(ref.name, work.skills)))
 
 
@@ -603,11 +603,14 @@ def scan_snapshot(
     source_url: str | None = None,
     default_branch: str | None = None,
     items_cache: ItemsCache | None = None,
+    ignore: list[IgnoreEntry] | None = None,
 ) -> ScanResult:
     """Every claim of the guidance files of ``snapshot`` (``items_cache``: the Markdown items of texts parsed
-    by earlier runs, :mod:`dokimi.scan.items_cache`)."""
+    by earlier runs, :mod:`dokimi.scan.items_cache`; ``ignore``: the manifest's ``scan.ignore``)."""
     with git.nogc():  # the scan builds many small objects and no cycles worth a collection
-        return _scan(snapshot, globs, also_scan, build_systems, source_url, default_branch, items_cache)
+        return _scan(
+            snapshot, globs, also_scan, build_systems, source_url, default_branch, items_cache, ignore or []
+        )
 
 
 def parse_guidance(texts: dict[str, str], cache: ItemsCache | None) -> dict[str, MarkdownItems]:
@@ -627,6 +630,7 @@ def _scan(
     source_url: str | None,
     default_branch: str | None,
     items_cache: ItemsCache | None,
+    ignore: list[IgnoreEntry],
 ) -> ScanResult:
     tree = Tree(snapshot)
     chosen, warnings = select_guidance(snapshot, globs, also_scan)
@@ -702,4 +706,12 @@ def _scan(
         for d in work.drafts
     }
     drafts = sorted(unique.values(), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
+    rules = [
+        rule
+        for path, parsed in items.items()
+        if "dokimi:" in texts[path]
+        for rule in inline_rules(path, texts[path], parsed.fenced_lines())
+    ]
+    drafts, unused = apply_suppressions(drafts, rules + manifest_rules(ignore))
+    warnings.extend(unused)
     return ScanResult(files, drafts, warnings, systems)

@@ -47,6 +47,11 @@ class MarkdownItems:
     spans: list[CodeSpan] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
 
+    def fenced_lines(self) -> set[int]:
+        """The lines of fenced code, opening and closing fences included (a fence left open at the end of
+        the file counts to its last line)."""
+        return {n for f in self.fences for n in range(f.line - 1, f.line + len(f.lines) + 1)}
+
 
 def _wrap(rule: Callable[[StateInline, bool], bool]) -> Callable[[StateInline, bool], bool]:
     """Record, on the first token a rule adds, how many newlines of the inline source precede it."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from dokimi.scan.suppress import IgnoreEntry
     from dokimi.source.snapshot import Snapshot
 
 SCHEMA = "repo_manifest.v1"
@@ -38,6 +39,9 @@ class ScanKeys(NamedTuple):
     also_scan: list[str]
     build_systems: list[str] | None
     source_url: str | None
+    ignore: list[IgnoreEntry] = []
+    """The manifest's ``scan.ignore`` (a plain manifest has none: its entries are mappings in a list, which
+    the usual loader reads)."""
 
 
 class NotPlain(Exception):

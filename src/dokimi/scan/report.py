@@ -24,10 +24,12 @@ STATUS_ORDER = ("fail", "unresolved", "ok")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def count_classes(claims: Iterable[Claim]) -> dict[str, int]:
+def count_classes(claims: Iterable[Claim | ClaimRow]) -> dict[str, int]:
+    """Claims per status class; a suppressed claim counts in none."""
     counts = {"ok": 0, "unresolved": 0, "fail": 0}
     for claim in claims:
-        counts[status_class(claim.status)] += 1
+        if claim.suppressed is None:
+            counts[status_class(claim.status)] += 1
     return counts
 
 
@@ -52,6 +54,7 @@ def build_readiness(
             status=d.verdict.status,
             why=d.verdict.why,
             fix=d.verdict.fix,
+            suppressed=d.suppressed,
         )
         for d in result.drafts
     ]
@@ -68,6 +71,7 @@ def build_readiness(
         files=[GuidanceFile(**f._asdict()) for f in result.files],
         claims=claims,
         counts=dict(framework),
+        suppressed=sum(1 for c in claims if c.suppressed is not None),
         by_source={"framework": framework},
         warnings=[Warning_(**w._asdict()) for w in result.warnings],
         gate=Gate(passed=True),
@@ -116,6 +120,7 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
         update={
             "claims": merged,
             "counts": count_classes(merged),
+            "suppressed": sum(1 for c in merged if c.suppressed is not None),
             "by_source": by_source,
             "static": StaticMerge(path=path, merged=True, replaced=replaced, top_level=top),
         }
@@ -165,6 +170,7 @@ class ClaimRow(NamedTuple):
     why: str
     fix: str | None
     source: str
+    suppressed: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,16 +184,25 @@ class ScanView:
     scanned: int
     counts: dict[str, int]
     gate_passed: bool
+    suppressed: int = 0
 
 
 def view_of_result(result: ScanResult) -> ScanView:
     claims = [
-        ClaimRow(d.file, d.line, d.kind, d.claim, d.verdict.status, d.verdict.why, d.verdict.fix, "framework")
+        ClaimRow(
+            d.file,
+            d.line,
+            d.kind,
+            d.claim,
+            d.verdict.status,
+            d.verdict.why,
+            d.verdict.fix,
+            "framework",
+            d.suppressed,
+        )
         for d in result.drafts
     ]
-    counts = {"ok": 0, "unresolved": 0, "fail": 0}
-    for claim in claims:
-        counts[status_class(claim.status)] += 1
+    counts = count_classes(claims)
     return ScanView(
         claims=claims,
         warnings=[w.message for w in result.warnings],
@@ -196,13 +211,14 @@ def view_of_result(result: ScanResult) -> ScanView:
         scanned=sum(1 for f in result.files if f.state == "scanned"),
         counts=counts,
         gate_passed=not gate_reasons(counts["fail"], result.warnings),
+        suppressed=sum(1 for c in claims if c.suppressed is not None),
     )
 
 
 def view_of_document(document: RepoReadiness) -> ScanView:
     return ScanView(
         claims=[
-            ClaimRow(c.file, c.line, c.kind, c.claim, c.status, c.why, c.fix, c.source)
+            ClaimRow(c.file, c.line, c.kind, c.claim, c.status, c.why, c.fix, c.source, c.suppressed)
             for c in document.claims
         ],
         warnings=[w.message for w in document.warnings],
@@ -211,17 +227,20 @@ def view_of_document(document: RepoReadiness) -> ScanView:
         scanned=sum(1 for f in document.files if f.state == "scanned"),
         counts=dict(document.counts),
         gate_passed=document.gate.passed,
+        suppressed=document.suppressed,
     )
 
 
 def summary_line(view: ScanView) -> str:
     counts = view.counts
-    total = sum(counts.values())
+    total = sum(counts.values()) + view.suppressed
     text = (
         f"scan: {view.scanned} guidance file{'s' if view.scanned != 1 else ''}, {total} claims: "
         f"{counts.get('ok', 0)} ok, "
         f"{counts.get('unresolved', 0)} unresolved, {counts.get('fail', 0)} fail"
     )
+    if view.suppressed:
+        text += f", {view.suppressed} suppressed"
     if view.warnings:
         text += f"; {len(view.warnings)} warning{'s' if len(view.warnings) != 1 else ''}"
     return text + ("" if view.gate_passed else " (gate: fail)")
@@ -244,13 +263,15 @@ def claim_line(claim: ClaimRow, *, color: bool = False) -> str:
     """``path:line: status kind claim: why; fix``: a form editors and CI logs turn into a link to the line."""
     status = claim.status
     klass = status_class(status)
-    if color and klass in COLORS:
+    if color and klass in COLORS and claim.suppressed is None:
         status = f"{COLORS[klass]}{status}{RESET}"
     text = f"{claim.file}:{claim.line}: {status} {claim.kind} {claim.claim}: {claim.why}"
     if claim.fix:
         text += f"; {claim.fix}"
     if claim.source == "repository":
         text += " [repository]"
+    if claim.suppressed is not None:
+        text += f" [suppressed by the {claim.suppressed}]"
     return text
 
 
@@ -281,7 +302,7 @@ def to_sarif(view: ScanView) -> dict[str, Any]:
         }
         for kind in kinds
     ]
-    results = []
+    results: list[dict[str, Any]] = []
     for claim in view.claims:
         klass = status_class(claim.status)
         if klass == "ok":
@@ -303,6 +324,13 @@ def to_sarif(view: ScanView) -> dict[str, Any]:
                 "properties": {"status": claim.status, "source": claim.source},
             }
         )
+        if claim.suppressed is not None:
+            results[-1]["suppressions"] = [
+                {
+                    "kind": "inSource" if claim.suppressed.startswith("inline") else "external",
+                    "justification": claim.suppressed,
+                }
+            ]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

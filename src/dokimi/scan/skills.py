@@ -23,6 +23,7 @@ import re
 from collections.abc import Collection, Container, Iterator, Mapping
 from typing import NamedTuple
 
+from dokimi.scan.suppress import CODE_SPAN
 from dokimi.scan.verdict import Verdict, fail, ok, unresolved
 
 SKILL_FILE = "SKILL.md"
@@ -34,7 +35,6 @@ SKILL_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 #: expansion (``$dir/x``, ``$x.y``, ``${x}``).
 DOLLAR_MENTION = re.compile(rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/.\-{{(])")
 SPAN_NEAR_SKILL = re.compile(rf"`({SKILL_NAME})`\s+skill\b|\bskill\s+`({SKILL_NAME})`", re.I)
-CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
 FRONT_KEY = re.compile(r"^([A-Za-z_-]+):[ \t]*(.*?)[ \t]*$", re.M)
 

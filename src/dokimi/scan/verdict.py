@@ -43,6 +43,8 @@ class Draft(NamedTuple):
     kind: str
     claim: str
     verdict: Verdict
+    suppressed: str | None = None
+    """What silenced it (dokimi.scan.suppress): it keeps its status but counts nowhere."""
 
 
 # The scan's own records of the guidance files, warnings and adapters: plain data with the fields of the
@@ -64,7 +66,9 @@ class FileRecord(NamedTuple):
 class WarningRecord(NamedTuple):
     """Guidance the manifest names but the tree lacks, or cannot be read (readiness ``Warning_``)."""
 
-    kind: Literal["glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static"]
+    kind: Literal[
+        "glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static", "suppression_unused"
+    ]
     message: str
     gate: bool
     path: str | None = None

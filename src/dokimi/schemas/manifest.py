@@ -29,10 +29,35 @@ class Guidance(Document):
     """The guidance files the ``guidance:*`` arms add, remove or replace, and files L0 only checks."""
 
     globs: list[str] = Field(default_factory=lambda: list(DEFAULT_GUIDANCE_GLOBS))
-    """Globs (``**`` crosses ``/``, ``*`` and ``?`` do not) of the guidance files,
-    relative to the repository root. Evaluated at every task base. Default: the four default globs."""
+    """Globs (``**`` crosses ``/``, ``*`` and ``?`` do not) of the guidance files, relative to the repository
+    root. Evaluated at every task base. Default: dokimi's default globs (instruction files and skills)."""
     also_scan: list[str] = Field(default_factory=list)
     """Files (or globs) the L0 scan checks too, never changed by an arm (for example ``CONTRIBUTING.md``)."""
+
+
+class ScanIgnore(Document):
+    """A claim of the L0 scan the repository silences: it keeps its status in the report, marked as
+    suppressed, and counts neither in the status counts nor in the gate."""
+
+    claim: str
+    """The claim's text as the report shows it (``docs/<name>``); ``*`` matches anything (``feature/*``)."""
+    file: str | None = None
+    """Only in these guidance files (a glob of dokimi's dialect); default: any."""
+    kind: str | None = None
+    """Only claims of this kind (``path``, ``make_target``, ...); default: any."""
+    line: int | None = Field(default=None, ge=1)
+    """Only on this line; default: any. A line number goes stale as the file changes: prefer the inline
+    comment ``<!-- dokimi: ignore -->`` for one line."""
+    why: str | None = None
+    """Why the scan has it wrong, shown beside each claim it silences."""
+
+
+class Scan(Document):
+    """Settings of the L0 scan (``dokimi repo scan``)."""
+
+    ignore: list[ScanIgnore] = Field(default_factory=list)
+    """Claims the scan has wrong for this repository (a branch name read as a path, a file a tool makes):
+    each is reported as suppressed, with its ``why``."""
 
 
 class Cache(Document):
@@ -138,7 +163,8 @@ class RepoManifest(Document):
     """The evaluation directory (tasks, graders, Dockerfile), relative to the root. A proper subdirectory; it
     is deleted from every agent workspace and mounted read-only for graders as ``{eval_dir}``."""
     guidance: Guidance = Field(default_factory=Guidance)
-    """Guidance files the arms act on; default: the four default globs."""
+    """Guidance files the arms act on; default: dokimi's default globs (the instruction files and skills of
+    the supported harnesses)."""
     image: Image | None = None
     """The build image; needs ``eval_dir``."""
     entry_points: EntryPoints | None = None
@@ -152,6 +178,8 @@ class RepoManifest(Document):
     """Build systems whose L0 claim-check adapters apply (for example ``bazel``, ``make``)."""
     tests: TestsBlock | None = None
     """Test files, test configuration files and the test-listing command."""
+    scan: Scan = Field(default_factory=Scan)
+    """Settings of the L0 scan: the claims it silences."""
 
     @property
     def has_tasks(self) -> bool:

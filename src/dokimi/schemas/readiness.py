@@ -34,6 +34,10 @@ class Claim(Document):
     """framework (this scan) or repository (merged from the repository's static entry point, --static)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Free-form keys of a repository claim, kept as they were."""
+    suppressed: str | None = None
+    """What silenced this claim (an inline ``<!-- dokimi: ignore -->`` comment, or an entry of the manifest's
+    ``scan.ignore``, with its why). A suppressed claim keeps its status and counts neither in ``counts``
+    nor in the gate."""
 
     @field_validator("status")
     @classmethod
@@ -63,8 +67,10 @@ class GuidanceFile(Document):
 class Warning_(Document):
     """Guidance the manifest names but the tree lacks, or cannot be read."""
 
-    kind: Literal["glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static"]
-    """What is wrong."""
+    kind: Literal[
+        "glob_no_match", "also_scan_missing", "no_guidance", "unreadable", "static", "suppression_unused"
+    ]
+    """What is wrong (``suppression_unused``: a suppression that silences no claim)."""
     path: str | None = None
     """The glob or file concerned."""
     message: str
@@ -133,9 +139,12 @@ class RepoReadiness(Document):
     claims: list[Claim]
     """Every claim, sorted by (file, line, claim, kind)."""
     counts: dict[str, int]
-    """Claims per status class (ok, unresolved, fail) after the merge."""
+    """Claims per status class (ok, unresolved, fail) after the merge, suppressed claims left out."""
+    suppressed: int = 0
+    """Claims silenced by a suppression (not in ``counts``)."""
     by_source: dict[str, dict[str, int]]
-    """Claims per status class of each side (framework, repository), counted before the merge."""
+    """Claims per status class of each side (framework, repository), counted before the merge, suppressed
+    claims left out."""
     warnings: list[Warning_]
     """Globs with no match, missing also_scan files, no guidance, unreadable files, an invalid --static."""
     static: StaticMerge | None = None
