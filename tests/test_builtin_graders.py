@@ -24,7 +24,8 @@ from dokimi.sandbox.specs import ContainerSettings, image_env, prepare_agent_dir
 from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
-from dokimi.workspace import ARM_RAW, WorkspaceSource, export_tree_as_stored, prepare_workspace
+from dokimi.source.export import export_tree_as_stored
+from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 from tests.helpers.git import commit, git, git_repo
 
 pytestmark = pytest.mark.docker

@@ -14,6 +14,7 @@ import pytest
 from dokimi.errors import UsageError, WorkspaceError
 from dokimi.schemas.meta import Meta
 from dokimi.source import Repo, open_source
+from dokimi.source.export import export_tree_as_stored
 from dokimi.workspace import (
     ARM_BRIDGE,
     ARM_NONE,
@@ -28,7 +29,6 @@ from dokimi.workspace import (
     bridge_of,
     delete_eval_dir,
     expire_reflog_and_prune,
-    export_tree_as_stored,
     head_sha,
     init_and_commit,
     patch_digest,

@@ -17,7 +17,8 @@ from dokimi.manifest import LoadedManifest, load_manifest
 from dokimi.sandbox.image import BuiltImage, build_image
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
-from dokimi.workspace import WorkspaceSource, export_tree_as_stored
+from dokimi.source.export import export_tree_as_stored
+from dokimi.workspace import WorkspaceSource
 from tests.helpers.evalrepo import EVAL_DIR, TASKS, make_eval_repo
 
 SANDBOX_TASKS = {

@@ -313,7 +313,7 @@ def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
     """Run every calibration row for the manifest's tasks that have a rubric.json (or ``inputs.task_ids``)."""
     from dokimi.manifest import load_tasks
     from dokimi.schemas._base import parse_json, validate_marked
-    from dokimi.workspace import export_tree_as_stored
+    from dokimi.source.export import export_tree_as_stored
 
     require_full_model_id(inputs.model)
     if inputs.second_model is not None:

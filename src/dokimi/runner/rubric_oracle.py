@@ -72,7 +72,7 @@ class ContainerOracle:
         from dokimi.grading.entrypoints import source_dir_for
         from dokimi.sandbox.docker import require_docker
         from dokimi.sandbox.image import build_image, use_image
-        from dokimi.workspace import export_tree_as_stored
+        from dokimi.source.export import export_tree_as_stored
 
         manifest = self.manifest
         assert manifest.entry_points is not None and manifest.entry_points.oracle

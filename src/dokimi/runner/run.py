@@ -326,7 +326,7 @@ def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tupl
     """eval_dir of the eval tree into a staging directory under ``<batch>/_eval``; returns it and its digest.
     :func:`publish_eval_dir` makes it the batch's content once the pin allows it."""
     from dokimi.sandbox.image import context_digest
-    from dokimi.workspace import export_tree_as_stored
+    from dokimi.source.export import export_tree_as_stored
 
     eval_root.mkdir(parents=True, exist_ok=True)
     staging = eval_root / f".{CONTENT_DIR}.{os.getpid()}.{threading.get_ident()}"

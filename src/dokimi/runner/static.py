@@ -25,7 +25,8 @@ from dokimi.sandbox.container import container_name, give_to_container_user
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, build_image, use_image
 from dokimi.sandbox.specs import resolve_caches
-from dokimi.workspace import export_tree_as_stored, init_and_commit
+from dokimi.source.export import export_tree_as_stored
+from dokimi.workspace import init_and_commit
 
 if TYPE_CHECKING:
     from dokimi.manifest import LoadedManifest

@@ -62,7 +62,8 @@ from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import write_document, write_text_atomic
 from dokimi.schemas.tasks_check import CheckItem, PhaseReport, TaskReport, TasksCheck
-from dokimi.workspace import ARM_RAW, WorkspaceSource, export_tree_as_stored, prepare_workspace
+from dokimi.source.export import export_tree_as_stored
+from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 
 if TYPE_CHECKING:
     from dokimi.manifest import LoadedManifest, LoadedTask

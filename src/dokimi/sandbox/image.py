@@ -38,7 +38,7 @@ from dokimi import process
 from dokimi.constants import LABEL_MANAGED
 from dokimi.errors import ContainerError, UsageError
 from dokimi.sandbox.docker import DOCKER, image_inspect, image_labels
-from dokimi.workspace import export_tree_as_stored
+from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
