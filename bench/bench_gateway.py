@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from dokimi.gateway import ModelGateway
-from dokimi.mockmodel import MockModelServer
+from dokimi.support.mockmodel import MockModelServer
 
 
 def request_body(kb: int) -> bytes:

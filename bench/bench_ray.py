@@ -159,7 +159,7 @@ def main() -> None:
             cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
         built = subprocess.run(
-            ["docker", "images", "-q", "--filter", "label=dokimi.manifest-id=bench"],
+            ["docker", "images", "-q", "--filter", "label=dokimi.repo.manifest-id=bench"],
             capture_output=True,
             text=True,
             check=False,

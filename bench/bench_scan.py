@@ -28,8 +28,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from dokimi.scan import identifiers, scan_snapshot
-from dokimi.scan.engine import ScanResult
+from dokimi.checks.scan import identifiers, scan_snapshot
+from dokimi.checks.scan.engine import ScanResult
 from dokimi.source import git, open_source
 
 SIZES = (10_000, 25_000, 50_000)
@@ -151,8 +151,8 @@ def time_ls_tree(repo: Path, sha: str, runs: int) -> float:
 
 
 def time_scan(repo: Path, sha: str, guides: int, runs: int) -> tuple[float, int]:
-    from dokimi.scan.paths import scan_glob_regex
-    from dokimi.scan.shell import _parse
+    from dokimi.checks.scan.paths import scan_glob_regex
+    from dokimi.checks.scan.shell import _parse
 
     best = float("inf")
     claims = 0
@@ -179,8 +179,8 @@ def no_identifier_search() -> Iterator[None]:
 
 def time_identifier_search(repo: Path, sha: str, guides: int, runs: int) -> float:
     """The identifier search alone (the same words and excludes the scan uses), best of ``runs``."""
-    from dokimi.scan.engine import identifier_words
-    from dokimi.scan.markdown import extract
+    from dokimi.checks.scan.engine import identifier_words
+    from dokimi.checks.scan.markdown import extract
 
     globs = [f"docs/g{g:02d}/AGENTS.md" for g in range(guides)]
     best = float("inf")

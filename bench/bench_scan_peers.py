@@ -9,10 +9,10 @@ checkout's (PYTHONPATH), with its bytecode cached in the venv as an installed pa
 machine's Python may carry start-up hooks of its own (.pth files); the venv does not see them, as a user's
 venv would not.
 
-dokimi keeps the Markdown items of the guidance files it parsed (dokimi.scan.items_cache), as a pre-commit
-hook on unchanged guidance would find them: the runs use a cache of the benchmark's own (DOKIMI_HOME in the
-venv), warmed by the first run. A third row runs each time with an empty cache ("cold": every file parsed,
-and the cache written).
+dokimi keeps the Markdown items of the guidance files it parsed (dokimi.checks.scan.items_cache), as a
+pre-commit hook on unchanged guidance would find them: the runs use a cache of the benchmark's own
+(DOKIMI_HOME in the venv), warmed by the first run. A third row runs each time with an empty cache ("cold":
+every file parsed, and the cache written).
 
 The repository is any directory (``--repo``, default this checkout: its README and docs are the largest real
 guidance available offline; give `-- --manifest-file .dokimi-selfscan.yaml` to scan them all). The scan's

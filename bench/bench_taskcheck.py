@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
-from dokimi.manifest import load_manifest
+from dokimi.repo.manifest import load_manifest
+from dokimi.repo.workspace import ARM_NONE, WorkspaceSource, prepare_workspace
 from dokimi.runner.taskcheck import CheckOptions, check_tasks
 from dokimi.source import Repo, open_source
-from dokimi.workspace import ARM_NONE, WorkspaceSource, prepare_workspace
 
 HERE = Path(__file__).resolve().parent.parent
 EXAMPLES = HERE / "examples"

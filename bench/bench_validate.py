@@ -123,8 +123,8 @@ def main() -> int:
         for key in [k for k in os.environ if k.startswith("GIT_") and k not in ENV]:
             del os.environ[key]
 
+        from dokimi.checks.validate import validate_repo
         from dokimi.source import open_source
-        from dokimi.validate import validate_repo
 
         def baseline() -> None:
             for sha in bases:

@@ -76,7 +76,7 @@ def _make(path: Path, content: bytes | Callable[[Path], None]) -> None:
 
 
 def _manifest(d: Path, content: bytes | Callable[[Path], None]) -> Any:
-    from dokimi.manifest import manifest_model_errors, read_manifest_marked
+    from dokimi.repo.manifest import manifest_model_errors, read_manifest_marked
 
     path = d / "repo-eval.yaml"
     _make(path, content)
@@ -174,7 +174,7 @@ def _perf(d: Path, content: bytes | Callable[[Path], None]) -> Any:
 
 
 def _mock_script(d: Path, content: bytes | Callable[[Path], None]) -> Any:
-    from dokimi.mockmodel import load_script
+    from dokimi.support.mockmodel import load_script
 
     path = d / "turns.json"
     _make(path, content)
@@ -228,7 +228,7 @@ def alarm() -> Iterator[None]:
 def test_every_reader_ends_every_bad_input_in_a_clean_error(
     reader: str, kind: str, tmp_path: Path, alarm: None
 ) -> None:
-    from dokimi.mockmodel import ScriptError  # the standalone mock model's own clean error
+    from dokimi.support.mockmodel import ScriptError  # the standalone mock model's own clean error
 
     try:
         READERS[reader](tmp_path, INPUTS[kind])

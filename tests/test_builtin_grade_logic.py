@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dokimi.builtin_graders import builtin_argv, builtin_problem
 from dokimi.errors import UsageError
+from dokimi.repo.builtin_graders import builtin_argv, builtin_problem
 from dokimi.support.builtin_grade import is_test_path, junit_outcomes, patch_paths, verdict
 
 

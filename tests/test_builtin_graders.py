@@ -17,7 +17,8 @@ import pytest
 
 from dokimi.grading.entrypoints import GradeOutcome, grade_run, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
-from dokimi.manifest import LoadedManifest, load_manifest, load_tasks
+from dokimi.repo.manifest import LoadedManifest, load_manifest, load_tasks
+from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.image import BuiltImage, build_image
 from dokimi.sandbox.specs import ContainerSettings, image_env, prepare_agent_dirs
@@ -25,7 +26,6 @@ from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
 from dokimi.source.export import export_tree_as_stored
-from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 from tests.helpers.git import commit, git, git_repo
 
 pytestmark = pytest.mark.docker

@@ -1,4 +1,4 @@
-"""The capturing proxy (dokimi.capture_proxy) and payload capture on real reach runs.
+"""The capturing proxy (dokimi.gateway.capture_proxy) and payload capture on real reach runs.
 
 The proxy is tested against real upstreams on loopback: the scripted model server, and tiny servers written
 here for what the scripted server does not do (hold a stream open, echo headers, die mid-response). The e2e
@@ -24,18 +24,7 @@ from typing import Any
 
 import pytest
 
-from dokimi.capture_proxy import (
-    CaptureProxy,
-    forwarded_request_headers,
-    forwarded_response_headers,
-    recorded_headers,
-    redacted_path,
-    upstream_target,
-)
-from dokimi.errors import UsageError
-from dokimi.harness.profile import load_profile
-from dokimi.mockmodel import MockModelServer, find_tokens
-from dokimi.reach import (
+from dokimi.checks.reach import (
     REQUESTS_FILE,
     ReachOptions,
     plan_capture,
@@ -44,9 +33,20 @@ from dokimi.reach import (
     truthy,
     upstream_proxy,
 )
+from dokimi.errors import UsageError
+from dokimi.gateway.capture_proxy import (
+    CaptureProxy,
+    forwarded_request_headers,
+    forwarded_response_headers,
+    recorded_headers,
+    redacted_path,
+    upstream_target,
+)
+from dokimi.harness.profile import load_profile
 from dokimi.schemas._base import read_document
 from dokimi.schemas.reach import GuidanceReach, ReachClass
 from dokimi.source import open_source
+from dokimi.support.mockmodel import MockModelServer, find_tokens
 from tests.helpers.git import git_repo
 from tests.test_process_groups import fake_dir
 
@@ -279,13 +279,13 @@ def test_an_upstream_path_prefix_is_kept_and_a_gzip_body_is_captured_decoded() -
 def test_the_standalone_proxy_prints_its_url_and_refuses_a_bad_upstream(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     bad = subprocess.run(
-        [sys.executable, "-m", "dokimi.capture_proxy", "--upstream", "ftp://x"],
+        [sys.executable, "-m", "dokimi.gateway.capture_proxy", "--upstream", "ftp://x"],
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     assert bad.returncode == 2 and "capture_proxy: upstream 'ftp://x'" in bad.stderr
     with MockModelServer([{"final": "via the standalone proxy"}]) as mock:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dokimi.capture_proxy", "--upstream", mock.url,
+            [sys.executable, "-m", "dokimi.gateway.capture_proxy", "--upstream", mock.url,
              "--capture", str(tmp_path / "c.jsonl")],
             stdout=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip

@@ -8,7 +8,7 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from dokimi import stats
-from dokimi.compare import compare
+from dokimi.analysis.compare import compare
 from dokimi.errors import UsageError
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from tests.helpers.batches import SHA_B, write_cell, write_pin

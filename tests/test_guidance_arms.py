@@ -21,9 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from dokimi.errors import UsageError
-from dokimi.schemas.meta import Meta
-from dokimi.source import Repo, open_source
-from dokimi.workspace import (
+from dokimi.repo.workspace import (
     ARM_NONE,
     ARM_RAW,
     ARM_TREE,
@@ -36,6 +34,8 @@ from dokimi.workspace import (
     overlay_guidance,
     prepare_workspace,
 )
+from dokimi.schemas.meta import Meta
+from dokimi.source import Repo, open_source
 from tests.helpers.git import Symlink, commit, git, git_repo
 from tests.helpers.runs import GRADE_PY, dokimi_cli
 
@@ -426,8 +426,8 @@ def test_a_study_file_whose_baseline_is_not_an_arm_is_refused(tmp_path: Path) ->
 
 
 def test_the_report_warns_when_two_arms_started_every_task_with_the_same_guidance(tmp_path: Path) -> None:
+    from dokimi.analysis.report import build_report
     from dokimi.batch import load_batch
-    from dokimi.report import build_report
     from tests.helpers.batches import write_cell, write_pin
 
     batch = tmp_path / "b"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.analysis.compare import compare
+from dokimi.analysis.html import render_compare, render_report
+from dokimi.analysis.report import build_report
 from dokimi.batch import load_batch
 from dokimi.cli.main import main
-from dokimi.compare import compare
-from dokimi.html import render_compare, render_report
-from dokimi.report import build_report
 from tests.helpers.batches import write_cell, write_pin
 
 NONE, RAW, BRIDGE = "guidance:none", "guidance:raw", "guidance:bridge"

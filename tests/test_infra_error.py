@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from dokimi.analysis.compare import compare
+from dokimi.analysis.report import build_report
 from dokimi.batch import CellKey, load_batch
-from dokimi.compare import compare
-from dokimi.report import build_report
 from dokimi.runner.run import finished_result
 from dokimi.schemas.result import Result
 from tests.helpers.batches import write_cell, write_pin

@@ -9,7 +9,7 @@ import pytest
 
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
 from dokimi.errors import ManifestError
-from dokimi.manifest import guidance_files_at, load_manifest, load_tasks
+from dokimi.repo.manifest import guidance_files_at, load_manifest, load_tasks
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import Task, base_form, egress_host_problem
 from dokimi.source import open_source

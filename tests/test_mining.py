@@ -11,7 +11,7 @@ import pytest
 
 from dokimi.cli.main import main
 from dokimi.errors import UsageError
-from dokimi.mining import DEFAULT_TEST_GLOBS, classify, draft_prompt, read_fix
+from dokimi.repo.mining import DEFAULT_TEST_GLOBS, classify, draft_prompt, read_fix
 from dokimi.schemas._base import read_document
 from dokimi.schemas.manifest import RepoManifest
 from tests.helpers.git import commit, git, git_repo

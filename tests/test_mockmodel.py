@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import dokimi.mockmodel as mockmodel_module
-from dokimi.mockmodel import (
+import dokimi.support.mockmodel as mockmodel_module
+from dokimi.support.mockmodel import (
     DEFAULT_INPUT_TOKENS,
     DEFAULT_OUTPUT_TOKENS,
     DONE_TEXT,

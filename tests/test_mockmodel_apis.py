@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dokimi.mockmodel import CHAT, GEMINI, RESPONSES, MockModelServer, api_of, is_main_loop_request
+from dokimi.support.mockmodel import CHAT, GEMINI, RESPONSES, MockModelServer, api_of, is_main_loop_request
 from tests.test_mockmodel import request
 
 SCRIPT = [

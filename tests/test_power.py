@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from dokimi import stats
-from dokimi.errors import UsageError
-from dokimi.power import (
+from dokimi.analysis.power import (
     EXACT_TASKS,
     PilotTask,
     minimum_detectable_effect,
     plan,
     sign_flip_pvalues,
 )
+from dokimi.errors import UsageError
 from tests.helpers.batches import write_cell, write_pin
 from tests.helpers.runs import dokimi_cli
 
@@ -37,7 +37,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 class BinaryTruth:
     """Tasks whose pass probability is Beta(a, b); the treatment shifts it on the logit scale by ``c``, set so
-    that the mean gain is ``effect``. Independent of dokimi.power's own fitting."""
+    that the mean gain is ``effect``. Independent of dokimi.analysis.power's own fitting."""
 
     def __init__(self, a: float, b: float, effect: float) -> None:
         self.a, self.b = a, b

@@ -163,7 +163,7 @@ def name() -> Iterator[str]:
     name = f"ray-{uuid.uuid4().hex[:10]}"
     yield name
     listed = subprocess.run(
-        ["docker", "images", "-q", "--filter", f"label=dokimi.manifest-id={name}"],
+        ["docker", "images", "-q", "--filter", f"label=dokimi.repo.manifest-id={name}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if listed.stdout.split():

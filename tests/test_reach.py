@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dokimi.errors import UsageError
-from dokimi.harness.profile import load_profile
-from dokimi.reach import (
+from dokimi.checks.reach import (
     PROBE_FILE,
     ReachOptions,
     build_skeleton,
@@ -27,6 +25,8 @@ from dokimi.reach import (
     seed_text,
     token,
 )
+from dokimi.errors import UsageError
+from dokimi.harness.profile import load_profile
 from dokimi.schemas._base import read_document
 from dokimi.schemas.reach import GuidanceReach, ReachClass
 from dokimi.source import open_source

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from dokimi.analysis.report import Cutoff, build_report, cutoff_side, parse_cutoffs
 from dokimi.batch import load_batch
 from dokimi.errors import UsageError
-from dokimi.report import Cutoff, build_report, cutoff_side, parse_cutoffs
 from dokimi.schemas.report import ReportDoc, ReportRow
 from tests.helpers.batches import start_cell, write_cell, write_json, write_pin, write_plan
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from dokimi import rules as house
 from dokimi.errors import DocumentError
-from dokimi.rules import (
+from dokimi.repo import rules as house
+from dokimi.repo.rules import (
     ReviewComment,
     RuleMatch,
     base_day,
@@ -87,7 +87,7 @@ def test_star_in_a_rule_glob_does_not_cross_a_slash() -> None:
 
 
 def test_the_judge_and_this_module_share_one_selection() -> None:
-    from dokimi.merge import judge
+    from dokimi.checks.merge import judge
 
     assert house.rules_for_diff is judge.rules_for_diff
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.analysis.report import build_report
 from dokimi.batch import cell_dir, load_batch
-from dokimi.report import build_report
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch
 from dokimi.sandbox.docker import container_names
 from dokimi.source import open_source

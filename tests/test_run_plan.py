@@ -12,7 +12,6 @@ import pytest
 
 from dokimi.batch import CellKey
 from dokimi.errors import UsageError
-from dokimi.mockmodel import parse_script
 from dokimi.runner.dryrun import (
     CHUNK_CHARS,
     FIXED_ANSWER,
@@ -41,6 +40,7 @@ from dokimi.runner.plan import (
 )
 from dokimi.schemas.batch import BatchPin
 from dokimi.schemas.task import Task
+from dokimi.support.mockmodel import parse_script
 from tests.helpers.git import git_repo
 
 SHA = "b" * 40

@@ -14,7 +14,7 @@ import pytest
 
 from dokimi.cli.main import main
 from dokimi.errors import UsageError
-from dokimi.manifest import load_manifest
+from dokimi.repo.manifest import load_manifest
 from dokimi.runner.static import run_static
 from dokimi.runner.taskcheck import CheckOptions, TasksCheck, check_tasks
 from dokimi.schemas._base import read_document

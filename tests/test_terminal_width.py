@@ -141,7 +141,7 @@ def test_prose_is_broken_between_list_items_and_never_inside_a_word() -> None:
 
 
 def test_scan_prints_path_line_status_lines_and_colours_only_on_a_terminal(tmp_path: Path) -> None:
-    from dokimi.scan.report import render_text, view_of_result
+    from dokimi.checks.scan.report import render_text, view_of_result
 
     result = scan_files(tmp_path, {"AGENTS.md": "See `src/gone.py` and `lib/x.py`.\n", "src/a.py": ""})
     plain = render_text(view_of_result(result))

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from dokimi.checks.validate import RULES, Finding, ValidationReport, validate_repo
 from dokimi.schemas._base import Marked
 from dokimi.source import open_source
-from dokimi.validate import RULES, Finding, ValidationReport, validate_repo
 from tests.helpers.git import bare_clone_for_serving, commit, git, git_repo
 
 EVAL = ".agent-eval"
@@ -800,7 +800,7 @@ def test_the_union_of_paths_over_bases_equals_one_ls_tree_per_base(tmp_path: Pat
     deleted at some bases, added at one, only in the eval tree, or renamed."""
     import itertools
 
-    from dokimi.validate import Context
+    from dokimi.checks.validate import Context
 
     path = git_repo(tmp_path / "r", {"keep.md": "k\n", "gone_later.md": "g\n", "dir/AGENTS.md": "a\n"})
     shas = [git(path, "rev-parse", "HEAD").strip()]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.checks.validate import ValidationReport
 from dokimi.cli.main import main
-from dokimi.validate import ValidationReport
 from tests.helpers.git import commit, git_repo
 from tests.test_validate import MANIFEST, MANIFEST_PATH, Repo
 
@@ -168,7 +168,7 @@ def test_docs_validate_md_names_every_rule_and_every_field_of_the_json_document(
     """docs/validate.md is the documentation of --json and of the rules: it must not drift from the code."""
     import re
 
-    from dokimi.validate import RULES, Finding
+    from dokimi.checks.validate import RULES, Finding
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "validate.md").read_text()
     documented_codes = re.findall(r"^\| `([a-z_]+)` \| (?:error|warning)", docs, flags=re.M)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from dokimi.checks.validate import RULES, Finding, ValidationReport, validate_repo
 from dokimi.source import open_source
-from dokimi.validate import RULES, Finding, ValidationReport, validate_repo
 from tests.helpers.git import commit, git_repo
 
 EVAL = ".agent-eval"

@@ -12,10 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from dokimi.errors import UsageError, WorkspaceError
-from dokimi.schemas.meta import Meta
-from dokimi.source import Repo, open_source
-from dokimi.source.export import export_tree_as_stored
-from dokimi.workspace import (
+from dokimi.repo.workspace import (
     ARM_BRIDGE,
     ARM_NONE,
     ARM_RAW,
@@ -35,6 +32,9 @@ from dokimi.workspace import (
     prepare_workspace,
     resolve_base,
 )
+from dokimi.schemas.meta import Meta
+from dokimi.source import Repo, open_source
+from dokimi.source.export import export_tree_as_stored
 from tests.helpers.git import Symlink, git, git_repo
 
 _OPEN: list[Repo] = []

@@ -76,7 +76,7 @@ SKILL_DIRS: Final = (
     ".opencode/skills",
     ".qwen/skills",
 )
-#: A skill's SKILL.md is guidance; its scripts and other files are not (dokimi.scan.skills).
+#: A skill's SKILL.md is guidance; its scripts and other files are not (dokimi.checks.scan.skills).
 DEFAULT_SKILL_GLOBS: Final = tuple(f"**/{directory}/*/SKILL.md" for directory in SKILL_DIRS)
 DEFAULT_GUIDANCE_GLOBS: Final = (*DEFAULT_INSTRUCTION_GLOBS, *DEFAULT_SKILL_GLOBS)
 

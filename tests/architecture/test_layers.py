@@ -102,7 +102,7 @@ def test_an_import_from_a_higher_floor_is_caught(tmp_path: Path) -> None:
     (fake / "grading").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
     (fake / "grading" / "__init__.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dokimi.report import x\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dokimi.analysis.report import x\n"
         "def f():\n    from dokimi.runner.cell import run_cell\n"
     )
     assert violations(fake, table) == [

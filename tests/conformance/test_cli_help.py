@@ -116,7 +116,7 @@ def test_a_flag_that_is_not_in_the_help_is_caught() -> None:
 
 def test_claude_codes_hidden_max_turns_flag_stops_the_run(claude_bin: Path) -> None:
     """2.1.328 does not list --max-turns in --help, but enforces it: the run ends with error_max_turns."""
-    from dokimi.mockmodel import MockModelServer
+    from dokimi.support.mockmodel import MockModelServer
     from tests.helpers.harness import MODEL, as_harness_user, harness_dir, nonroot_binary
 
     script = [

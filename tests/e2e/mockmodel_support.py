@@ -12,9 +12,9 @@ from typing import Any
 
 from dokimi import process
 from dokimi.harness.profile import AgentRequest, Invocation, Placement, build_invocation, load_profile
-from dokimi.mockmodel import CapturedRequest, MockModelServer
 from dokimi.schemas.profile import ToolsLevel
 from dokimi.support import support_dir
+from dokimi.support.mockmodel import CapturedRequest, MockModelServer
 from tests.helpers.git import git_repo
 
 EDIT_THEN_EXIT_3 = "sed -i s/before/after/ f.txt; echo out; exit 3"

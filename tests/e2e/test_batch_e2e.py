@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.analysis.report import build_report
 from dokimi.batch import cell_dir, load_batch
-from dokimi.report import build_report
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]

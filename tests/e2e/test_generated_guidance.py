@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from dokimi.batch import cell_dir
+from dokimi.repo.workspace import blob_sha
 from dokimi.runner.guidance import DRY_RUN_GUIDANCE, DRY_RUN_GUIDANCE_TEXT
 from dokimi.schemas.generated import Generated
 from dokimi.schemas.meta import Meta
-from dokimi.workspace import blob_sha
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]

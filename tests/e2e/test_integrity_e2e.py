@@ -159,7 +159,7 @@ def test_a_run_that_skips_or_deletes_tests_is_not_mergeable_in_a_batch(
         assert json.loads(regrade.stdout)["mismatched"] == 0
     finally:
         listed = subprocess.run(
-            ["docker", "images", "-q", "--filter", f"label=dokimi.manifest-id={manifest_id}"],
+            ["docker", "images", "-q", "--filter", f"label=dokimi.repo.manifest-id={manifest_id}"],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if listed.stdout.split():

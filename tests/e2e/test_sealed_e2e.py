@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from dokimi.analysis.report import build_report
 from dokimi.batch import cell_dir, load_batch
-from dokimi.mockmodel import MockModelServer
-from dokimi.report import build_report
+from dokimi.support.mockmodel import MockModelServer
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]

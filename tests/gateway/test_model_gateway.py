@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from dokimi.gateway.model import CellUsage, ModelGateway, find_cell_key, infra_error_reason, swap_credentials
-from dokimi.mockmodel import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MockModelServer
+from dokimi.support.mockmodel import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MockModelServer
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import pytest
 
 from dokimi.gateway import EgressProxy, ModelGateway
 from dokimi.gateway.network import BatchNetwork, allow_ports, close_batch_network, open_batch_network
-from dokimi.mockmodel import MockModelServer
+from dokimi.support.mockmodel import MockModelServer
 
 BASE_IMAGE = "dokimi-base:bookworm"
 

@@ -139,7 +139,7 @@ def remove_tiny_images() -> None:
     if os.environ.get("DOKIMI_TEST_KEEP_IMAGES") == "1":
         return
     listed = subprocess.run(
-        ["docker", "images", "-q", "--filter", "label=dokimi.manifest-id=runner-tiny"],
+        ["docker", "images", "-q", "--filter", "label=dokimi.repo.manifest-id=runner-tiny"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     ids = sorted(set(listed.stdout.split()))

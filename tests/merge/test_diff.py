@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dokimi.merge.diff import list_ignored, take_workspace_diff
-from dokimi.merge.scope import check_scope
+from dokimi.checks.merge.diff import list_ignored, take_workspace_diff
+from dokimi.checks.merge.scope import check_scope
 from dokimi.schemas.rubric import Scope
 from tests.helpers.git import git, git_repo, head, write_files
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from dokimi.batch import cell_dir
-from dokimi.mockmodel import MockModelServer
+from dokimi.support.mockmodel import MockModelServer
 from tests.helpers.git import commit
 from tests.helpers.runs import dokimi_cli, fake_harness, remove_tiny_images, run_args, tiny_repo
 

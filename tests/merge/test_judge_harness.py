@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from dokimi.merge.judge import JudgeOptions, render_judge_input, run_judge
-from dokimi.mockmodel import MockModelServer
+from dokimi.checks.merge.judge import JudgeOptions, render_judge_input, run_judge
 from dokimi.schemas.rubric import RepoRubric
+from dokimi.support.mockmodel import MockModelServer
 from tests.helpers.evalrepo import MANIFEST, ORACLE_PATCH, make_eval_repo
 
 pytestmark = pytest.mark.harness

@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from dokimi.errors import UsageError
-from dokimi.merge.integrity import TESTS_BLOCKER
-from dokimi.merge.judge import (
+from dokimi.checks.merge.integrity import TESTS_BLOCKER
+from dokimi.checks.merge.judge import (
     NONCE_PLACEHOLDER,
     argues_the_other_way,
     cache_key,
@@ -18,6 +17,7 @@ from dokimi.merge.judge import (
     render_judge_input,
     require_full_model_id,
 )
+from dokimi.errors import UsageError
 from dokimi.schemas.review_rules import RepoReviewRules
 from dokimi.schemas.rubric import RepoRubric
 

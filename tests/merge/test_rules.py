@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dokimi.merge.diff import ChangedFile, WorkspaceDiff
-from dokimi.merge.integrity import TESTS_BLOCKER_ID, check_test_integrity
-from dokimi.merge.judge import ItemVerdict, JudgeVerdict
-from dokimi.merge.outcome import explain_merge, merge_outcome
-from dokimi.merge.scope import check_scope
+from dokimi.checks.merge.diff import ChangedFile, WorkspaceDiff
+from dokimi.checks.merge.integrity import TESTS_BLOCKER_ID, check_test_integrity
+from dokimi.checks.merge.judge import ItemVerdict, JudgeVerdict
+from dokimi.checks.merge.outcome import explain_merge, merge_outcome
+from dokimi.checks.merge.scope import check_scope
 from dokimi.schemas import manifest as manifest_schema
 from dokimi.schemas.rubric import Scope
 from dokimi.schemas.task import GateMin

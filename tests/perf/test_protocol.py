@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dokimi.perf.protocol import (
+from dokimi.checks.perf.protocol import (
     NOISE_FLOOR,
     Band,
     RoundMeasurement,
@@ -19,7 +19,7 @@ from dokimi.perf.protocol import (
     variant_of,
     verdict,
 )
-from dokimi.perf.spec import TaskPerf, perf_env, perf_problems, task_perf
+from dokimi.checks.perf.spec import TaskPerf, perf_env, perf_problems, task_perf
 from dokimi.schemas.task import Task
 
 # --- the plan -----------------------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.checks.perf.spec import TaskPerf
 from dokimi.constants import BASE_IMAGE
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.perf import PerfCheck, oracle_variant_dir, perf_argv, run_perf_check
-from dokimi.perf.spec import TaskPerf
 from dokimi.sandbox.specs import ContainerSettings
 from dokimi.schemas.manifest import EntryPoints
 from dokimi.schemas.task import Task

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from dokimi.manifest import LoadedManifest, load_manifest
+from dokimi.repo.manifest import LoadedManifest, load_manifest
+from dokimi.repo.workspace import WorkspaceSource
 from dokimi.sandbox.image import BuiltImage, build_image
 from dokimi.schemas.task import Task
 from dokimi.source import Repo, open_source
 from dokimi.source.export import export_tree_as_stored
-from dokimi.workspace import WorkspaceSource
 from tests.helpers.evalrepo import EVAL_DIR, TASKS, make_eval_repo
 
 SANDBOX_TASKS = {
@@ -60,9 +60,9 @@ def prepared_run(toy: Toy, run_dir: Path, task_id: str) -> Task:
     task.json, meta.json, an empty trace and answer; everything the container user's."""
     import shutil
 
-    from dokimi.manifest import load_tasks
+    from dokimi.repo.manifest import load_tasks
+    from dokimi.repo.workspace import ARM_RAW, prepare_workspace
     from dokimi.sandbox.specs import image_env, prepare_agent_dirs
-    from dokimi.workspace import ARM_RAW, prepare_workspace
 
     assert toy.loaded.manifest is not None
     loaded = {t.id: t for t in load_tasks(toy.repo.eval_snapshot(), toy.loaded.manifest)}

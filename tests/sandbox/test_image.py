@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.errors import ContainerError, UsageError
-from dokimi.manifest import load_manifest
+from dokimi.repo.manifest import load_manifest
 from dokimi.sandbox.container import ContainerSpec, container_name, run_container
 from dokimi.sandbox.image import build_image, image_tag, use_image
 from dokimi.source import open_source

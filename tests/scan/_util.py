@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from dokimi.scan import scan_snapshot
-from dokimi.scan.engine import ScanResult
-from dokimi.scan.suppress import IgnoreEntry
+from dokimi.checks.scan import scan_snapshot
+from dokimi.checks.scan.engine import ScanResult
+from dokimi.checks.scan.suppress import IgnoreEntry
 from dokimi.source import open_source
 from tests.helpers.git import FileContent, git_repo
 

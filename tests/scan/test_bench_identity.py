@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from dokimi.scan.engine import ScanResult
+from dokimi.checks.scan.engine import ScanResult
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).parent / "data" / "bench_scan_claims.txt"

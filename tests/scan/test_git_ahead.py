@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dokimi import process
-from dokimi.scan import scan_result
+from dokimi.checks.scan import scan_result
 from dokimi.source import git
 from tests.helpers.git import git_repo
 

@@ -12,7 +12,7 @@ import random
 import re
 from pathlib import Path
 
-from dokimi.scan.identifiers import TRIE_WORD_LIMIT, grep_pattern, search_words
+from dokimi.checks.scan.identifiers import TRIE_WORD_LIMIT, grep_pattern, search_words
 from dokimi.source import open_source
 from tests.helpers.git import git, git_repo, head
 
@@ -72,7 +72,7 @@ def test_the_trie_pattern_prefers_the_longest_whole_word_and_keeps_long_words() 
 def test_grep_records_are_those_a_scan_for_records_finds() -> None:
     """The output of ``git grep -z -o -H`` read by cutting at newlines gives the distinct records a scan for
     ``path NUL match newline`` finds, the commit prefix cut, also around a path holding a newline."""
-    from dokimi.scan.identifiers import grep_records
+    from dokimi.checks.scan.identifiers import grep_records
 
     def scanned(out: bytes, prefix: str) -> set[tuple[str, str]]:
         record = "([^\0\n]*)\0([^\n]*)\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dokimi.scan import scan_result
-from dokimi.scan.items_cache import FORMAT, ItemsCache, cache_file
-from dokimi.scan.markdown import extract
+from dokimi.checks.scan import scan_result
+from dokimi.checks.scan.items_cache import FORMAT, ItemsCache, cache_file
+from dokimi.checks.scan.markdown import extract
 from tests.helpers.git import git_repo, write_files
 
 TEXT = """\
@@ -117,5 +117,5 @@ def test_without_a_place_for_the_cache_the_scan_parses(repo: Path, monkeypatch: 
     def nowhere() -> Path:
         raise RuntimeError("Could not determine home directory.")
 
-    monkeypatch.setattr("dokimi.scan.items_cache.cache_directory", nowhere)
+    monkeypatch.setattr("dokimi.checks.scan.items_cache.cache_directory", nowhere)
     assert rows(repo) == [(1, "src/app.py", "ok"), (1, "src/gone.py", "fail")]

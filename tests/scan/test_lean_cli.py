@@ -92,7 +92,7 @@ def heavy_among(modules: set[str]) -> list[str]:
 def test_a_text_scan_imports_no_cli_framework_models_or_rich(repo: Path) -> None:
     code, modules = imported_by_a_scan(repo, "--fail-on-fail")
     assert code == 1  # src/gone.py does not exist: the gate fails, so the scan really ran
-    assert "dokimi.scan.engine" in modules
+    assert "dokimi.checks.scan.engine" in modules
     assert heavy_among(modules) == []
 
 
@@ -125,12 +125,12 @@ def test_a_scan_with_a_plain_manifest_stays_lean(repo: Path, tmp_path: Path) -> 
 
 
 def test_a_scan_of_unchanged_guidance_imports_no_markdown_parser(repo: Path) -> None:
-    """The Markdown items of the first scan are kept (dokimi.scan.items_cache): the next scan of the same
-    texts needs no parse, nor markdown-it, and finds the same."""
+    """The Markdown items of the first scan are kept (dokimi.checks.scan.items_cache): the next scan of the
+    same texts needs no parse, nor markdown-it, and finds the same."""
     first = imported_by_a_scan(repo, "--fail-on-fail")
     assert "markdown_it" in first[1]
     code, modules = imported_by_a_scan(repo, "--fail-on-fail")
-    assert code == 1 and "dokimi.scan.engine" in modules
+    assert code == 1 and "dokimi.checks.scan.engine" in modules
     assert "markdown_it" not in modules
 
 

@@ -67,7 +67,7 @@ def test_every_link_rule_gives_its_status(tmp_path: Path) -> None:
 
 
 def test_a_ref_is_split_at_each_slash_shortest_first() -> None:
-    from dokimi.scan.paths import DEFAULT_BRANCHES, split_blob_tree_link
+    from dokimi.checks.scan.paths import DEFAULT_BRANCHES, split_blob_tree_link
 
     assert split_blob_tree_link("feature/x/src/a.py".split("/"), DEFAULT_BRANCHES) == [
         ("feature", "x/src/a.py"),
@@ -81,7 +81,7 @@ def test_a_ref_is_split_at_each_slash_shortest_first() -> None:
 
 
 def test_github_action_refs_are_not_paths() -> None:
-    from dokimi.scan.paths import is_github_action_ref
+    from dokimi.checks.scan.paths import is_github_action_ref
 
     assert is_github_action_ref("actions/checkout@v6")
     assert is_github_action_ref("github/codeql-action/upload-sarif@v3")

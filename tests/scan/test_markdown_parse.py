@@ -8,7 +8,7 @@ from collections.abc import Callable
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dokimi.scan.markdown import extract, split_cells
+from dokimi.checks.scan.markdown import extract, split_cells
 
 
 def markdown_it_split() -> Callable[[str], list[str]]:

@@ -6,7 +6,7 @@ import posixpath
 import random
 from pathlib import Path
 
-from dokimi.scan.paths import REGEX_FROM, first_match, glob_matcher, scan_glob_regex
+from dokimi.checks.scan.paths import REGEX_FROM, first_match, glob_matcher, scan_glob_regex
 from tests.helpers.git import Symlink, git_repo
 from tests.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.checks.scan import scan_result
+from dokimi.checks.scan.plain_manifest import NotPlain, ScanKeys, parse_plain_yaml, scan_keys_of
 from dokimi.errors import ManifestError
-from dokimi.manifest import _parse_manifest, manifest_model_errors
-from dokimi.scan import scan_result
-from dokimi.scan.plain_manifest import NotPlain, ScanKeys, parse_plain_yaml, scan_keys_of
+from dokimi.repo.manifest import _parse_manifest, manifest_model_errors
 from tests.helpers.git import git_repo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -317,7 +317,7 @@ def test_a_scan_with_a_plain_manifest_finds_what_the_usual_loader_finds(
     for way in ways:
         plain = scan_result(str(repo), **way)  # type: ignore[arg-type]
         with monkeypatch.context() as patched:
-            patched.setattr("dokimi.scan.plain_manifest.plain_scan_keys", lambda *a, **k: None)
+            patched.setattr("dokimi.checks.scan.plain_manifest.plain_scan_keys", lambda *a, **k: None)
             usual = scan_result(str(repo), **way)  # type: ignore[arg-type]
         assert plain == usual
         assert plain.manifest is not None and not plain.defaulted

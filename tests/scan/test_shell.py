@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dokimi.scan.shell import Command, parsed_commands, plain_commands, split_fence
+from dokimi.checks.scan.shell import Command, parsed_commands, plain_commands, split_fence
 from tests.scan._util import find, rows, scan_files
 
 FENCE = """\

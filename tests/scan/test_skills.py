@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dokimi.checks.scan.skills import skill_references
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
-from dokimi.scan.skills import skill_references
 from tests.scan._util import rows, scan_dir, scan_files
 
 RELEASE_SKILL = """\

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.checks.scan.suppress import IgnoreEntry
 from dokimi.cli.main import main
-from dokimi.scan.suppress import IgnoreEntry
 from tests.helpers.git import git_repo
 from tests.scan._util import scan_files
 

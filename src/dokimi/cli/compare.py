@@ -55,10 +55,10 @@ def compare(
     correction over the gate and score comparisons. BATCH takes every arm of a batch; BATCH/ARM one arm of
     one batch, so two batches of the same arm compare too. --json prints a repo_compare.v1 document.
     """
-    from dokimi.compare import compare as build
+    from dokimi.analysis.compare import compare as build
 
     doc = build(list(selectors), baseline, list(metrics))
-    from dokimi.html import render_compare
+    from dokimi.analysis.html import render_compare
 
     return deliver_document(
         doc, as_json=as_json, html_file=html_file, render_html=render_compare, print_text=_print

@@ -34,9 +34,9 @@ def export(batch: Path, fmt: str, out: Path | None, as_json: bool) -> int:
     """Write the finished cells of BATCH (<out>/<batch>) as Inspect AI eval logs: each cell is a sample (task
     and rep as id and epoch) with the prompt, the agent's tool calls and outputs, the final answer, and the
     grade as its score. Open them with `inspect view --log-dir DIR`."""
+    from dokimi.analysis.inspect_export import export_inspect
     from dokimi.batch import load_batch
     from dokimi.errors import UsageError
-    from dokimi.inspect_export import export_inspect
 
     loaded = load_batch(batch)
     if not any(c.status == "finished" for c in loaded.cells):

@@ -1,5 +1,5 @@
-"""``dokimi repo init [DIR]``: the manifest and the Dockerfile of a new evaluation (dokimi.scaffold), and the
-next three commands.
+"""``dokimi repo init [DIR]``: the manifest and the Dockerfile of a new evaluation (dokimi.repo.scaffold), and
+the next three commands.
 
 Exit codes: 0 written; 2 a file already exists (nothing is written) or DIR is not a directory.
 """
@@ -34,7 +34,7 @@ def init(directory: Path, eval_dir: str, grade: str | None, as_json: bool) -> in
     """Start evaluating the repository in DIR: write a commented manifest (with its $schema line), a
     Dockerfile template that lists what the image must hold, and an empty tasks directory, then print the
     next three commands. Never overwrites a file."""
-    from dokimi.scaffold import init_repo
+    from dokimi.repo.scaffold import init_repo
 
     result = init_repo(directory, eval_dir=eval_dir, grade=grade)
     if as_json:

@@ -37,7 +37,7 @@ def mock_model() -> None:
 )
 def serve(script: Path, port: int, capture: Path | None, main_model: str | None) -> int:
     """Serve SCRIPT until Ctrl-C. Prints the base URL (for ANTHROPIC_BASE_URL) as the first line of stdout."""
-    from dokimi.mockmodel import MockModelServer, ScriptError
+    from dokimi.support.mockmodel import MockModelServer, ScriptError
 
     try:
         server = MockModelServer(script, capture_path=capture, main_model=main_model, port=port)

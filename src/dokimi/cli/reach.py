@@ -82,9 +82,9 @@ def reach(
     Writes OUT/reach.json (guidance_reach.v1) and OUT/traces/<scenario>/. Exits 1 when a scenario gave no
     usable answer (class error), 0 otherwise.
     """
+    from dokimi.checks.reach import ReachOptions, run_reach
     from dokimi.harness.profile import load_profile
-    from dokimi.manifest import load_manifest
-    from dokimi.reach import ReachOptions, run_reach
+    from dokimi.repo.manifest import load_manifest
     from dokimi.source import open_source
 
     check_manifest_choice(manifest, manifest_file)

@@ -52,9 +52,9 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
     failed), a result.json that does not validate makes the cell invalid. Score-only tasks show their mean
     score. Cells that differ in effort or mode are never pooled. --json prints a repo_report.v1 document.
     """
+    from dokimi.analysis.report import build_report, parse_cutoffs
     from dokimi.batch import load_batch
     from dokimi.errors import UsageError
-    from dokimi.report import build_report, parse_cutoffs
 
     parsed = parse_cutoffs(cutoffs)
     loaded = load_batch(batch)
@@ -65,8 +65,8 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
         )
     doc = build_report(loaded, cutoffs=parsed, path=str(batch))
     if html_file is not None:
+        from dokimi.analysis.site import write_report_site
         from dokimi.cli._common import note
-        from dokimi.site import write_report_site
 
         note(f"wrote {write_report_site(doc, loaded, html_file)} and its cell pages")
     return deliver_document(doc, as_json=as_json, html_file=None, render_html=str, print_text=_print)

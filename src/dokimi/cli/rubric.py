@@ -1,5 +1,5 @@
 """``dokimi repo rubric check``: admit rubrics by calibrating the judge
-(docs/mergeability.md). Thin: options -> dokimi.merge.calibrate -> a table or --json.
+(docs/mergeability.md). Thin: options -> dokimi.checks.merge.calibrate -> a table or --json.
 
 Exit codes: 0 every expectation held, 1 one did not (or no task has a rubric), 2 could not run (bad model id,
 no harness binary, no manifest).
@@ -83,9 +83,9 @@ def check(
     blocker passing, each calibration.lazy diff must fail the blocker it
     targets (also with a persuasive reviewer comment inserted), and each calibration.alt diff must be
     mergeable. Exit 1 if any expectation fails."""
-    from dokimi.manifest import load_manifest
-    from dokimi.merge.calibrate import CheckInputs
-    from dokimi.merge.judge import JudgeOptions, require_full_model_id
+    from dokimi.checks.merge.calibrate import CheckInputs
+    from dokimi.checks.merge.judge import JudgeOptions, require_full_model_id
+    from dokimi.repo.manifest import load_manifest
     from dokimi.runner.rubric_oracle import OracleImage, check_rubrics_with_oracle
     from dokimi.source import open_source
 

@@ -1,4 +1,4 @@
-"""``dokimi repo scan``: the L0 scan. Thin: options -> dokimi.scan -> text, JSON or SARIF.
+"""``dokimi repo scan``: the L0 scan. Thin: options -> dokimi.checks.scan -> text, JSON or SARIF.
 
 The usual arguments are read without click (dokimi.cli.scan_lean, from the entry point); this command reads
 the others: --help, --run-static, --static, and every argument error.
@@ -95,7 +95,7 @@ def _run_static(
 ) -> Path:
     """Run the manifest's static entry point in the image; its document is kept beside --out (as
     ``<out>.static.json``) when one is given, else it lives in ``out_dir``, which the caller removes."""
-    from dokimi.manifest import load_manifest
+    from dokimi.repo.manifest import load_manifest
     from dokimi.runner.static import run_static
     from dokimi.schemas._base import write_text_atomic
     from dokimi.source import open_source

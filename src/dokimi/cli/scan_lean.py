@@ -100,8 +100,8 @@ def run_scan(
     """Scan, write the document when asked (--out, --json, a --static merge), print the text or SARIF, and
     return the exit code."""
     start_listing(source)
-    from dokimi.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
-    from dokimi.scan.report import summary_line, use_color
+    from dokimi.checks.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
+    from dokimi.checks.scan.report import summary_line, use_color
 
     scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file, cache_items=True)
     if scanned.defaulted:
@@ -111,7 +111,7 @@ def run_scan(
         # the text and SARIF outputs need no document: no pydantic models to build (a fast pre-commit hook)
         view = view_of_result(scanned.result)
     else:
-        from dokimi.scan import merge_static, static_not_merged
+        from dokimi.checks.scan import merge_static, static_not_merged
         from dokimi.schemas._base import dump_document, write_text_atomic
 
         document = scanned.document()

@@ -34,8 +34,8 @@ def study() -> None:
 
 
 def _deliver(report: object, as_json: bool) -> None:
+    from dokimi.analysis.study import render_markdown, write_study_report
     from dokimi.schemas.study import StudyReport
-    from dokimi.study import render_markdown, write_study_report
 
     assert isinstance(report, StudyReport)
     json_path, md_path = write_study_report(report)
@@ -78,10 +78,10 @@ def run(
     as_json: bool,
 ) -> int:
     """Run the study's batch, then write its report."""
+    from dokimi.analysis.study import build_study_report, load_study, run_options
     from dokimi.cli.run import _Reporter
     from dokimi.runner.dryrun import parse_script_options
     from dokimi.runner.run import run_batch
-    from dokimi.study import build_study_report, load_study, run_options
 
     spec = load_study(study_file)
     options = run_options(
@@ -111,7 +111,7 @@ def run(
 @json_option
 def report(study_file: Path, out: Path | None, as_json: bool) -> int:
     """Write the study's report from its batch (no git, no docker)."""
-    from dokimi.study import build_study_report, load_study
+    from dokimi.analysis.study import build_study_report, load_study
 
     spec = load_study(study_file)
     _deliver(build_study_report(spec, study_file, out=out), as_json)

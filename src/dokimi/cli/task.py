@@ -1,5 +1,5 @@
 """``dokimi repo task new ID --from-commit SHA | --from-pr MERGE [--tests GLOB]``: a task mined from a fix
-(dokimi.mining), its tests classified and the task checked.
+(dokimi.repo.mining), its tests classified and the task checked.
 
 Exit codes: 0 the task is written and sound (the null workspace fails, the oracle passes); 1 it is written but
 not sound (no test goes from failing to passing, or tasks check finds a problem); 2 nothing could be mined
@@ -17,7 +17,7 @@ from dokimi.cli._common import emit_json, json_option, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 if TYPE_CHECKING:
-    from dokimi.mining import MinedTask
+    from dokimi.repo.mining import MinedTask
 
 MAX_LISTED = 20
 
@@ -73,10 +73,10 @@ def new(
     message, minus what gives the fix away, the draft prompt. With a built-in grade, the null and oracle
     workspaces are then graded to find FAIL_TO_PASS and PASS_TO_PASS test ids, and tasks check runs on the
     task. Edit the prompt in task.json afterwards."""
-    from dokimi.builtin_graders import is_builtin
     from dokimi.errors import UsageError
-    from dokimi.manifest import load_manifest
-    from dokimi.mining import (
+    from dokimi.repo.builtin_graders import is_builtin
+    from dokimi.repo.manifest import load_manifest
+    from dokimi.repo.mining import (
         DEFAULT_TEST_GLOBS,
         TASK_ID,
         draft_prompt,
@@ -114,7 +114,7 @@ def new(
         directory = repo_dir / m.tasks / task_id
         prompt = draft_prompt(fix.message, [*fix.test_paths, *fix.code_paths])
         data = write_task(directory, task_id, fix, prompt=prompt, grader=grader, tests=tests, oracle=oracle)
-    from dokimi.mining import MinedTask
+    from dokimi.repo.mining import MinedTask
 
     mined = MinedTask(task_id, directory, fix, prompt)
     note(f"wrote {_shown(directory)}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
@@ -139,7 +139,7 @@ def new(
 
 def _check(repo_dir: Path, manifest: str | None, image: str | None, task_id: str, out: Path | None) -> Any:
     """repo tasks check on one task, from a freshly opened working tree (it holds the new files)."""
-    from dokimi.manifest import load_manifest
+    from dokimi.repo.manifest import load_manifest
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
 
@@ -162,7 +162,7 @@ def _discover_and_check(
     mined: MinedTask,
     data: dict[str, Any],
 ) -> None:
-    from dokimi.mining import discover, write_task_json
+    from dokimi.repo.mining import discover, write_task_json
 
     note("grading the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS ...")
     f2p, p2p, failing = discover(
@@ -184,7 +184,7 @@ def _discover_and_check(
 def _has_test_ids(grade: str) -> bool:
     """builtin:pytest, and builtin:command with a JUnit {report}, grade by test ids; builtin:command without
     one grades by its exit code alone."""
-    from dokimi.builtin_graders import uses_report
+    from dokimi.repo.builtin_graders import uses_report
 
     return grade.split()[0] == "builtin:pytest" or uses_report(grade)
 

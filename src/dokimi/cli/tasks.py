@@ -116,7 +116,7 @@ def check(
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
     the oracle's passes it (score-only tasks reach score.max), grade.json is valid, and the agent's container
     sees neither the tasks nor {source_dir}. Exit 1 if any task is broken or unsupported."""
-    from dokimi.manifest import load_manifest
+    from dokimi.repo.manifest import load_manifest
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
 
@@ -228,8 +228,8 @@ def _table(report: Any) -> None:
 def _judge(model: str | None, binary: str | None) -> JudgeSettings | None:
     if model is None:
         return None
+    from dokimi.checks.merge import JudgeOptions, require_full_model_id
     from dokimi.grading.environment import JudgeSettings
-    from dokimi.merge import JudgeOptions, require_full_model_id
 
     require_full_model_id(model)
     return JudgeSettings(model, JudgeOptions(bin=binary))

@@ -31,8 +31,8 @@ def validate(source: str, manifest: str | None, manifest_file: Path | None, as_j
     per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed),
     1 invalid, 2 could not run.
     """
+    from dokimi.checks.validate import validate_repo
     from dokimi.source import open_source
-    from dokimi.validate import validate_repo
 
     check_manifest_choice(manifest, manifest_file)
     with open_source(source) as repo:

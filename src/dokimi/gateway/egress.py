@@ -46,7 +46,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
-from dokimi.capture_proxy import ServedHTTP
+from dokimi.gateway.capture_proxy import ServedHTTP
 
 __all__ = [
     "EGRESS_LOG",

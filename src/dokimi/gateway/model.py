@@ -19,7 +19,8 @@ For every request the gateway (rules, one function each):
   refused (429) without being forwarded. The harness stops itself at that cap; this holds a command the
   agent runs with the dummy key to it too, so the batch budget's reservation of the cap is a real bound;
 * forwards the request to the upstream (the profile's endpoint variable as set on the host, else the vendor's
-  default URL) and streams the answer back (:class:`dokimi.capture_proxy.CaptureProxy` does the relaying);
+  default URL) and streams the answer back (:class:`dokimi.gateway.capture_proxy.CaptureProxy` does the
+  relaying);
 * records the request and the response, with the tokens the response reports (:mod:`dokimi.gateway.usage`)
   and their price (:mod:`dokimi.gateway.prices`), and adds them to the cell's :class:`CellUsage`.
 
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from dokimi.capture_proxy import Admission, CaptureProxy, ProxiedRequest, Refusal
+from dokimi.gateway.capture_proxy import Admission, CaptureProxy, ProxiedRequest, Refusal
 from dokimi.gateway.prices import Usage, cost_of, price_for
 from dokimi.gateway.usage import response_model, response_usage
 
@@ -338,7 +339,7 @@ class ModelGateway(CaptureProxy):
         with self._lock:
             self.refused += 1
             if self.unattributed_path is not None:
-                from dokimi.capture_proxy import redacted_path
+                from dokimi.gateway.capture_proxy import redacted_path
 
                 self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
                 with self.unattributed_path.open("a", encoding="utf-8") as f:
@@ -356,7 +357,7 @@ class ModelGateway(CaptureProxy):
                     )
 
     def _record_cap_refusal(self, method: str, path: str, refusal: _CapRefusal) -> None:
-        from dokimi.capture_proxy import redacted_path
+        from dokimi.gateway.capture_proxy import redacted_path
         from dokimi.schemas.gateway import GatewayRecord
 
         cell = refusal.cell

@@ -35,6 +35,7 @@ from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SO
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.gate import GateVerdict, evaluate_gate
+from dokimi.repo.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 from dokimi.rundir import (
     AGENT_GIT,
     GRADE_JSON,
@@ -46,7 +47,6 @@ from dokimi.rundir import (
 )
 from dokimi.sandbox.container import ContainerResult, run_container
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec, uses_placeholder
-from dokimi.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 
 if TYPE_CHECKING:
     from dokimi.schemas.grade import RepoGrade
@@ -108,8 +108,8 @@ def placeholder_values(kind: EntryKind, *, task: str | None) -> dict[str, str]:
 def entry_argv(command: str, kind: EntryKind, *, task: str | None) -> list[str]:
     """``entry_points.<kind>`` as an argv: shell-like words, each with its placeholders substituted once. A
     built-in grader (``builtin:pytest``, ``builtin:command CMD``, ``builtin:oracle``) becomes dokimi's support
-    script (dokimi.builtin_graders)."""
-    from dokimi.builtin_graders import builtin_argv, is_builtin
+    script (dokimi.repo.builtin_graders)."""
+    from dokimi.repo.builtin_graders import builtin_argv, is_builtin
 
     if is_builtin(command):
         if kind == "static" or task is None:
@@ -334,7 +334,7 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
-    from dokimi.builtin_graders import is_builtin
+    from dokimi.repo.builtin_graders import is_builtin
     from dokimi.support import support_dir
 
     mounts = GradeMounts(

@@ -19,7 +19,7 @@ from dokimi.sandbox.container import KILL_GRACE_S
 from dokimi.sandbox.specs import CacheMount, ContainerSettings, docker_network
 
 if TYPE_CHECKING:
-    from dokimi.merge import JudgeOptions
+    from dokimi.checks.merge import JudgeOptions
     from dokimi.schemas.grading import TaskReferenceDoc
     from dokimi.schemas.manifest import EntryPoints, Image, RepoManifest, TestsBlock
     from dokimi.schemas.review_rules import RepoReviewRules

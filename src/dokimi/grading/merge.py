@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dokimi.grading.environment import GradeEnvironment, JudgeSettings
-from dokimi.merge import (
+from dokimi.checks.merge import (
     IntegrityVerdict,
     JudgeVerdict,
     ScopeVerdict,
@@ -38,7 +37,8 @@ from dokimi.merge import (
     run_judge,
     take_workspace_diff,
 )
-from dokimi.rules import rules_for_judge
+from dokimi.grading.environment import GradeEnvironment, JudgeSettings
+from dokimi.repo.rules import rules_for_judge
 from dokimi.rundir import (
     MERGE_JSON,
     RUBRIC_JSON,
@@ -147,8 +147,8 @@ def checks_of_diff(
 def stored_diff(run_dir: Path) -> WorkspaceDiff | None:
     """The workspace diff a cell stored before its grade (workspace_diff.json and workspace.diff), or None
     when it has none or they cannot be read."""
+    from dokimi.checks.merge.diff import ChangedFile
     from dokimi.errors import DocumentError
-    from dokimi.merge.diff import ChangedFile
 
     record, text = run_dir / WORKSPACE_DIFF_JSON, run_dir / WORKSPACE_DIFF
     if record.is_symlink() or text.is_symlink() or not record.is_file() or not text.is_file():

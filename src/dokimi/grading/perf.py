@@ -1,6 +1,6 @@
 """Running the performance check of one cell: the repository's ``perf`` entry point, once per
-slot of every round and size, in the grade container, in the order :func:`~dokimi.perf.protocol.plan_rounds`
-gives.
+slot of every round and size, in the grade container, in the order
+:func:`~dokimi.checks.perf.protocol.plan_rounds` gives.
 
 Variants and their trees. ``--variant candidate`` runs with the cell's run directory at /eval/run (cwd: the
 agent's workspace). ``--variant oracle`` (the baseline and the control) runs with the oracle variant's run
@@ -12,10 +12,10 @@ benchmark runs, can neither read nor slow down the baseline.
 
 One invocation. ``entry_points.perf`` is split like the other entry points (shlex, no shell); the
 placeholders are {eval_dir}, {run_dir}, {task}, {out} (``/eval/run/perf/out/<n>.json``) and {variant}. The
-environment carries the rest (:func:`dokimi.perf.spec.perf_env`). The command writes repo_perf.v1 to {out},
-read at once as untrusted input (no link, at most :data:`MAX_PERF_BYTES`, the task's metric, ``repeats``
-values, the variant asked for). stdout and stderr of every invocation are appended to ``perf.stdout`` and
-``perf.stderr`` of the cell.
+environment carries the rest (:func:`dokimi.checks.perf.spec.perf_env`). The command writes repo_perf.v1 to
+{out}, read at once as untrusted input (no link, at most :data:`MAX_PERF_BYTES`, the task's metric,
+``repeats`` values, the variant asked for). stdout and stderr of every invocation are appended to
+``perf.stdout`` and ``perf.stderr`` of the cell.
 
 Failures. A candidate invocation that fails (non-zero exit, timeout, no valid document) fails the check: the
 agent's tree cannot be measured, as a grader crash fails the run. An oracle or control invocation that fails
@@ -35,11 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from dokimi import safefs
-from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
-from dokimi.errors import DocumentError, UsageError
-from dokimi.grading.entrypoints import run_entry_point
-from dokimi.grading.environment import GradeEnvironment
-from dokimi.perf.protocol import (
+from dokimi.checks.perf.protocol import (
     NOISE_FLOOR,
     PerfReport,
     RoundMeasurement,
@@ -48,7 +44,11 @@ from dokimi.perf.protocol import (
     plan_rounds,
     variant_of,
 )
-from dokimi.perf.spec import TaskPerf, perf_env, task_perf
+from dokimi.checks.perf.spec import TaskPerf, perf_env, task_perf
+from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
+from dokimi.errors import DocumentError, UsageError
+from dokimi.grading.entrypoints import run_entry_point
+from dokimi.grading.environment import GradeEnvironment
 from dokimi.rundir import (
     GRADE_HOME,
     META_JSON,
@@ -305,7 +305,7 @@ def oracle_variant_arm(arm: str) -> str:
     """The arm the oracle variant is prepared with: the cell's, except for an overlay arm, whose guidance
     files are not kept with the batch; guidance does not change what the oracle measures, so its variant is
     the base's code without guidance."""
-    from dokimi.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind
+    from dokimi.repo.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind
 
     return ARM_NONE if arm_kind(arm) in OVERLAY_ARMS else arm
 
@@ -401,8 +401,8 @@ def check_finished_cell(
     if not (oracle / WORKSPACE).is_dir():
         from dokimi.errors import DokimiError
         from dokimi.harness.profile import load_profile
+        from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
         from dokimi.source import open_source
-        from dokimi.workspace import WorkspaceSource, prepare_workspace
 
         try:
             profile = load_profile(meta.harness)

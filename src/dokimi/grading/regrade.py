@@ -383,9 +383,9 @@ def _rejudging(opened: FinishedBatch, original: MergeDoc | None, judge_bin: str 
     cache bypassed; without a judge verdict in merge.json, no judge."""
     import dataclasses
 
+    from dokimi.checks.merge import JudgeOptions
     from dokimi.grading.environment import JudgeSettings
-    from dokimi.merge import JudgeOptions
-    from dokimi.rules import load_review_rules
+    from dokimi.repo.rules import load_review_rules
 
     judged = original.judge if original is not None else None
     model = judged.get("model") if isinstance(judged, dict) else None

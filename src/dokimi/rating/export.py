@@ -242,7 +242,7 @@ def cell_diff(cell: Cell) -> str:
         raise DokimiError(
             "no workspace.diff and no valid meta.json (start_sha) to compute it from", path=str(cell.dir)
         )
-    from dokimi.merge.diff import take_workspace_diff
+    from dokimi.checks.merge.diff import take_workspace_diff
 
     return take_workspace_diff(cell.dir / WORKSPACE, meta.start_sha).text
 

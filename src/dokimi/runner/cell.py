@@ -60,14 +60,14 @@ from dokimi.sandbox.specs import CacheMount, ContainerSettings
 if TYPE_CHECKING:
     from dokimi.gateway.sealed import SealAccount, SealedBatch
     from dokimi.harness.trace import Conversion
-    from dokimi.manifest import LoadedTask
+    from dokimi.repo.manifest import LoadedTask
+    from dokimi.repo.workspace import GuidanceOverlay, PreparedWorkspace
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
     from dokimi.schemas.rubric import RepoRubric
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
-    from dokimi.workspace import GuidanceOverlay, PreparedWorkspace
 
 __all__ = [
     "AGENT_STDERR",
@@ -168,7 +168,7 @@ class CellContext:
 
     def overlay(self, key: CellKey) -> GuidanceOverlay | None:
         """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
-        from dokimi.workspace import ARM_GENERATED
+        from dokimi.repo.workspace import ARM_GENERATED
 
         if key.arm == ARM_GENERATED:
             return self.generated.get((key.task, key.model))
@@ -275,8 +275,8 @@ def reset_run_dir(run_dir: Path) -> None:
 
 
 def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
+    from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
     from dokimi.sandbox.container import give_to_container_user
-    from dokimi.workspace import WorkspaceSource, prepare_workspace
 
     with ctx.prep_lock:
         prepared = prepare_workspace(
@@ -546,8 +546,8 @@ def cell_facts(
 ) -> CellFacts:
     """What grading needs from the agent's side of the cell."""
     from dokimi.grading.perf import oracle_variant_arm
+    from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
     from dokimi.sandbox.container import container_name
-    from dokimi.workspace import WorkspaceSource, prepare_workspace
 
     rel = ctx.layout.rel(key.path(ctx.root))
     task = ctx.task(key.task)

@@ -160,8 +160,8 @@ def search_replace_script(changes: Sequence[FileChange], answer: str) -> list[di
 
 def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
     """Write a script (a JSON list of turns) after checking it plays."""
-    from dokimi.mockmodel import ScriptError, parse_script
     from dokimi.schemas._base import write_text_atomic
+    from dokimi.support.mockmodel import ScriptError, parse_script
 
     try:
         parse_script(list(turns), source=str(path))
@@ -173,7 +173,7 @@ def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
 
 def check_script_file(path: Path) -> Path:
     """A --dry-run-script file must exist and play (the mock model's own parser); UsageError otherwise."""
-    from dokimi.mockmodel import ScriptError, load_script
+    from dokimi.support.mockmodel import ScriptError, load_script
 
     if path.suffix in (".yaml", ".yml"):
         raise UsageError(
@@ -291,12 +291,12 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     batch is pinned to its eval tree, so the oracle is the same."""
     from dokimi.batch import CellKey
     from dokimi.grading.entrypoints import run_entry_point
+    from dokimi.repo.workspace import ARM_GENERATED, ARM_NONE
     from dokimi.rundir import ANSWER_TXT, META_JSON, TASK_JSON, WORKSPACE
     from dokimi.runner.cell import prepare, reset_run_dir
     from dokimi.sandbox.container import container_name
     from dokimi.schemas._base import write_document, write_text_atomic
     from dokimi.schemas.meta import Meta
-    from dokimi.workspace import ARM_GENERATED, ARM_NONE
 
     if dest.is_file():
         return dest

@@ -1,7 +1,8 @@
 """The guidance files of the framework-made arms, built once per batch before any cell runs.
 
 - ``guidance:tree``: the files the manifest's guidance globs match in the eval tree (today's AGENTS.md), read
-  once and written onto every base in place of the base's own (:func:`dokimi.workspace.overlay_guidance`).
+  once and written onto every base in place of the base's own
+  (:func:`dokimi.repo.workspace.overlay_guidance`).
 - ``guidance:at=REV``: the same from revision REV, resolved to a commit once per run; two drafts of a guidance
   file compare as two arms.
 - ``guidance:generated``: the files the harness's own guidance generator wrote (Claude Code's ``/init``), run
@@ -27,11 +28,11 @@ from dokimi.rundir import AGENT_STDOUT, WORKSPACE, BatchLayout
 
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
+    from dokimi.repo.workspace import GuidanceOverlay
     from dokimi.runner.cell import CellContext
     from dokimi.schemas.generated import Generated
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.source import Repo
-    from dokimi.workspace import GuidanceOverlay
 
 __all__ = [
     "GENERATED_DIR",
@@ -64,7 +65,7 @@ DRY_RUN_GUIDANCE_TEXT = (
 def build_overlays(repo: Repo, manifest: RepoManifest, arms: Sequence[str]) -> dict[str, GuidanceOverlay]:
     """The overlay of every guidance:tree and guidance:at=REV arm among ``arms``; UsageError for an arm dokimi
     cannot build or a REV that does not resolve to a commit of the source."""
-    from dokimi.workspace import arm_kind, arm_revision, overlay_from_snapshot
+    from dokimi.repo.workspace import arm_kind, arm_revision, overlay_from_snapshot
 
     overlays: dict[str, GuidanceOverlay] = {}
     globs = manifest.guidance.globs
@@ -100,9 +101,9 @@ def read_generated(directory: Path) -> tuple[Generated, GuidanceOverlay] | None:
     """The record and the files of one (task, model) generation, or None when it is absent or unreadable
     (then it is generated again). The files are read without following links, and only those the record
     lists with a matching blob SHA count: anything else under the directory is ignored."""
+    from dokimi.repo.workspace import GuidanceFile, GuidanceOverlay, blob_sha
     from dokimi.schemas._base import read_document
     from dokimi.schemas.generated import Generated
-    from dokimi.workspace import GuidanceFile, GuidanceOverlay, blob_sha
 
     record_path = directory / GENERATED_JSON
     if not record_path.is_file():
@@ -169,10 +170,10 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
     from dokimi.batch import CellKey
     from dokimi.gateway.sealed import observed_usage
     from dokimi.harness.trace import convert_file
+    from dokimi.repo.workspace import ARM_NONE, blob_sha, guidance_patterns
     from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
     from dokimi.schemas._base import write_document
     from dokimi.schemas.generated import Generated
-    from dokimi.workspace import ARM_NONE, blob_sha, guidance_patterns
 
     directory = _pair_dir(ctx.root, task_id, model)
     if read_generated(directory) is not None:
@@ -264,8 +265,8 @@ def _changed_guidance(
     import stat
 
     from dokimi import globs
+    from dokimi.repo.workspace import blob_sha
     from dokimi.safefs import UnsafePathError, read_bytes
-    from dokimi.workspace import blob_sha
 
     found: list[tuple[str, str, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(workspace):
@@ -304,7 +305,7 @@ def generated_overlays(
 ) -> dict[tuple[str, str], GuidanceOverlay]:
     """The generated guidance of every (task, model) among the guidance:generated ``cells``: generated once
     (one pair at a time: the generator shares the batch's machine with nothing else yet) and reused."""
-    from dokimi.workspace import ARM_GENERATED
+    from dokimi.repo.workspace import ARM_GENERATED
 
     pairs = sorted({(c.task, c.model) for c in cells if c.arm == ARM_GENERATED})
     if not pairs:

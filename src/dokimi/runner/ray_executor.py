@@ -421,9 +421,6 @@ def _warm_up(ray: Any) -> None:
 
 def warm_worker() -> None:
     """Import what a cell runs (a node's worker process starts with Ray only)."""
-    import dokimi.runner.cell
-    import dokimi.runner.run
-    import dokimi.workspace  # noqa: F401
 
 
 def _host_port(address: str) -> tuple[str, int] | None:

@@ -20,12 +20,12 @@ from dokimi.errors import DokimiError
 from dokimi.grading.merge import load_rubric
 from dokimi.grading.reference import load_references, measure_reference, not_measured
 from dokimi.process import shutting_down
+from dokimi.repo.workspace import ARM_RAW
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
 from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name
 from dokimi.schemas._base import write_document, write_text_atomic
 from dokimi.schemas.meta import no_agent_meta
-from dokimi.workspace import ARM_RAW
 
 if TYPE_CHECKING:
     from dokimi.runner.cell import CellContext

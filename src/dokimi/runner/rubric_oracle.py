@@ -27,8 +27,8 @@ from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.rundir import CONTENT_DIR, META_JSON, TASK_JSON, WORKSPACE, task_dir
 
 if TYPE_CHECKING:
-    from dokimi.manifest import LoadedManifest
-    from dokimi.merge.calibrate import CheckInputs, RubricCheck
+    from dokimi.checks.merge.calibrate import CheckInputs, RubricCheck
+    from dokimi.repo.manifest import LoadedManifest
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
@@ -97,11 +97,11 @@ class ContainerOracle:
         """Prepare ``run_dir/workspace`` as a cell's, with task.json and meta.json beside it, and run the
         oracle there."""
         from dokimi.grading.entrypoints import run_entry_point
+        from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
         from dokimi.sandbox.container import container_name
         from dokimi.sandbox.specs import image_env, prepare_agent_dirs
         from dokimi.schemas._base import write_document
         from dokimi.schemas.meta import no_agent_meta
-        from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 
         environment = self.environment()
         manifest = self.manifest
@@ -149,7 +149,7 @@ def check_rubrics_with_oracle(
     repo: Repo, loaded: LoadedManifest, inputs: CheckInputs, options: OracleImage | None = None
 ) -> RubricCheck:
     """``repo rubric check`` with the oracle row's change made by the repository's oracle entry point."""
-    from dokimi.merge.calibrate import check_rubrics
+    from dokimi.checks.merge.calibrate import check_rubrics
 
     with container_oracle(repo, loaded, options or OracleImage()) as oracle:
         if oracle is not None:

@@ -46,7 +46,8 @@ from dokimi import __version__
 from dokimi.batch import CellKey, load_batch, read_pin, read_plan, write_plan
 from dokimi.errors import ContainerError, PrerequisiteError, UsageError
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
-from dokimi.rules import load_review_rules
+from dokimi.repo.rules import load_review_rules
+from dokimi.repo.workspace import ARM_GENERATED
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner.cell import CellContext, CellOutcome
 from dokimi.runner.executor import ExecutorName, ExecutorSettings
@@ -63,10 +64,9 @@ from dokimi.runner.plan import (
 )
 from dokimi.runner.references import with_references
 from dokimi.sandbox.specs import ContainerSettings
-from dokimi.workspace import ARM_GENERATED
 
 if TYPE_CHECKING:
-    from dokimi.manifest import LoadedTask
+    from dokimi.repo.manifest import LoadedTask
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
@@ -288,7 +288,7 @@ def run_summary(run: BatchRun) -> RunSummary:
 
 
 def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedTask], list[str]]:
-    from dokimi.manifest import load_manifest, load_tasks
+    from dokimi.repo.manifest import load_manifest, load_tasks
 
     loaded = load_manifest(
         repo.eval_snapshot(), manifest=opts.manifest, manifest_file=opts.manifest_file, required=True
@@ -364,7 +364,7 @@ def _world_readable(root: Path) -> None:
 def compose_support_dir(target: Path) -> Path:
     """/eval/support: dokimi's helper scripts (dokimi.support), the scripted model server and the dry-run
     launcher, all standard-library-only files."""
-    import dokimi.mockmodel
+    import dokimi.support.mockmodel
     from dokimi.runner import dryrun_agent
     from dokimi.support import support_dir
 
@@ -376,7 +376,7 @@ def compose_support_dir(target: Path) -> Path:
         for p in support_dir().iterdir()
         if p.is_file() and p.suffix in (".py", ".sh") and p.name != "__init__.py"
     ]
-    files += [Path(dokimi.mockmodel.__file__), Path(dryrun_agent.__file__)]
+    files += [Path(dokimi.support.mockmodel.__file__), Path(dryrun_agent.__file__)]
     for source in files:
         shutil.copyfile(source, target / source.name)
         os.chmod(target / source.name, 0o644)
@@ -560,7 +560,7 @@ def judge_settings(opts: RunOptions, root: Path, *, second: bool = False) -> Jud
     model = opts.second_judge_model if second else opts.judge_model
     if model is None:
         return None
-    from dokimi.merge import JudgeOptions, require_full_model_id
+    from dokimi.checks.merge import JudgeOptions, require_full_model_id
 
     require_full_model_id(model)
     if second and opts.judge_model is None:
@@ -611,11 +611,11 @@ def prepare_batch(
     """Steps 1-8 of the module docstring; returns the context every cell runs with."""
     from dokimi.harness.profile import load_profile, resolve_bin
     from dokimi.harness.runas import harness_identity, reachable_binary
+    from dokimi.repo.workspace import check_arm
     from dokimi.runner.guidance import build_overlays
     from dokimi.sandbox.docker import require_docker
     from dokimi.sandbox.image import build_image, use_image
     from dokimi.sandbox.specs import resolve_caches
-    from dokimi.workspace import check_arm
 
     check_batch_name(opts.batch)
     check_run_options(opts)

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING
 from dokimi.errors import ContainerError, UsageError
 from dokimi.grading.entrypoints import run_entry_point
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.repo.workspace import init_and_commit
 from dokimi.rundir import CONTENT_DIR, STATIC_JSON, WORKSPACE
 from dokimi.sandbox.container import container_name, give_to_container_user
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, build_image, use_image
 from dokimi.sandbox.specs import resolve_caches
 from dokimi.source.export import export_tree_as_stored
-from dokimi.workspace import init_and_commit
 
 if TYPE_CHECKING:
-    from dokimi.manifest import LoadedManifest
+    from dokimi.repo.manifest import LoadedManifest
     from dokimi.source import Repo
 
 STATIC_RUN_DIR = "run"

@@ -42,7 +42,8 @@ from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
 from dokimi.grading.testlist import list_command, run_tests_list
-from dokimi.rules import load_review_rules
+from dokimi.repo.rules import load_review_rules
+from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     ANSWER_TXT,
     CONTENT_DIR,
@@ -63,14 +64,13 @@ from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, reso
 from dokimi.schemas._base import write_document, write_text_atomic
 from dokimi.schemas.tasks_check import CheckItem, PhaseReport, TaskReport, TasksCheck
 from dokimi.source.export import export_tree_as_stored
-from dokimi.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 
 if TYPE_CHECKING:
-    from dokimi.manifest import LoadedManifest, LoadedTask
+    from dokimi.repo.manifest import LoadedManifest, LoadedTask
+    from dokimi.repo.workspace import PreparedWorkspace, WorkspaceSource
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
-    from dokimi.workspace import PreparedWorkspace, WorkspaceSource
 
 SCHEMA = "repo_tasks_check.v1"
 WARM_NETWORK = "bridge"
@@ -158,7 +158,7 @@ def check_tasks(
     ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
     task), ``progress`` each finished step, ``on_build`` each step of an image build.
     """
-    from dokimi.manifest import load_tasks
+    from dokimi.repo.manifest import load_tasks
 
     options = options or CheckOptions()
     manifest = require_runnable(loaded.manifest)

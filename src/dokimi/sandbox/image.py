@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 BUILD_TIMEOUT_S = 3 * 3600.0
 LABEL_CONTEXT_DIGEST = "dokimi.context-digest"
-LABEL_MANIFEST_ID = "dokimi.manifest-id"
+LABEL_MANIFEST_ID = "dokimi.repo.manifest-id"
 BUILD_LOG_TAIL = 25
 
 ImagePin = Literal["tree", "digest", "image"]

@@ -2,7 +2,8 @@
 
 The model fixes the *shape* (keys and their types; unknown keys are refused). The rules that relate keys to
 each other or to the tree (eval_dir/tasks/entry_points together, placeholders, paths that must exist) are
-named checks in :mod:`dokimi.validate`, so that each one reports its own finding with its file:line and fix.
+named checks in :mod:`dokimi.checks.validate`, so that each one reports its own finding with its file:line and
+fix.
 """
 
 from __future__ import annotations

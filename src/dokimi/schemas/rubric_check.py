@@ -1,5 +1,5 @@
 """repo_rubric_check.v1: what ``repo rubric check --json`` prints: each calibration row of each rubric and
-whether it met its expectation (dokimi.merge.calibrate builds it)."""
+whether it met its expectation (dokimi.checks.merge.calibrate builds it)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ The framework reads the core and workspace keys typed here. Every other key belo
 and is kept unread (``Task.model_extra``), so a task written back to ``{run_dir}/task.json`` is the
 repository's own. ``setup_patch`` (one string) is accepted as a synonym of a one-element ``setup_patches``.
 
-The pure predicates :func:`base_form` and :func:`egress_host_problem` are shared with :mod:`dokimi.validate`,
-which turns them into findings with file:line and fix; the model uses them to refuse what no runner may
-accept.
+The pure predicates :func:`base_form` and :func:`egress_host_problem` are shared with
+:mod:`dokimi.checks.validate`, which turns them into findings with file:line and fix; the model uses them to
+refuse what no runner may accept.
 """
 
 from __future__ import annotations

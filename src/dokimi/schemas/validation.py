@@ -1,4 +1,4 @@
-"""repo_validation.v1: what ``repo validate --json`` prints (dokimi.validate builds it)."""
+"""repo_validation.v1: what ``repo validate --json`` prints (dokimi.checks.validate builds it)."""
 
 from __future__ import annotations
 

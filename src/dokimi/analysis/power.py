@@ -1,0 +1,704 @@
+"""Power of the paired comparison, by simulation on a pilot's own data (``repo plan``, and ``repo compare``'s
+underpowered note).
+
+``repo compare`` reduces each task to one value per arm (the mean over its reps) and tests the per-task deltas
+with a two-sided sign-flip permutation test. How many tasks and reps that test needs to see an effect depends
+on three things a pilot batch shows: how much one task's reps disagree (within-task variance), how much tasks
+differ (which, for pass/fail cells, sets each task's variance p(1-p)), and how much the arm's effect differs
+from task to task (heterogeneity). This module estimates them from the pilot and simulates whole studies:
+
+- **pass/fail (gate)**. Each task has its own pass probability. The pilot's baseline cells give a
+  beta-binomial fit (the intraclass correlation ``icc``: how alike one task's reps are) and, per task, the
+  posterior Beta(a + k, b + n - k). A simulated study draws tasks from the pilot's tasks (with replacement),
+  a pass probability p from each drawn task's posterior, and the treatment's probability
+  ``expit(logit p + c + u)``: ``c`` is set so the mean gain over the pilot's tasks is the target effect, and
+  ``u ~ N(0, tau^2)`` is the task-to-task heterogeneity of the effect, estimated from the pilot's two arms
+  when it has both (simulated method of moments on the variance of the per-task deltas), else 0.
+- **numbers (score, cost, turns, metrics)**. A task's reps are its mean plus residuals drawn from the pilot's
+  pooled within-task residuals; the treatment adds the target effect plus ``u ~ N(0, tau^2)``, tau^2 being
+  the variance of the pilot's per-task deltas beyond what the within-task noise explains.
+
+Each simulated study is tested exactly as ``repo compare`` tests (sign-flip p of the per-task deltas: exact
+enumeration up to :data:`EXACT_TASKS` tasks, else :data:`FLIP_DRAWS` random sign vectors); the power is the
+share of studies with p < alpha. :func:`plan` searches, per number of reps, the fewest tasks that reach the
+target power. Everything is vectorised with numpy and seeded: the same pilot gives the same plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from dokimi.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from dokimi.analysis.compare import Selection
+    from dokimi.schemas.power import RepoPower
+    from dokimi.schemas.result import Result
+
+__all__ = [
+    "DEFAULT_REPS",
+    "EXACT_TASKS",
+    "FLIP_DRAWS",
+    "PilotFit",
+    "PilotTask",
+    "PlanResult",
+    "PlanRow",
+    "fit_pilot",
+    "cell_values",
+    "minimum_detectable_effect",
+    "plan",
+    "plan_batch",
+    "sign_flip_pvalues",
+    "simulate_power",
+]
+
+EXACT_TASKS = 12
+"""Up to this many tasks a simulated study's sign-flip p is enumerated exactly (2^tasks sign vectors)."""
+FLIP_DRAWS = 2000
+"""Random sign vectors per simulated study above :data:`EXACT_TASKS` tasks."""
+NORMAL_TASKS = 60
+"""Above this many tasks the sign-flip p is its normal approximation (the permutation distribution of a sum
+of many +-d_i is close to normal; the simulation only needs to know whether p < alpha)."""
+DEFAULT_REPS = (1, 2, 3, 5)
+"""Reps per (task, arm) the plan is worked out for, besides the pilot's own."""
+DEFAULT_SIMS = 3000
+"""Simulated studies per evaluated size."""
+MAX_TASKS = 5000
+CELLS_PER_BLOCK = 4_000_000
+"""Simulated cells held at once by :func:`simulate_power`."""
+"""The search gives up above this many tasks."""
+SEED = 20240917
+
+Kind = Literal["binary", "continuous"]
+
+
+@dataclass(frozen=True)
+class PilotTask:
+    """One task of the pilot: its cells' values per arm (0/1 for pass/fail)."""
+
+    task: str
+    baseline: tuple[float, ...]
+    treatment: tuple[float, ...] = ()
+
+
+@dataclass
+class PilotFit:
+    """What the simulation takes from the pilot."""
+
+    kind: Kind
+    tasks: int
+    reps: float
+    """Median reps per task in the baseline arm."""
+    baseline_mean: float
+    icc: float | None = None
+    """Binary: the intraclass correlation of one task's reps (beta-binomial), in (0, 1)."""
+    within_sd: float | None = None
+    """Continuous: the pooled within-task standard deviation of one cell."""
+    between_sd: float | None = None
+    """Standard deviation of the per-task baseline means (descriptive)."""
+    heterogeneity_sd: float = 0.0
+    """tau: the task-to-task standard deviation of the arm's effect (logit scale for pass/fail)."""
+    observed_delta: float | None = None
+    """The pilot's own mean per-task delta, when it has both arms."""
+    paired_tasks: int = 0
+    # the simulation's inputs
+    alpha_beta: tuple[float, float] | None = None
+    heterogeneity_included: bool = False
+    """Whether the pilot's per-task deltas vary more than a uniform effect explains (one-sided, 5%): only
+    then is tau part of the simulation."""
+    shifts: dict[tuple[float, float], float] = field(default_factory=dict, repr=False)
+    """Cache of the logit shift per (effect, tau)."""
+    counts: list[tuple[int, int]] = field(default_factory=list)
+    """Binary: (passes, cells) of each task's baseline."""
+    residuals: list[float] = field(default_factory=list)
+    """Continuous: the pooled within-task residuals (scaled to unbiased variance)."""
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    reps: int
+    tasks: int | None
+    """Fewest tasks reaching the target power; None when not reached by :data:`MAX_TASKS`."""
+    power: float | None
+    """The simulated power at that size."""
+
+    @property
+    def cells(self) -> int | None:
+        """Cells of the study: two arms x tasks x reps."""
+        return None if self.tasks is None else 2 * self.tasks * self.reps
+
+
+@dataclass
+class PlanResult:
+    fit: PilotFit
+    effect: float
+    alpha: float
+    target: float
+    sims: int
+    rows: list[PlanRow]
+    recommended: PlanRow | None
+    tasks_available: int | None
+
+
+# --- the test, vectorised ----------------------------------------------------------------------------------
+
+
+def sign_flip_pvalues(deltas: NDArray[np.float64], *, seed: int = SEED) -> NDArray[np.float64]:
+    """Two-sided sign-flip p of every row of ``deltas`` (studies x tasks), as :func:`dokimi.stats.sign_flip_p`
+    computes it for one: zero deltas change nothing under a flip, so enumerating every task's sign is the same
+    as enumerating the non-zero ones'. Exact up to :data:`EXACT_TASKS` tasks; then :data:`FLIP_DRAWS` random
+    sign vectors shared by all rows ((hits + 1) / (draws + 1)); above :data:`NORMAL_TASKS` the normal
+    approximation of the sum."""
+    import numpy as np
+
+    sims, tasks = deltas.shape
+    observed = np.abs(deltas.sum(axis=1))
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(deltas).sum(axis=1))
+    if tasks <= EXACT_TASKS:
+        codes = np.arange(2**tasks, dtype=np.int64)[:, None]
+        signs = 1.0 - 2.0 * ((codes >> np.arange(tasks, dtype=np.int64)) & 1)
+        stats = np.abs(deltas @ signs.T)
+        exact: NDArray[np.float64] = (stats >= (observed - tolerance)[:, None]).mean(axis=1)
+        return exact
+    if tasks > NORMAL_TASKS:
+        from scipy.stats import norm
+
+        scale = np.sqrt((deltas**2).sum(axis=1))
+        z = np.divide(observed, scale, out=np.zeros_like(observed), where=scale > 0)
+        return np.where(scale > 0, 2.0 * norm.sf(z), 1.0)
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(FLIP_DRAWS, tasks))
+    out = np.empty(sims)
+    chunk = max(1, 4_000_000 // FLIP_DRAWS)  # rows of the (rows x draws) matrix held at once
+    for start in range(0, sims, chunk):
+        block = deltas[start : start + chunk]
+        stats = np.abs(block @ signs.T)
+        hits = (stats >= (observed[start : start + chunk] - tolerance[start : start + chunk])[:, None]).sum(
+            axis=1
+        )
+        out[start : start + chunk] = (hits + 1) / (FLIP_DRAWS + 1)
+    return out
+
+
+# --- fitting the pilot -------------------------------------------------------------------------------------
+
+
+def _is_binary(tasks: Sequence[PilotTask]) -> bool:
+    return all(v in (0.0, 1.0) for t in tasks for v in (*t.baseline, *t.treatment))
+
+
+def _beta_binomial(counts: Sequence[tuple[int, int]]) -> tuple[float, float, float, float]:
+    """(mean, icc, a, b) of a beta-binomial fitted by the ANOVA estimator of the intraclass correlation."""
+    total_k = sum(k for k, _ in counts)
+    total_n = sum(n for _, n in counts)
+    m = total_k / total_n
+    groups = len(counts)
+    msb = sum(n * (k / n - m) ** 2 for k, n in counts) / max(1, groups - 1)
+    msw = sum(k * (1 - k / n) for k, n in counts) / max(1, total_n - groups)
+    n0 = (total_n - sum(n * n for _, n in counts) / total_n) / max(1, groups - 1)
+    denom = msb + (n0 - 1) * msw
+    icc = (msb - msw) / denom if denom > 0 else 0.999
+    icc = min(0.999, max(1e-3, icc))
+    m = min(1 - 1e-6, max(1e-6, m))
+    size = (1 - icc) / icc
+    return m, icc, m * size, (1 - m) * size
+
+
+def fit_pilot(tasks: Sequence[PilotTask], *, seed: int = SEED) -> PilotFit:
+    """Estimate the simulation's inputs from the pilot (see the module docstring). UsageError when the pilot
+    cannot show within-task variance (no task with two or more baseline cells) or has fewer than two tasks."""
+    import numpy as np
+
+    usable = [t for t in tasks if t.baseline]
+    if len(usable) < 2:
+        raise UsageError(
+            f"the pilot has {len(usable)} task(s) with finished baseline cells; a plan needs at least two",
+            hint="run a pilot batch over more tasks (3 or more reps each) first",
+        )
+    if not any(len(t.baseline) >= 2 for t in usable):
+        raise UsageError(
+            "no task of the pilot has two or more baseline cells, so its within-task variance is unknown",
+            hint="run the pilot with --reps 2 or more",
+        )
+    kind: Kind = "binary" if _is_binary(usable) else "continuous"
+    means = [float(np.mean(t.baseline)) for t in usable]
+    reps = float(np.median([len(t.baseline) for t in usable]))
+    paired = [t for t in usable if t.treatment]
+    deltas = [float(np.mean(t.treatment) - np.mean(t.baseline)) for t in paired]
+    fit = PilotFit(
+        kind=kind,
+        tasks=len(usable),
+        reps=reps,
+        baseline_mean=float(np.mean(means)),
+        between_sd=float(np.std(means, ddof=1)),
+        observed_delta=float(np.mean(deltas)) if deltas else None,
+        paired_tasks=len(paired),
+    )
+    if kind == "binary":
+        counts = [(int(sum(t.baseline)), len(t.baseline)) for t in usable]
+        _m, icc, a, b = _beta_binomial(counts)
+        fit.icc, fit.alpha_beta, fit.counts = icc, (a, b), counts
+        if len(paired) >= 3:
+            fit.heterogeneity_sd = _binary_tau(fit, paired, seed=seed)
+    else:
+        residuals: list[float] = []
+        for t in usable:
+            n = len(t.baseline)
+            if n >= 2:
+                centre = float(np.mean(t.baseline))
+                scale = math.sqrt(n / (n - 1))
+                residuals += [(v - centre) * scale for v in t.baseline]
+        fit.residuals = residuals
+        fit.within_sd = float(np.sqrt(np.mean(np.square(residuals)))) if residuals else 0.0
+        if len(paired) >= 3:
+            noise = float(
+                np.mean([fit.within_sd**2 * (1 / len(t.baseline) + 1 / len(t.treatment)) for t in paired])
+            )
+            observed = float(np.var(deltas, ddof=1))
+            # one-sided 5% check that the deltas vary more than the within-task noise explains
+            from scipy.stats import chi2
+
+            limit = noise * float(chi2.ppf(0.95, len(paired) - 1)) / (len(paired) - 1)
+            if observed > limit:
+                fit.heterogeneity_included = True
+                fit.heterogeneity_sd = math.sqrt(max(0.0, observed - noise))
+    return fit
+
+
+def _expit(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    return np.asarray(1.0 / (1.0 + np.exp(-x)))
+
+
+def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    import numpy as np
+
+    clipped = np.clip(p, 1e-9, 1 - 1e-9)
+    return np.asarray(np.log(clipped) - np.log1p(-clipped))
+
+
+def _draw_probabilities(
+    fit: PilotFit, rng: np.random.Generator, shape: tuple[int, ...]
+) -> NDArray[np.float64]:
+    """Pass probabilities of simulated tasks: a pilot task drawn at random, then p from its posterior."""
+    import numpy as np
+
+    assert fit.alpha_beta is not None
+    a, b = fit.alpha_beta
+    counts = np.asarray(fit.counts, dtype=float)
+    pick = rng.integers(0, len(counts), size=shape)
+    k, n = counts[pick, 0], counts[pick, 1]
+    drawn: NDArray[np.float64] = rng.beta(a + k, b + n - k)
+    return drawn
+
+
+def _logit_shift(fit: PilotFit, effect: float, tau: float, *, seed: int) -> float:
+    """The logit shift c whose mean gain over the pilot's task distribution is ``effect`` (cached)."""
+    import numpy as np
+
+    cached = fit.shifts.get((effect, tau))
+    if cached is not None:
+        return cached
+    rng = np.random.default_rng(seed + 1)
+    p = _draw_probabilities(fit, rng, (50_000,))
+    u = rng.normal(0.0, tau, size=p.shape) if tau > 0 else np.zeros_like(p)
+    base = _logit(p)
+
+    def gain(c: float) -> float:
+        return float(np.mean(_expit(base + c + u) - p))
+
+    lo, hi = -30.0, 30.0
+    if not gain(lo) <= effect <= gain(hi):
+        raise UsageError(
+            f"an effect of {effect:+.3f} on the pass rate is not possible from a baseline rate of "
+            f"{fit.baseline_mean:.3f}",
+            hint="give an effect between the baseline's distance to 0 and to 1",
+        )
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if gain(mid) < effect:
+            lo = mid
+        else:
+            hi = mid
+    fit.shifts[(effect, tau)] = (lo + hi) / 2
+    return fit.shifts[(effect, tau)]
+
+
+def _binary_tau(fit: PilotFit, paired: Sequence[PilotTask], *, seed: int) -> float:
+    """tau by simulated method of moments: the heterogeneity whose simulated variance of per-task deltas (at
+    the pilot's own reps and effect) matches the pilot's observed variance. 0 unless the observed variance
+    exceeds the 95th percentile of what pilots of this size give with a uniform effect: a sample variance of
+    a few hundred tasks is noisy, and an invented heterogeneity would only make the plan ask for more."""
+    import numpy as np
+
+    deltas = np.array([np.mean(t.treatment) - np.mean(t.baseline) for t in paired])
+    observed_var = float(np.var(deltas, ddof=1))
+    effect = float(np.clip(deltas.mean(), -0.9, 0.9))
+    n_b = int(round(float(np.median([len(t.baseline) for t in paired]))))
+    n_t = int(round(float(np.median([len(t.treatment) for t in paired]))))
+
+    def simulated(tau: float, shape: tuple[int, ...]) -> NDArray[np.float64] | None:
+        try:
+            c = _logit_shift(fit, effect, tau, seed=seed)
+        except UsageError:
+            return None
+        rng = np.random.default_rng(seed + 2)
+        p = _draw_probabilities(fit, rng, shape)
+        u = rng.normal(0.0, tau, size=p.shape) if tau > 0 else 0.0
+        q = _expit(_logit(p) + c + u)
+        return np.asarray(rng.binomial(n_t, q) / n_t - rng.binomial(n_b, p) / n_b)
+
+    null = simulated(0.0, (400, len(paired)))
+    if null is None or observed_var <= float(np.quantile(np.var(null, axis=1, ddof=1), 0.95)):
+        return 0.0
+    fit.heterogeneity_included = True
+
+    def variance(tau: float) -> float:
+        found = simulated(tau, (20_000,))
+        return math.inf if found is None else float(np.var(found))
+
+    lo, hi = 0.0, 6.0
+    if variance(hi) <= observed_var:
+        return hi
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        if variance(mid) < observed_var:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+# --- simulating studies ------------------------------------------------------------------------------------
+
+
+def simulate_deltas(
+    fit: PilotFit, effect: float, tasks: int, reps: int, sims: int, *, seed: int = SEED
+) -> NDArray[np.float64]:
+    """Per-task deltas (sims x tasks) of simulated studies with ``tasks`` tasks and ``reps`` reps per arm."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tau = fit.heterogeneity_sd
+    if fit.kind == "binary":
+        c = _logit_shift(fit, effect, tau, seed=seed)
+        p = _draw_probabilities(fit, rng, (sims, tasks))
+        u = rng.normal(0.0, tau, size=p.shape) if tau > 0 else 0.0
+        q = _expit(_logit(p) + c + u)
+        return np.asarray((rng.binomial(reps, q) - rng.binomial(reps, p)) / reps)
+    residuals = np.asarray(fit.residuals, dtype=float)
+    if residuals.size == 0:
+        residuals = np.zeros(1)
+    noise_t = residuals[rng.integers(0, residuals.size, size=(sims, tasks, reps))].mean(axis=2)
+    noise_b = residuals[rng.integers(0, residuals.size, size=(sims, tasks, reps))].mean(axis=2)
+    u = rng.normal(0.0, tau, size=(sims, tasks)) if tau > 0 else 0.0
+    return np.asarray(effect + u + noise_t - noise_b)
+
+
+def simulate_power(
+    fit: PilotFit, effect: float, tasks: int, reps: int, *, alpha: float = 0.05, sims: int = DEFAULT_SIMS,
+    seed: int = SEED,
+) -> float:  # fmt: skip
+    """The share of simulated studies of this size whose sign-flip p is below ``alpha``. Studies are simulated
+    in blocks of at most :data:`CELLS_PER_BLOCK` cells (a plan for 5000 tasks must not hold gigabytes), each
+    block with its own seed derived from ``seed``, so the result does not depend on the machine."""
+    per_study = tasks * max(1, reps)
+    block = max(1, min(sims, CELLS_PER_BLOCK // per_study))
+    hits = 0
+    for index, start in enumerate(range(0, sims, block)):
+        size = min(block, sims - start)
+        deltas = simulate_deltas(fit, effect, tasks, reps, size, seed=seed + 7919 * index)
+        hits += int((sign_flip_pvalues(deltas, seed=seed) < alpha).sum())
+    return hits / sims
+
+
+def _fewest_tasks(
+    fit: PilotFit, effect: float, reps: int, *, alpha: float, target: float, sims: int, seed: int
+) -> tuple[int | None, float | None]:
+    """The fewest tasks with simulated power >= target: doubling, then bisection (common random numbers)."""
+    cache: dict[int, float] = {}
+
+    def power(n: int) -> float:
+        if n not in cache:
+            cache[n] = simulate_power(fit, effect, n, reps, alpha=alpha, sims=sims, seed=seed)
+        return cache[n]
+
+    lo, hi = 1, 2
+    while power(hi) < target:
+        lo, hi = hi, hi * 2
+        if hi > MAX_TASKS:
+            if power(MAX_TASKS) < target:
+                return None, None
+            hi = MAX_TASKS
+            break
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi, power(hi)
+
+
+def plan(
+    tasks: Sequence[PilotTask],
+    effect: float,
+    *,
+    alpha: float = 0.05,
+    target: float = 0.8,
+    reps: Sequence[int] = DEFAULT_REPS,
+    tasks_available: int | None = None,
+    sims: int = DEFAULT_SIMS,
+    seed: int = SEED,
+) -> PlanResult:
+    """Tasks x reps for ``target`` power at ``alpha`` to detect a mean per-task delta of ``effect``.
+
+    One row per number of reps (``reps`` and the pilot's own). The recommendation is the cheapest row (fewest
+    cells) whose tasks fit in ``tasks_available`` when given, else the cheapest row: more tasks beat more
+    reps, because reps only shrink each task's own noise."""
+    if effect == 0 or not math.isfinite(effect):
+        raise UsageError(f"--effect {effect}: give the smallest non-zero delta worth detecting")
+    if not 0 < alpha < 1 or not 0 < target < 1:
+        raise UsageError("--alpha and --power are probabilities strictly between 0 and 1")
+    fit = fit_pilot(tasks, seed=seed)
+    options = sorted({*reps, max(1, int(round(fit.reps)))})
+    rows: list[PlanRow] = []
+    for r in options:
+        n, p = _fewest_tasks(fit, effect, r, alpha=alpha, target=target, sims=sims, seed=seed)
+        rows.append(PlanRow(reps=r, tasks=n, power=p))
+    reached = [row for row in rows if row.tasks is not None]
+    fitting = [row for row in reached if tasks_available is None or (row.tasks or 0) <= tasks_available]
+    pool = fitting or ([] if tasks_available is not None else reached)
+    recommended = min(pool, key=lambda row: (row.cells or 0, row.reps)) if pool else None
+    return PlanResult(fit, effect, alpha, target, sims, rows, recommended, tasks_available)
+
+
+def minimum_detectable_effect(
+    deltas: Sequence[float], *, alpha: float = 0.05, target: float = 0.8, sims: int = 1000, seed: int = SEED
+) -> float | None:
+    """The smallest mean delta a study of these tasks detects with ``target`` power: the observed per-task
+    deltas, centred, resampled and shifted by the effect, tested as compare tests. None for fewer than two
+    tasks, or when no effect up to the deltas' range is detected (too few tasks: 5 tasks all up give at best
+    p = 0.0625)."""
+    import numpy as np
+
+    values = np.asarray(deltas, dtype=float)
+    n = values.size
+    if n < 2:
+        return None
+    centred = values - values.mean()
+    rng = np.random.default_rng(seed)
+    draws = centred[rng.integers(0, n, size=(sims, n))]
+    spread = float(np.max(np.abs(values))) or 1.0
+
+    def power(effect: float) -> float:
+        return float((sign_flip_pvalues(draws + effect, seed=seed) < alpha).mean())
+
+    hi = max(spread, 1e-9)
+    for _ in range(6):
+        if power(hi) >= target:
+            break
+        hi *= 2
+    else:
+        return None
+    lo = 0.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if power(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# --- from a pilot batch ------------------------------------------------------------------------------------
+
+
+def cell_values(results: Sequence[Result], measure: str) -> tuple[float, ...]:
+    """One value per cell for ``measure``, as ``repo compare`` counts it (a grader failure fails the gate and
+    scores 0; cells that do not report a number are left out)."""
+    from dokimi.analysis.compare import metric_value
+    from dokimi.analysis.report import cell_passed, cell_score
+
+    out: list[float] = []
+    for r in results:
+        value: float | None
+        if measure == "gate":
+            value = (1.0 if cell_passed(r) else 0.0) if r.gated else None
+        elif measure == "score":
+            value = cell_score(r)
+        elif measure == "cost":
+            value = r.cost_usd
+        elif measure == "turns":
+            value = None if r.turns is None else float(r.turns)
+        elif measure.startswith("metric:"):
+            value = metric_value(r, measure.removeprefix("metric:"))
+        else:
+            raise UsageError(
+                f"--measure {measure}: unknown", hint="use gate, score, cost, turns or metric:NAME"
+            )
+        if value is not None:
+            out.append(float(value))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PowerSettings:
+    """How a study is planned: the test's level, the power wanted, the repetitions tried, the tasks there are,
+    and the simulation."""
+
+    alpha: float = 0.05
+    target: float = 0.8
+    reps: Sequence[int] = DEFAULT_REPS
+    tasks_available: int | None = None
+    sims: int = DEFAULT_SIMS
+    seed: int = SEED
+
+
+def plan_batch(
+    selectors: Sequence[str],
+    baseline: str,
+    effect: float,
+    *,
+    measure: str = "gate",
+    model: str | None = None,
+    settings: PowerSettings = PowerSettings(),
+) -> RepoPower:
+    """The repo_power.v1 document for a pilot: ``selectors`` and ``baseline`` as ``repo compare`` takes them
+    (a pilot with the baseline arm only is fine: it then assumes the effect is the same on every task)."""
+    from collections import defaultdict
+
+    from dokimi.analysis.compare import resolve_selectors
+    from dokimi.schemas.power import PilotSummary, PowerRow, RepoPower
+
+    try:
+        selections = resolve_selectors(selectors, baseline)
+    except UsageError as exc:
+        if not exc.message.startswith("nothing to compare"):
+            raise
+        selections = _baseline_only(selectors, baseline)
+    base_sel: Selection = selections[0]
+    treat_sel: Selection | None = selections[1] if len(selections) > 1 else None
+    if len(selections) > 2:
+        names = ", ".join(s.label for s in selections[1:])
+        raise UsageError(
+            f"the pilot has {len(selections) - 1} treatment arms ({names})", hint="name one with BATCH/ARM"
+        )
+    models = sorted({r.model for r in base_sel.cells})
+    if model is None:
+        if len(models) != 1:
+            raise UsageError(
+                f"the pilot's baseline ran {len(models)} models",
+                hint=f"pick one with --model: {', '.join(models)}",
+            )
+        model = models[0]
+    elif model not in models:
+        raise UsageError(
+            f"--model {model}: no baseline cell ran it", hint=f"models: {', '.join(models) or 'none'}"
+        )
+    cells: dict[str, tuple[list[Result], list[Result]]] = defaultdict(lambda: ([], []))
+    for r in base_sel.cells:
+        if r.model == model:
+            cells[r.task][0].append(r)
+    if treat_sel is not None:
+        for r in treat_sel.cells:
+            if r.model == model:
+                cells[r.task][1].append(r)
+    pilot = [
+        PilotTask(task, cell_values(b, measure), cell_values(t, measure))
+        for task, (b, t) in sorted(cells.items())
+    ]
+    result = plan(
+        pilot,
+        effect,
+        alpha=settings.alpha,
+        target=settings.target,
+        reps=settings.reps,
+        tasks_available=settings.tasks_available,
+        sims=settings.sims,
+        seed=settings.seed,
+    )
+    fit = result.fit
+    alpha, target, sims, seed = settings.alpha, settings.target, settings.sims, settings.seed
+    tasks_available = settings.tasks_available
+    notes = [
+        "tasks are drawn from the pilot's tasks; each task's reps vary as the pilot's did",
+        "the test is repo compare's: the two-sided sign-flip test over per-task deltas",
+    ]
+    if fit.kind == "binary":
+        notes.append("the effect is a shift on the logit scale, set so the mean pass-rate gain is the effect")
+    else:
+        notes.append("the effect is added to every task's value")
+    if not fit.heterogeneity_included:
+        notes.append(
+            "the effect is assumed equal on every task"
+            + (
+                " (the pilot shows no more spread than that)"
+                if fit.paired_tasks >= 3
+                else " (no treatment arm)"
+            )
+        )
+    if result.recommended is None and tasks_available is not None:
+        notes.append(f"no number of reps reaches the target with {tasks_available} tasks: write more tasks")
+
+    def row(item: PlanRow) -> PowerRow:
+        return PowerRow(reps=item.reps, tasks=item.tasks, power=item.power, cells=item.cells)
+
+    return RepoPower(
+        schema="repo_power.v1",
+        batches=sorted({str(b.root) for s in selections for b in s.batches()}),
+        baseline=base_sel.label,
+        treatment=None if treat_sel is None else treat_sel.label,
+        model=model,
+        measure=measure,
+        effect=effect,
+        alpha=alpha,
+        target_power=target,
+        simulations=sims,
+        seed=seed,
+        pilot=PilotSummary(
+            kind=fit.kind,
+            tasks=fit.tasks,
+            paired_tasks=fit.paired_tasks,
+            reps=fit.reps,
+            baseline_mean=fit.baseline_mean,
+            between_task_sd=fit.between_sd,
+            icc=fit.icc,
+            within_task_sd=fit.within_sd,
+            heterogeneity_sd=fit.heterogeneity_sd,
+            observed_delta=fit.observed_delta,
+        ),
+        rows=[row(r) for r in result.rows],
+        tasks_available=tasks_available,
+        recommended=None if result.recommended is None else row(result.recommended),
+        notes=notes,
+    )
+
+
+def _baseline_only(selectors: Sequence[str], baseline: str) -> list[Selection]:
+    """The baseline selection of a pilot that ran only the baseline arm (``repo compare`` refuses it: there
+    is nothing to compare, but there is something to plan from)."""
+    from dokimi.analysis.compare import Selection, _match_arm
+    from dokimi.batch import load_batch
+
+    text = baseline.rstrip("/")
+    roots = [text.rsplit("/", 1)[0]] if "/" in text else list(selectors)
+    arm_name = text.rsplit("/", 1)[-1]
+    sources = []
+    for root in roots:
+        batch = load_batch(root)
+        arm = _match_arm(batch, arm_name)
+        if arm is not None:
+            sources.append((batch, arm))
+    if not sources:
+        raise UsageError(f"--baseline {baseline}: no batch given has finished cells of that arm")
+    selection = Selection(sources[0][1], "baseline", sources[0][1], sources)
+    selection.cells = [r for batch, arm in sources for r in batch.results() if r.arm == arm]
+    return [selection]

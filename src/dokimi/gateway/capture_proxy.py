@@ -1,0 +1,665 @@
+"""A capturing reverse proxy on loopback: payload capture in front of a real model endpoint.
+
+The reach probe settles its cells with the request bytes a harness sent. Against the scripted
+model server (``--dry-run``) those bytes are captured by the server itself; against a real endpoint this proxy
+sits between the harness and the endpoint: the harness's ``endpoint_env`` points at :attr:`CaptureProxy.url`,
+and every request is forwarded to the upstream base URL as it came (method, path and query, body, headers
+except hop-by-hop ones), its response streamed back as it arrives (Server-Sent Events chunk by chunk), and its
+body recorded in memory and, optionally, as one JSON line per request.
+
+Rules, one function each:
+
+* :func:`forwarded_request_headers` / :func:`forwarded_response_headers`: hop-by-hop headers (RFC 9110
+  section 7.6.1, plus any named in ``Connection``) are dropped; Host and the framing headers are set for
+  the new hop.
+* :func:`recorded_headers`: only an allow-list of descriptive headers is recorded, so credentials
+  (``x-api-key``, ``authorization``, ``cookie``, any other) never reach memory or the capture file;
+  :func:`redacted_path` blanks credential-like query parameters (``?key=...``) the same way.
+* :func:`upstream_target`: the upstream's path prefix joins the request path (``https://host/v1`` +
+  ``/responses`` = ``/v1/responses``).
+* Upstream failures (refused, unresolvable, TLS, timeout) become ``502`` with a short JSON body; every socket
+  operation has a timeout, so the proxy never hangs on a dead peer.
+
+Credentials pass through (the harness's own key goes to the endpoint that expects it); the proxy never adds
+any. Like :mod:`dokimi.support.mockmodel` this file imports only the standard library, so it can be copied
+into a container's support directory and run there::
+
+    python3 capture_proxy.py --upstream https://api.anthropic.com [--capture requests.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import signal
+import socket
+import ssl
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_READ_TIMEOUT_S",
+    "HOP_BY_HOP",
+    "RECORDED_HEADERS",
+    "Admission",
+    "CaptureProxy",
+    "ProxiedRequest",
+    "Refusal",
+    "forwarded_request_headers",
+    "forwarded_response_headers",
+    "main",
+    "recorded_headers",
+    "redacted_path",
+    "upstream_target",
+]
+
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+"""Connecting to the upstream (TCP and TLS handshake)."""
+DEFAULT_READ_TIMEOUT_S = 600.0
+"""The longest silence tolerated from the upstream, or from the client, on one socket read: a model can think
+for minutes before its first byte, but a peer silent for this long is dead."""
+CHUNK = 64 * 1024
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+"""The largest request body accepted (413 beyond): a model request is a few MB at most, and the body is held
+in memory, so a client (an agent's command) must not be able to make the host process hold more."""
+KEPT_RESPONSE_LIMIT = 32 * 1024 * 1024
+"""The most of one response body kept with ``keep_responses`` (the client still gets all of it)."""
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers that describe one connection, not the message (RFC 9110 section 7.6.1): never forwarded."""
+
+RECORDED_HEADERS = frozenset(
+    {
+        "accept",
+        "anthropic-beta",
+        "anthropic-version",
+        "content-encoding",
+        "content-type",
+        "openai-beta",
+        "user-agent",
+        "x-app",
+        "x-goog-api-client",
+    }
+)
+"""The request headers a capture keeps, besides ``x-stainless-*``; an allow-list, so no credential header
+(``x-api-key``, ``authorization``, ``cookie``, ``x-goog-api-key``, a vendor's next one) is ever recorded."""
+RECORDED_HEADER_PREFIXES = ("x-stainless-",)
+
+_SECRET_PARAM = re.compile(r"key|token|secret|signature|password|auth|sig$", re.IGNORECASE)
+REDACTED = "REDACTED"
+
+
+# --- rules --------------------------------------------------------------------------------------------------
+
+
+def _connection_tokens(headers: Iterable[tuple[str, str]]) -> set[str]:
+    named: set[str] = set()
+    for name, value in headers:
+        if name.lower() == "connection":
+            named |= {t.strip().lower() for t in value.split(",") if t.strip()}
+    return named
+
+
+def forwarded_request_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The client's headers as sent upstream: hop-by-hop ones (and those ``Connection`` names) dropped, and
+    Host and Content-Length too, which the proxy sets for the new hop (Host from the upstream URL), and
+    Expect (the proxy already holds the whole body)."""
+    drop = HOP_BY_HOP | _connection_tokens(headers) | {"host", "content-length", "expect"}
+    return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+def forwarded_response_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The upstream's response headers as sent to the client: hop-by-hop ones and the framing
+    (Content-Length, Transfer-Encoding) dropped; the proxy frames the body itself."""
+    drop = HOP_BY_HOP | _connection_tokens(headers) | {"content-length"}
+    return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+def recorded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The allow-listed headers of a request, lower-cased: what a capture may keep."""
+    kept: dict[str, str] = {}
+    for name, value in headers:
+        low = name.lower()
+        if low in RECORDED_HEADERS or low.startswith(RECORDED_HEADER_PREFIXES):
+            kept[low] = value
+    return kept
+
+
+def redacted_path(path: str) -> str:
+    """The request path with the value of every credential-like query parameter (``key``, ``api_key``,
+    ``access_token``, ``sig`` ...) replaced by REDACTED: some APIs take the key in the query string."""
+    parts = urlsplit(path)
+    if not parts.query:
+        return path
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if not any(_SECRET_PARAM.search(k) for k, _ in pairs):
+        return path
+    query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="/:")
+    return f"{parts.path}?{query}"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    scheme: str
+    host: str
+    port: int
+    prefix: str
+
+
+def parse_upstream(url: str) -> Upstream:
+    """The upstream base URL: http or https, a host, an optional path prefix; no query, no user info."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"upstream {url!r} is not an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("the upstream URL must not hold credentials; the harness sends its own")
+    if parts.query or parts.fragment:
+        raise ValueError(f"upstream {url!r} must not have a query or fragment")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return Upstream(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+
+
+def upstream_target(prefix: str, path: str) -> str:
+    """The request target upstream: the upstream's path prefix, then the client's path and query."""
+    if not path.startswith("/"):
+        path = "/" + path
+    return prefix + path
+
+
+def _decoded(raw: bytes, encoding: str | None) -> bytes:
+    """The body as the client meant it: gzip/deflate undone (other encodings are kept as they are)."""
+    enc = (encoding or "").strip().lower()
+    try:
+        if enc in ("gzip", "x-gzip"):
+            return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+        if enc == "deflate":
+            try:
+                return zlib.decompress(raw)
+            except zlib.error:
+                return zlib.decompress(raw, -zlib.MAX_WBITS)
+    except zlib.error:
+        return raw
+    return raw
+
+
+# --- the capture --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProxiedRequest:
+    """One request as the proxy forwarded it. Holds no credential: headers are allow-listed and the path's
+    credential-like query parameters are redacted."""
+
+    index: int
+    method: str
+    path: str
+    """Path and query as the client sent them (credential-like parameters REDACTED)."""
+    headers: dict[str, str]
+    """Only RECORDED_HEADERS (and x-stainless-*)."""
+    raw: bytes
+    """The request body, decoded when the client sent it gzip- or deflate-encoded; empty when none."""
+    status: int | None = None
+    """The status the client got: the upstream's, or 502 when the upstream failed; None while in flight."""
+    error: str | None = None
+    """Why the upstream failed (before or during the response), or None."""
+    tag: Any = None
+    """What :meth:`CaptureProxy._admit` attached to the request (the model gateway: its cell)."""
+    response: bytearray | None = None
+    """The response body as relayed, when the proxy keeps responses (``keep_responses``); else None."""
+    response_type: str | None = None
+    """The response's Content-Type."""
+    started: float = 0.0
+    """time.monotonic() when the request arrived."""
+    duration_s: float | None = None
+    """Seconds from arrival to the last byte relayed."""
+
+    @property
+    def body(self) -> Any:
+        """The body parsed as JSON, or the text when it is not JSON, or None when empty."""
+        if not self.raw:
+            return None
+        try:
+            return json.loads(self.raw)
+        except (ValueError, UnicodeDecodeError):
+            return self.raw.decode("utf-8", "replace")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+            "status": self.status,
+            "error": self.error,
+        }
+
+
+class _UpstreamFailed(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class Refusal(Exception):
+    """Raised by :meth:`CaptureProxy._admit` to answer a request itself, without forwarding it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Admission:
+    """How an admitted request goes upstream: its path and headers (possibly rewritten), and a tag."""
+
+    path: str
+    headers: Sequence[tuple[str, str]]
+    tag: Any = None
+
+
+class ServedHTTP:
+    """A ``ThreadingHTTPServer`` answering on a daemon thread from the moment it is made: what the capture
+    proxy (and with it the model gateway) and the egress proxy each listen with."""
+
+    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def close(self) -> None:
+        """Stop listening and wait (up to 5 s) for the serving thread."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+class CaptureProxy:
+    """A recording reverse proxy on ``host`` (127.0.0.1), port 0 (any free port) by default.
+
+    Use as a context manager (or start()/stop()). ``url`` is the base URL to give the harness, ``requests``
+    every request so far (a copy, in arrival order), ``capture_path`` a JSONL file with one line per finished
+    request. ``via`` is an HTTP proxy URL (``http://host:port``) to reach the upstream through, for callers
+    behind one; ``cafile`` extra trusted CA certificates for an https upstream.
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        capture_path: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        via: str | None = None,
+        cafile: str | None = None,
+    ) -> None:
+        self.upstream_url = upstream
+        self._upstream = parse_upstream(upstream)
+        self._via = parse_upstream(via) if via else None
+        self.capture_path = Path(capture_path) if capture_path is not None else None
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._ssl = ssl.create_default_context(cafile=cafile) if self._upstream.scheme == "https" else None
+        self.keep_requests = True
+        """Keep every request in memory (:attr:`requests`); the model gateway records to files instead."""
+        self.keep_responses = False
+        """Keep each response body on its ProxiedRequest (the model gateway reads usage from it)."""
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._in_flight = 0
+        self._requests: list[ProxiedRequest] = []
+        self._capture_file: IO[str] | None = None
+        self._server: ServedHTTP | None = None
+
+    # lifecycle
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        if self.capture_path is not None:
+            self.capture_path.parent.mkdir(parents=True, exist_ok=True)
+            self._capture_file = self.capture_path.open("a", encoding="utf-8")
+        self._server = ServedHTTP(self._host, self._port, _make_handler(self), "capture-proxy")
+        return self
+
+    def stop(self, *, settle: float = 5.0) -> None:
+        """Stop listening, give requests still in flight up to ``settle`` seconds to finish (a client has
+        its last byte a moment before the proxy records the request as done), then close the capture."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle)
+            if self._capture_file is not None:
+                self._capture_file.close()
+                self._capture_file = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the capture proxy is not running")
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def requests(self) -> list[ProxiedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    # called from handler threads
+
+    def _admit(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> Admission:
+        """Whether and how a request goes upstream; raise :class:`Refusal` to answer it here instead.
+        The capture proxy forwards everything as it came; the model gateway overrides this."""
+        return Admission(path, headers)
+
+    def _refused(self, method: str, path: str, refusal: Refusal) -> None:
+        """A request :meth:`_admit` refused (the capture proxy refuses none)."""
+
+    def _begin(
+        self, method: str, path: str, headers: Sequence[tuple[str, str]], raw: bytes, tag: Any = None
+    ) -> ProxiedRequest:
+        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
+        with self._lock:
+            req = ProxiedRequest(
+                index=len(self._requests),
+                method=method,
+                path=redacted_path(path),
+                headers=recorded_headers(headers),
+                raw=_decoded(raw, encoding),
+                tag=tag,
+                response=bytearray() if self.keep_responses else None,
+                started=time.monotonic(),
+            )
+            if self.keep_requests:
+                self._requests.append(req)
+            self._in_flight += 1
+        return req
+
+    def _respond(self, req: ProxiedRequest, status: int, content_type: str | None = None) -> None:
+        with self._lock:
+            req.status = status
+            req.response_type = content_type
+
+    def _finish(self, req: ProxiedRequest, status: int, error: str | None) -> None:
+        req.duration_s = time.monotonic() - req.started
+        with self._settled:
+            req.status, req.error = status, error
+            try:
+                self._completed(req)
+            finally:
+                self._in_flight -= 1
+                self._settled.notify_all()
+
+    def _completed(self, req: ProxiedRequest) -> None:
+        """A request is done (called with the lock held): the capture proxy writes its capture line."""
+        if self._capture_file is not None:
+            self._capture_file.write(json.dumps(req.to_json(), sort_keys=True) + "\n")
+            self._capture_file.flush()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        up, via = self._upstream, self._via
+        host, port = (via.host, via.port) if via else (up.host, up.port)
+        conn: http.client.HTTPConnection
+        if up.scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout, context=self._ssl)
+            if via:
+                conn.set_tunnel(up.host, up.port)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
+        conn.connect()
+        if conn.sock is not None:
+            conn.sock.settimeout(self.read_timeout)
+        return conn
+
+    def _target(self, path: str) -> str:
+        up = self._upstream
+        target = upstream_target(up.prefix, path)
+        if self._via is not None and up.scheme == "http":  # a plain-http proxy takes the absolute URI
+            return f"http://{up.host}:{up.port}{target}"
+        return target
+
+    def _open(
+        self, method: str, path: str, headers: Sequence[tuple[str, str]], raw: bytes
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send the request upstream and read the status line and headers; raise _UpstreamFailed."""
+        conn: http.client.HTTPConnection | None = None
+        try:
+            conn = self._connect()
+            conn.putrequest(method, self._target(path), skip_accept_encoding=True)
+            for name, value in forwarded_request_headers(headers):
+                conn.putheader(name, value)
+            if raw or method in ("POST", "PUT", "PATCH"):
+                conn.putheader("Content-Length", str(len(raw)))
+            conn.endheaders(raw or None)
+            return conn, conn.getresponse()
+        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
+            if conn is not None:
+                conn.close()
+            raise _UpstreamFailed(_describe(e, self.upstream_url)) from e
+
+
+def _describe(error: BaseException, upstream: str) -> str:
+    if isinstance(error, (TimeoutError, socket.timeout)):
+        return f"upstream {upstream} timed out"
+    if isinstance(error, ConnectionRefusedError):
+        return f"upstream {upstream} refused the connection"
+    if isinstance(error, socket.gaierror):
+        return f"upstream {upstream}: host not found ({error.strerror})"
+    if isinstance(error, ssl.SSLError):
+        return f"upstream {upstream}: TLS failed ({error.reason or error})"
+    return f"upstream {upstream} failed: {type(error).__name__}: {error}"[:300]
+
+
+def _content_length(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None and int(value) >= 0 else None
+    except ValueError:
+        return None
+
+
+def _error_body(message: str) -> bytes:
+    """A short JSON body in the Anthropic error shape (harnesses print its message)."""
+    return json.dumps({"type": "error", "error": {"type": "proxy_error", "message": message}}).encode()
+
+
+def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "dokimi-capture-proxy"
+        timeout = proxy.read_timeout  # a silent client cannot hold a thread forever
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # requests are recorded in the capture, not on stderr
+
+        def _read_body(self) -> bytes:
+            """The request body; _TooLarge past MAX_REQUEST_BYTES (never read further)."""
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                parts: list[bytes] = []
+                total = 0
+                while True:
+                    size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline(1024).strip():  # trailers
+                            pass
+                        return b"".join(parts)
+                    total += size
+                    if total > MAX_REQUEST_BYTES:
+                        raise _TooLarge
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline(1024)
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_REQUEST_BYTES:
+                raise _TooLarge
+            return self.rfile.read(length) if length > 0 else b""
+
+        def _serve(self) -> None:
+            try:
+                raw = self._read_body()
+            except _TooLarge:
+                self.close_connection = True
+                self._send_error(413, f"request body over {MAX_REQUEST_BYTES} bytes")
+                return
+            except (ValueError, OSError):
+                self.close_connection = True
+                self._send_error(400, "unreadable request body")
+                return
+            headers = list(self.headers.items())
+            try:
+                admission = proxy._admit(self.command, self.path, headers)
+            except Refusal as refusal:
+                proxy._refused(self.command, self.path, refusal)
+                self._send_error(refusal.status, refusal.message)
+                return
+            req = proxy._begin(self.command, self.path, headers, raw, admission.tag)
+            try:
+                conn, resp = proxy._open(self.command, admission.path, admission.headers, raw)
+            except _UpstreamFailed as e:
+                proxy._finish(req, 502, str(e))
+                self._send_error(502, str(e))
+                return
+            proxy._respond(req, resp.status, resp.getheader("Content-Type"))
+            error: str | None = "the proxy failed while relaying the response"
+            try:
+                error = self._relay(resp, req)
+            finally:
+                conn.close()
+                proxy._finish(req, resp.status, error)
+
+        def _relay(self, resp: http.client.HTTPResponse, req: ProxiedRequest) -> str | None:
+            """Stream the response to the client as it arrives; the error that cut it short, or None."""
+            self.send_response_only(resp.status, resp.reason)
+            for name, value in forwarded_response_headers(resp.getheaders()):
+                self.send_header(name, value)
+            bodiless = self.command == "HEAD" or resp.status in (204, 304) or 100 <= resp.status < 200
+            length = _content_length(resp.getheader("Content-Length"))
+            chunked = not bodiless and length is None and self.request_version != "HTTP/1.0"
+            if length is not None:
+                self.send_header("Content-Length", str(length))
+            elif chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            elif not bodiless:  # an HTTP/1.0 client: the body ends when the connection closes
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if bodiless:
+                return None
+            sent = 0
+            while True:
+                try:
+                    data = resp.read1(CHUNK)
+                    if not data and length is not None and sent < length:
+                        raise http.client.IncompleteRead(b"", length - sent)
+                except (OSError, http.client.HTTPException) as e:
+                    self.close_connection = True  # the client sees a cut stream, never a made-up end
+                    return _describe(e, proxy.upstream_url)
+                try:
+                    if data:
+                        sent += len(data)
+                        if req.response is not None and len(req.response) < KEPT_RESPONSE_LIMIT:
+                            req.response += data
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                    elif chunked:
+                        self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError as e:
+                    self.close_connection = True
+                    return f"the client went away: {e}"[:300]
+                if not data:
+                    return None
+
+        def _send_error(self, status: int, message: str) -> None:
+            data = _error_body(message)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+            except OSError:
+                self.close_connection = True
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+    return Handler
+
+
+# --- standalone entry point ---------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Proxy until SIGINT/SIGTERM. Prints the proxy's base URL as the first line of stdout."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dokimi.gateway.capture_proxy", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--upstream", required=True, help="base URL to forward to (http or https)")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    parser.add_argument("--capture", help="append one JSON line per request to this file")
+    args = parser.parse_args(argv)
+    try:
+        proxy = CaptureProxy(args.upstream, capture_path=args.capture, port=args.port).start()
+    except (ValueError, OSError) as e:
+        print(f"capture_proxy: {e}", file=sys.stderr)
+        return 2
+    stop_requested = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.set())
+    print(proxy.url, flush=True)
+    try:
+        while not stop_requested.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        proxy.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Team review rules: loading ``<eval_dir>/review_rules.json``, which rules a judge or
+reviewer agent gets, which may back a blocker, the leak guard, and the measures of the rules themselves.
+
+The document's shape and the three rules of the method live with the model,
+:mod:`dokimi.schemas.review_rules`, and are re-exported here under the names the spec uses; the judge
+(:func:`dokimi.checks.merge.judge.render_judge_input`) calls the same :func:`rules_for_diff`, so there is one
+implementation of "only the cited rules and the confirmed rules whose paths match the diff".
+
+Evaluating the rules (how well the rules themselves do) is pure functions over literal data:
+
+- :func:`coverage`: predictive coverage, the share of maintainer comments made on or after ``cut_date`` that
+  some confirmed rule matches;
+- :func:`confirmed_share` and :func:`match_agreement`: the two precisions, the maintainer-confirmed share of a
+  sampled set of rules and the share of rule matches on new PRs a maintainer agrees with;
+- :func:`single_reviewer_rules`: stability, a rule seen from one reviewer only stays a candidate.
+
+Whether a comment is an instance of a rule is a judgement (a maintainer's or a labelling model's); it comes in
+as data (:attr:`ReviewComment.rules`), and these functions only count.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dokimi.globs import match_any
+from dokimi.rundir import REVIEW_RULES_JSON
+from dokimi.schemas._base import read_document
+from dokimi.schemas.review_rules import (
+    MIN_PRS_FOR_BLOCKER,
+    MIN_REVIEWERS_FOR_BLOCKER,
+    RepoReviewRules,
+    ReviewRule,
+    RuleStatus,
+    may_back_a_blocker,
+    may_score_base,
+    review_rules_problems,
+    rules_for_diff,
+)
+
+__all__ = [
+    "MIN_PRS_FOR_BLOCKER",
+    "MIN_REVIEWERS_FOR_BLOCKER",
+    "REVIEW_RULES_JSON",
+    "RepoReviewRules",
+    "ReviewComment",
+    "ReviewRule",
+    "RuleMatch",
+    "RuleStatus",
+    "Share",
+    "base_day",
+    "blocker_eligible",
+    "confirmed_share",
+    "coverage",
+    "load_review_rules",
+    "match_agreement",
+    "review_rules_problems",
+    "rule_may_score",
+    "rules_for_diff",
+    "rules_for_judge",
+    "single_reviewer_rules",
+]
+
+
+def load_review_rules(eval_dir: Path) -> RepoReviewRules | None:
+    """``<eval_dir>/review_rules.json`` (an exported eval directory on the host), or None when there is
+    none; a DocumentError naming file:line:key when it is malformed."""
+    path = eval_dir / REVIEW_RULES_JSON
+    return read_document(path, RepoReviewRules) if path.is_file() else None
+
+
+def blocker_eligible(rule: ReviewRule) -> bool:
+    """A rule may back a blocker only when confirmed and seen on at least 3 PRs from at least 2 reviewers."""
+    return may_back_a_blocker(rule)
+
+
+def base_day(base_date: dt.date | dt.datetime | str) -> dt.date:
+    """The calendar day of a base date, in UTC: a ``dt.date``, an aware or naive ``datetime``, or an ISO
+    8601 string as meta.json's ``base_date`` and ``git log --format=%cI`` write it. A naive time is UTC."""
+    if isinstance(base_date, str):
+        text = base_date.strip()
+        parsed: dt.date | dt.datetime = (
+            dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
+        )
+    else:
+        parsed = base_date
+    if isinstance(parsed, dt.datetime):
+        if parsed.tzinfo is not None:
+            parsed = parsed.astimezone(dt.UTC)
+        return parsed.date()
+    return parsed
+
+
+def rule_may_score(rules: RepoReviewRules, task_base_date: dt.date | dt.datetime | str) -> bool:
+    """Leak guard: rules mined from PRs merged before ``cut_date`` may score only a task whose base is on or
+    after it; a task based earlier may be the very PR a rule was mined from."""
+    return may_score_base(rules, base_day(task_base_date))
+
+
+def rules_for_judge(
+    rules: RepoReviewRules | None, task_base_date: dt.date | dt.datetime | str | None
+) -> RepoReviewRules | None:
+    """The rules a task's judge may be given: None when there are none, when the task's base date is
+    unknown, or when the leak guard refuses the base (the judge then gets no team rules at all)."""
+    if rules is None or task_base_date is None:
+        return None
+    return rules if rule_may_score(rules, task_base_date) else None
+
+
+# --- evaluating the rules themselves ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Share:
+    """``k`` of ``n``, with its Wilson 95% interval (None when ``n`` is 0)."""
+
+    k: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        from dokimi.stats import wilson_interval
+
+        return wilson_interval(self.k, self.n)
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    """A maintainer's review comment on a PR, labelled with the rules it is an instance of."""
+
+    id: str
+    date: dt.date | dt.datetime | str
+    """When it was made; only comments on or after ``cut_date`` measure the rules (earlier ones mined
+    them)."""
+    path: str | None
+    """The file it was made on; None for a PR-level comment."""
+    rules: tuple[str, ...] = ()
+    """Ids of the rules a labeller matched it to; empty when it is not an instance of any rule."""
+
+
+def _applies(rule: ReviewRule, path: str | None) -> bool:
+    return path is None or match_any(rule.paths, path)
+
+
+def coverage(rules: RepoReviewRules, comments: Iterable[ReviewComment]) -> tuple[Share, list[str]]:
+    """Predictive coverage: the share of comments made on or after ``cut_date`` that some confirmed rule
+    matches (labelled with its id, on a path its globs cover); and the ids of the uncovered comments, which
+    are what the next mining should look at."""
+    confirmed = {r.id: r for r in rules.rules if r.status is RuleStatus.CONFIRMED}
+    covered = 0
+    uncovered: list[str] = []
+    total = 0
+    for comment in comments:
+        if base_day(comment.date) < rules.cut_date:
+            continue
+        total += 1
+        if any(rid in confirmed and _applies(confirmed[rid], comment.path) for rid in comment.rules):
+            covered += 1
+        else:
+            uncovered.append(comment.id)
+    return Share(covered, total), sorted(uncovered)
+
+
+def confirmed_share(sample: Sequence[ReviewRule]) -> Share:
+    """Precision of the mining: the maintainer-confirmed share of a sampled set of rules (a rule still a
+    candidate counts as not confirmed)."""
+    return Share(sum(r.status is RuleStatus.CONFIRMED for r in sample), len(sample))
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    """A rule matched on a new PR (by a reviewer agent or the judge), and whether a maintainer agrees."""
+
+    rule: str
+    agreed: bool | None
+    """None: no maintainer has looked at it yet (not counted)."""
+
+
+def match_agreement(matches: Iterable[RuleMatch]) -> Share:
+    """Precision in use: the share of rule matches on new PRs that a maintainer agrees with, over the
+    matches a maintainer judged."""
+    judged = [m for m in matches if m.agreed is not None]
+    return Share(sum(1 for m in judged if m.agreed), len(judged))
+
+
+def single_reviewer_rules(rules: RepoReviewRules) -> list[str]:
+    """Stability: ids of the rules seen from one reviewer only; they are that reviewer's preference and stay
+    candidates until a second reviewer confirms them."""
+    return sorted(r.id for r in rules.rules if r.reviewers < MIN_REVIEWERS_FOR_BLOCKER)
