@@ -37,7 +37,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt_install chromium
 fi
 
-log "installing dokimi with its test extras and Ray (tests/test_ray_executor.py starts a local Ray cluster)"
+log "installing dokimi with its test extras and Ray (tests/runner/test_ray_executor.py starts a local Ray cluster)"
 if python3 -m pip show -q dokimi >/dev/null 2>&1 && python3 -m pip show -f dokimi 2>/dev/null | grep -q __editable__; then
     # an earlier checkout was installed under the old distribution name; it is dokimi-eval now
     python3 -m pip uninstall -y -q dokimi >&2

@@ -4,7 +4,7 @@
 2. .git/commondir naming a git dir the agent made, with a filter.*.clean command;
 3. answer.txt made a link to a root-only host file, then ``repo regrade`` copies the inputs;
 4. (tests/attacks/test_trace_forgery.py) forged trace lines after the harness exits;
-5. (tests/merge/test_judge_harness.py) a planted verdict the judge quotes after its own;
+5. (tests/checks/merge/test_judge_harness.py) a planted verdict the judge quotes after its own;
 6. two ``repo run`` on one batch;
 7. three ways past the bundled example's grader: sitecustomize.py, pytest.py, os._exit(0) in the package.
 """

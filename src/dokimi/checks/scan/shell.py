@@ -191,8 +191,8 @@ def plain_commands(text: str, line: int) -> list[Item] | None:
     """The commands of a plain line (:data:`PLAIN_LINE`: ``make x && python y.py | tee z``) without the
     parser, exactly as the parser would give them; None for any other line (then the parser reads it). No
     reserved word anywhere, no empty command and nothing after a last operator, so every line taken here is
-    one the parser reads the plain way. tests/scan/test_shell.py holds this to the parser on many generated
-    lines."""
+    one the parser reads the plain way. tests/checks/scan/test_shell.py holds this to the parser on many
+    generated lines."""
     if not PLAIN_LINE.fullmatch(text):
         return None
     pieces = PLAIN_OPERATOR.split(text)
