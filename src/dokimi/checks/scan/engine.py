@@ -25,6 +25,7 @@ from dokimi.checks.scan.identifiers import (
     words_needed,
 )
 from dokimi.checks.scan.markdown import MarkdownItems, extract
+from dokimi.checks.scan.nonpaths import not_a_path
 from dokimi.checks.scan.paths import (
     DEFAULT_BRANCHES,
     RepoUrl,
@@ -328,8 +329,9 @@ def scan_file(path: str, text: str, items: MarkdownItems, work: _Work) -> None:
             work.drafts.append(
                 Draft(path, link.line, "image" if link.image else "link", link.target, verdict)
             )
+    lines = text.split("\n")
     for span in items.spans:
-        scan_span(path, span.line, span.text, work)
+        scan_span(path, span.line, span.text, work, lines[span.line - 1] if span.line <= len(lines) else "")
     for fence in items.fences:
         lang = fence.info.split()[0].lower() if fence.info.split() else ""
         if is_shell_fence(fence.info):
@@ -409,11 +411,19 @@ def _identifier_claim(text: str) -> SpanClaim:
     return ("identifier", shape) if shape is not None else NO_CLAIM
 
 
-def scan_span(path: str, line: int, text: str, work: _Work) -> None:
-    """One code span: a command, a path, a glob, a label, a pytest node, an identifier, or nothing."""
+def scan_span(path: str, line: int, text: str, work: _Work, line_text: str = "") -> None:
+    """One code span: a command, a path, a glob, a label, a pytest node, an identifier, or nothing. A path or
+    glob that the words of its line (``line_text``) or its shape show is something else (a branch name, a
+    URL) is nothing (:func:`dokimi.checks.scan.nonpaths.not_a_path`)."""
     text = text.strip()
     claim = work.classified.get(text)
     what, detail = claim if claim is not None else classify_span(text, work.adapters)
+    if (
+        what in ("path", "glob")
+        and "/" in detail
+        and not_a_path(detail, line_text, bases_of(path), work.tree)
+    ):
+        return
     if what == "commands":
         run_commands(split_commands(detail, line), path, work)
     elif what == "label":
