@@ -15,7 +15,7 @@ from tests.helpers.git import git_repo
 GUIDE = """\
 # Guide
 
-Name the branch `docs/gone-one` after the page. <!-- dokimi: ignore -->
+Link `docs/gone-one` from the index. <!-- dokimi: ignore -->
 <!-- dokimi: ignore path -->
 Then `docs/gone-two` and `gone_identifier_x` on the next line.
 <!-- dokimi: ignore -->

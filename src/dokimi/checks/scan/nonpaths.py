@@ -3,7 +3,7 @@ media types, URL routes, word pairs. Such a code span is no path claim, so it is
 
 :func:`not_a_path` asks the rules in order, each a named function; a path the tree holds is always a path,
 and only the words around it (``branch``) can make a span under an existing directory a non-path
-(``docs/<name>`` as a branch name). Measured on labelled guidance lines: tests/scan/test_not_paths.py.
+(``docs/<name>`` as a branch name). Measured on labelled guidance lines: tests/checks/scan/test_not_paths.py.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ HOST = re.compile(
 )
 VERSION = re.compile(r"^v?\d+(\.\d+)*$")
 #: Two short words (``n/a``, ``I/O``, ``km/h``, ``and/or``): at most four letters each.
-WORD_PAIR = re.compile(r"^[A-Za-z]{1,5}/[A-Za-z]{1,5}$")
+WORD_PAIR = re.compile(r"^[A-Za-z]{1,4}/[A-Za-z]{1,4}$")
+#: An owner and a name as GitHub, Docker Hub, Helm and Hugging Face spell them.
+OWNER_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 PAIRS = frozenset({"true/false", "yes/no", "on/off", "read/write", "input/output", "client/server"})
 
 
@@ -128,9 +130,9 @@ def word_pair(location: str, first: str, extension: bool, line: str) -> str | No
 
 def owner_name(location: str, first: str, extension: bool, line: str) -> str | None:
     """``pallets/flask`` in a line about a repository, ``bitnami/postgresql`` about a chart, an image or a
-    model: an owner and a name."""
-    parts = location.split("/")
-    if len(parts) == 2 and not extension and OWNER_WORDS.search(line):
+    model: an owner and a name (two names: not a directory ``tasks/``, a dotfile ``.git/config`` or a
+    placeholder ``{run_dir}/ob``)."""
+    if OWNER_NAME.match(location) and not extension and OWNER_WORDS.search(line):
         return "an owner/name of a repository, image, chart or model, not a path"
     return None
 
