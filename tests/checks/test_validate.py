@@ -176,15 +176,39 @@ def test_an_unknown_manifest_key_far_from_any_lists_the_allowed_keys(repo: Repo)
 
 @pytest.mark.parametrize(
     ("typo", "meant"),
-    [("gates", "gate"), ("setup_pathces", "setup_patches"), ("Prompt", "prompt"), ("max_turn", "max_turns")],
-)
-def test_a_task_key_spelled_like_a_framework_key_is_an_error(repo: Repo, typo: str, meant: str) -> None:
+    [
+        ("gates", "gate"), ("setup_pathces", "setup_patches"), ("max_turn", "max_turns"),
+        ("oracle_paths", "oracle_patch"),
+    ],
+)  # fmt: skip
+def test_a_task_key_spelled_like_a_framework_key_is_a_warning_and_an_error_only_when_strict(
+    repo: Repo, typo: str, meant: str
+) -> None:
+    """The contract gives every key the framework does not read to the repository's grader: a near miss is
+    a warning with its did-you-mean, the task stays valid, and only --strict makes it an error."""
     task = repo.task("t1", **{typo: ["x"]})
     repo.add_eval(tasks={"t1": task})
     report = run(repo)
-    finding = next(f for f in report.errors if f.key == typo)
-    assert finding.line == task_line(task, typo)
-    assert finding.fix == f"did you mean {meant!r}?"
+    assert report.valid, [f.text() for f in report.errors]
+    finding = one(report, "near_miss_task_keys", "warning")
+    assert (finding.key, finding.line) == (typo, task_line(task, typo))
+    assert finding.fix == f"did you mean {meant!r}?" and f"spells like {meant!r}" in finding.message
+    strict = run(repo, strict=True)
+    assert not strict.valid and one(strict, "near_miss_task_keys").key == typo
+
+
+def test_a_near_miss_key_does_not_stop_the_task_from_loading(repo: Repo) -> None:
+    from dokimi.manifest import load_manifest, load_tasks
+
+    repo.add_eval(tasks={"t1": repo.task("t1", oracle_paths=["calc/x.py"])})
+    with open_source(str(repo.path)) as opened:
+        loaded = load_manifest(
+            opened.eval_snapshot(), manifest=MANIFEST_PATH, manifest_file=None, required=True
+        )
+        assert loaded.manifest is not None
+        (task,) = load_tasks(opened.eval_snapshot(), loaded.manifest)
+    assert task.task is not None and task.errors == []
+    assert [w.key for w in task.warnings] == ["oracle_paths"]
 
 
 def test_grader_keys_unlike_any_framework_key_pass_through(repo: Repo) -> None:

@@ -106,6 +106,29 @@ def test_each_broken_task_is_reported_with_its_reason_and_the_cli_exits_1(
 
 
 @pytest.mark.docker
+def test_a_grader_key_spelled_like_a_framework_key_validates_with_a_warning_and_checks_sound(
+    docker_available: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """oracle_paths is the repository grader's key (it spells like oracle_patch): the contract passes it
+    through unread, so validate warns with its did-you-mean and tasks check finds the task sound."""
+    grader, extra, files = TASKS["fix_add"]
+    tasks = {"fix_add": (grader, {**extra, "oracle_paths": ["app/calc.py"]}, files)}
+    path, _, head = make_eval_repo(tmp_path / "repo", tasks=tasks)
+    assert main(["repo", "validate", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "warning:" in printed and "oracle_paths" in printed and "did you mean 'oracle_patch'?" in printed
+    assert main(["repo", "validate", str(path), "--strict"]) == 1
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["repo", "tasks", "check", f"{path}@{head}", "--out", str(out)]) == 0
+    assert "warning:" in capsys.readouterr().out
+    (task,) = read_document(out / "tasks-check.json", TasksCheck).tasks
+    assert task.status == "ok" and "oracle_paths" in task.warnings[0]
+    subprocess.run(["docker", "rmi", read_document(out / "tasks-check.json", TasksCheck).image],
+                   capture_output=True, check=False)  # fmt: skip
+
+
+@pytest.mark.docker
 def test_a_task_whose_name_the_agent_can_reach_fails_isolation(
     docker_available: bool, tmp_path: Path
 ) -> None:

@@ -43,7 +43,6 @@ from dokimi.schemas.task import (
     base_form,
     egress_host_problem,
     framework_task_keys,
-    misspelled_task_keys,
     split_base,
 )
 from dokimi.schemas.validation import Finding, Severity, ValidationReport
@@ -464,9 +463,8 @@ def check_builtin_task_keys(ctx: Context) -> Iterator[Finding]:
         m.entry_points.grade
     )
     for lt, data in ctx.task_data():
-        misspelled = {key for key, _ in misspelled_task_keys(data)}
         for key in data:
-            if key not in known and key not in misspelled:
+            if key not in known:
                 yield ctx.at_task(
                     lt, code, (key,), "unknown key (a built-in grader reads no other keys)",
                     unknown_key_hint(key, known),
@@ -1125,6 +1123,28 @@ def check_task_schema(ctx: Context) -> Iterator[Finding]:
             )
 
 
+def check_near_miss_task_keys(ctx: Context) -> Iterator[Finding]:
+    """A task.json key that spells like a framework key is a warning naming the key it resembles: every key
+    the framework does not read belongs to the repository's grader, so it is never an error (``--strict``
+    makes every warning one). With a built-in grade there is no grader to read it, and
+    :func:`check_builtin_task_keys` reports it as an unknown key."""
+    m = ctx.manifest
+    if m is not None and m.entry_points is not None and is_builtin(m.entry_points.grade):
+        return
+    for lt in ctx.tasks:
+        for warning in lt.warnings:
+            yield Finding(
+                severity="warning",
+                code=_code(check_near_miss_task_keys),
+                message=warning.message,
+                file=lt.path,
+                line=warning.line,
+                task=lt.id,
+                key=warning.key,
+                fix=warning.hint,
+            )
+
+
 # --- guidance rules ---------------------------------------------------------------------------------------
 
 
@@ -1439,6 +1459,7 @@ RULES: tuple[Rule, ...] = (
     check_egress_hosts,
     check_mode_values,
     check_task_schema,
+    check_near_miss_task_keys,
     check_builtin_task_keys,
     check_guidance_globs_at_every_base,
     check_also_scan_exists,
@@ -1453,11 +1474,14 @@ def _sort_key(f: Finding) -> tuple[str, int, str, str, str, str]:
     return (f.file or "", f.line or 0, f.task or "", f.key or "", f.code, f.message)
 
 
-def validate_loaded(ctx: Context, rules: Sequence[Rule] = RULES) -> ValidationReport:
-    """Run ``rules`` over a prepared context and collect the report."""
+def validate_loaded(ctx: Context, rules: Sequence[Rule] = RULES, *, strict: bool = False) -> ValidationReport:
+    """Run ``rules`` over a prepared context and collect the report. ``strict`` (``--strict``): every warning
+    is an error."""
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule(ctx))
+    if strict:
+        findings = [f.model_copy(update={"severity": "error"}) for f in findings]
     errors = sorted((f for f in findings if f.severity == "error"), key=_sort_key)
     warnings = sorted((f for f in findings if f.severity == "warning"), key=_sort_key)
     m = ctx.manifest
@@ -1477,9 +1501,10 @@ def validate_loaded(ctx: Context, rules: Sequence[Rule] = RULES) -> ValidationRe
 
 
 def validate_repo(
-    repo: Repo, *, manifest: str | None = None, manifest_file: Path | None = None
+    repo: Repo, *, manifest: str | None = None, manifest_file: Path | None = None, strict: bool = False
 ) -> ValidationReport:
-    """Validate the manifest and every task of ``repo`` against its eval tree.
+    """Validate the manifest and every task of ``repo`` against its eval tree (``strict``: every warning is
+    an error).
 
     Raises ManifestError (exit 2) when no manifest is found, and SourceError when the source cannot be read;
     a manifest that is not a YAML mapping (not UTF-8 text, not YAML, duplicate keys) and every rule violation
@@ -1497,7 +1522,7 @@ def validate_repo(
             repo, snapshot, name, Marked({}, name), manifest_file is not None, manifest=None,
             manifest_errors=[problem],
         )  # fmt: skip
-        return validate_loaded(ctx)
+        return validate_loaded(ctx, strict=strict)
     if found is None:
         from dokimi.repo.manifest import load_manifest
 
@@ -1508,4 +1533,4 @@ def validate_repo(
     ctx = Context(repo, snapshot, path, marked, from_file, manifest=model, manifest_errors=errors)
     if model is not None and model.tasks and not _bad_relative_path(model.tasks):
         ctx.tasks = load_tasks(snapshot, model)
-    return validate_loaded(ctx)
+    return validate_loaded(ctx, strict=strict)

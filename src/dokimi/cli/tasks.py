@@ -219,6 +219,8 @@ def _table(report: Any) -> None:
     for task in report.tasks:
         for problem in task.problems:
             lines += fit_line(f"  {task.task}: {problem}", width)
+        for warning in task.warnings:
+            lines += fit_line(f"  {task.task}: warning: {warning}", width)
     broken = sum(1 for t in report.tasks if t.status != "ok")
     verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
     lines.append(f"{verdict}{' (warm)' if report.warm else ''}")

@@ -1,4 +1,5 @@
-"""``dokimi repo validate SOURCE --manifest PATH | --manifest-file PATH [--json]`` (docs/validate.md).
+"""``dokimi repo validate SOURCE --manifest PATH | --manifest-file PATH [--strict] [--json]``
+(docs/validate.md).
 
 Exit codes: 0 valid (warnings allowed), 1 invalid, 2 could not run (unreadable source, no manifest, a manifest
 that is not a YAML mapping).
@@ -23,20 +24,28 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 @click.command("validate")
 @source_argument
 @manifest_options
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Every warning is an error (exit 1): a task.json key that spells like a framework key, a glob that "
+    "matches nothing, ...",
+)
 @json_option
-def validate(source: str, manifest: str | None, manifest_file: Path | None, as_json: bool) -> int:
+def validate(
+    source: str, manifest: str | None, manifest_file: Path | None, strict: bool, as_json: bool
+) -> int:
     """Validate the manifest and every task.json against SOURCE (<dir>, <dir>@<rev> or <url>@<rev>).
 
     Every task base must resolve in the source, and the guidance globs are evaluated at each base. One line
-    per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed),
-    1 invalid, 2 could not run.
+    per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed,
+    unless --strict), 1 invalid, 2 could not run.
     """
     from dokimi.checks.validate import validate_repo
     from dokimi.source import open_source
 
     check_manifest_choice(manifest, manifest_file)
     with open_source(source) as repo:
-        report = validate_repo(repo, manifest=manifest, manifest_file=manifest_file)
+        report = validate_repo(repo, manifest=manifest, manifest_file=manifest_file, strict=strict)
     if as_json:
         emit_json(report)
     else:

@@ -63,6 +63,9 @@ class LoadedTask:
     task: Task | None
     marked: Marked | None
     errors: list[DokimiError] = field(default_factory=list)
+    warnings: list[DokimiError] = field(default_factory=list)
+    """What does not stop the task: a key spelled like a framework key (:func:`near_miss_warnings`). Keys the
+    framework does not read belong to the repository's grader, so no command refuses a task for one."""
 
 
 # --- manifest ---------------------------------------------------------------------------------------------
@@ -255,6 +258,24 @@ class LazyMarked(Marked):
         return super().line(loc)
 
 
+def near_miss_warnings(marked: Marked, path: str) -> list[DokimiError]:
+    """A task.json key that is not the framework's but spells like one (``gates``, ``oracle_paths``): a
+    warning naming the key it resembles, never an error. The contract gives every key the framework does not
+    read to the repository's grader, which may well read ``oracle_paths``; a typo of ``gate`` would leave the
+    default gate in force, which the warning says."""
+    return [
+        DocumentError(
+            f"spells like {close!r}, a key dokimi reads: if it is a typo, {close!r} is unset and its "
+            "default applies; a key your grader reads is fine (keys dokimi does not read are the grader's)",
+            path=path,
+            line=marked.line((key,)),
+            key=key,
+            hint=f"did you mean {close!r}?",
+        )
+        for key, close in misspelled_task_keys(marked.data)
+    ]
+
+
 def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> LoadedTask:
     """Parse one task.json (duplicate keys refused) and validate it against Task, keeping every error."""
     try:
@@ -270,24 +291,13 @@ def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> Loaded
     if not isinstance(marked.data, dict):
         error = DocumentError("task.json must be a JSON object", path=path, line=1)
         return LoadedTask(task_id, directory, path, None, marked, [error])
-    misspelled: list[DokimiError] = [
-        DocumentError(
-            "unknown key (it looks like a misspelled framework key, which would otherwise be ignored)",
-            path=path,
-            line=marked.line((key,)),
-            key=key,
-            hint=f"did you mean {close!r}?",
-        )
-        for key, close in misspelled_task_keys(marked.data)
-    ]
+    near_misses = near_miss_warnings(marked, path)
     try:
         task = Task.model_validate(marked.data)
     except ValidationError as exc:
-        errors = misspelled + list(validation_errors(exc, marked, Task))
-        return LoadedTask(task_id, directory, path, None, marked, errors)
-    if misspelled:
-        return LoadedTask(task_id, directory, path, None, marked, misspelled)
-    return LoadedTask(task_id, directory, path, task, marked, [])
+        errors: list[DokimiError] = list(validation_errors(exc, marked, Task))
+        return LoadedTask(task_id, directory, path, None, marked, errors, near_misses)
+    return LoadedTask(task_id, directory, path, task, marked, [], near_misses)
 
 
 # --- guidance ---------------------------------------------------------------------------------------------

@@ -652,7 +652,7 @@ def prepare_batch(
         refusal = egress_refusal(tasks[task_id].task, opts.agent_network, sealed=network == SEALED)  # type: ignore[arg-type]
         if refusal:
             raise UsageError(refusal, path=tasks[task_id].path)
-    warnings: list[str] = []
+    warnings = [f"{w.location()}: {w.message}; {w.hint}" for t in task_ids for w in tasks[t].warnings]
     if opts.agent_network and opts.agent_network != "none":
         warnings.append(agent_network_warning(opts.agent_network))
     require_docker()

@@ -321,6 +321,8 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         by_task.setdefault(lt.id, []).append(outcome)
     for lt, _task in runnable:
         reports[lt.id] = _verdict(lt.id, by_task[lt.id])
+    for lt in tasks:
+        reports[lt.id].warnings = [f"{w.location()}: {w.message}; {w.hint}" for w in lt.warnings]
     return [reports[t.id] for t in tasks]
 
 

@@ -56,6 +56,9 @@ class TaskReport(Document):
     """``ok``: ready for paid runs; ``broken``: fix it first; ``unsupported``: needs a missing feature."""
     problems: list[str] = Field(default_factory=list)
     """One line per failed check, for people."""
+    warnings: list[str] = Field(default_factory=list)
+    """What does not stop the task, for people: a task.json key that spells like a framework key (a key the
+    framework does not read belongs to the repository's grader)."""
     checks: list[CheckItem] = Field(default_factory=list)
     """Every rule checked, in order."""
     null: PhaseReport | None = None
