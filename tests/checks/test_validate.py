@@ -198,7 +198,7 @@ def test_a_task_key_spelled_like_a_framework_key_is_a_warning_and_an_error_only_
 
 
 def test_a_near_miss_key_does_not_stop_the_task_from_loading(repo: Repo) -> None:
-    from dokimi.manifest import load_manifest, load_tasks
+    from dokimi.repo.manifest import load_manifest, load_tasks
 
     repo.add_eval(tasks={"t1": repo.task("t1", oracle_paths=["calc/x.py"])})
     with open_source(str(repo.path)) as opened:
