@@ -40,6 +40,7 @@ def test_every_link_rule_gives_its_status(tmp_path: Path) -> None:
     add_submodule_entry(repo, "libs/sub")
     result = scan_dir(str(repo), source_url=URL + ".git", build_systems=["none"])
     assert rows(result) == [
+        (2, "link", "#local", "fail"),  # no such heading or anchor (test_fragments.py)
         (2, "link", "docs/gone.md", "fail"),
         (2, "link", "docs/guide.md", "ok"),
         (2, "link", "docs/guide.md#setup", "ok"),

@@ -12,10 +12,12 @@ import posixpath
 import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from dokimi.checks.scan.adapters import ADAPTERS, ALIASES, Adapter, Check, Ctx, Inputs
 from dokimi.checks.scan.adapters.bazel import BazelAdapter
+from dokimi.checks.scan.fragments import is_markdown, resolve_fragment, resolve_line_anchor, split_fragment
 from dokimi.checks.scan.identifiers import (
     identifier_shape,
     module_prefix,
@@ -31,7 +33,9 @@ from dokimi.checks.scan.paths import (
     RepoUrl,
     Tree,
     bases_of,
+    is_absolute_link,
     is_github_action_ref,
+    link_path,
     parse_repo_url,
     resolve_glob_claim,
     resolve_link,
@@ -57,7 +61,7 @@ from dokimi.checks.scan.skills import (
 )
 from dokimi.checks.scan.suppress import IgnoreEntry, apply_suppressions, inline_rules, manifest_rules
 from dokimi.checks.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
-from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES, status_class
 from dokimi.errors import SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.source import git
@@ -144,6 +148,13 @@ class _Work:
     """What each code span's text claims (:func:`classify_span`), from the first pass over the spans."""
     skills: dict[str, str] = field(default_factory=dict)
     """The skills the tree defines, by name (:func:`dokimi.checks.scan.skills.skills_of`)."""
+    parsed: dict[str, MarkdownItems] = field(default_factory=dict)
+    """The Markdown items of the guidance files, by path (a link's fragment is checked against them)."""
+    cache: ItemsCache | None = None
+
+    def parse(self, text: str) -> MarkdownItems:
+        """The items of a Markdown text that is no guidance file (a link's target): from the cache too."""
+        return self.cache.items(text) if self.cache is not None else extract(text)
 
 
 # --- guidance files -----------------------------------------------------------------------------------------
@@ -322,13 +333,23 @@ def select_adapters(tree: Tree, build_systems: list[str] | None, root_texts: dic
 
 def scan_file(path: str, text: str, items: MarkdownItems, work: _Work) -> None:
     for link in items.links:
-        verdict = resolve_link(
-            link.target, path, work.tree, source=work.source, default_branches=work.branches
-        )
-        if verdict is not None:
-            work.drafts.append(
-                Draft(path, link.line, "image" if link.image else "link", link.target, verdict)
-            )
+        kind = "image" if link.image else "link"
+        target = link.target.strip()
+        if target.startswith("#"):
+            if len(target) > 1:  # a fragment-only link: an anchor of this file
+                own = resolve_fragment(target[1:], items.anchors, "this file")
+                work.drafts.append(Draft(path, link.line, kind, link.target, own))
+            continue
+        verdict = resolve_link(target, path, work.tree, source=work.source, default_branches=work.branches)
+        if verdict is None:
+            continue
+        fragment = split_fragment(target)[2]
+        if fragment and status_class(verdict.status) == "ok" and not is_absolute_link(target):
+            check = fragment_check(path, link.line, kind, link.target, verdict, work)
+            if check is not None:
+                work.checks.append(check)
+                continue
+        work.drafts.append(Draft(path, link.line, kind, link.target, verdict))
     lines = text.split("\n")
     for span in items.spans:
         scan_span(path, span.line, span.text, work, lines[span.line - 1] if span.line <= len(lines) else "")
@@ -360,6 +381,42 @@ def scan_skills(path: str, text: str, items: MarkdownItems, work: _Work) -> None
         return
     for ref in skill_references(text, items.fenced_lines()):
         work.drafts.append(Draft(path, ref.line, "skill", ref.claim, resolve_skill(ref.name, work.skills)))
+
+
+def fragment_check(file: str, line: int, kind: str, target: str, found: Verdict, work: _Work) -> Check | None:
+    """The check of a link's ``#fragment`` once its target is read (the target's path is ``found``): a
+    Markdown file's anchors, any other file's line anchors. None when the fragment is not checked (a
+    directory)."""
+    full = link_path(target, file)
+    real = work.tree.resolve(full) if full is not None else None
+    if real is None or not work.tree.is_file(real):
+        return None
+    _, query, fragment = split_fragment(target.strip())
+    markdown = is_markdown(real) and "plain=1" not in query.split("&")
+    return Check(
+        file,
+        line,
+        kind,
+        target,
+        partial(check_fragment, real, fragment, markdown, found, work),
+        needs=() if markdown and real in work.parsed else (real,),
+    )
+
+
+def check_fragment(
+    real: str, fragment: str, markdown: bool, found: Verdict, work: _Work, inputs: Inputs
+) -> Verdict:
+    """The fragment of a link whose path is ``real`` (verdict ``found``), against what that file shows."""
+    items = work.parsed.get(real) if markdown else None
+    text = inputs.text(real) if items is None else None
+    if items is None and text is None:
+        return Verdict(found.status, f"{found.why}; #{fragment} not checked: {real} could not be read")
+    if markdown:
+        return resolve_fragment(fragment, (items or work.parse(text or "")).anchors, real)
+    line = resolve_line_anchor(fragment, text or "", real)
+    if line is not None:
+        return line
+    return Verdict(found.status, f"{found.why}; #{fragment} not checked (not a Markdown file, not a line)")
 
 
 SpanClaim = tuple[Literal["none", "commands", "label", "node", "path", "glob", "identifier"], str]
@@ -627,9 +684,7 @@ def parse_guidance(texts: dict[str, str], cache: ItemsCache | None) -> dict[str,
     """The Markdown items of each guidance text, by path: parsed, or from the cache of earlier runs."""
     if cache is None:
         return {path: extract(texts[path]) for path in sorted(texts)}
-    items = {path: cache.items(texts[path]) for path in sorted(texts)}
-    cache.save()
-    return items
+    return {path: cache.items(texts[path]) for path in sorted(texts)}
 
 
 def _scan(
@@ -660,6 +715,7 @@ def _scan(
         tree, {n: ADAPTERS[n] for n in systems.adapters}, parse_repo_url(source_url), frozenset(branches)
     )
     items = parse_guidance(texts, items_cache)
+    work.parsed, work.cache = items, items_cache
     # The identifier search reads every file of the tree, so it starts before the other claims are checked and
     # runs (git grep, another process) while they are.
     exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
@@ -716,6 +772,8 @@ def _scan(
         for d in work.drafts
     }
     drafts = sorted(unique.values(), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
+    if items_cache is not None:
+        items_cache.save()  # the guidance's items, and those of the Markdown files its links' fragments name
     rules = [
         rule
         for path, parsed in items.items()

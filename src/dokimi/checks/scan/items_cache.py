@@ -2,8 +2,8 @@
 
 pre-commit runs the scan on every commit, and most commits change no guidance: parsing the same files again
 (and importing the Markdown parser to do it) was the largest part of a scan of a repository with many
-guidance files. The items of a text (its links, code spans and fences, :class:`MarkdownItems`) depend on
-that text alone, so the command keeps them, by a hash of the text, in one file per repository:
+guidance files. The items of a text (its links, code spans, fences and anchors, :class:`MarkdownItems`)
+depend on that text alone, so the command keeps them, by a hash of the text, in one file per repository:
 ``<cache>/scan/<hash of the repository's path>.items``, where ``<cache>`` is DOKIMI_HOME, else
 ``$XDG_CACHE_HOME/dokimi``, else ``~/.cache/dokimi``. Everything else (the tree, the claims, their verdicts)
 is worked out anew on every run.
@@ -28,12 +28,13 @@ from dokimi.checks.scan.markdown import CodeSpan, Fence, Link, MarkdownItems, ex
 from dokimi.home import cache_directory
 
 #: Bumped when the layout of the file changes.
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".items"
 ItemsData = tuple[
     tuple[tuple[int, str, bool], ...],
     tuple[tuple[int, str], ...],
     tuple[tuple[int, str, tuple[str, ...]], ...],
+    tuple[str, ...],
 ]
 
 
@@ -77,15 +78,17 @@ def to_data(items: MarkdownItems) -> ItemsData:
         tuple((link.line, link.target, link.image) for link in items.links),
         tuple((span.line, span.text) for span in items.spans),
         tuple((fence.line, fence.info, tuple(fence.lines)) for fence in items.fences),
+        tuple(items.anchors),
     )
 
 
 def from_data(data: ItemsData) -> MarkdownItems:
-    links, spans, fences = data
+    links, spans, fences, anchors = data
     return MarkdownItems(
         links=[Link(line, target, image) for line, target, image in links],
         spans=[CodeSpan(line, text) for line, text in spans],
         fences=[Fence(line, info, list(lines)) for line, info, lines in fences],
+        anchors=list(anchors),
     )
 
 

@@ -3,7 +3,9 @@
 Tokens come from markdown-it-py (CommonMark plus tables). Block tokens carry line maps; the line of an inline
 item (a link, a code span) is its block's first line plus the newlines before it in the block's inline source,
 which the wrapped inline rules below record as they parse. A reference definition is reported at its own line,
-and a link that uses it is not reported again. HTML (<a href>, <img src>) is not read.
+and a link that uses it is not reported again. HTML, inline or as a block, gives links too (``<a href>``,
+``<img src>``) and anchors (``id=``, ``<a name>``); each heading gives the anchor GitHub makes of it
+(:func:`github_slug`, numbered ``-1``, ``-2`` when repeated).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ if TYPE_CHECKING:  # markdown-it is imported on the first parse (a scan whose it
     from markdown_it.rules_core import StateCore
     from markdown_it.rules_inline import StateInline
 
-ITEM_TYPES = frozenset({"link_open", "image", "code_inline"})
+ITEM_TYPES = frozenset({"link_open", "image", "code_inline", "html_inline"})
+#: An HTML start tag, its name and its attributes.
+HTML_TAG = re.compile(
+    r"<([A-Za-z][A-Za-z0-9-]*)((?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>\"']+))?)*)\s*/?>"
+)
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+HTML_ATTR = re.compile(r"([^\s/>=]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+)))?")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
 
 
@@ -46,6 +54,9 @@ class MarkdownItems:
     links: list[Link] = field(default_factory=list)
     spans: list[CodeSpan] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
+    anchors: list[str] = field(default_factory=list)
+    """The fragments a link may name: each heading's GitHub anchor, in order, and the ``id``/``name`` of
+    HTML elements."""
 
     def fenced_lines(self) -> set[int]:
         """The lines of fenced code, opening and closing fences included (a fence left open at the end of
@@ -141,7 +152,7 @@ def _parser() -> MarkdownIt:
     md.core.ruler.disable(list(UNREAD_CORE))
     md.core.ruler.at("inline", _inline_with_items)
     md.inline.terminator_re = TEXT_STOPS
-    for name in ("link", "image", "autolink", "backticks"):
+    for name in ("link", "image", "autolink", "backticks", "html_inline"):
         rule: Any = md.inline.ruler.__rules__[md.inline.ruler.__find__(name)].fn
         md.inline.ruler.at(name, _wrap(rule))
     return md
@@ -159,6 +170,7 @@ def _inline_with_items(state: StateCore) -> None:
 
 
 _MD: MarkdownIt | None = None
+_HEADINGS: MarkdownIt | None = None
 
 
 def blank_front_matter(text: str) -> str:
@@ -181,10 +193,19 @@ def extract(text: str) -> MarkdownItems:
         line = ref["map"][0] + 1 if ref.get("map") else 1
         items.links.append(Link(line, _decode(ref["href"])))
     block_line = 1
+    slugs = Slugger()
+    in_heading = False
     for token in tokens:
         if token.map is not None:
             block_line = token.map[0] + 1
-        if token.type == "fence" and token.map is not None:
+        if token.type == "heading_open":
+            in_heading = True
+        elif in_heading and token.type == "inline":
+            items.anchors.append(slugs.slug(heading_text(token.content)))
+            in_heading = False
+        if token.type == "html_block":
+            html_items(token.content, block_line, items)
+        elif token.type == "fence" and token.map is not None:
             lines = token.content.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
@@ -203,8 +224,84 @@ def extract(text: str) -> MarkdownItems:
                     items.links.append(Link(line, _decode(href), image=child.type == "image"))
                 elif child.type == "code_inline":
                     items.spans.append(CodeSpan(line, child.content))
+                elif child.type == "html_inline":
+                    html_items(child.content, line, items)
     items.links.sort(key=lambda link: link.line)
     return items
+
+
+def html_items(html: str, line: int, items: MarkdownItems) -> None:
+    """The links (``<a href>``, ``<img src>``) and anchors (any element's ``id``, an ``<a name>``) of HTML in
+    Markdown, starting at ``line`` (what an HTML comment holds is not read)."""
+    if "<!--" in html:
+        html = HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), html)
+    for tag in HTML_TAG.finditer(html):
+        name = tag.group(1).lower()
+        attrs = {
+            m.group(1).lower(): next((g for g in m.group(2, 3, 4) if g is not None), "")
+            for m in HTML_ATTR.finditer(tag.group(2))
+        }
+        at = line + html.count("\n", 0, tag.start())
+        if name == "a" and attrs.get("href"):
+            items.links.append(Link(at, _decode(_unescape(attrs["href"]))))
+        elif name == "img" and attrs.get("src"):
+            items.links.append(Link(at, _decode(_unescape(attrs["src"])), image=True))
+        for key in ("id", "name") if name == "a" else ("id",):
+            if attrs.get(key):
+                items.anchors.append(_unescape(attrs[key]))
+
+
+def _unescape(value: str) -> str:
+    if "&" not in value:
+        return value
+    import html
+
+    return html.unescape(value)
+
+
+def heading_text(source: str) -> str:
+    """What GitHub shows of a heading's inline source: its text and code, without the marks of emphasis,
+    links, images and HTML tags (the text an anchor is made of)."""
+    global _HEADINGS
+    if not any(ch in source for ch in "*_`[<&\\!"):
+        return source  # nothing but text
+    if _HEADINGS is None:
+        from markdown_it import MarkdownIt
+
+        _HEADINGS = MarkdownIt("commonmark")
+    out: list[str] = []
+    for token in _HEADINGS.parseInline(source)[0].children or []:
+        if token.type in ("text", "code_inline"):
+            out.append(token.content)
+        elif token.type == "softbreak":
+            out.append("\n")
+        elif token.type == "image":
+            continue  # an image shows no text
+    return "".join(out)
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading of this text (github-slugger): lowercased; every character that is
+    not a letter, a digit, a mark, ``-``, ``_`` or a space dropped; each space a ``-``."""
+    import unicodedata
+
+    kept = [ch for ch in text.lower() if ch in " -_" or unicodedata.category(ch)[0] in "LNM"]
+    return "".join(kept).replace(" ", "-")
+
+
+class Slugger:
+    """Anchors of one page: a repeated slug gets ``-1``, ``-2``, ... (github-slugger's rule)."""
+
+    def __init__(self) -> None:
+        self.occurrences: dict[str, int] = {}
+
+    def slug(self, text: str) -> str:
+        result = original = github_slug(text)
+        while result in self.occurrences:
+            self.occurrences[original] += 1
+            result = f"{original}-{self.occurrences[original]}"
+        self.occurrences[result] = 0
+        return result
 
 
 def _decode(href: str) -> str:

@@ -606,15 +606,12 @@ def _resolve_link(
     target = target.strip()
     if not target or target.startswith("#"):
         return None
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target) or target.startswith("//"):
+    if is_absolute_link(target):
         return _absolute_link(target, tree, source, default_branches)
     path = re.split(r"[#?]", target, maxsplit=1)[0]
-    if not path:
+    full = link_path(target, file)
+    if full is None:
         return None
-    if path.startswith("/"):
-        full = join("", path.lstrip("/"))
-    else:
-        full = join(posixpath.dirname(file), path)
     if escapes_root(full):
         return unresolved("leaves the repository")
     sub = tree.submodule_above(full)
@@ -628,6 +625,22 @@ def _resolve_link(
     return fail(
         f"no such file or directory: {full}", did_you_mean(tree.suggest_path(full), posixpath.dirname(file))
     )
+
+
+def is_absolute_link(target: str) -> bool:
+    """A link with a scheme (``https:``, ``mailto:``) or to another host (``//host/x``)."""
+    return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target)) or target.startswith("//")
+
+
+def link_path(target: str, file: str) -> str | None:
+    """The tree path a relative link of ``file`` names (without its ``?query`` and ``#fragment``; from the
+    root for ``/path``; may start with ``..`` when it leaves the tree); None for no path (``#x``, ``?x``)."""
+    path = re.split(r"[#?]", target.strip(), maxsplit=1)[0]
+    if not path:
+        return None
+    if path.startswith("/"):
+        return join("", path.lstrip("/"))
+    return join(posixpath.dirname(file), path)
 
 
 def _absolute_link(
