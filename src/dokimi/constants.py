@@ -49,6 +49,8 @@ CONTAINER_SOURCE_DIR: Final = PurePosixPath("/eval/source")
 CONTAINER_WORKSPACE: Final = CONTAINER_RUN_DIR / WORKSPACE
 CONTAINER_HARNESS: Final = PurePosixPath("/eval/harness")
 CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
+#: Where a dry-run cell's script is mounted (read-only) in the agent's container: a neutral name.
+DRY_RUN_MOUNT: Final = PurePosixPath("/eval/dry-run/script.json")
 
 # The five placeholders of the manifest.
 PLACEHOLDERS: Final = ("eval_dir", "source_dir", "run_dir", "out", "task")

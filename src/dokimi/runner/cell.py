@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dokimi import safefs
 from dokimi.batch import CellKey
-from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT
+from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT, DRY_RUN_MOUNT
 from dokimi.errors import DokimiError
 from dokimi.grading import merge as mergegrade
 from dokimi.grading.environment import GradeEnvironment
@@ -53,7 +53,6 @@ from dokimi.rundir import (
     BatchLayout,
     task_dir,
 )
-from dokimi.runner.dryrun import DRY_RUN_MOUNT
 from dokimi.runner.plan import CellLimits
 from dokimi.sandbox.specs import CacheMount, ContainerSettings
 

@@ -35,7 +35,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dokimi.errors import UsageError
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNK_CHARS",
-    "DRY_RUN_MOUNT",
     "FIXED_ANSWER",
     "FileChange",
     "NO_CHANGE_ANSWER",
@@ -61,8 +60,6 @@ __all__ = [
     "write_script",
 ]
 
-DRY_RUN_MOUNT = PurePosixPath("/eval/dry-run/script.json")
-"""Where a cell's script is mounted (read-only) in the agent's container: a neutral name, never a task's."""
 CHUNK_CHARS = 48 * 1024
 """Base64 characters per Bash command: well under Linux's 128 KiB limit on one argument string."""
 PATCH_FILE = '"$HOME/.dokimi-dry-run.patch"'
