@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from bench_cell_overhead import HARNESS, PROFILE, make_repo  # noqa: E402
 from tests.helpers.raycluster import start_cluster  # noqa: E402
 
-from dokimi.runner.executor import ExecutorSettings, cluster_session  # noqa: E402
+from dokimi.runner.dispatch import ExecutorSettings, cluster_session  # noqa: E402
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch  # noqa: E402
 from dokimi.source import open_source  # noqa: E402
 

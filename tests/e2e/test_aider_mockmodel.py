@@ -91,7 +91,7 @@ def test_an_image_without_python311_cannot_run_aider_and_the_error_says_so(
     docker_available: bool, aider_bin: Path, tmp_path: Path
 ) -> None:
     from dokimi.errors import PrerequisiteError
-    from dokimi.runner.run import harness_version_in_image
+    from dokimi.sandbox.harness_version import harness_version_in_image
 
     tag = f"dokimi/test-no-python311:{os.getpid()}"
     dockerfile = b"FROM dokimi-base:bookworm\nRUN rm /usr/bin/python3.11\n"

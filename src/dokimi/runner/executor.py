@@ -1,4 +1,5 @@
-"""Where the cells of a batch run: the executor interface, and the local pool.
+"""Where the cells of a batch run: the executor interface, and the local pool (:mod:`dokimi.runner.dispatch`
+opens one by name).
 
 The batch loop (:func:`dokimi.runner.run.execute_cells`) stays on the machine that ran ``repo run`` (the
 driver). It decides which cell starts and when (resume, ``--max-batch-usd``, cancel) and hands each one to an
@@ -16,19 +17,15 @@ run elsewhere brings the run directory back before it resolves the future (:mod:
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
-
-from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
     from dokimi.runner.cell import CellContext, CellOutcome
 
-__all__ = ["cluster_session", "EXECUTORS", "CellExecutor", "ExecutorName", "LocalExecutor", "open_executor"]
+__all__ = ["EXECUTORS", "CellExecutor", "ExecutorName", "LocalExecutor", "stop_local_containers"]
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = ("local", "ray")
@@ -102,66 +99,3 @@ def stop_local_containers(batch: str) -> None:
         remove_batch_containers(batch)
     except Exception:
         pass
-
-
-@dataclass(frozen=True)
-class ExecutorSettings:
-    """``--executor`` and what a remote executor needs to reach the batch (``repo run``'s options)."""
-
-    name: ExecutorName = "local"
-    ray_address: str | None = None
-    shared_out: bool = False
-    """The batch directory is on storage every node mounts at the same path."""
-    source: str | None = None
-    """The source as given (a node opens it again)."""
-    bin_option: str | None = None
-    """--bin as given (a node resolves it again)."""
-
-
-@contextmanager
-def cluster_session(name: ExecutorName, address: str | None) -> Iterator[None]:
-    """For ``ray``: join the cluster before the batch is prepared, so that its nodes start their worker
-    processes while the driver builds and checks; left on exit. Nothing for ``local``."""
-    if name != "ray":
-        yield
-        return
-    from dokimi.runner.ray_executor import join_cluster
-
-    ray = join_cluster(address)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-@contextmanager
-def open_executor(
-    settings: ExecutorSettings,
-    ctx: CellContext,
-    *,
-    jobs: int | None,
-    cell_function: Callable[[CellContext, CellKey], CellOutcome] | None = None,
-) -> Iterator[CellExecutor]:
-    """The executor ``settings.name`` for a prepared batch, closed (and disconnected) on exit."""
-    name, ray_address, shared_out = settings.name, settings.ray_address, settings.shared_out
-    source, bin_option = settings.source, settings.bin_option
-    if name == "local":
-        local = LocalExecutor(ctx, jobs or 1, cell_function)
-        try:
-            yield local
-        finally:
-            local.close()
-        return
-    if name == "ray":
-        from dokimi.runner.ray_executor import RayExecutor
-
-        assert source is not None
-        remote = RayExecutor.connect(
-            ctx, source=source, address=ray_address, jobs=jobs, shared_out=shared_out, bin_option=bin_option
-        )
-        try:
-            yield remote
-        finally:
-            remote.close()
-        return
-    raise UsageError(f"--executor {name}: unknown", hint=f"executors: {', '.join(EXECUTORS)}")

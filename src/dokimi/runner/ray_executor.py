@@ -612,8 +612,8 @@ def _refuse_difference(where: str, difference: str | None) -> None:
 def node_harness_version(ctx: CellContext, base: Path) -> str:
     """The harness version inside the image on this node. It depends on the image and the executable only,
     so a node keeps it per (image id, executable path, size, mtime) and asks again only when one changes."""
-    from dokimi.runner.run import harness_version_in_image
     from dokimi.sandbox.docker import image_inspect
+    from dokimi.sandbox.harness_version import harness_version_in_image
 
     image_id = str((image_inspect(ctx.image) or {}).get("Id") or "")
     real = ctx.harness_bin.resolve()

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -44,13 +43,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dokimi import __version__
 from dokimi.batch import CellKey, load_batch, read_pin, read_plan, write_plan
-from dokimi.errors import ContainerError, PrerequisiteError, UsageError
+from dokimi.errors import ContainerError, UsageError
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner.cell import CellContext, CellOutcome
-from dokimi.runner.executor import ExecutorName, ExecutorSettings
+from dokimi.runner.dispatch import ExecutorSettings, cluster_session, open_executor
+from dokimi.runner.executor import ExecutorName
 from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
@@ -63,7 +63,7 @@ from dokimi.runner.plan import (
     tasks_check_refusal,
 )
 from dokimi.runner.references import with_references
-from dokimi.sandbox.specs import ContainerSettings
+from dokimi.sandbox.harness_version import harness_version_in_image
 
 if TYPE_CHECKING:
     from dokimi.repo.manifest import LoadedTask
@@ -85,7 +85,6 @@ __all__ = [
     "run_summary",
 ]
 
-VERSION_TIMEOUT_S = 120.0
 DERIVE_TIMEOUT_S = 3600.0
 
 
@@ -421,59 +420,6 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
             raise refusal
         return
     write_document(BatchLayout(root).pin, pin)
-
-
-def harness_version_in_image(
-    profile: HarnessProfile,
-    *,
-    image: str,
-    harness_bin: Path,
-    batch: str,
-    scratch: Path,
-    where: str = EVAL_DIR_NAME,
-) -> str:
-    """version_cmd run inside the image with the harness at /eval/harness."""
-    from dokimi.harness.profile import version_argv
-    from dokimi.harness.runtime import CONTAINER_PYTHON, container_launcher, is_python_script
-    from dokimi.sandbox.container import container_name, run_container
-    from dokimi.sandbox.specs import agent_spec
-
-    launcher = container_launcher(harness_bin)
-    run_dir = scratch / "version"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    (run_dir / WORKSPACE).mkdir(parents=True)
-    spec = agent_spec(
-        ContainerSettings(image, None, "none", (), batch),
-        name=container_name(batch, where, "version"),
-        run_dir=run_dir,
-        argv=[*launcher[:-1], *version_argv(profile, launcher[-1])],
-        task=None,
-        harness_bin=harness_bin,
-    )
-    result = run_container(spec, timeout=VERSION_TIMEOUT_S)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    text = (result.stdout or result.stderr).strip()
-    if not result.ok or not text:
-        last = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
-        raise PrerequisiteError(
-            f"the harness {harness_bin} does not report a version inside image {image} ("
-            + ("timed out" if result.timed_out else f"exit {result.returncode}")
-            + (f": {last}" if last else "")
-            + ")",
-            hint=f"{profile.name} runs on the image's own {CONTAINER_PYTHON}: use an image that has it "
-            "(Debian bookworm: apt-get install -y python3)"
-            if is_python_script(harness_bin)
-            else "pass --bin with a harness executable that runs in the image (a self-contained binary), "
-            "or use an image that has its runtime",
-        )
-    return parse_version(text)
-
-
-def parse_version(text: str) -> str:
-    """The first dotted number a version command printed, else its first line."""
-    match = re.search(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?", text)
-    return match.group(0) if match else text.splitlines()[0].strip()
 
 
 def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) -> None:
@@ -850,7 +796,6 @@ def execute_cells(
     its cap, and a cancel starts nothing more and stops what runs. Returns the outcomes in plan order, the
     ledger, and whether the budget stopped new cells.
     """
-    from dokimi.runner.executor import open_executor
 
     ctx = prepared.ctx
     outcomes: dict[CellKey, CellOutcome] = {}
@@ -919,7 +864,6 @@ def run_batch(
     from dokimi.batch import batch_writer
 
     check_batch_name(opts.batch)
-    from dokimi.runner.executor import cluster_session
 
     with (
         batch_writer((opts.out / opts.batch).absolute(), "repo run"),
