@@ -157,7 +157,7 @@ def build_study_report(study: Study, study_path: Path, *, out: Path | None = Non
     """The study's one report, from its batch directory alone (no git, no docker)."""
     from dokimi.analysis.arms import arm_guidance
     from dokimi.analysis.compare import compare
-    from dokimi.analysis.power import PowerSettings, plan_batch
+    from dokimi.analysis.pilot import PowerSettings, plan_batch
     from dokimi.batch import load_batch
     from dokimi.schemas.study import StudyPower, StudyReport
 

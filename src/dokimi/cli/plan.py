@@ -75,7 +75,7 @@ def plan(
     task. Whole studies are simulated from it and tested exactly as compare tests them (sign-flip over
     per-task deltas); the power is the share of studies with p < --alpha. --json prints repo_power.v1.
     """
-    from dokimi.analysis.power import PowerSettings, plan_batch
+    from dokimi.analysis.pilot import PowerSettings, plan_batch
 
     doc = plan_batch(
         list(selectors),
