@@ -49,7 +49,7 @@ def test_the_gateway_s_price_wins_over_the_harness_s_and_falls_back_when_unprice
 
 
 def test_doctor_says_whether_real_runs_can_be_sealed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dokimi.sandbox.doctor import check_sealed_runs
+    from dokimi.checks.doctor import check_sealed_runs
 
     monkeypatch.setattr(network.os, "geteuid", lambda: 1000)
     check = check_sealed_runs()

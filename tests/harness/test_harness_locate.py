@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.checks.doctor import check_claude
 from dokimi.errors import PrerequisiteError
 from dokimi.harness.locate import installed_path, locate_harness
 from dokimi.harness.profile import load_profile, resolve_bin
-from dokimi.sandbox.doctor import check_claude
 
 
 def _fake_claude(path: Path) -> Path:
@@ -69,8 +69,8 @@ def test_nothing_found_names_every_place_looked_and_the_install_script(clean_env
 def test_doctor_lists_every_other_built_in_harness_with_its_pin_and_verification(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from dokimi.checks.doctor import check_harnesses
     from dokimi.harness.profile import builtin_profiles
-    from dokimi.sandbox.doctor import check_harnesses
 
     for name in builtin_profiles():
         monkeypatch.delenv(f"DOKIMI_{name.upper().replace('-', '_')}_BIN", raising=False)

@@ -1,2 +1,3 @@
-"""Checks: of a repository's evaluation files (``validate``), of its guidance (``scan``, ``reach``), and of an
-agent's change beyond its grade (``merge``: mergeability; ``perf``: the performance protocol)."""
+"""Checks: of a repository's evaluation files (``validate``), of its guidance (``scan``, ``reach``), of an
+agent's change beyond its grade (``merge``: mergeability; ``perf``: the performance protocol), and of this
+machine (``doctor``: docker, git, the harness CLIs, sealed runs, disk)."""

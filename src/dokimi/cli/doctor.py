@@ -1,5 +1,5 @@
 """``dokimi doctor``: is this machine ready (docker, git, the harness CLI, images, disk), with the fix for
-each gap. Thin: dokimi.sandbox.doctor does the checks.
+each gap. Thin: dokimi.checks.doctor does the checks.
 
 Exit codes: 0 everything required is there (warnings allowed), 1 something required is missing.
 """
@@ -26,7 +26,7 @@ def doctor(claude_bin: Path | None, as_json: bool) -> int:
     """Check docker (client, daemon, base image, leftovers), git, the Claude Code CLI and free disk, and say
     how to fix each gap. Exit 1 when something required is missing."""
 
-    from dokimi.sandbox.doctor import run_doctor
+    from dokimi.checks.doctor import run_doctor
 
     report = run_doctor(claude_bin=claude_bin)
     if as_json:

@@ -1,5 +1,5 @@
 """Containers: the build image, one container run, what each container mounts, the
-isolation probe, and the docker checks.
+isolation probe, and the harness's version inside an image.
 
 - :mod:`.docker`: the docker CLI as named questions (docker_ok, require_docker, image_exists,
   remove_container);
@@ -7,7 +7,7 @@ isolation probe, and the docker checks.
 - :mod:`.container`: ContainerSpec, run_container (the fixed options, the timeout that leaves nothing behind);
 - :mod:`.specs`: agent_spec and grade_spec (mounts, HOME, image.env, caches, git overrides), substitute;
 - :mod:`.probe`: isolation_probe;
-- :mod:`.doctor`: the checks of ``dokimi doctor``.
+- :mod:`.harness_version`: harness_version_in_image (the profile's version command in a container).
 """
 
 from __future__ import annotations
