@@ -28,6 +28,8 @@ from dokimi.checks.scan.identifiers import (
 )
 from dokimi.checks.scan.markdown import MarkdownItems, extract
 from dokimi.checks.scan.nonpaths import not_a_path
+from dokimi.checks.scan.parity import CONFIG as PARITY_CONFIG
+from dokimi.checks.scan.parity import parity_claims, workflow_files
 from dokimi.checks.scan.paths import (
     DEFAULT_BRANCHES,
     RepoUrl,
@@ -731,6 +733,11 @@ def _scan(
         needs.update(n for n in check.needs if n)
     for name in sorted(work.used_adapters):
         needs.update(ADAPTERS[name].inputs(tree))
+    workflows = (
+        workflow_files(tree) if "pre-commit" in work.adapters and snapshot.is_file(PARITY_CONFIG) else []
+    )
+    if workflows:
+        needs.update([PARITY_CONFIG, *workflows])
     modules: dict[str, tuple[str, str, list[str]] | None] = {}  # by the claim's text
     for _, _, text, shape in work.identifiers:
         if shape == "dotted" and text not in modules:
@@ -749,6 +756,10 @@ def _scan(
         if check.note:
             verdict = Verdict(verdict.status, f"{verdict.why}; {check.note}", verdict.fix)
         work.drafts.append(Draft(check.file, check.line, check.kind, check.claim, verdict))
+    config_text = inputs.text(PARITY_CONFIG) if workflows else None
+    if config_text is not None:  # the pre-commit <-> CI parity of the tools both run
+        texts_of = {w: t for w in workflows if (t := inputs.text(w)) is not None}
+        work.drafts.extend(parity_claims(config_text, texts_of, tree))
     # identifiers: one content search for all of them
     hits = search.result()
     verdicts: dict[tuple[str, str], Verdict] = {}  # the verdict follows from the text: once per name
