@@ -113,6 +113,31 @@ RUN_DIR_ENTRIES: Final = frozenset(
     }
 )
 
+#: What dokimi writes into a run directory, and grade.json once dokimi has read it: the evidence of a run.
+#: Every container that runs after the agent's sees these read-only, and none may change one or make one
+#: dokimi has not written yet (dokimi.grading.evidence). Paths relative to the run directory.
+EVIDENCE: Final = (
+    TASK_JSON,
+    META_JSON,
+    EVENTS_JSONL,
+    ANSWER_TXT,
+    AGENT_STDOUT,
+    AGENT_STDERR,
+    WORKSPACE_DIFF,
+    WORKSPACE_DIFF_JSON,
+    TESTS_LIST_JSON,
+    GRADE_JSON,
+    GRADE_RUN_JSON,
+    STATIC_JSON,
+    MERGE_JSON,
+    *(entry_stdout(kind) for kind in ENTRY_KINDS_WITH_LOGS),
+    *(entry_stderr(kind) for kind in ENTRY_KINDS_WITH_LOGS),
+    PERF_STDOUT,
+    PERF_STDERR,
+    f"{PERF_DIR}/{PERF_CHECK_JSON}",
+    RESULT_JSON,
+)
+
 #: The inputs a grade reads besides workspace/, plus the raw trace (what a regrade copies).
 GRADE_INPUTS: Final = (TASK_JSON, META_JSON, EVENTS_JSONL, ANSWER_TXT, AGENT_STDOUT)
 

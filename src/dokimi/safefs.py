@@ -179,6 +179,35 @@ def _read_fd(fd: int, path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def digest(path: Path, *, trusted: Path) -> str:
+    """The sha256 of a regular file, read in chunks (no size limit, nothing kept in memory); a link, a FIFO,
+    a device or a directory is an :class:`UnsafePathError`, a missing file FileNotFoundError."""
+    import hashlib
+
+    with parent_fd(path, trusted=trusted) as (dir_fd, name):
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                raise _refusal(dir_fd, name, path, "a regular file") from None
+            raise UnsafePathError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePathError(
+                f"is {_kind(st.st_mode)}, not a regular file; dokimi does not read it", path=path
+            )
+        os.set_blocking(fd, True)
+        sha = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            sha.update(chunk)
+        return sha.hexdigest()
+    finally:
+        os.close(fd)
+
+
 def read_text(path: Path, *, trusted: Path, limit: int = DEFAULT_READ_LIMIT) -> str:
     """:func:`read_bytes` decoded as UTF-8, with undecodable bytes replaced."""
     return read_bytes(path, trusted=trusted, limit=limit).decode("utf-8", "replace")

@@ -2,7 +2,8 @@
 
 1. grade.stderr (and result.json, meta.json) made links to a host file by code the grader imports;
 2. .git/commondir naming a git dir the agent made, with a filter.*.clean command;
-3. answer.txt made a link to a root-only host file, then ``repo regrade`` copies the inputs;
+3. answer.txt made a link to a root-only host file, then ``repo regrade`` copies the inputs (since issue 20
+   dokimi's files are read-only in the grade container, so the link is never made);
 4. (tests/attacks/test_trace_forgery.py) forged trace lines after the harness exits;
 5. (tests/checks/merge/test_judge_harness.py) a planted verdict the judge quotes after its own;
 6. two ``repo run`` on one batch;
@@ -83,8 +84,8 @@ def test_attack_1_and_3_links_planted_by_graded_code_are_never_written_through_o
     assert proc.returncode in (0, 1), proc.stderr
     _untouched(host_secret, text)  # attack 1: dokimi, as root, wrote grade.stderr through no link
     run_dir = _cell(out, batch_name)
-    assert os.path.islink(run_dir / "answer.txt")  # the grader's code did plant it
-    assert not (run_dir / "grade.stderr").is_symlink()
+    for name in ("answer.txt", "meta.json", "grade.stderr", "result.json"):  # none replaced by its link
+        assert not (run_dir / name).is_symlink(), name
     result = _result(out, batch_name)
     assert result["passed"] is False  # unfixed code
     regrade = dokimi(["repo", "regrade", str(out / batch_name), "--json"])

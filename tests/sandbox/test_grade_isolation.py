@@ -343,3 +343,43 @@ def test_a_kept_name_that_is_a_link_is_moved_aside_too(tmp_path: Path) -> None:
     (dot_git / "HEAD").write_text("ref: refs/heads/main\n")
     assert "objects" in reduce_git_dir(tmp_path / "run")
     assert not os.path.lexists(dot_git / "objects") and outside.is_dir()
+
+
+FORGER = (
+    "for f in task.json answer.txt; do echo FORGED > /eval/run/$f && echo wrote $f; done; "
+    "rm -f /eval/run/events.jsonl && echo removed events.jsonl; "
+    "echo FORGED > /tmp/m && mv -f /tmp/m /eval/run/meta.json && echo replaced meta.json; "
+    "echo '{}' > /eval/run/merge.json; "
+    'echo \'{"schema": "repo_grade.v1", "task": "inspect_grader", "grader": "g", "pass": true}\' '
+    "> /eval/run/grade.json"
+)
+
+
+def test_dokimis_files_are_read_only_to_the_grader_and_a_planted_one_fails_the_run(
+    toy: Toy, tmp_path: Path
+) -> None:
+    """task.json, answer.txt, events.jsonl and meta.json cannot be written, removed or replaced from the grade
+    container; a merge.json dokimi did not write makes the run a grader failure and is removed."""
+    run_dir = tmp_path / "run"
+    task = prepared_run(toy, run_dir, "inspect_grader")
+    before = {
+        name: (run_dir / name).read_bytes()
+        for name in ("task.json", "answer.txt", "events.jsonl", "meta.json")
+    }
+    environment = _environment(
+        toy, grade_timeout_s=120, entry_points=EntryPoints(grade=f"sh -c '{FORGER}'", oracle="true")
+    )
+    outcome = grade_run(
+        environment, run_dir, task, name=container_name(f"gi{secrets.token_hex(3)}", "e", "grade")
+    )
+    assert outcome.grader_failure
+    assert outcome.verdict.grader_error == (
+        "grade changed dokimi's files in the run directory: merge.json was planted (removed)"
+    )
+    assert {name: (run_dir / name).read_bytes() for name in before} == before
+    assert not (run_dir / "merge.json").exists()
+    printed = (run_dir / "grade.stdout").read_text()
+    assert "wrote" not in printed and "removed" not in printed and "replaced" not in printed
+    assert "Read-only file system" in outcome.entry.container.stderr
+    ran = json.loads((run_dir / "grade_run.json").read_text())
+    assert ran["failure"] == outcome.verdict.grader_error  # --from-files reaches the same verdict

@@ -34,10 +34,12 @@ from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.grading.evidence import EvidenceChanged, run_sealed
 from dokimi.grading.gate import GateVerdict, evaluate_gate
 from dokimi.repo.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 from dokimi.rundir import (
     AGENT_GIT,
+    ANSWER_TXT,
     GRADE_JSON,
     GRADE_RUN_JSON,
     STATIC_JSON,
@@ -45,7 +47,7 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
-from dokimi.sandbox.container import ContainerResult, run_container
+from dokimi.sandbox.container import ContainerResult
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec, uses_placeholder
 
 if TYPE_CHECKING:
@@ -71,6 +73,13 @@ __all__ = [
 
 EntryKind = Literal["grade", "oracle", "static"]
 ENTRY_KINDS: tuple[EntryKind, ...] = ("grade", "oracle", "static")
+#: What each entry point is meant to write of dokimi's files in the run directory (dokimi.grading.evidence):
+#: grade its grade.json, static its {out}, oracle the gold answer of a review task.
+ENTRY_WRITES: dict[EntryKind, tuple[str, ...]] = {
+    "grade": (GRADE_JSON,),
+    "oracle": (ANSWER_TXT,),
+    "static": (STATIC_JSON,),
+}
 
 MAX_GRADE_BYTES = 16 * 1024 * 1024
 STDERR_TAIL_LINES = 20
@@ -350,12 +359,19 @@ def run_entry_point(
         env=env,
     )
     _give_top_level(run_dir)
-    result = run_container(
-        spec,
-        timeout=environment.grade_timeout_s,
-        stdout_file=run_dir / entry_stdout(kind),
-        kill_grace_s=environment.kill_grace,
-    )
+    try:
+        result = run_sealed(
+            spec,
+            run_dir,
+            what=kind,
+            writes=(*ENTRY_WRITES[kind], entry_stdout(kind), entry_stderr(kind)),
+            timeout=environment.grade_timeout_s,
+            stdout_file=run_dir / entry_stdout(kind),
+            kill_grace_s=environment.kill_grace,
+        )
+    except EvidenceChanged as exc:
+        safefs.write_text(run_dir / entry_stderr(kind), exc.result.stderr, trusted=run_dir)
+        raise
     safefs.write_text(run_dir / entry_stderr(kind), result.stderr, trusted=run_dir)
     return EntryPointResult(kind, tuple(argv), result)
 
@@ -399,8 +415,13 @@ def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name:
     for stale in (run_dir / GRADE_JSON, run_dir / GRADE_RUN_JSON):
         if os.path.lexists(stale):
             stale.unlink()
-    entry = run_entry_point(environment, run_dir, task, "grade", name=name)
-    error = entry.failure(environment.grade_timeout_s)
+    try:
+        entry = run_entry_point(environment, run_dir, task, "grade", name=name)
+        error = entry.failure(environment.grade_timeout_s)
+    except EvidenceChanged as exc:  # what grade wrote is not read: the run is a grader failure
+        argv = entry_argv(entry_command(environment, "grade"), "grade", task=task.id)
+        entry = EntryPointResult("grade", tuple(argv), exc.result)
+        error = exc.message
     ran = GradeRun(returncode=entry.returncode, timed_out=entry.timed_out, failure=error)
     safefs.remove(run_dir / GRADE_RUN_JSON, trusted=run_dir)  # whatever the grader left in its place
     write_document(run_dir / GRADE_RUN_JSON, ran)

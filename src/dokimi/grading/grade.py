@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from dokimi.grading import merge
 from dokimi.grading.entrypoints import GradeOutcome, grade_run
 from dokimi.grading.environment import GradeEnvironment
-from dokimi.grading.gate import GateVerdict, MetricValue
+from dokimi.grading.evidence import EvidenceChanged
+from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
 from dokimi.grading.perf import PrepareWorkspace, perf_metrics
 from dokimi.grading.verdict import gate_over
 
@@ -81,8 +82,16 @@ def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
 
 
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
-    """Grade the run directory (see the module docstring). Raises on a host-side failure; the caller turns it
-    into a grader-failure result."""
+    """Grade the run directory (see the module docstring). A container that changed dokimi's evidence makes
+    the run a grader failure with that reason (:mod:`dokimi.grading.evidence`). Raises on a host-side
+    failure; the caller turns it into a grader-failure result."""
+    try:
+        return _grade_steps(environment, run_dir, task, facts)
+    except EvidenceChanged as exc:
+        return GradedCell(grader_failure(task, exc.message), {})
+
+
+def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     from dokimi.grading.entrypoints import reduce_git_dir
 
     check_workspace_size(environment, run_dir)

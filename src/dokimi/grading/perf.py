@@ -183,7 +183,8 @@ def run_perf_check(
 ) -> PerfCheck:
     """Measure the cell at ``run_dir`` against the oracle variant at ``oracle_run_dir`` (see the module
     docstring), evaluate the protocol, write ``{run_dir}/perf/check.json`` and return the check."""
-    from dokimi.sandbox.container import Mount, give_to_container_user, run_container
+    from dokimi.grading.evidence import run_sealed
+    from dokimi.sandbox.container import Mount, give_to_container_user
     from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec
 
     perf = task_perf(task)
@@ -242,7 +243,7 @@ def run_perf_check(
                 if variant == "candidate" and hidden:
                     spec = replace(spec, mounts=[*spec.mounts, *hidden])
                 give_to_container_user(variant_dir / GRADE_HOME)
-                result = run_container(spec, timeout=timeout)
+                result = run_sealed(spec, variant_dir, what=f"perf ({slot})", timeout=timeout)
                 invocations += 1
                 _append(run_dir / PERF_STDOUT, f"{label} ({variant})", result.stdout)
                 _append(run_dir / PERF_STDERR, f"{label} ({variant})", result.stderr)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
 from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.evidence import run_sealed
 from dokimi.rundir import TESTS_LIST_JSON
-from dokimi.sandbox.container import run_container
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
 from dokimi.schemas._base import write_document
 from dokimi.schemas.grading import TestsListDoc
@@ -69,8 +69,10 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
         argv=tests_list_argv(command, task=task.id),
         task=task.id,
     )
-    result = run_container(
+    result = run_sealed(
         spec,
+        run_dir,
+        what="tests.list",
         timeout=environment.grade_timeout_s,
         kill_grace_s=environment.kill_grace,
         max_output=MAX_LIST_BYTES,

@@ -434,7 +434,10 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
             return
     started = time.monotonic()
     graded = grade_cell(ctx.grading, run_dir, task, facts)
-    assert graded.grade is not None
+    if graded.grade is None:  # a container before grade changed dokimi's files (dokimi.grading.evidence)
+        detail = f"grader bug: {graded.verdict.grader_error}"
+        outcome.checks.append(CheckItem(name=f"{phase}: grade.json", ok=False, detail=detail))
+        return
     outcome.report = _phase_report(graded, time.monotonic() - started)
     outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded.grade))
 

@@ -9,10 +9,12 @@ executable (read-only at /eval/harness) and dokimi's helper scripts (read-only a
 {eval_dir}, never {source_dir}, never the run directory itself (where grade.json and meta.json live).
 
 The grade container (grade, oracle, static) mounts {run_dir} read-write, {eval_dir} and, when an entry point
-uses it, {source_dir} read-only, and the caches. Its ``HOME`` is {run_dir}/grade-home, made empty before each
-run; ``PYTHONNOUSERSITE=1``; git configuration from the environment turns off hooks
-(``core.hooksPath=/dev/null``) and fsmonitor, and trusts the mounted repositories (``safe.directory=*``: the
-source is owned by another uid).
+uses it, {source_dir} read-only, and the caches. Over the writable run directory, each file dokimi wrote there
+(task.json, meta.json, events.jsonl, answer.txt, the agent's output, what grading wrote so far) is mounted
+read-only (:func:`evidence_mounts`), so code the grader runs cannot rewrite, remove or replace it. Its
+``HOME`` is {run_dir}/grade-home, made empty before each run; ``PYTHONNOUSERSITE=1``; git configuration from
+the environment turns off hooks (``core.hooksPath=/dev/null``) and fsmonitor, and trusts the mounted
+repositories (``safe.directory=*``: the source is owned by another uid).
 """
 
 from __future__ import annotations
@@ -315,6 +317,13 @@ def workspace_cap_bytes(image_config: Image | None) -> int:
 
     limits = image_config.limits if image_config is not None else Limits()
     return limits.workspace_mb * 1024 * 1024
+
+
+def evidence_mounts(run_dir: Path, names: Sequence[str]) -> list[Mount]:
+    """Read-only mounts of dokimi's files in the run directory (``names``, relative to it, each a regular file
+    dokimi wrote) over the writable {run_dir}: a write, a rename over one, or its removal fails in the
+    container."""
+    return [Mount(run_dir / name, CONTAINER_RUN_DIR / PurePosixPath(name), read_only=True) for name in names]
 
 
 def grade_git_env() -> dict[str, str]:
