@@ -269,6 +269,21 @@ def load_batch(root: str | Path) -> Batch:
     return Batch(root=root, pin=pin, pin_error=pin_error, plan=plan, plan_error=plan_error, cells=cells)
 
 
+def why_not_a_batch(batch: Batch) -> str | None:
+    """Why a directory with no cell, no readable pin and no readable plan is not a batch, naming what it does
+    hold (a corrupt _eval/batch.json is not "no _eval/ directory"); None when it is a batch."""
+    if batch.cells or batch.pin is not None or batch.plan is not None:
+        return None
+    layout = BatchLayout(batch.root)
+    if layout.pin.exists() and batch.pin_error:
+        return f"no cells, and its _eval/batch.json cannot be read: {batch.pin_error}"
+    if batch.plan_error:
+        return f"no cells, and its _eval/plan.json cannot be read: {batch.plan_error}"
+    if layout.eval_root.is_dir():
+        return "no cells, and its _eval/ directory holds neither a batch.json nor a plan.json"
+    return "no cells and no _eval/ directory: not a batch"
+
+
 class BatchLocked(UsageError):
     """Another dokimi process writes this batch (a second ``repo run`` would delete its cells in flight)."""
 

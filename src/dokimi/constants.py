@@ -85,6 +85,8 @@ DEFAULT_GUIDANCE_GLOBS: Final = (*DEFAULT_INSTRUCTION_GLOBS, *DEFAULT_SKILL_GLOB
 # Docker labels and names.
 LABEL_BATCH: Final = "dokimi.batch"
 LABEL_MANAGED: Final = "dokimi.managed"
+LABEL_OWNER_LOCK: Final = "dokimi.owner_lock"
+"""The lock file the dokimi process that started a container holds while it runs (dokimi.sandbox.owner)."""
 CONTAINER_PREFIX: Final = "dokimi-"
 BASE_IMAGE: Final = "dokimi-base:bookworm"
 

@@ -154,8 +154,13 @@ def test_the_minimum_detectable_effect_has_80_percent_power_and_five_tasks_detec
 def test_a_pilot_without_repeated_cells_is_refused() -> None:
     with pytest.raises(UsageError, match="reps 2 or more"):
         plan([PilotTask("a", (1.0,)), PilotTask("b", (0.0,))], 0.1)
-    with pytest.raises(UsageError, match="not possible"):
+    with pytest.raises(UsageError, match="not possible") as refused:
         plan([PilotTask("a", (1.0, 1.0)), PilotTask("b", (1.0, 0.0))], 0.9)
+    # it says which values are allowed, and why: the effect is added to a pass rate that stays in [0, 1]
+    assert "stays between 0 and 1" in refused.value.message
+    assert refused.value.hint is not None and "distance" not in refused.value.hint
+    low, high = (float(v) for v in refused.value.hint.split("between ")[1].split(" (")[0].split(" and "))
+    assert -0.76 < low < -0.7 and 0.2 < high < 0.26
 
 
 # --- the command on a batch directory -----------------------------------------------------------------------
@@ -233,7 +238,9 @@ def test_repo_plan_works_from_a_baseline_only_pilot_and_refuses_bad_options(tmp_
     assert none.returncode == 2 and "guidance:raw" in none.stderr
 
 
-def test_compare_says_when_a_non_significant_result_was_underpowered(tmp_path: Path) -> None:
+def test_compare_says_when_a_non_significant_result_was_underpowered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     batch = tmp_path / "small"
     write_pin(batch)
     outcomes = {
@@ -250,5 +257,10 @@ def test_compare_says_when_a_non_significant_result_was_underpowered(tmp_path: P
     assert run.returncode == 0, run.stderr
     gate = next(m for m in json.loads(run.stdout)["comparisons"][0]["measures"] if m["kind"] == "gate")
     assert gate["p"] >= 0.05 and gate["underpowered"] is True and gate["mde"] is None
+    monkeypatch.setenv("COLUMNS", "300")
     text = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none"])
     assert "underpowered" in text.stdout and "repo plan" in text.stdout
+    # it never claims the comparison "misses no effect at all": no effect of any size can be significant
+    assert "no effect at all" not in text.stdout
+    assert "with 5 tasks no effect of any size can reach p < 0.05" in text.stdout
+    assert "sign-flip test over 5 tasks gives is 0.0625" in text.stdout

@@ -54,6 +54,17 @@ def test_report_of_a_directory_that_is_no_batch_exits_2(
     assert main(["repo", "report", str(tmp_path / "missing")]) == 2
 
 
+def test_report_of_a_batch_whose_pin_is_corrupt_says_so_not_that_there_is_no_eval_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "b"
+    write_pin(root)
+    (root / "_eval" / "batch.json").write_text('{"schema": "repo_batch.v1", "manifest_id": ')
+    assert main(["repo", "report", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "_eval/batch.json cannot be read" in err and "no _eval/ directory" not in err
+
+
 def test_report_with_a_bad_cutoff_exits_2(batch: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["repo", "report", str(batch), "--cutoff", "m1"]) == 2
     assert "MODEL=DATE" in capsys.readouterr().err

@@ -72,6 +72,30 @@ def test_run_json_is_a_registered_repo_run_document_with_one_group_per_cell_dime
     assert data["failures"] == [{"cell": "t1/guidance_raw/m/default/rep2", "error": "patch does not apply"}]
 
 
+def test_a_score_only_task_shows_its_mean_score_never_a_pass_count(capsys: Any) -> None:
+    """A score-only cell has no gate verdict: the run's summary gives its score, never "pass 0/1"."""
+    from dokimi.cli.run import _print_table
+
+    review = Task.model_validate(
+        {"id": "t1", "family": "review", "base": "b" * 40, "prompt": "p", "grader": "g",
+         "score": {"metric": "recall", "max": 1.0}}
+    )  # fmt: skip
+    key = CellKey("t1", "guidance:raw", "m", None, 0)
+    verdict = GateVerdict(False, None, 1.0, {})
+    result = build_result(
+        key, review, GradedCell(verdict, {"recall": 1.0}), AgentRun(0, False, 1.0),
+        harness="claude-code", harness_version="2.1.328", agent_network=None, base_date=None,
+    )  # fmt: skip
+    run = BatchRun(
+        Path("/runs/b"), PIN, "claude-code", "2.1.328", PIN.image, [CellOutcome(key, "finished", result)]
+    )
+    (group,) = run_summary(run).groups
+    assert (group.passed, group.graded, group.scored, group.score_mean) == (0, 0, 1, 1.0)
+    _print_table(run)
+    printed = capsys.readouterr().out
+    assert "score 1" in printed and "0/1" not in printed
+
+
 def test_regrade_json_is_a_registered_repo_regrade_document_naming_what_moved() -> None:
     report = RegradeReport(Path("/runs/b"), 2, 7, 5)
     report.cells = [

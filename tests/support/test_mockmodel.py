@@ -202,6 +202,19 @@ def test_echo_tokens_answers_with_every_rc_token_in_the_request_in_order_once(
     assert json.loads(payload)["content"][0]["text"] == "Tokens:\n"
 
 
+@pytest.mark.parametrize("server", [[{"echo_tokens": True}]], indirect=True)
+def test_an_echo_with_no_token_answers_none_which_the_reach_probe_reads_as_no_prose(
+    server: MockModelServer,
+) -> None:
+    """The reach probe asks for NONE when there is no token; the scripted model answering anything else
+    made the probe warn about "prose words" on the scripted model's own answer."""
+    from dokimi.checks.reach import parse_answer
+
+    _, _, payload = request(server.url, "POST", "/v1/messages", messages_body("nothing here", stream=False))
+    answer = json.loads(payload)["content"][0]["text"]
+    assert parse_answer(answer, ["RCabc123"]).prose == 0
+
+
 def test_find_tokens_reads_bytes_and_text_alike() -> None:
     assert find_tokens(b'{"a":"RC0a1b2c","b":"xRC999999y"}') == ["RC0a1b2c", "RC999999"]
     assert find_tokens("RCdeadbe\u00e9") == ["RCdeadbe"]

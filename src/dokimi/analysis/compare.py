@@ -422,6 +422,12 @@ POWER_ALPHA = 0.05
 POWER_TARGET = 0.8
 
 
+def smallest_sign_flip_p(tasks: int) -> float:
+    """The smallest two-sided p the sign-flip test can give over ``tasks`` tasks (every task moving the same
+    way): 2 / 2^tasks. At 5 tasks or fewer it is at least 0.0625, so no effect can be significant."""
+    return min(1.0, 2.0 / 2.0**tasks) if tasks > 0 else 1.0
+
+
 def power_note(spec: MeasureSpec, deltas: Sequence[float], p: float) -> tuple[float | None, bool | None]:
     """(mde, underpowered) of a gate or score measure; (None, None) for the descriptive ones.
 

@@ -294,6 +294,18 @@ def _draw_probabilities(
     return drawn
 
 
+def effect_out_of_range(effect: float, baseline: float, lowest: float, highest: float) -> UsageError:
+    """The refusal of an ``--effect`` the pass rate cannot move by: the effect is added to the baseline's pass
+    rate, which stays between 0 and 1, so from a baseline of 0.75 only effects between -0.75 and +0.25 exist
+    (``lowest`` and ``highest``, the gains of the most extreme shift, a little inside those)."""
+    return UsageError(
+        f"--effect {effect:+.3f} is not possible from the baseline's pass rate of {baseline:.3f}: an effect "
+        f"is added to that rate, and a pass rate stays between 0 and 1",
+        hint=f"give --effect between {math.ceil(lowest * 1000) / 1000:+.3f} and "
+        f"{math.floor(highest * 1000) / 1000:+.3f} (not 0: no change needs no study)",
+    )
+
+
 def _logit_shift(fit: PilotFit, effect: float, tau: float, *, seed: int) -> float:
     """The logit shift c whose mean gain over the pilot's task distribution is ``effect`` (cached)."""
     import numpy as np
@@ -311,11 +323,7 @@ def _logit_shift(fit: PilotFit, effect: float, tau: float, *, seed: int) -> floa
 
     lo, hi = -30.0, 30.0
     if not gain(lo) <= effect <= gain(hi):
-        raise UsageError(
-            f"an effect of {effect:+.3f} on the pass rate is not possible from a baseline rate of "
-            f"{fit.baseline_mean:.3f}",
-            hint="give an effect between the baseline's distance to 0 and to 1",
-        )
+        raise effect_out_of_range(effect, fit.baseline_mean, gain(lo), gain(hi))
     for _ in range(50):
         mid = (lo + hi) / 2
         if gain(mid) < effect:

@@ -3,7 +3,11 @@
 Required (``dokimi doctor`` exits 1 without them): git, the docker client, a docker daemon that answers, and
 the harness CLI when ``--bin`` names one. Recommended: the local base image (the bundled example and the tests
 build FROM it), the Claude Code CLI at its default install path, free disk, and no dokimi container left
-behind.
+behind by a dokimi process that has ended.
+
+Cleaning removes only what the user asks for: ``--clean-stale`` the containers whose dokimi process has ended
+(:mod:`dokimi.sandbox.owner`), ``--clean-batch`` those of one batch, refused while a run holds the batch. A
+container of a running dokimi, another user's included, is never removed.
 """
 
 from __future__ import annotations
@@ -11,15 +15,17 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from dokimi import process
-from dokimi.constants import BASE_IMAGE, LABEL_MANAGED
+from dokimi.constants import BASE_IMAGE, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import PrerequisiteError
-from dokimi.sandbox.docker import SETUP_HINT, container_names, docker, docker_status, image_exists
+from dokimi.sandbox.docker import SETUP_HINT, docker, docker_status, image_exists
+from dokimi.sandbox.owner import Owner, owner_of
 from dokimi.schemas._base import Document
 
 MIN_GIT = (2, 30)
@@ -112,17 +118,79 @@ def check_docker() -> list[DoctorCheck]:
     checks.append(
         _check("dokimi images", True, required=False, detail=f"{len(tags)} tagged image(s)", fix=None)
     )
-    left = container_names(label=f"{LABEL_MANAGED}=1")
+    left = dokimi_containers()
+    ended = [c.name for c in left if c.owner is Owner.ENDED]
+    running = len(left) - len(ended)
+    detail = "none" if not left else f"{running} of running dokimi processes (or of unknown owner)"
+    if ended:
+        detail += f"; {len(ended)} left behind by ended ones: {', '.join(ended[:5])}"
     checks.append(
         _check(
             "dokimi containers",
-            not left,
+            not ended,
             required=False,
-            detail="none running" if not left else f"{len(left)} container(s): {', '.join(left[:5])}",
-            fix=f"if no dokimi run is active: docker rm -f $(docker ps -aq --filter label={LABEL_MANAGED}=1)",
+            detail=detail,
+            fix="`dokimi doctor --clean-stale` removes the containers whose dokimi process has ended (never "
+            "a running batch's, yours or another user's); `dokimi doctor --clean-batch <out>/<batch>` only "
+            "one batch's",
         )
     )
     return checks
+
+
+@dataclass(frozen=True)
+class DokimiContainer:
+    """A container dokimi started (label ``dokimi.managed=1``), and whether its dokimi process still runs."""
+
+    name: str
+    batch: str | None
+    owner: Owner
+
+
+def dokimi_containers() -> list[DokimiContainer]:
+    """Every container dokimi started on this daemon, running or not, with its owner's state
+    (:func:`dokimi.sandbox.owner.owner_of`)."""
+    template = f'{{{{.Names}}}}\t{{{{.Label "{LABEL_BATCH}"}}}}\t{{{{.Label "{LABEL_OWNER_LOCK}"}}}}'
+    listed = docker(["ps", "-a", "--filter", f"label={LABEL_MANAGED}=1", "--format", template])
+    found = []
+    for line in listed.stdout.splitlines():
+        name, _, rest = line.partition("\t")
+        batch, _, lock = rest.partition("\t")
+        if name.strip():
+            found.append(DokimiContainer(name.strip(), batch.strip() or None, owner_of(lock.strip() or None)))
+    return sorted(found, key=lambda c: c.name)
+
+
+class CleanReport(Document):
+    """What ``dokimi doctor --clean-stale`` / ``--clean-batch`` removed and what it kept, and why."""
+
+    removed: list[str] = Field(default_factory=list)
+    """Containers whose dokimi process had ended."""
+    kept: dict[str, str] = Field(default_factory=dict)
+    """Container -> why it was kept (its dokimi process still runs, or nobody can tell)."""
+
+
+def clean_left_containers(*, batch: str | None = None) -> CleanReport:
+    """Remove the containers whose dokimi process has ended (only ``batch``'s when given); a container of a
+    process that still runs, or whose owner cannot be told (another user's lock, an older dokimi's
+    container without the label), is kept and listed."""
+    from dokimi.sandbox.docker import remove_container
+
+    report = CleanReport()
+    for container in dokimi_containers():
+        if batch is not None and container.batch != batch:
+            continue
+        if container.owner is Owner.ENDED:
+            remove_container(container.name)
+            report.removed.append(container.name)
+        elif container.owner is Owner.LIVE:
+            report.kept[container.name] = "its dokimi process still runs"
+        else:
+            report.kept[container.name] = (
+                "its owner cannot be told (another user's, or started by an older dokimi): remove it with "
+                f"`docker rm -f {container.name}` if you know it is left over"
+            )
+    return report
 
 
 def check_claude(bin_path: Path | None) -> DoctorCheck:

@@ -186,7 +186,7 @@ class ParsedAnswer:
     unknown: list[str]
     """Tokens reported that were never seeded."""
     prose: int
-    """Words besides tokens (NONE, our own 'no tokens' answer, is not prose)."""
+    """Words besides tokens (NONE, the answer the probe asks for when there is none, is not prose)."""
 
 
 def parse_answer(answer: str, seeded: Iterable[str]) -> ParsedAnswer:

@@ -53,16 +53,14 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
     score. Cells that differ in effort or mode are never pooled. --json prints a repo_report.v1 document.
     """
     from dokimi.analysis.report import build_report, parse_cutoffs
-    from dokimi.batch import load_batch
+    from dokimi.batch import load_batch, why_not_a_batch
     from dokimi.errors import UsageError
 
     parsed = parse_cutoffs(cutoffs)
     loaded = load_batch(batch)
-    if not loaded.cells and loaded.pin is None and loaded.plan is None:
-        raise UsageError(
-            f"{batch}: no cells and no _eval/ directory: not a batch",
-            hint="give <out>/<batch>, the directory repo run wrote",
-        )
+    why = why_not_a_batch(loaded)
+    if why is not None:
+        raise UsageError(f"{batch}: {why}", hint="give <out>/<batch>, the directory repo run wrote")
     doc = build_report(loaded, cutoffs=parsed, path=str(batch))
     if html_file is not None:
         from dokimi.analysis.site import write_report_site

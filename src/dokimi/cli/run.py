@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dokimi.batch import CellKey
     from dokimi.runner.cell import CellOutcome
     from dokimi.runner.run import BatchRun
+    from dokimi.schemas.run_summary import RunGroup
 
 
 def _caches(values: tuple[str, ...]) -> dict[str, Path]:
@@ -109,6 +110,15 @@ class _Reporter:
             self.bar.advance(self.task_id)
 
 
+def _result_cell(row: RunGroup) -> str:
+    """The ``pass`` column: passes over gated cells, or for a score-only task the mean score (a score-only
+    cell never passes: its result is the score)."""
+    parts = [f"{row.passed}/{row.graded}"] if row.graded or not row.scored else []
+    if row.scored:
+        parts.append("score -" if row.score_mean is None else f"score {row.score_mean:g}")
+    return ", ".join(parts)
+
+
 def _print_table(run: BatchRun) -> None:
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.runner.run import group_rows
@@ -131,7 +141,7 @@ def _print_table(run: BatchRun) -> None:
             str(row.cells),
             str(row.ran),
             str(row.skipped),
-            f"{row.passed}/{row.graded}",
+            _result_cell(row),
             str(row.grader_failures),
             *([str(row.infra_errors)] if infra else []),
             str(row.failed),

@@ -195,20 +195,20 @@ class BatchRun:
 
 
 def group_rows(run: BatchRun) -> list[RunGroup]:
-    """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed."""
+    """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed; a
+    score-only task's cells give their mean score instead of a pass count."""
     from dokimi.schemas.run_summary import RunGroup
 
     counters = (
-        "cells", "ran", "skipped", "passed", "graded", "grader_failures", "infra_errors", "failed",
+        "cells", "ran", "skipped", "passed", "graded", "scored", "grader_failures", "infra_errors", "failed",
         "not_started",
     )  # fmt: skip
     groups: dict[tuple[str, str, str, str], dict[str, int]] = {}
+    scores: dict[tuple[str, str, str, str], list[float]] = {}
     for outcome in run.outcomes:
         key = outcome.key
-        row = groups.setdefault(
-            (key.task, key.arm, key.model, key.effort or "default"),
-            dict.fromkeys((*counters, "interrupted", "lost"), 0),
-        )
+        group = (key.task, key.arm, key.model, key.effort or "default")
+        row = groups.setdefault(group, dict.fromkeys((*counters, "interrupted", "lost"), 0))
         row["cells"] += 1
         if outcome.status == "finished":
             row["ran"] += 1
@@ -217,14 +217,23 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
         result = outcome.result
         if result is not None and result.infra_error:
             row["infra_errors"] += 1
+        elif result is not None and not result.gated:
+            row["scored"] += 1
+            row["grader_failures"] += int(result.grader_failure)
+            if result.score is not None and not result.grader_failure:
+                scores.setdefault(group, []).append(result.score)
         elif result is not None:
             row["graded"] += 1
             row["passed"] += int(bool(result.passed) and not result.grader_failure)
             row["grader_failures"] += int(result.grader_failure)
     return [
-        RunGroup(task=t, arm=a, model=m, effort=e, **counts)
+        RunGroup(task=t, arm=a, model=m, effort=e, **counts, score_mean=_mean(scores.get((t, a, m, e))))
         for (t, a, m, e), counts in sorted(groups.items())
     ]
+
+
+def _mean(values: Sequence[float] | None) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
 
 
 def node_rows(run: BatchRun) -> list[NodeCounts]:

@@ -9,7 +9,9 @@ Every container:
   process in a container runs as root; the directories a container writes must be that user's
   (:func:`give_to_container_user`);
 - ``--network NET`` (``none`` means no network at all: only a loopback interface);
-- the name ``dokimi-<batch>-<cell>-<role>`` and the labels ``dokimi.managed=1`` and ``dokimi.batch=<batch>``;
+- the name ``dokimi-<batch>-<cell>-<role>`` and the labels ``dokimi.managed=1``, ``dokimi.batch=<batch>`` and
+  ``dokimi.owner_lock`` (the lock this dokimi process holds while it runs: :mod:`dokimi.sandbox.owner`, what
+  ``dokimi doctor --clean-stale`` tells a left-behind container by);
 - environment variables through an ``--env-file`` (mode 0600, in a 0700 directory under DOKIMI_HOME,
   removed afterwards, and by the next dokimi when this one was killed with SIGKILL), so that no value, a
   credential for instance, appears in the host's process list or stays on disk;
@@ -34,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from dokimi import process
-from dokimi.constants import CONTAINER_PREFIX, LABEL_BATCH, LABEL_MANAGED
+from dokimi.constants import CONTAINER_PREFIX, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import ContainerError
 from dokimi.harness.runas import RunAs, give_to, harness_identity
 from dokimi.sandbox.docker import DOCKER, kill_container, remove_container
+from dokimi.sandbox.owner import owner_lock
 
 DEFAULT_PIDS_LIMIT = 4096
 #: docker ``--memory`` of a container whose repository sets no ``image.limits.memory``.
@@ -156,7 +159,7 @@ class ContainerResult:
 def docker_run_argv(spec: ContainerSpec, *, env_file: Path | None) -> list[str]:
     """The ``docker run`` argv for ``spec`` (with the fixed options every dokimi container gets)."""
     argv = [DOCKER, "run", "--rm", "--init", "--entrypoint", "", "--name", spec.name]
-    argv += ["--label", f"{LABEL_MANAGED}=1"]
+    argv += ["--label", f"{LABEL_MANAGED}=1", "--label", f"{LABEL_OWNER_LOCK}={owner_lock()}"]
     if spec.batch is not None:
         argv += ["--label", f"{LABEL_BATCH}={spec.batch}"]
     for key, value in sorted(spec.labels.items()):

@@ -49,7 +49,12 @@ class RunGroup(CellCounts):
     passed: int = Field(ge=0)
     """Cells with a result.json whose gate held (a grader failure never passes)."""
     graded: int = Field(ge=0)
-    """Cells with a result.json (ran now or skipped)."""
+    """Gated cells with a result.json (ran now or skipped): what ``passed`` is out of."""
+    scored: int = Field(0, ge=0)
+    """Score-only cells with a result.json (their task has ``score`` and no gate verdict): their result is
+    ``score_mean``, never a pass."""
+    score_mean: float | None = None
+    """The mean of score.metric over the ``scored`` cells that measured it; null when none did."""
     grader_failures: int = Field(ge=0)
     """Cells with a result.json whose grading failed (counted as failures)."""
     infra_errors: int = Field(0, ge=0)

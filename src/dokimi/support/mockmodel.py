@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_INPUT_TOKENS",
     "DEFAULT_OUTPUT_TOKENS",
     "DONE_TEXT",
+    "NO_TOKENS_TEXT",
     "SIDE_TEXT",
     "TOKEN_RE",
     "api_of",
@@ -83,6 +84,10 @@ DONE_TEXT = "done"
 """The answer to every main-loop request once the script is exhausted."""
 
 SIDE_TEXT = "ok"
+
+NO_TOKENS_TEXT = "NONE"
+"""An ``echo_tokens`` answer when the request holds no token: what the reach probe asks a model to answer
+then, so the probe counts no prose words in it."""
 """The canned answer to side requests, which never consume the script."""
 
 CAPTURED_HEADERS = (
@@ -949,7 +954,7 @@ class MockModelServer:
         if turn.echo_tokens:
             echoed = " ".join(find_tokens(raw))
             text = f"{turn.text}\n{echoed}" if turn.text else echoed
-            blocks.append({"type": "text", "text": text or "(no tokens)"})
+            blocks.append({"type": "text", "text": text or NO_TOKENS_TEXT})
         elif turn.text is not None:
             blocks.append({"type": "text", "text": _substitute_matches(turn.text, raw)})
         for call in turn.tool_calls:
