@@ -13,6 +13,7 @@ import click
 
 from dokimi.cli._common import check_manifest_choice, manifest_options, source_argument
 from dokimi.cli.scan_lean import run_scan
+from dokimi.runner.scan_run import RUN_TIMEOUT_S
 
 
 @click.command("scan")
@@ -29,6 +30,20 @@ from dokimi.cli.scan_lean import run_scan
     "run_static",
     is_flag=True,
     help="Run the manifest's static entry point in its image and merge its output like --static.",
+)
+@click.option(
+    "--run",
+    "run",
+    is_flag=True,
+    help="Also run each command of the guidance in the manifest's image, offline, as an agent would (L1).",
+)
+@click.option(
+    "--run-timeout",
+    "run_timeout",
+    type=click.FloatRange(min=1),
+    default=RUN_TIMEOUT_S,
+    show_default=True,
+    help="With --run: seconds each command may take.",
 )
 @click.option(
     "--out",
@@ -59,6 +74,8 @@ def scan(
     manifest_file: Path | None,
     static: Path | None,
     run_static: bool,
+    run: bool,
+    run_timeout: float,
     out: Path | None,
     as_json: bool,
     fmt: str | None,
@@ -66,7 +83,8 @@ def scan(
     fail_on_fail: bool,
 ) -> int:
     """Check every mechanically checkable claim in the guidance of SOURCE, offline: links, paths, globs,
-    identifiers, commands, and build targets (bazel, make, cmake, pytest, pre-commit)."""
+    identifiers, commands, and build targets (bazel, make, cmake, pytest, pre-commit). With --run, each
+    command of the guidance also runs in the repository's image, offline."""
     check_manifest_choice(manifest, manifest_file)
     if as_json and fmt not in (None, "json"):
         raise click.UsageError("--json prints JSON; it cannot be combined with --format " + str(fmt))
@@ -87,6 +105,7 @@ def scan(
             fmt="json" if as_json else (fmt or "text"),
             show_all=show_all,
             fail_on_fail=fail_on_fail,
+            run_timeout_s=run_timeout if run else None,
         )
 
 

@@ -96,9 +96,11 @@ def run_scan(
     fmt: str,
     show_all: bool,
     fail_on_fail: bool,
+    run_timeout_s: float | None = None,
 ) -> int:
     """Scan, write the document when asked (--out, --json, a --static merge), print the text or SARIF, and
-    return the exit code."""
+    return the exit code. ``run_timeout_s``: ``--run``, each command of the guidance run in the image with
+    that timeout (dokimi.runner.scan_run)."""
     start_listing(source)
     from dokimi.checks.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
     from dokimi.checks.scan.report import summary_line, use_color
@@ -106,6 +108,21 @@ def run_scan(
     scanned = scan_result(source, manifest=manifest, manifest_file=manifest_file, cache_items=True)
     if scanned.defaulted:
         note(f"no manifest: scanning the default guidance globs {', '.join(scanned.globs)}")
+    if run_timeout_s is not None:
+        from dokimi.checks.scan.engine import guidance_commands
+        from dokimi.runner.scan_run import run_guidance_commands
+
+        commands = guidance_commands(scanned.result.items)
+        note(f"run: {len(commands)} command{'s' if len(commands) != 1 else ''} of the guidance, offline")
+        ran = run_guidance_commands(
+            source,
+            commands,
+            manifest=manifest,
+            manifest_file=manifest_file,
+            timeout_s=run_timeout_s,
+            progress=note,
+        )
+        scanned.result.add_claims(ran)
     invalid_static = False
     if static_path is None and out is None and fmt != "json":
         # the text and SARIF outputs need no document: no pydantic models to build (a fast pre-commit hook)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from dokimi.checks.scan.adapters import ADAPTERS, ALIASES, Adapter, Check, Ctx, Inputs
 from dokimi.checks.scan.adapters.bazel import BazelAdapter
@@ -50,6 +50,7 @@ from dokimi.checks.scan.shell import (
     ScopeOpen,
     Word,
     is_shell_fence,
+    logical_lines,
     split_commands,
     split_fence,
 )
@@ -61,7 +62,7 @@ from dokimi.checks.scan.skills import (
     skill_references,
     skills_of,
 )
-from dokimi.checks.scan.suppress import IgnoreEntry, apply_suppressions, inline_rules, manifest_rules
+from dokimi.checks.scan.suppress import IgnoreEntry, Rule, apply_suppressions, inline_rules, manifest_rules
 from dokimi.checks.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES, status_class
 from dokimi.errors import SourceError
@@ -134,6 +135,19 @@ class ScanResult:
     drafts: list[Draft]
     warnings: list[WarningRecord]
     build_systems: AdapterChoice
+    items: dict[str, MarkdownItems] = field(default_factory=dict)
+    """The Markdown items of each scanned guidance file (``repo scan --run`` runs their commands)."""
+    rules: list[Rule] = field(default_factory=list)
+    """The suppressions of the guidance and the manifest."""
+
+    def add_claims(self, drafts: list[Draft]) -> None:
+        """Add claims made after the scan (``repo scan --run``), the suppressions applied to all anew."""
+        every = sorted(
+            [d._replace(suppressed=None) for d in self.drafts] + drafts,
+            key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status),
+        )
+        self.drafts, unused = apply_suppressions(every, self.rules)
+        self.warnings = [w for w in self.warnings if w.kind != "suppression_unused"] + unused
 
 
 @dataclass
@@ -521,6 +535,54 @@ class _Cwd:
     why: str | None = None
 
 
+class GuidanceCommand(NamedTuple):
+    """A command line the guidance tells agents to run, as written (``repo scan --run`` runs it)."""
+
+    file: str
+    line: int
+    text: str
+    setup: tuple[str, ...] = ()
+    """Earlier lines of the same fence that change the shell's state (cd, export, source, VAR=...): run
+    before it, as they were before it in a terminal."""
+
+
+#: First words of a line that changes the state of the shell it runs in.
+STATE_WORDS = frozenset({"cd", "pushd", "popd", "export", "source", ".", "set", "unset", "alias"})
+
+
+def guidance_commands(items: dict[str, MarkdownItems]) -> list[GuidanceCommand]:
+    """Every command line of the guidance: each logical line of a shell fence (or of a fence of ``$``
+    prompts), and each code span that is a command; in file and line order, each (file, text) once."""
+    found: list[GuidanceCommand] = []
+    for path in sorted(items):
+        parsed = items[path]
+        for fence in parsed.fences:
+            lang = fence.info.split()[0].lower() if fence.info.split() else ""
+            prompted = not lang and any(line.lstrip().startswith("$ ") for line in fence.lines)
+            if not is_shell_fence(fence.info) and not prompted:
+                continue
+            session = prompted or lang in ("console", "shell-session", "shellsession", "terminal")
+            setup: list[str] = []
+            for number, text in logical_lines(fence.lines, fence.line, session=session):
+                text = text.strip()
+                found.append(GuidanceCommand(path, number, text, tuple(setup)))
+                words = text.split()
+                if words and (words[0] in STATE_WORDS or ("=" in words[0] and len(words) == 1)):
+                    setup.append(text)
+        for span in parsed.spans:
+            what, detail = classify_span(span.text.strip(), ())
+            if what == "commands":
+                found.append(GuidanceCommand(path, span.line, detail))
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    unique = []
+    for command in sorted(found, key=lambda c: (c.file, c.line)):
+        key = (posixpath.dirname(command.file), command.text, command.setup)
+        if key not in seen:
+            seen.add(key)
+            unique.append(command)
+    return unique
+
+
 def run_commands(items: list[Item], path: str, work: _Work) -> None:
     """Check each simple command, tracking literal ``cd`` (which moves later relative paths in the same fence
     or span), subshells (a cd inside ends at ``)``) and what makes the directory unknown."""
@@ -791,6 +853,7 @@ def _scan(
         if "dokimi:" in texts[path]
         for rule in inline_rules(path, texts[path], parsed.fenced_lines())
     ]
-    drafts, unused = apply_suppressions(drafts, rules + manifest_rules(ignore))
+    rules += manifest_rules(ignore)
+    drafts, unused = apply_suppressions(drafts, rules)
     warnings.extend(unused)
-    return ScanResult(files, drafts, warnings, systems)
+    return ScanResult(files, drafts, warnings, systems, items, rules)
