@@ -9,7 +9,15 @@ import pytest
 
 from dokimi.errors import UsageError
 from dokimi.repo.builtin_graders import builtin_argv, builtin_problem
-from dokimi.support.builtin_grade import is_test_path, junit_outcomes, patch_paths, verdict
+from dokimi.support.builtin_grade import (
+    GradeError,
+    import_roots,
+    is_test_path,
+    junit_outcomes,
+    patch_paths,
+    run_process,
+    verdict,
+)
 
 
 def test_pass_needs_every_fail_to_pass_id_passing_and_no_pass_to_pass_id_broken() -> None:
@@ -72,3 +80,29 @@ def test_builtins_become_the_support_script_under_an_isolated_interpreter() -> N
     assert builtin_problem("builtin:pytest --x", "grade") == "builtin:pytest takes no arguments"
     with pytest.raises(UsageError, match="did you mean builtin:pytest"):
         builtin_argv("builtin:pytset", "grade", task="t1", values=values)
+
+
+def test_the_import_roots_are_each_projects_src_and_directory_nearest_first_then_the_root(
+    tmp_path: Path,
+) -> None:
+    for path in (
+        "python/pyproject.toml",
+        "python/src/pkg/__init__.py",
+        "python/tests/test_a.py",
+        "setup.cfg",
+        "src/top/__init__.py",
+        "lib/src/__init__.py",
+        "lib/setup.py",
+        "lib/t/test_b.py",
+    ):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    roots = import_roots(tmp_path, ["python/tests/test_a.py::test_x", "lib/t/test_b.py", "../outside.py"])
+    shown = [str(Path(r).relative_to(tmp_path)) for r in roots]
+    # lib/src is a package (it has __init__.py), not a src layout: only lib itself
+    assert shown == ["python/src", "python", "lib", "src", "."]
+
+
+def test_a_command_the_image_lacks_is_a_grader_error_not_a_traceback(tmp_path: Path) -> None:
+    with pytest.raises(GradeError, match="cannot run 'no-such-tool-here' in the image"):
+        run_process(["no-such-tool-here", "test"], cwd=tmp_path, env={}, stdin="")

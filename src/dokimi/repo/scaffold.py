@@ -102,7 +102,13 @@ def repository_id(directory: Path) -> str:
 
 
 def looks_like_pytest(directory: Path) -> bool:
-    """A pytest project: a pytest configuration, a conftest.py, or test_*.py files under tests/ or test/."""
+    """A pytest project at the root or in a directory just below it (``python/`` of a repository with
+    several languages): a pytest configuration, a conftest.py, or test_*.py files under tests/ or test/."""
+    below = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return any(_pytest_project(project) for project in (directory, *below))
+
+
+def _pytest_project(directory: Path) -> bool:
     for name in ("pytest.ini", "conftest.py"):
         if (directory / name).is_file():
             return True

@@ -18,8 +18,10 @@ set -euo pipefail
 readonly SUITE=bookworm
 readonly IMAGE="${DOKIMI_BASE_IMAGE:-dokimi-base:${SUITE}}"
 # The one list of packages in the base image. It is recorded as the image label
-# org.dokimi.base.packages, so changing it here rebuilds the image on the next run.
-readonly PACKAGES="python3,python3-pytest,git,ca-certificates,procps"
+# org.dokimi.base.packages, so changing it here rebuilds the image on the next run. pip and venv are
+# there so that a repository's Dockerfile can install its dependencies (Debian's python3 refuses a
+# system-wide pip install: a venv, python3 -m venv /opt/venv, is the way).
+readonly PACKAGES="python3,python3-pytest,python3-pip,python3-venv,git,ca-certificates,procps"
 readonly LABEL_KEY="org.dokimi.base.packages"
 readonly DOCKERD_LOG="${DOKIMI_DOCKERD_LOG:-/var/log/dokimi-dockerd.log}"
 readonly DOCKER_WAIT_S=60
@@ -158,9 +160,10 @@ ensure_base_image() {
 }
 
 check_base_image() {
-    docker run --rm --network none "${IMAGE}" python3 -c 'import pytest' \
-        || die "${IMAGE} cannot import pytest; remove it (docker rmi ${IMAGE}) and run again"
-    log "${IMAGE} runs python3 with pytest"
+    docker run --rm --network none "${IMAGE}" sh -c \
+        'python3 -c "import pytest" && python3 -m pip --version && python3 -m venv /tmp/venv' >/dev/null \
+        || die "${IMAGE} lacks pytest, pip or venv; remove it (docker rmi ${IMAGE}) and run again"
+    log "${IMAGE} runs python3 with pytest, pip and venv"
 }
 
 main() {

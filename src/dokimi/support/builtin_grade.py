@@ -14,7 +14,10 @@ How a run is graded, the way SWE-bench grades a patch:
    trees, blobs) is hashed again, so an object the agent rewrote in ``.git`` is caught, not trusted.
 2. **Isolated tests.** ``builtin:pytest`` runs pytest under ``python3 -I`` (no PYTHON* variables, no user
    site, no current directory on ``sys.path``), so a ``sitecustomize.py`` or a ``pytest.py`` in the tree is
-   never imported at start-up; the tree's root goes on ``sys.path`` only after pytest itself is imported.
+   never imported at start-up; the tree's import roots (:func:`import_roots`: each project's ``src`` and
+   directory, then the tree's root) go on ``sys.path`` only after pytest itself is imported, after the
+   standard library and before site-packages, so the tree under test wins over a copy of its package
+   installed in the image (editable or not) and shadows no standard module.
    ``addopts`` from the tree's configuration, PYTEST_ADDOPTS and PYTEST_PLUGINS are ignored.
    ``builtin:command`` runs the repository's command with ``PYTHONSAFEPATH=1`` and ``PYTHONNOUSERSITE=1``
    and without PYTHONPATH, PYTHONSTARTUP and PYTHONHOME.
@@ -76,7 +79,11 @@ config = json.loads(sys.stdin.readline())
 sys.stdin.close()
 sys.stdin = open(os.devnull)
 import pytest
-sys.path.insert(0, config["root"])
+# the tree's import roots go after the standard library and before site-packages: the tree cannot shadow
+# the standard library, and its code wins over a copy of itself installed in the image (editable or not)
+installed = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
+at = installed[0] if installed else len(sys.path)
+sys.path[at:at] = config["roots"]
 outcomes = {}
 collect_errors = []
 
@@ -385,10 +392,13 @@ def test_env(private: Path) -> dict[str, str]:
 
 def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin: str) -> int | None:
     """Run in its own process group, killed whole at the end or on timeout; None on timeout."""
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.PIPE, start_new_session=True, text=True,
-        stdout=sys.stderr, stderr=sys.stderr,
-    )  # fmt: skip
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, start_new_session=True, text=True,
+            stdout=sys.stderr, stderr=sys.stderr,
+        )  # fmt: skip
+    except OSError as exc:
+        raise GradeError(f"cannot run {argv[0]!r} in the image: {exc.strerror}") from None
     try:
         try:
             proc.communicate(stdin, timeout=TEST_TIMEOUT_S)
@@ -403,6 +413,31 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin: str) 
         proc.wait()
 
 
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def import_roots(tree: Path, targets: list[str]) -> list[str]:
+    """Where the test process imports the code under test from, first match first: for every Python project
+    on the way from a test file up to the tree's root (a directory holding pyproject.toml, setup.py or
+    setup.cfg), nearest first, its ``src`` directory (a src layout) and the project directory itself; the
+    tree's root last. pytest's own ``pythonpath`` setting goes in front of all of them."""
+    projects: list[Path] = []
+    for target in targets:
+        directory = (tree / target.split("::", 1)[0]).parent
+        while directory != tree and tree in directory.parents:
+            if any((directory / name).is_file() for name in PROJECT_FILES) and directory not in projects:
+                projects.append(directory)
+            directory = directory.parent
+    projects.sort(key=lambda path: -len(path.parts))
+    roots: list[str] = []
+    for project in [*projects, tree]:
+        source = project / "src"
+        if source.is_dir() and not source.is_symlink() and not (source / "__init__.py").exists():
+            roots.append(str(source))
+        roots.append(str(project))
+    return roots
+
+
 def run_pytest(tree: Path, private: Path, targets: list[str]) -> tuple[dict[str, str] | None, str]:
     """(outcome by node id, or None when the run left no valid report; a note)."""
     child = private / f"runner-{secrets.token_hex(6)}.py"
@@ -410,7 +445,7 @@ def run_pytest(tree: Path, private: Path, targets: list[str]) -> tuple[dict[str,
     report = private / f"report-{secrets.token_hex(12)}.json"
     nonce = secrets.token_hex(16)
     args = ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(tree), "-q", "-rN", *targets]
-    config = {"nonce": nonce, "report": str(report), "root": str(tree), "args": args}
+    config = {"nonce": nonce, "report": str(report), "roots": import_roots(tree, targets), "args": args}
     argv = [sys.executable, "-I", "-B", "-X", f"pycache_prefix={private / 'pycache'}", str(child)]
     code = run_process(argv, cwd=tree, env=test_env(private), stdin=json.dumps(config) + "\n")
     if code is None:
