@@ -63,6 +63,10 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     templates.mkdir()
     for key in [k for k in os.environ if k.startswith("GIT_")]:
         del os.environ[key]
+    # Tables are as wide as COLUMNS, else the terminal: both the host's. GNU readline, which pytest loads,
+    # also exports COLUMNS=80 LINES=24 to subprocesses behind os.environ's back. Every test gets dokimi's
+    # default width for output that is not a terminal (one that wants another sets COLUMNS itself).
+    os.environ.update({"COLUMNS": "100", "LINES": "24"})
     os.environ.update(
         {
             "GIT_CONFIG_GLOBAL": str(empty_config),

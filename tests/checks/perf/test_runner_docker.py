@@ -83,7 +83,8 @@ def test_a_3x_slower_candidate_fails_the_perf_check(docker_available: bool, tmp_
     assert result.invocations == 6
     assert result.metrics["perf_pass"] is False, result.report.reason
     ratio = result.metrics["perf_ratio"]
-    assert isinstance(ratio, float) and 2.5 < ratio < 3.5
+    # 3x nominal; a loaded machine oversleeps (the host decides how much), which narrows it
+    assert isinstance(ratio, float) and PERF.tolerance < ratio < 6
     stored = json.loads((run_dir / "perf" / "check.json").read_text())
     assert stored["passed"] is False and len(stored["plan"]) == 2 and stored["metrics"]["perf_pass"] is False
     assert "== r0-s-candidate (candidate) ==" in (run_dir / "perf.stdout").read_text()
