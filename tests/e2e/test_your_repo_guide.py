@@ -12,55 +12,17 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import subprocess
-import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.guide import guide_steps, rewrite, run_step
 from tests.helpers.inventory import make_inventory
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "your-repo.md"
 SHOWN_ROOT = "/home/ada/inventory"
-
-
-@dataclass
-class Step:
-    """One thing the reader does: a command (with the output the guide shows) or a file they write."""
-
-    line: int
-    """0-based index of the command's (or the file block's opening fence's) line in the guide."""
-    command: str | None = None
-    shown: list[str] = field(default_factory=list)
-    file: str | None = None
-    content: str = ""
-
-
-def guide_steps(lines: list[str]) -> list[Step]:
-    steps: list[Step] = []
-    i = 0
-    while i < len(lines):
-        fence = re.match(r"^```(\w+)(?:\s+file=(\S+))?\s*$", lines[i])
-        if not fence:
-            i += 1
-            continue
-        kind, path = fence.group(1), fence.group(2)
-        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-        body = lines[i + 1 : end]
-        if path:
-            steps.append(Step(i, file=path, content="\n".join(body) + "\n"))
-        elif kind == "console":
-            for offset, text in enumerate(body):
-                if text.startswith("$ "):
-                    steps.append(Step(i + 1 + offset, command=text[2:]))
-                elif steps and steps[-1].command is not None:
-                    steps[-1].shown.append(text)
-        i = end + 1
-    return steps
 
 
 def normalise(lines: list[str], root: Path | None = None) -> list[str]:
@@ -73,14 +35,6 @@ def normalise(lines: list[str], root: Path | None = None) -> list[str]:
     while out and not out[-1]:
         out.pop()
     return out
-
-
-def run_step(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    if command.startswith("dokimi "):
-        argv = [sys.executable, "-m", "dokimi", *shlex.split(command[len("dokimi ") :])]
-    else:
-        argv = ["bash", "-c", command]
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900, check=False)
 
 
 def test_the_guide_runs_as_written(
@@ -111,20 +65,4 @@ def test_the_guide_runs_as_written(
         if not regenerate:
             assert normalise(actual) == normalise(step.shown), f"$ {step.command}\n" + "\n".join(actual)
     if regenerate:
-        _rewrite(lines, steps, outputs)
-
-
-def _rewrite(lines: list[str], steps: list[Step], outputs: dict[int, list[str]]) -> None:
-    """Put each command's real output under it in the guide."""
-    new: list[str] = []
-    skip_until = -1
-    by_line = {s.line: s for s in steps if s.command is not None}
-    for index, text in enumerate(lines):
-        if index < skip_until:
-            continue
-        new.append(text)
-        if index in by_line:
-            step = by_line[index]
-            new.extend(outputs[index])
-            skip_until = index + 1 + len(step.shown)
-    GUIDE.write_text("\n".join(new) + "\n")
+        rewrite(GUIDE, lines, steps, outputs)

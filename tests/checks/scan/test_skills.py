@@ -91,7 +91,7 @@ def test_a_tree_without_skills_makes_no_skill_claims(tmp_path: Path) -> None:
 
 
 def test_skill_references_outside_fences_only() -> None:
-    text = "a $one\n```\n$two\n```\n`$three` `x $four`\n the `five` skill\n"
+    text = "a $one.\n```\n$two\n```\n`$three` `x $four` $five.six $dir/x\n the `five` skill\n"
     refs = [(r.line, r.claim) for r in skill_references(text, {2, 3, 4})]
     assert refs == [(1, "$one"), (5, "$three"), (6, "five")]
 

@@ -32,8 +32,8 @@ HARNESS_SKILLS = frozenset({"skill-creator", "skill-installer"})
 #: A skill's name as the Agent Skills format allows it: lowercase letters and digits, single hyphens between.
 SKILL_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 #: ``$name`` in prose: not part of a word, not an escaped dollar, not followed by what continues a shell
-#: expansion (``$dir/x``, ``$x.y``, ``${x}``).
-DOLLAR_MENTION = re.compile(rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/.\-{{(])")
+#: expansion (``$dir/x``, ``$x.y``, ``${x}``); a full stop that ends the sentence is fine.
+DOLLAR_MENTION = re.compile(rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/\-{{(]|\.\w)")
 SPAN_NEAR_SKILL = re.compile(rf"`({SKILL_NAME})`\s+skill\b|\bskill\s+`({SKILL_NAME})`", re.I)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
 FRONT_KEY = re.compile(r"^([A-Za-z_-]+):[ \t]*(.*?)[ \t]*$", re.M)
