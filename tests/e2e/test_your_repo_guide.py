@@ -10,13 +10,12 @@ guide's blocks from a real run with ``DOKIMI_REGENERATE_GUIDE=1 pytest tests/e2e
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import guide_steps, rewrite, run_step
+from tests.helpers.guide import run_guide
 from tests.helpers.inventory import make_inventory
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -43,26 +42,8 @@ def test_the_guide_runs_as_written(
     monkeypatch.setenv("DOKIMI_CLAUDE_BIN", str(claude_bin))
     repo = tmp_path / "inventory"
     make_inventory(repo)
-    lines = GUIDE.read_text().splitlines()
-    steps = guide_steps(lines)
+    steps = run_guide(GUIDE, repo, shown_root=SHOWN_ROOT, normalise=normalise)
     assert [s.command for s in steps if s.command and s.command.startswith("dokimi")][:2] == [
         "dokimi repo init",
         "dokimi repo task new fix_total --from-commit b4edf16",
     ]
-    regenerate = os.environ.get("DOKIMI_REGENERATE_GUIDE") == "1"
-    outputs: dict[int, list[str]] = {}
-    for step in steps:
-        if step.file is not None:
-            target = repo / step.file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.content)
-            continue
-        assert step.command is not None
-        done = run_step(step.command, repo)
-        assert done.returncode == 0, f"$ {step.command}\n{done.stdout}\n{done.stderr}"
-        actual = [line.rstrip() for line in done.stdout.replace(str(repo), SHOWN_ROOT).splitlines()]
-        outputs[step.line] = actual
-        if not regenerate:
-            assert normalise(actual) == normalise(step.shown), f"$ {step.command}\n" + "\n".join(actual)
-    if regenerate:
-        rewrite(GUIDE, lines, steps, outputs)

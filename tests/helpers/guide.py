@@ -4,10 +4,12 @@ under each, and the files (```` ```lang file=PATH ````) the reader writes; run i
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,3 +71,31 @@ def rewrite(guide: Path, lines: list[str], steps: list[Step], outputs: dict[int,
             new.extend(outputs[index])
             skip_until = index + 1 + len(step.shown)
     guide.write_text("\n".join(new) + "\n")
+
+
+def run_guide(
+    page: Path, repo: Path, *, shown_root: str, normalise: Callable[[list[str]], list[str]]
+) -> list[Step]:
+    """Do each step of ``page`` in ``repo`` (write its files, run its commands; each must exit 0) and compare
+    each command's stdout, ``repo``'s path shown as ``shown_root``, with what the page shows, both through
+    ``normalise``. With ``DOKIMI_REGENERATE_GUIDE=1``, write the real outputs into the page instead."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    steps = guide_steps(lines)
+    regenerate = os.environ.get("DOKIMI_REGENERATE_GUIDE") == "1"
+    outputs: dict[int, list[str]] = {}
+    for step in steps:
+        if step.file is not None:
+            target = repo / step.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step.content, encoding="utf-8")
+            continue
+        assert step.command is not None
+        done = run_step(step.command, repo)
+        assert done.returncode == 0, f"$ {step.command}\n{done.stdout}\n{done.stderr}"
+        actual = [line.rstrip() for line in done.stdout.replace(str(repo), shown_root).splitlines()]
+        outputs[step.line] = actual
+        if not regenerate:
+            assert normalise(actual) == normalise(step.shown), f"$ {step.command}\n" + "\n".join(actual)
+    if regenerate:
+        rewrite(page, lines, steps, outputs)
+    return steps

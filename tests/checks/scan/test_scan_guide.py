@@ -6,39 +6,22 @@ page's blocks from a real run with ``DOKIMI_REGENERATE_GUIDE=1 pytest tests/chec
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import guide_steps, rewrite, run_step
+from tests.helpers.guide import run_guide
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "scan.md"
+
+
+def normalise(lines: list[str]) -> list[str]:
+    return [re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line) for line in lines]
 
 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_scan_page_runs_as_written(example: Path, docker_available: bool) -> None:
-    lines = PAGE.read_text(encoding="utf-8").splitlines()
-    steps = guide_steps(lines)
+    steps = run_guide(PAGE, example, shown_root="calc", normalise=normalise)
     assert [s.command for s in steps if s.command][:2] == ["dokimi repo scan .", "dokimi repo scan . --run"]
-    regenerate = os.environ.get("DOKIMI_REGENERATE_GUIDE") == "1"
-    outputs: dict[int, list[str]] = {}
-    for step in steps:
-        if step.file is not None:
-            target = example / step.file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.content, encoding="utf-8")
-            continue
-        assert step.command is not None
-        done = run_step(step.command, example)
-        assert done.returncode == 0, f"$ {step.command}\n{done.stdout}\n{done.stderr}"
-        actual = [
-            re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line.rstrip()) for line in done.stdout.splitlines()
-        ]
-        outputs[step.line] = actual
-        if not regenerate:
-            assert actual == step.shown, f"$ {step.command}\n" + "\n".join(actual)
-    if regenerate:
-        rewrite(PAGE, lines, steps, outputs)
