@@ -83,7 +83,7 @@ def test_clean_removes_only_containers_whose_dokimi_process_ended_and_never_a_ru
     included. Now a container is removed only when the dokimi process that started it has ended (its owner
     lock is free), only in the batch asked for, and never while a run holds that batch."""
     from dokimi.batch import batch_writer
-    from dokimi.sandbox.doctor import clean_left_containers
+    from dokimi.checks.doctor import clean_left_containers
     from dokimi.sandbox.owner import owner_lock
 
     tag = uuid.uuid4().hex[:8]

@@ -88,8 +88,8 @@ def _clean(batch_dir: Path | None, as_json: bool) -> int:
     from contextlib import nullcontext
 
     from dokimi.batch import batch_writer
+    from dokimi.checks.doctor import clean_left_containers
     from dokimi.sandbox.docker import require_docker
-    from dokimi.sandbox.doctor import clean_left_containers
 
     require_docker()
     root = None if batch_dir is None else batch_dir.absolute()
