@@ -78,7 +78,10 @@ SKILL_DIRS: Final = (
     ".opencode/skills",
     ".qwen/skills",
 )
-#: A skill's SKILL.md is guidance; its scripts and other files are not (dokimi.checks.scan.skills).
+#: The file that makes a directory a skill (the Agent Skills format).
+SKILL_FILE: Final = "SKILL.md"
+#: A skill's SKILL.md is guidance; its scripts and other files are not (dokimi.checks.scan.skills). The arms
+#: remove or replace a skill whole (dokimi.repo.workspace.guidance_with_skills).
 DEFAULT_SKILL_GLOBS: Final = tuple(f"**/{directory}/*/SKILL.md" for directory in SKILL_DIRS)
 DEFAULT_GUIDANCE_GLOBS: Final = (*DEFAULT_INSTRUCTION_GLOBS, *DEFAULT_SKILL_GLOBS)
 

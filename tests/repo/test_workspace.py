@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
 from dokimi.errors import UsageError, WorkspaceError
 from dokimi.repo.workspace import (
     ARM_BRIDGE,
@@ -28,6 +29,7 @@ from dokimi.repo.workspace import (
     expire_reflog_and_prune,
     head_sha,
     init_and_commit,
+    overlay_from_snapshot,
     patch_digest,
     prepare_workspace,
     resolve_base,
@@ -258,6 +260,55 @@ def test_guidance_none_deletes_every_matched_file_at_every_depth(source: Path, t
     for path in result.removed:
         assert not os.path.lexists(dest / path)
     assert (dest / "pkg" / "mod.py").exists()
+
+
+SKILLS = {
+    ".agents/skills/release/SKILL.md": "---\nname: release\ndescription: cut a release\n---\n",
+    ".agents/skills/release/scripts/notes.py": "print('notes')\n",
+    ".agents/skills/release/references/steps.md": "1. tag\n",
+    ".agents/config.toml": "kept = true\n",
+    ".claude/skills/fmt/SKILL.md": "---\nname: fmt\ndescription: format\n---\n",
+    "docs/SKILL.md": "not a skill directory: docs/ is no skills/ directory\n",
+    "docs/guide.md": "kept\n",
+}
+
+
+@pytest.mark.parametrize("globs", [DEFAULT_GUIDANCE_GLOBS, (".agents/**", "**/CLAUDE.md")])
+def test_guidance_none_removes_skills_whole_and_leaves_no_empty_directory(
+    tmp_path: Path, globs: tuple[str, ...]
+) -> None:
+    repo = git_repo(tmp_path / "skills", {"AGENTS.md": "# guide\n", "mod.py": "x = 1\n", **SKILLS})
+    dest = tmp_path / "ws"
+    with open_source(str(repo)) as opened:
+        export_tree_as_stored(opened.snapshot(git(repo, "rev-parse", "HEAD").strip()), dest)
+    init_and_commit(dest)
+    result = apply_arm(dest, ARM_NONE, globs)
+    release = [p for p in SKILLS if p.startswith(".agents/skills/")]
+    assert set(release) <= set(result.removed)
+    assert ".agents/config.toml" in result.removed or ".agents/**" not in globs
+    if globs == DEFAULT_GUIDANCE_GLOBS:
+        assert set(result.removed) == {"AGENTS.md", *release, ".claude/skills/fmt/SKILL.md"}
+        assert not (dest / ".claude").exists() and (dest / ".agents" / "config.toml").is_file()
+    else:
+        assert not (dest / ".agents").exists()
+    assert not (dest / ".agents" / "skills").exists()
+    assert (dest / "docs" / "SKILL.md").is_file() and (dest / "mod.py").is_file()
+    empty = [d for d, subdirs, files in os.walk(dest) if ".git" not in d and not subdirs and not files]
+    assert empty == []
+
+
+def test_an_overlay_carries_each_matched_skill_whole(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "skills", {"AGENTS.md": "# guide\n", **SKILLS})
+    with open_source(str(repo)) as opened:
+        snapshot = opened.snapshot(git(repo, "rev-parse", "HEAD").strip())
+        overlay = overlay_from_snapshot(snapshot, DEFAULT_GUIDANCE_GLOBS, origin="tree")
+    assert [f.path for f in overlay.files] == [
+        ".agents/skills/release/SKILL.md",
+        ".agents/skills/release/references/steps.md",
+        ".agents/skills/release/scripts/notes.py",
+        ".claude/skills/fmt/SKILL.md",
+        "AGENTS.md",
+    ]
 
 
 def test_guidance_raw_keeps_every_file(source: Path, tmp_path: Path) -> None:

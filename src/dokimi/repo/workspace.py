@@ -7,7 +7,8 @@
 2. :func:`delete_eval_dir`: the eval dir is removed (the base may predate it).
 3. :func:`init_and_commit`: a fresh repository with one commit, so no fix can leak through history.
 4. :func:`apply_setup_patches`: ``git apply`` of each setup patch (an injected bug, for example).
-5. :func:`apply_arm`: ``guidance:none`` deletes every file the guidance globs match, ``guidance:raw`` keeps
+5. :func:`apply_arm`: ``guidance:none`` deletes every file the guidance globs match (a matched skill's
+   SKILL.md takes its whole skill directory with it) and the directories left empty, ``guidance:raw`` keeps
    them, ``guidance:bridge`` writes the profile's bridge file next to every matched file of the bridged name;
    ``guidance:tree``, ``guidance:at=REV`` and ``guidance:generated`` replace the base's matched files with a
    :class:`GuidanceOverlay` (the guidance files of the eval tree, of another revision, or the ones the
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dokimi import globs, safefs
+from dokimi.constants import SKILL_FILE
 from dokimi.errors import SourceError, UsageError, WorkspaceError
 from dokimi.source import git as gitcmd
 from dokimi.source.export import check_tree_path, export_tree_as_stored, write_entry
@@ -320,16 +322,14 @@ def _in_dir(path: str, directory: str) -> bool:
 def overlay_from_snapshot(
     snapshot: Snapshot, guidance_globs: Sequence[str], *, origin: str, eval_dir: str = ""
 ) -> GuidanceOverlay:
-    """The files ``guidance_globs`` match in ``snapshot`` (outside ``eval_dir``, which no workspace has),
-    read in one batch: the overlay of guidance:tree (the eval tree) or guidance:at=REV (that revision)."""
-    matched = sorted(
-        {
-            path
-            for pattern in guidance_globs
-            for path in globs.filter_paths(pattern, snapshot.entries)
-            if not _in_dir(path, eval_dir) and snapshot.entries[path].mode in ("100644", "100755", "120000")
-        }
-    )
+    """The files ``guidance_globs`` match in ``snapshot`` (outside ``eval_dir``, which no workspace has), each
+    matched skill whole (:func:`guidance_with_skills`), read in one batch: the overlay of guidance:tree (the
+    eval tree) or guidance:at=REV (that revision)."""
+    matched = [
+        path
+        for path in guidance_with_skills(guidance_globs, list(snapshot.entries))
+        if not _in_dir(path, eval_dir) and snapshot.entries[path].mode in ("100644", "100755", "120000")
+    ]
     for path in matched:
         check_tree_path(path)
     data: dict[str, bytes] = {}
@@ -496,7 +496,8 @@ def apply_arm(
 ) -> ArmResult:
     """Step 5: the guidance arm, from the manifest's globs evaluated on the workspace's files.
 
-    - ``guidance:none`` deletes every file a glob matches (a symlink is deleted, not its target);
+    - ``guidance:none`` deletes every file a glob matches (a symlink is deleted, not its target), every file
+      of a skill whose SKILL.md a glob matches, and every directory left empty (:func:`remove_guidance`);
     - ``guidance:raw`` keeps them;
     - ``guidance:bridge`` writes ``bridge.write`` with ``bridge.content`` next to every matched file named
       ``bridge.for_``, at any depth. An existing file of that name is kept untouched and listed in
@@ -517,15 +518,13 @@ def apply_arm(
             f"arm {arm} needs its guidance files", hint="a bug: the runner builds them per batch"
         )
     files = _list_files(dest)
-    matched = sorted({path for pattern in guidance_globs for path in globs.filter_paths(pattern, files)})
+    matched = guidance_with_skills(guidance_globs, files)
     if kind == "none":
-        for path in matched:
-            (dest / path).unlink()
+        remove_guidance(dest, matched)
         return ArmResult(arm, removed=tuple(matched))
     if kind in OVERLAY_ARMS:
         assert overlay is not None
-        for path in matched:
-            (dest / path).unlink()
+        remove_guidance(dest, matched)
         written, refused = overlay_guidance(dest, overlay)
         return ArmResult(arm, removed=tuple(matched), written=written, refused=refused)
     assert bridge is not None
@@ -543,6 +542,42 @@ def apply_arm(
         os.chmod(dest / target, 0o644)
         bridged.append(target)
     return ArmResult(arm, bridged=tuple(bridged), kept_existing=tuple(kept))
+
+
+def skill_directory(path: str) -> str | None:
+    """The skill a guidance file is the SKILL.md of: its directory, when that directory sits in a ``skills``
+    directory (``.claude/skills/release/SKILL.md`` -> ``.claude/skills/release``, the Agent Skills layout
+    every supported harness reads); None for any other file."""
+    directory, name = posixpath.split(path)
+    if name != SKILL_FILE or posixpath.basename(posixpath.dirname(directory)) != "skills":
+        return None
+    return directory
+
+
+def guidance_with_skills(guidance_globs: Sequence[str], files: Sequence[str]) -> list[str]:
+    """The files the guidance globs match, and every file of each skill whose SKILL.md they match (its
+    scripts, references and assets go with it: an arm removes or replaces a skill whole), sorted."""
+    matched = {path for pattern in guidance_globs for path in globs.filter_paths(pattern, files)}
+    skills = [directory + "/" for directory in map(skill_directory, matched) if directory]
+    if skills:
+        matched.update(path for path in files if any(path.startswith(skill) for skill in skills))
+    return sorted(matched)
+
+
+def remove_guidance(dest: Path, paths: Sequence[str]) -> None:
+    """Delete ``paths`` (a symlink is deleted, not its target), then every directory their removal left empty,
+    up to the workspace's root: an empty ``.agents/skills/release/`` would still name the skill."""
+    parents: set[str] = set()
+    for path in paths:
+        (dest / path).unlink()
+        parents.add(posixpath.dirname(path))
+    for directory in sorted(parents, key=lambda d: -d.count("/")):
+        while directory:
+            target = dest / directory
+            if target.is_symlink() or not target.is_dir() or any(target.iterdir()):
+                break
+            target.rmdir()
+            directory = posixpath.dirname(directory)
 
 
 def _overlay_obstacle(dest: Path, path: str) -> str | None:

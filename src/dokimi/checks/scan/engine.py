@@ -55,7 +55,6 @@ from dokimi.checks.scan.shell import (
     split_fence,
 )
 from dokimi.checks.scan.skills import (
-    SKILL_FILE,
     check_skill_front_matter,
     is_skill_support_file,
     resolve_skill,
@@ -64,7 +63,7 @@ from dokimi.checks.scan.skills import (
 )
 from dokimi.checks.scan.suppress import IgnoreEntry, Rule, apply_suppressions, inline_rules, manifest_rules
 from dokimi.checks.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
-from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES, status_class
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES, SKILL_FILE, status_class
 from dokimi.errors import SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.source import git

@@ -25,8 +25,8 @@ from typing import NamedTuple
 
 from dokimi.checks.scan.suppress import CODE_SPAN
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
+from dokimi.constants import SKILL_FILE
 
-SKILL_FILE = "SKILL.md"
 #: Skills the harnesses ship themselves (Codex's system skills): never in the tree, never wrong.
 HARNESS_SKILLS = frozenset({"skill-creator", "skill-installer"})
 #: A skill's name as the Agent Skills format allows it: lowercase letters and digits, single hyphens between.
