@@ -699,6 +699,17 @@ def test_a_glob_matching_nothing_at_every_base_warns(repo: Repo) -> None:
     assert "matches nothing at the task base" in found[0].message
 
 
+def test_the_default_globs_matching_nothing_do_not_warn(repo: Repo) -> None:
+    """A manifest without guidance.globs gets dokimi's defaults, the files of every supported harness (skills
+    included): most match nothing in a repository, which is no warning."""
+    text = MANIFEST.replace('guidance:\n  globs: ["**/AGENTS.md"]\n', "")
+    assert "guidance" not in text
+    repo.add_eval(text, tasks={"t1": repo.task("t1", base=repo.c2)})
+    report = run(repo)
+    assert report.valid
+    assert only(report, "guidance_globs_at_every_base", "warning") == []
+
+
 def test_a_guidance_only_manifest_is_checked_at_the_eval_tree(repo: Repo) -> None:
     text = "schema: repo_manifest.v1\nid: g\nguidance:\n  globs: ['**/AGENTS.md', 'docs/*.md']\n"
     repo.add_eval(text, tasks={})
