@@ -306,7 +306,9 @@ def batch_writer(root: Path, command: str) -> Iterator[None]:
     ``flock`` on ``<batch>/.dokimi-writer.lock``, released by the kernel when the holder exits, even by
     SIGKILL, so a crashed run never leaves the batch locked. ``repo report`` and ``repo compare`` take no
     lock: result.json is written atomically and last, so they see finished cells only."""
-    root.mkdir(parents=True, exist_ok=True)
+    from dokimi.schemas._base import make_output_dir
+
+    make_output_dir(root)
     path = root / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

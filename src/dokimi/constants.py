@@ -35,6 +35,12 @@ from dokimi.rundir import (
     WORKSPACE,
 )
 
+MAX_REPS: Final = 1000
+"""The most repetitions per cell a batch or a study may ask for (``--reps``, ``reps:``)."""
+MAX_CELLS: Final = 100_000
+"""The most cells one ``repo run`` may plan: tasks x arms x models x efforts x reps. Both bounds are checked
+before any work, so a typo (``--reps 99999999999``) is a clear error instead of a plan that never ends."""
+
 # Exit codes (DESIGN.md, "Rules of the house").
 EXIT_OK: Final = 0
 EXIT_FOUND_PROBLEMS: Final = 1

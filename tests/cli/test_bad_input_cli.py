@@ -55,7 +55,7 @@ def test_an_empty_arm_or_model_exits_2_instead_of_running_nothing(
     run_base: list[str], capsys: pytest.CaptureFixture[str], arms: str, models: str
 ) -> None:
     rc, text = _run(capsys, [*run_base, "--arm", arms, "--model", models])
-    assert rc == 2 and ("names nothing to run" in text or "missing --" in text)
+    assert rc == 2 and ("names nothing to run" in text or "missing --" in text or "is empty" in text)
 
 
 def test_an_unknown_arm_exits_2(run_base: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,9 @@ tool calls with their outputs (events.jsonl: a command is a ``bash`` call, a rea
 ``edit``, a tool its own name) and the final answer; the score is the gate (1 pass, 0 fail) or the task's
 score, with grade.json's metrics and the grader's error as its metadata and explanation; the sample's
 metadata keeps dokimi's result (cost, turns, duration, harness). Missing and invalid cells are not samples:
-the log's metadata counts them.
+the log's metadata counts them, and so are cells whose evidence cannot be read at all (``unreadable``);
+lines of events.jsonl that are no event (not JSON, or nested past what dokimi reads) are left out of their
+sample and counted in its metadata (``unreadable_event_lines``).
 
 The logs are written with Inspect's own writer (``inspect_ai.log.write_eval_log``), so any Inspect version
 that writes them reads them. inspect-ai is an optional dependency (``pip install inspect-ai``); the command
@@ -15,7 +17,6 @@ says so when it is missing. Cell files are hostile: read through :mod:`dokimi.sa
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 from dokimi.batch import Batch, Cell
 from dokimi.errors import PrerequisiteError
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
+from dokimi.schemas._base import load_json, make_output_dir
 
 __all__ = ["ExportedLog", "export_inspect"]
 
@@ -69,7 +71,7 @@ def _json(cell: Cell, name: str) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return load_json(text)
     except ValueError:
         return None
 
@@ -78,17 +80,25 @@ def _cap(text: str) -> str:
     return text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + f"\n... ({len(text)} characters)"
 
 
-def _events(cell: Cell) -> list[dict[str, Any]]:
+def _events(cell: Cell) -> tuple[list[dict[str, Any]], int]:
+    """The events of the cell, and how many non-blank lines of events.jsonl are not one (not JSON, or
+    nested past what dokimi reads): those are left out of the sample and counted in its metadata."""
     text = _read(cell, EVENTS_JSONL) or ""
     out = []
+    unreadable = 0
     for line in text.splitlines():
+        if not line.strip():
+            continue
         try:
-            event = json.loads(line)
+            event = load_json(line)
         except ValueError:
+            unreadable += 1
             continue
         if isinstance(event, dict):
             out.append(event)
-    return out
+        else:
+            unreadable += 1
+    return out, unreadable
 
 
 def _tool_call(event: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -156,18 +166,32 @@ def _sample(cell: Cell) -> Any:
     )
     metadata = result.model_dump(mode="json", by_alias=True)
     metadata["cell"] = cell.rel
+    events, unreadable = _events(cell)
+    if unreadable:
+        metadata["unreadable_event_lines"] = unreadable
     return EvalSample(
         id=result.task,
         epoch=result.rep + 1,
         input=prompt,
         target="pass" if result.gated else "",
-        messages=_messages(prompt, _events(cell), answer),
+        messages=_messages(prompt, events, answer),
         output=ModelOutput.from_content(result.model, _cap(answer)),
         scores={SCORER: score},
         metadata=metadata,
         total_time=result.duration_s,
         working_time=result.duration_s,
     )
+
+
+def _readable_sample(cell: Cell) -> Any:
+    """The cell's sample, or None when its evidence cannot be read at all (the log counts it as
+    ``unreadable``; the other cells are exported as usual)."""
+    from dokimi.errors import DokimiError
+
+    try:
+        return _sample(cell)
+    except (DokimiError, OSError, ValueError, RecursionError):
+        return None
 
 
 def _stamp(cells: list[Cell]) -> tuple[str, str]:
@@ -206,7 +230,7 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
 
     groups: dict[tuple[str, str, str | None, str | None], list[Cell]] = defaultdict(list)
     not_counted: dict[tuple[str, str, str | None, str | None], dict[str, int]] = defaultdict(
-        lambda: {"missing": 0, "invalid": 0}
+        lambda: {"missing": 0, "invalid": 0, "unreadable": 0}
     )
     for cell in batch.cells:
         if cell.status == "finished" and cell.result is not None:
@@ -215,13 +239,22 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
         elif cell.key is not None and cell.status in ("missing", "invalid"):
             not_counted[(cell.key.arm, cell.key.model, cell.key.effort, None)][cell.status] += 1
     manifest_id = batch.pin.manifest_id if batch.pin is not None else batch.root.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out_dir)
     written = []
     for (arm, model, effort, mode), cells in sorted(
         groups.items(), key=lambda kv: tuple(str(k) for k in kv[0])
     ):
         cells.sort(key=lambda c: c.rel)
-        samples = [_sample(cell) for cell in cells]
+        samples = []
+        for cell in list(cells):
+            sample = _readable_sample(cell)
+            if sample is None:
+                not_counted[(arm, model, effort, None)]["unreadable"] += 1
+                cells.remove(cell)
+            else:
+                samples.append(sample)
+        if not samples:
+            continue
         tasks = sorted({s.id for s in samples})
         started, completed = _stamp(cells)
         values = [float(s.scores[SCORER].value) for s in samples]
@@ -243,7 +276,9 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
                     "pin": batch.pin.model_dump(mode="json", by_alias=True)
                     if batch.pin is not None
                     else None,
-                    "not_counted": not_counted.get((arm, model, effort, None), {"missing": 0, "invalid": 0}),
+                    "not_counted": not_counted.get(
+                        (arm, model, effort, None), {"missing": 0, "invalid": 0, "unreadable": 0}
+                    ),
                 }
             },
         )

@@ -32,6 +32,7 @@ from dokimi.rundir import (
     TASK_JSON,
     WORKSPACE_DIFF,
 )
+from dokimi.schemas._base import load_json
 from dokimi.schemas.report import ReportDoc
 
 __all__ = ["cell_page_name", "write_report_site"]
@@ -71,18 +72,32 @@ def _page(title: str, body: list[str]) -> str:
 def write_report_site(doc: ReportDoc, batch: Batch, index: Path) -> Path:
     """Write the site: the report at ``index`` (``<dir>/index.html`` when ``index`` is a directory), its cell
     pages in ``cells/`` beside it. Returns the index page's path."""
-    from dokimi.schemas._base import write_text_atomic
+    from dokimi.schemas._base import make_output_dir, write_output, write_text_atomic
 
     if index.suffix.lower() not in (".html", ".htm"):
         index = index / "index.html"
     pages = {cell.rel: cell_page_name(cell) for cell in batch.cells if cell.status != "missing"}
     page = render_report(doc).replace("</body></html>", _cell_links(batch, pages) + "\n</body></html>")
-    write_text_atomic(index, page)  # first: a path that cannot be written fails before any cell page
+    write_output(index, page)  # first: a path that cannot be written fails before any cell page
     cells_dir = index.parent / "cells"
+    make_output_dir(cells_dir)
     for cell in batch.cells:
         if cell.rel in pages:
-            write_text_atomic(cells_dir / pages[cell.rel], render_cell(cell, batch.root))
+            write_text_atomic(cells_dir / pages[cell.rel], _cell_page(cell, batch.root))
     return index
+
+
+def _cell_page(cell: Cell, batch_root: Path) -> str:
+    """A cell's page; a cell whose evidence cannot be read at all gets a page that says why, and the rest of
+    the site is written as usual."""
+    from dokimi.errors import DokimiError
+
+    try:
+        return render_cell(cell, batch_root)
+    except (DokimiError, OSError, ValueError, RecursionError) as exc:
+        title = f"cell {cell.rel}"
+        why = f"this cell's evidence could not be read: {type(exc).__name__}: {exc}"
+        return _page(title, [f"<h1>{escape(title)}</h1>", f'<p class="fail">{escape(why[:2000])}</p>'])
 
 
 def _mark(cell: Cell) -> tuple[str, str]:
@@ -195,7 +210,7 @@ def _json_block(cell_dir: Path, name: str) -> tuple[Any, list[str]]:
     if text is None:
         return None, notes or [f'<p class="muted">no {escape(name)}</p>']
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except ValueError as exc:
         return None, [
             *notes,
@@ -250,9 +265,13 @@ def _events(cell_dir: Path) -> list[str]:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
-        except ValueError:
-            rows.append(f'<tr><td>{number}</td><td>-</td><td colspan="3">{_pre(line)}</td></tr>')
+            event = load_json(line)
+        except ValueError as exc:  # not JSON, or nested past what dokimi reads: shown as text, cut
+            shown_line = line if len(line) <= EVENT_OUTPUT_LIMIT else line[:EVENT_OUTPUT_LIMIT] + " ..."
+            rows.append(
+                f'<tr><td>{number}</td><td>-</td><td colspan="3"><p class="muted">not an event: '
+                f"{escape(str(exc))}</p>{_pre(shown_line)}</td></tr>"
+            )
             continue
         if not isinstance(event, dict):
             continue
@@ -322,7 +341,7 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
     ]
     task_text, problem = _read(cell_dir, TASK_JSON)
     try:
-        task = json.loads(task_text) if task_text is not None else None
+        task = load_json(task_text) if task_text is not None else None
     except ValueError:
         task = None
     prompt = task.get("prompt") if isinstance(task, dict) else None

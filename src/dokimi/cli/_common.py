@@ -1,4 +1,10 @@
-"""Options and output helpers shared by the commands. The only place a shared option is spelled."""
+"""Options and output helpers shared by the commands. The only place a shared option is spelled, and the only
+way a command prints: :func:`echo` and :func:`note` for lines, :func:`emit_json` for documents,
+:func:`print_above` over a progress bar (and ``dokimi.cli.tables.print_lines`` for tables). Each shows the
+control characters of what it prints as escapes (:func:`dokimi.controls.escape_controls`): a commit message, a
+file name, a grader's reason or an agent's output is text dokimi did not write, and a terminal would obey the
+escape sequences it holds (a title, a clipboard write, a cleared screen). tests/architecture checks that no
+command prints another way."""
 
 from __future__ import annotations
 
@@ -58,10 +64,30 @@ def check_manifest_choice(manifest: str | None, manifest_file: Path | None) -> N
 
 
 def emit_json(document: Any) -> None:
-    """Print a document as sorted, indented JSON (deterministic output)."""
+    """Print a document as sorted, indented JSON (deterministic output; control characters as escapes)."""
+    from dokimi.controls import json_safe
+
     if hasattr(document, "model_dump"):
         document = document.model_dump(mode="json", by_alias=True, exclude_none=False)
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_safe(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)) + "\n")
+
+
+def shown(text: object) -> str:
+    """``text`` as a command prints it: control characters (and names that are not UTF-8) as escapes."""
+    from dokimi.controls import escape_controls
+
+    return escape_controls(str(text))
+
+
+def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``text`` on stdout (stderr with ``err``), its control characters shown as escapes."""
+    click.echo(shown(text), err=err, nl=nl)
+
+
+def print_above(console: Any, text: object) -> None:
+    """A line printed through a rich console (above a progress bar): escaped, and never read as markup
+    (``[link=...]``, ``[bold]`` in a grader's reason stay text)."""
+    console.print(shown(text), markup=False, highlight=False, emoji=False)
 
 
 def stderr_console() -> Any:
@@ -86,17 +112,6 @@ def progress_bar() -> Any:
     )
 
 
-def stdout_console(*, wide_when_piped: bool = False) -> Any:
-    """A rich console on stdout. ``wide_when_piped``: when stdout is not a terminal, tables get 240 columns
-    instead of being squashed to 80."""
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
-    if wide_when_piped and not console.is_terminal:
-        console.width = 240
-    return console
-
-
 def deliver_document(
     doc: Any,
     *,
@@ -108,9 +123,9 @@ def deliver_document(
     """The output of a command that builds one document (report, compare): the HTML page when asked, then
     the document as JSON or as text, then its warnings on stderr."""
     if html_file is not None:
-        from dokimi.schemas._base import write_text_atomic
+        from dokimi.schemas._base import write_output
 
-        write_text_atomic(html_file, render_html(doc))
+        write_output(html_file, render_html(doc))
         note(f"wrote {html_file}")
     if as_json:
         emit_json(doc)
@@ -123,7 +138,7 @@ def deliver_document(
 
 def note(message: str) -> None:
     """One line for the human on stderr."""
-    click.echo(message, err=True)
+    echo(message, err=True)
 
 
 class FiniteFloat(click.FloatRange):

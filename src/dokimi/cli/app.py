@@ -8,6 +8,7 @@ exits 2.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import click
 
 from dokimi import __version__
+from dokimi.cli._common import echo
 from dokimi.constants import EXIT_USAGE
 
 #: Top-level commands: name -> (import path, short help).
@@ -57,9 +59,13 @@ REPO_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_CHECKED: set[click.Command] = set()
+"""Commands whose options already refuse empty values (:func:`refuse_empty_values`)."""
+
+
 def _not_built(name: str, short: str) -> click.Command:
     def callback(**_: Any) -> int:
-        click.echo(f"dokimi: `{name}` is not implemented yet in dokimi {__version__}.", err=True)
+        echo(f"dokimi: `{name}` is not implemented yet in dokimi {__version__}.", err=True)
         return EXIT_USAGE
 
     return click.Command(
@@ -76,6 +82,39 @@ def _built(target: str) -> bool:
     """Whether the module of ``target`` ("module:attribute") exists."""
     module_name = target.split(":")[0]
     return module_name == __name__ or importlib.util.find_spec(module_name) is not None
+
+
+_REFUSING_EMPTY: dict[type[Any], type[Any]] = {}
+
+
+def _refusing_empty(kind: type[Any]) -> type[Any]:
+    """``kind`` (a text or path type) made to refuse a value with nothing in it but blanks and commas."""
+    if kind not in _REFUSING_EMPTY:
+
+        def convert(self: Any, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+            if isinstance(value, str) and not value.strip(" \t\r\n,"):
+                self.fail(f"{value!r} is empty: give a value, or leave the option out", param, ctx)
+            return kind.convert(self, value, param, ctx)
+
+        _REFUSING_EMPTY[kind] = type(f"NonEmpty{kind.__name__}", (kind,), {"convert": convert})
+    return _REFUSING_EMPTY[kind]
+
+
+def refuse_empty_values(command: click.Command) -> click.Command:
+    """Every text or path option and argument of ``command`` (and of its subcommands) refuses an empty
+    value, one that is only blanks or commas: a list option would otherwise read ``--task ''`` as no filter
+    (every task runs), ``--effort ''`` would mean the default, ``--out ''`` the working directory."""
+    for param in command.params:
+        if isinstance(param.type, (click.types.StringParamType, click.Path)) and not getattr(
+            param, "is_flag", False
+        ):
+            refusing: Any = copy.copy(param.type)
+            refusing.__class__ = _refusing_empty(type(param.type))
+            param.type = refusing
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refuse_empty_values(sub)
+    return command
 
 
 class LazyGroup(click.Group):
@@ -103,6 +142,9 @@ class LazyGroup(click.Group):
             return _not_built(cmd_name, short)
         command = getattr(module, attr)
         assert isinstance(command, click.Command)
+        if command not in _CHECKED:
+            _CHECKED.add(command)
+            refuse_empty_values(command)
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note
+from dokimi.cli._common import echo, emit_json, json_option, note
 from dokimi.constants import EXIT_OK
 
 
@@ -58,6 +58,6 @@ def export(batch: Path, fmt: str, out: Path | None, as_json: bool) -> int:
         )  # fmt: skip
     else:
         for log in logs:
-            click.echo(f"{log.path}: {log.samples} samples ({log.arm}, {log.model})")
+            echo(f"{log.path}: {log.samples} samples ({log.arm}, {log.model})")
         note(f"open them with: inspect view --log-dir {target}")
     return EXIT_OK

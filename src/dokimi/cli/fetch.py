@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option
+from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import EXIT_OK
 
 
@@ -43,5 +43,5 @@ def fetch(source: str, cache_dir: Path | None, as_json: bool) -> int:
             }
         )
     else:
-        click.echo(f"{clone.sha}  {clone.git_dir}")
+        echo(f"{clone.sha}  {clone.git_dir}")
     return EXIT_OK

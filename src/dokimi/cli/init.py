@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option
+from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import DEFAULT_EVAL_DIR, EXIT_OK
 
 
@@ -47,9 +47,9 @@ def init(directory: Path, eval_dir: str, grade: str | None, as_json: bool) -> in
         )
         return EXIT_OK
     for path in result.written:
-        click.echo(f"wrote {path}")
-    click.echo(f"grade: {result.grade}")
-    click.echo("next:")
+        echo(f"wrote {path}")
+    echo(f"grade: {result.grade}")
+    echo("next:")
     for command in result.next_commands:
-        click.echo(f"  {command}")
+        echo(f"  {command}")
     return EXIT_OK

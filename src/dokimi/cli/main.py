@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the handlers are in place: no traceback either
         return EXIT_INTERRUPTED
     args = list(argv) if argv is not None else sys.argv[1:]
+    never_fail_to_encode()
     try:
         return run_command(args)
     except DokimiError as exc:
@@ -59,6 +60,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "please report it with the traceback above."
         )
         return EXIT_BUG
+
+
+def never_fail_to_encode() -> None:
+    """stdout and stderr write what they cannot encode as a backslash escape: a name that is not UTF-8 (read
+    from a directory an agent named) must never end a command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a stream already closed, or one that cannot change
+                pass
 
 
 def run_command(args: list[str]) -> int:
@@ -95,8 +108,11 @@ def run_click(args: list[str]) -> int:
 
 
 def say(message: str) -> None:
-    """One line on stderr (what ``click.echo(message, err=True)`` writes)."""
-    sys.stderr.write(message + "\n")
+    """One line on stderr (what ``click.echo(message, err=True)`` writes), control characters escaped: an
+    error names a path or quotes a document dokimi did not write."""
+    from dokimi.controls import escape_controls
+
+    sys.stderr.write(escape_controls(message) + "\n")
     sys.stderr.flush()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from dokimi.cli._common import echo
 from dokimi.constants import EXIT_OK
 from dokimi.errors import DocumentError, PrerequisiteError
 
@@ -51,8 +52,8 @@ def serve(script: Path, port: int, capture: Path | None, main_model: str | None)
             hint="pick another --port, or --port 0 for any free one",
         ) from None
     with server:
-        click.echo(server.url)
-        click.echo(
+        echo(server.url)
+        echo(
             f"mock-model: serving {server.turns_left} turn(s); run the harness with "
             f"ANTHROPIC_BASE_URL={server.url} ANTHROPIC_API_KEY=dummy",
             err=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option
+from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -45,6 +45,6 @@ def perf(run_dir: Path, seed: int, caches: tuple[str, ...], source_dir: Path | N
     else:
         state = {True: "pass", False: "FAIL", None: "not measured"}[report.passed]
         ratio = "-" if report.ratio is None else f"{report.ratio:.3g}x"
-        click.echo(f"perf: {state} (median ratio {ratio}, {check.invocations} runs)")
-        click.echo(f"  {report.reason}")
+        echo(f"perf: {state} (median ratio {ratio}, {check.invocations} runs)")
+        echo(f"  {report.reason}")
     return EXIT_OK if report.passed is True else EXIT_FOUND_PROBLEMS

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note
+from dokimi.cli._common import echo, emit_json, json_option, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -94,15 +94,15 @@ def export(
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(
+        echo(
             f"{len(report.blinded)} artifacts in {out / 'blinded'} (of {report.finished} finished cells); "
             f"{report.redactions} redacted; key (keep it from raters): {report.key}; seed {report.seed}"
         )
         for run_id, findings in sorted(report.withheld.items()):
             where = "; ".join(f"{f.file}:{f.line} {f.category} {f.marker!r}" for f in findings[:5])
-            click.echo(f"potential leak: {run_id} withheld ({where})")
+            echo(f"potential leak: {run_id} withheld ({where})")
         for item in report.unexported:
-            click.echo(f"not exported: {item.cell}: {item.reason}")
+            echo(f"not exported: {item.cell}: {item.reason}")
     return EXIT_FOUND_PROBLEMS if report.problems else EXIT_OK
 
 
@@ -123,11 +123,9 @@ def import_(ratings: tuple[Path, ...], key: Path, replace: bool, as_json: bool) 
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(
-            f"{report.imported} rows imported, {report.unchanged} unchanged; {report.total} in raters.jsonl"
-        )
+        echo(f"{report.imported} rows imported, {report.unchanged} unchanged; {report.total} in raters.jsonl")
         for row in report.leaks:
-            click.echo(
+            echo(
                 f"blinding leak: {row.run_id} ({row.rater}: {row.blinding_leak}): set aside; "
                 f"re-blind with `dokimi repo rate reblind {row.run_id} --key {key} --marker TEXT`"
             )
@@ -151,15 +149,15 @@ def adjudicate_cmd(adjudications: tuple[Path, ...], key: Path, replace: bool, as
     else:
         for item in results.disagreements:
             state = f"adjudicated by {item.adjudication.adjudicator}" if item.adjudication else "PENDING"
-            click.echo(f"{item.run_id}: {state}")
+            echo(f"{item.run_id}: {state}")
             for outcome in item.outcomes:
                 values = ", ".join(f"{s.rater}={getattr(s, outcome)}" for s in item.scores)
-                click.echo(f"  {outcome}: {values}")
+                echo(f"  {outcome}: {values}")
             for score in item.scores:
                 if score.notes:
-                    click.echo(f"  notes {score.rater}: {score.notes}")
+                    echo(f"  notes {score.rater}: {score.notes}")
         adjudicated = sum(1 for r in results.final if r.adjudicated)
-        click.echo(
+        echo(
             f"{len(results.final)} runs final ({adjudicated} adjudicated), {len(results.pending)} pending, "
             f"{len(results.excluded)} excluded, {len(results.unrated)} unrated; "
             f"wrote {key.parent / 'results.jsonl'}"
@@ -181,9 +179,9 @@ def reblind_cmd(run_id: str, key: Path, markers: tuple[str, ...], as_json: bool)
     if as_json:
         emit_json(report.to_json())
     else:
-        click.echo(f"{run_id} re-blinded as {report.new_id} ({report.status})")
+        echo(f"{run_id} re-blinded as {report.new_id} ({report.status})")
         for finding in report.leaks:
-            click.echo(f"potential leak: {finding.file}:{finding.line} {finding.category} {finding.marker!r}")
+            echo(f"potential leak: {finding.file}:{finding.line} {finding.category} {finding.marker!r}")
     return EXIT_FOUND_PROBLEMS if report.leaks else EXIT_OK
 
 

@@ -9,6 +9,7 @@ import click
 from dokimi.cli._common import (
     FiniteFloat,
     check_manifest_choice,
+    echo,
     emit_json,
     json_option,
     manifest_options,
@@ -133,11 +134,11 @@ def _render(document: object) -> None:
 
     assert isinstance(document, GuidanceReach)
     title = f"{document.harness} {document.harness_version}, {document.model}"
-    click.echo(title + (" (dry run: classes are what the request bytes held)" if document.dry_run else ""))
+    echo(title + (" (dry run: classes are what the request bytes held)" if document.dry_run else ""))
     if document.capture == "proxy":
-        click.echo(f"payload captured through a proxy in front of {document.capture_upstream}")
+        echo(f"payload captured through a proxy in front of {document.capture_upstream}")
     elif document.capture_missing:
-        click.echo(f"payload not captured: {document.capture_missing}")
+        echo(f"payload not captured: {document.capture_missing}")
     aliases = {
         f.path: [a.path + (" (copy)" if a.alias_kind == "copy" else "") for a in f.aliases]
         for f in document.files
@@ -153,12 +154,12 @@ def _render(document: object) -> None:
             f"  {r.file.ljust(width)}  {r.class_.value:<10}{payload}{via}"
         )
     for s in document.scenarios:
-        click.echo(f"{s.name}" + (f"  error: {s.error}" if s.error else ""))
+        echo(f"{s.name}" + (f"  error: {s.error}" if s.error else ""))
         for line in by_scenario.get(s.name, []):
-            click.echo(line)
+            echo(line)
         if s.unknown:
-            click.echo(f"  unknown tokens: {' '.join(s.unknown)}")
+            echo(f"  unknown tokens: {' '.join(s.unknown)}")
         if s.prose:
-            click.echo(f"  prose words: {s.prose} (read {s.trace_dir} before trusting not_loaded)")
+            echo(f"  prose words: {s.prose} (read {s.trace_dir} before trusting not_loaded)")
     for u in document.unresolved:
-        click.echo(f"unresolved link {u.path}: {u.reason}")
+        echo(f"unresolved link {u.path}: {u.reason}")

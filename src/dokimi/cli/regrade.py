@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note
+from dokimi.cli._common import echo, emit_json, json_option, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -73,13 +73,13 @@ def regrade(
     else:
         for cell in report.cells:
             if cell.error is not None:
-                click.echo(f"error     {cell.rel}: {cell.error}")
+                echo(f"error     {cell.rel}: {cell.error}")
             elif cell.mismatches:
                 moved = "; ".join(f"{m.what}: {m.original!r} -> {m.regraded!r}" for m in cell.mismatches)
-                click.echo(f"mismatch  {cell.rel}: {moved}")
+                echo(f"mismatch  {cell.rel}: {moved}")
             else:
-                click.echo(f"same      {cell.rel}")
-        click.echo(
+                echo(f"same      {cell.rel}")
+        echo(
             f"{len(report.cells)} of {report.finished} finished cell(s) regraded (seed {report.seed}): "
             f"{len(report.mismatched)} mismatch(es), {len(report.errors)} could not be regraded"
         )

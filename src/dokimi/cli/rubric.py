@@ -14,11 +14,11 @@ import click
 from dokimi.cli._common import (
     FiniteFloat,
     check_manifest_choice,
+    echo,
     emit_json,
     json_option,
     manifest_options,
     source_argument,
-    stdout_console,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
@@ -106,31 +106,29 @@ def check(
         report = check_rubrics_with_oracle(repo, loaded, inputs, OracleImage(image=image))
     if out is not None:
         from dokimi.rundir import RUBRIC_CHECK_JSON
-        from dokimi.schemas._base import write_document
+        from dokimi.schemas._base import make_output_dir, write_document
         from dokimi.schemas.rubric_check import RubricCheckDoc
 
-        out.mkdir(parents=True, exist_ok=True)
+        make_output_dir(out)
         write_document(out / RUBRIC_CHECK_JSON, RubricCheckDoc.model_validate(report.to_json()))
     if as_json:
         emit_json(report.to_json())
     else:
-        console = stdout_console()
         for row in report.rows:
             mark = {True: "ok  ", False: "FAIL", None: "n/a "}[row.ok]
             failed = ", ".join(row.verdict.blockers_failed()) if row.verdict and row.verdict.ok else "-"
             line = (
                 f"{mark} {row.task}  {row.kind:<12} {row.name}  (expect {row.expectation}; blockers failed: "
             )
-            console.print(line + f"{failed})" + (f"\n     {row.detail}" if row.detail else ""), markup=False)
+            echo(line + f"{failed})" + (f"\n     {row.detail}" if row.detail else ""))
         if report.skipped:
-            console.print(f"no rubric.json: {', '.join(report.skipped)}", markup=False)
+            echo(f"no rubric.json: {', '.join(report.skipped)}")
         if report.agreement is not None:
             a = report.agreement
-            console.print(
+            echo(
                 f"second judge {a.model}: kappa mergeable {a.kappa_mergeable}, blockers {a.kappa_blockers} "
-                f"over {a.items} items",
-                markup=False,
+                f"over {a.items} items"
             )
             for item in a.disagreements:
-                console.print(f"  disagree: {item}", markup=False)
+                echo(f"  disagree: {item}")
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS

@@ -22,9 +22,10 @@ from dokimi.cli._common import (
     json_option,
     manifest_options,
     note,
+    print_above,
     source_argument,
 )
-from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, MAX_REPS
 
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
@@ -83,7 +84,7 @@ class _Reporter:
 
     def note(self, text: str) -> None:
         if self.bar is not None:
-            self.bar.console.print(text)
+            print_above(self.bar.console, text)
 
     def planned(self, total: int, done: int) -> None:
         if self.bar is not None:
@@ -103,7 +104,7 @@ class _Reporter:
             message = f"cell {where} lost (no result.json; the next run fills it): {outcome.error}"
         if message is not None:
             if self.bar is not None:
-                self.bar.console.print(message)
+                print_above(self.bar.console, message)
             else:
                 note(message)
         if self.bar is not None and self.task_id is not None:
@@ -244,7 +245,7 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     metavar="ID[,ID]",
     help="Model ids passed to the harness as they are.",
 )
-@click.option("--reps", type=click.IntRange(min=1), help="Repetitions per cell.")
+@click.option("--reps", type=click.IntRange(min=1, max=MAX_REPS), help="Repetitions per cell.")
 @click.option("--batch", metavar="NAME", help="Batch name: the directory <out>/<NAME>.")
 @click.option(
     "--out",

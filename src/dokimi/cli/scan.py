@@ -116,7 +116,7 @@ def _run_static(
     ``<out>.static.json``) when one is given, else it lives in ``out_dir``, which the caller removes."""
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.static import run_static
-    from dokimi.schemas._base import write_text_atomic
+    from dokimi.schemas._base import write_output
     from dokimi.source import open_source
 
     with open_source(source) as repo:
@@ -129,5 +129,5 @@ def _run_static(
     if out is None:
         return written
     kept = out.with_name(out.stem + ".static.json")
-    write_text_atomic(kept, written.read_text(encoding="utf-8"))
+    write_output(kept, written.read_text(encoding="utf-8"))
     return kept

@@ -129,7 +129,7 @@ def run_scan(
         view = view_of_result(scanned.result)
     else:
         from dokimi.checks.scan import merge_static, static_not_merged
-        from dokimi.schemas._base import dump_document, write_text_atomic
+        from dokimi.schemas._base import dump_document, write_output
 
         document = scanned.document()
         if static_path is not None:
@@ -145,7 +145,7 @@ def run_scan(
             else:
                 document = merge_static(document, static_doc, path=str(static_path))
         if out is not None:
-            write_text_atomic(out, dump_document(document))
+            write_output(out, dump_document(document))
         if fmt == "json":
             sys.stdout.write(dump_document(document))
         view = view_of_document(document)
@@ -177,5 +177,7 @@ def start_listing(source: str) -> None:
 
 def note(message: str) -> None:
     """One line for the human on stderr (what dokimi.cli._common.note writes, without importing click)."""
-    sys.stderr.write(message + "\n")
+    from dokimi.controls import escape_controls
+
+    sys.stderr.write(escape_controls(message) + "\n")
     sys.stderr.flush()

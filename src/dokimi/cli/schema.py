@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from dokimi.cli._common import echo
 from dokimi.constants import EXIT_OK, EXIT_USAGE
 
 
@@ -23,14 +24,14 @@ def schema(name: str | None, list_names: bool) -> int:
     if list_names:
         width = max(len(known) for known in SCHEMAS)
         for known in SCHEMAS:
-            click.echo(f"{known:<{width}}  schemas/{schema_file_name(known)}")
+            echo(f"{known:<{width}}  schemas/{schema_file_name(known)}")
         return EXIT_OK
     if name is None:
-        click.echo("error: give a document NAME or --list; known: " + ", ".join(SCHEMAS), err=True)
+        echo("error: give a document NAME or --list; known: " + ", ".join(SCHEMAS), err=True)
         return EXIT_USAGE
     resolved = resolve_name(name)
     if resolved is None:
-        click.echo(f"error: unknown document {name!r}; known: " + ", ".join(SCHEMAS), err=True)
+        echo(f"error: unknown document {name!r}; known: " + ", ".join(SCHEMAS), err=True)
         return EXIT_USAGE
     module_name = SCHEMAS[resolved].split(":")[0]
     try:
@@ -38,7 +39,7 @@ def schema(name: str | None, list_names: bool) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        click.echo(f"error: {resolved}: its model ({module_name}) is not built yet", err=True)
+        echo(f"error: {resolved}: its model ({module_name}) is not built yet", err=True)
         return EXIT_USAGE
     sys.stdout.write(text)
     return EXIT_OK

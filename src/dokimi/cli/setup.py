@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from dokimi.cli._common import echo
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -19,8 +20,8 @@ def setup() -> int:
 
     note(f"running {script_path()} (about a minute when the base image is built)")
     completed = run(["bash", str(script_path())], timeout=1800, bounds=Bounds(max_output=1 << 20))
-    click.echo(completed.stdout, nl=False)
-    click.echo(completed.stderr, nl=False, err=True)
+    echo(completed.stdout, nl=False)
+    echo(completed.stderr, nl=False, err=True)
     if completed.returncode != 0:
         note("setup failed: the lines above say which step")
         return EXIT_FOUND_PROBLEMS

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option
+from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 STUDY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -42,8 +42,8 @@ def _deliver(report: object, as_json: bool) -> None:
     if as_json:
         emit_json(report)
     else:
-        click.echo(render_markdown(report), nl=False)
-    click.echo(f"wrote {json_path} and {md_path}", err=True)
+        echo(render_markdown(report), nl=False)
+    echo(f"wrote {json_path} and {md_path}", err=True)
 
 
 @study.command("run")
@@ -97,10 +97,10 @@ def run(
     with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
         result = run_batch(options, progress=reporter)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        echo(f"warning: {warning}", err=True)
     _deliver(build_study_report(spec, study_file, out=out), as_json)
     if not result.complete:
-        click.echo("some cells did not finish: run the study again to fill them", err=True)
+        echo("some cells did not finish: run the study again to fill them", err=True)
         return EXIT_FOUND_PROBLEMS
     return EXIT_OK
 

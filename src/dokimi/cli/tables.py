@@ -9,16 +9,23 @@ Every command that prints a table goes through :func:`render_table`:
 - when the columns still do not fit, the table is split into parts that each repeat the key columns (task,
   arm, ...): a name is never cut, a line never wraps.
 
-The width is the terminal's (``COLUMNS`` wins), or 100 when stdout is not a terminal.
+The width is the terminal's (``COLUMNS`` wins), or 100 when stdout is not a terminal. :func:`print_lines`
+shows every control character as an escape (:func:`dokimi.controls.escape_controls`), whatever built the
+line: the only colour it prints is :func:`colored`'s, marked with a secret of this process that no text read
+from a file can hold.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from dokimi.controls import escape_controls
 
 DEFAULT_WIDTH = 100
 GAP = "  "
@@ -70,9 +77,15 @@ def color_on(stream: object = None) -> bool:
     return bool(isatty and isatty())
 
 
+_MARK = f"\ue000{secrets.token_hex(8)}"
+_COLOR_MARK = re.compile(re.escape(_MARK) + r"(\d+)\ue001")
+
+
 def colored(text: str, status: str, *, color: bool) -> str:
+    """``text`` in the colour of ``status`` on a terminal: marked here, made an ANSI colour by
+    :func:`print_lines` only (so no text read from a file can print a colour or any other escape)."""
     code = STATUS_COLORS.get(status)
-    return f"\033[{code}m{text}\033[0m" if color and code else text
+    return f"{_MARK}{code}\ue001{text}{_MARK}0\ue001" if color and code else text
 
 
 def _header_lines(name: str, width: int) -> list[str]:
@@ -87,17 +100,8 @@ def _header_lines(name: str, width: int) -> list[str]:
 
 
 def _visible(text: str) -> int:
-    """Printed width of a cell (ANSI colour codes take none)."""
-    if "\033[" not in text:
-        return len(text)
-    out, i = 0, 0
-    while i < len(text):
-        if text.startswith("\033[", i):
-            i = text.index("m", i) + 1
-            continue
-        out += 1
-        i += 1
-    return out
+    """Printed width of a cell (colour marks take none)."""
+    return len(_COLOR_MARK.sub("", text)) if _MARK in text else len(text)
 
 
 def render_table(
@@ -110,7 +114,7 @@ def render_table(
     """The lines of a table that fits ``width`` (see the module's docstring)."""
     width = terminal_width() if width is None else width
     cols = list(columns)
-    body = [list(r) for r in rows]
+    body = [[escape_controls(value) for value in r] for r in rows]
     lines: list[str] = []
     if title:
         lines.extend(fit_line(title, width))
@@ -196,6 +200,7 @@ def fit_line(text: str, width: int | None = None, *, indent: str = "  ") -> list
     import textwrap
 
     width = terminal_width() if width is None else width
+    text = escape_controls(text)
     if len(text) <= width:
         return [text]
     lead = text[: len(text) - len(text.lstrip(" "))] + indent
@@ -220,4 +225,6 @@ def fit_line(text: str, width: int | None = None, *, indent: str = "  ") -> list
 
 
 def print_lines(lines: Sequence[str]) -> None:
-    sys.stdout.write("".join(line + "\n" for line in lines))
+    """Print ``lines``: every control character as an escape, :func:`colored`'s marks as colours."""
+    text = "".join(escape_controls(line) + "\n" for line in lines)
+    sys.stdout.write(_COLOR_MARK.sub(lambda m: f"\033[{m.group(1)}m", text))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dokimi.cli._common import emit_json, json_option, note
+from dokimi.cli._common import echo, emit_json, json_option, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 if TYPE_CHECKING:
@@ -235,21 +235,21 @@ def _listed(ids: list[str]) -> str:
 
 
 def _print(mined: MinedTask) -> None:
-    click.echo(f"task {mined.task_id}: {_shown(mined.directory)}")
-    click.echo(f"base {mined.fix.base_rev}")
+    echo(f"task {mined.task_id}: {_shown(mined.directory)}")
+    echo(f"base {mined.fix.base_rev}")
     if mined.checked and not mined.fail_to_pass:
-        click.echo("test ids: none (the grade command's exit code decides)")
+        echo("test ids: none (the grade command's exit code decides)")
     else:
-        click.echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
-        click.echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
+        echo(f"FAIL_TO_PASS ({len(mined.fail_to_pass)}):\n{_listed(mined.fail_to_pass)}")
+        echo(f"PASS_TO_PASS ({len(mined.pass_to_pass)}):\n{_listed(mined.pass_to_pass)}")
     if mined.failing_with_fix:
-        click.echo(f"failing even with the fix, left out ({len(mined.failing_with_fix)}):")
-        click.echo(_listed(mined.failing_with_fix))
+        echo(f"failing even with the fix, left out ({len(mined.failing_with_fix)}):")
+        echo(_listed(mined.failing_with_fix))
     if mined.checked:
         verdict = "sound (the null workspace fails, the oracle passes)" if mined.check_ok else "NOT sound"
-        click.echo(f"tasks check: {verdict}")
+        echo(f"tasks check: {verdict}")
     for problem in mined.check_problems:
-        click.echo(f"problem: {problem}")
-    click.echo("draft prompt (edit it in task.json: say what is wrong, not how to fix it):")
+        echo(f"problem: {problem}")
+    echo("draft prompt (edit it in task.json: say what is wrong, not how to fix it):")
     for line in mined.prompt.splitlines():
-        click.echo(f"  {line}")
+        echo(f"  {line}")

@@ -13,6 +13,7 @@ import click
 
 from dokimi.cli._common import (
     check_manifest_choice,
+    echo,
     emit_json,
     json_option,
     manifest_options,
@@ -50,14 +51,14 @@ def validate(
         emit_json(report)
     else:
         for finding in [*report.errors, *report.warnings]:
-            click.echo(finding.text())
+            echo(finding.text())
         verdict = "valid" if report.valid else "invalid"
         kind = (
             "guidance-only manifest"
             if report.guidance_only
             else f"{report.tasks} tasks over {report.bases} bases"
         )
-        click.echo(
+        echo(
             f"{verdict}: {report.manifest}: {len(report.errors)} error(s), "
             f"{len(report.warnings)} warning(s); "
             f"{kind}; {report.guidance_files} guidance file(s)"

@@ -244,7 +244,7 @@ class ProxiedRequest:
             return None
         try:
             return json.loads(self.raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             return self.raw.decode("utf-8", "replace")
 
     def to_json(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL
+from dokimi.schemas._base import load_json
 
 __all__ = [
     "OUTPUT_KEEP_BYTES",
@@ -385,7 +386,7 @@ def convert_claude_stream_json(lines: Iterable[str]) -> Conversion:
 
 def _convert_stream_json(lines: Iterable[str], state: _ClaudeStreamJson) -> Conversion:
     garbage = 0
-    loads = json.loads
+    loads = load_json
     for index, line in enumerate(lines):
         if not line or line.isspace():
             continue
@@ -463,7 +464,7 @@ def _json_objects(lines: Iterable[str]) -> tuple[list[tuple[int, dict[str, Any]]
         if not line or line.isspace():
             continue
         try:
-            obj = json.loads(line)
+            obj = load_json(line)
         except ValueError:
             garbage += 1
             continue

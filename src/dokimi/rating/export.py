@@ -49,6 +49,7 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
+from dokimi.schemas._base import make_output_dir
 
 if TYPE_CHECKING:
     from dokimi.batch import Batch, Cell
@@ -386,7 +387,7 @@ def export_batch(
     ids = draw_ids(len(chosen), rng)
     rules = batch_markers(batch, markers).compile()
     report = ExportReport(out=out, key=key_path, seed=seed, finished=len(finished))
-    (out / BLINDED_DIR).mkdir(parents=True, exist_ok=True)
+    make_output_dir(out / BLINDED_DIR)
     entries: dict[str, KeyEntry] = {}
     # Artifacts are written in id order (random), never in cell order.
     for run_id, cell in sorted(zip(ids, chosen, strict=True)):

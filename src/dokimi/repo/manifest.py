@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_M
 from dokimi.errors import DocumentError, DokimiError, ManifestError, SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.rundir import TASK_JSON
-from dokimi.schemas._base import Marked, decode_text, parse_json, parse_yaml, validation_errors
+from dokimi.schemas._base import Marked, decode_text, load_json, parse_json, parse_yaml, validation_errors
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import Task, misspelled_task_keys
 from dokimi.source.snapshot import Snapshot, normalize
@@ -281,8 +280,8 @@ def parse_task(raw: bytes, *, path: str, task_id: str, directory: str) -> Loaded
     try:
         text = decode_text(raw, path)
         try:
-            data = json.loads(text, object_pairs_hook=_refuse_duplicates)
-        except ValueError:  # not JSON, or a duplicate key: the full parser names the line
+            data = load_json(text, object_pairs_hook=_refuse_duplicates)
+        except ValueError:  # not JSON, too deep, or a duplicate key: the full parser names the line
             parse_json(text, path)
             raise DocumentError("not valid JSON", path=path) from None
         marked: Marked = LazyMarked(data, path, text=text)

@@ -131,7 +131,12 @@ def patch_of(git_dir: Path, fix: Fix, paths: Sequence[str]) -> bytes:
 
 def draft_prompt(message: str, changed: Sequence[str]) -> str:
     """The commit message as a draft prompt, minus what gives the fix away: trailers (Signed-off-by, ...),
-    issue references, and lines naming a changed file or holding code (indented, fenced, in backticks)."""
+    issue references, and lines naming a changed file or holding code (indented, fenced, in backticks); and
+    minus its terminal escapes and other control characters (:func:`dokimi.controls.strip_controls`): a
+    commit message is text the repository's authors wrote, and task.json keeps none of them."""
+    from dokimi.controls import strip_controls
+
+    message = strip_controls(message)
     names = {p for path in changed for p in (path, posixpath.basename(path), posixpath.splitext(path)[0])}
     kept: list[str] = []
     fenced = False
@@ -196,19 +201,28 @@ def classify(null: dict[str, str], oracle: dict[str, str]) -> tuple[list[str], l
 
 def _outcomes(out: Path, task_id: str, phase: str) -> dict[str, str]:
     """``details.outcomes`` of the discovery grade of one phase, from the tasks check's run directory."""
+    from dokimi import safefs
     from dokimi.rundir import GRADE_JSON, tasks_check_run_dir
+    from dokimi.schemas._base import load_json
 
-    path = tasks_check_run_dir(out, task_id, phase) / GRADE_JSON
-    if not path.is_file():
+    run_dir = tasks_check_run_dir(out, task_id, phase)
+    path = run_dir / GRADE_JSON
+    hint = f"run `dokimi repo tasks check . --task {task_id} --out DIR` and read DIR/{task_id}/{phase}"
+    try:  # written in the grade container, where the code under test ran: read as hostile
+        data = load_json(safefs.read_bytes(path, trusted=run_dir))
+    except FileNotFoundError:
+        raise DokimiError(f"the {phase} run of {task_id} left no grade.json", hint=hint) from None
+    except (DokimiError, OSError, ValueError) as exc:
         raise DokimiError(
-            f"the {phase} run of {task_id} left no grade.json",
-            hint=f"run `dokimi repo tasks check . --task {task_id} --out DIR` and read DIR/{task_id}/{phase}",
-        )
-    data = json.loads(path.read_text())
-    outcomes = (data.get("details") or {}).get("outcomes")
+            f"the {phase} run's grade.json cannot be read: {exc}", path=path, hint=hint
+        ) from None
+    details = data.get("details") if isinstance(data, dict) else None
+    details = details if isinstance(details, dict) else {}
+    outcomes = details.get("outcomes")
     if isinstance(outcomes, dict):
         return {str(k): str(v) for k, v in outcomes.items()}
-    errors = "; ".join(data.get("errors") or []) or (data.get("details") or {}).get("run")
+    listed = data.get("errors") if isinstance(data, dict) else None
+    errors = "; ".join(map(str, listed)) if isinstance(listed, list) and listed else str(details.get("run"))
     raise DokimiError(
         f"the {phase} run recorded no test outcomes: {errors}",
         path=path,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dokimi.batch import EVAL_DIR_NAME, CellKey
+from dokimi.constants import MAX_CELLS, MAX_REPS
 from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
@@ -90,8 +91,7 @@ def plan_cells(
     tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], efforts: Sequence[str], reps: int
 ) -> list[CellKey]:
     """Every cell of the batch, sorted: tasks x arms x models x efforts x reps (0 .. reps-1)."""
-    if reps < 1:
-        raise UsageError(f"--reps {reps}: at least one repetition", hint="pass --reps 1 or more")
+    check_cell_count(tasks, arms, models, efforts, reps)
     cells = {
         CellKey(task.id, arm, model, effort, rep)
         for task in tasks
@@ -101,6 +101,24 @@ def plan_cells(
         for rep in range(reps)
     }
     return check_cell_paths(sorted(cells, key=CellKey.sort_key))
+
+
+def check_cell_count(
+    tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], efforts: Sequence[str], reps: int
+) -> int:
+    """The number of cells a batch plans, refused before anything is planned when ``reps`` is not 1 to
+    :data:`MAX_REPS` or the product is over :data:`MAX_CELLS` (a typo must not become a plan that never
+    ends)."""
+    if not 1 <= reps <= MAX_REPS:
+        raise UsageError(f"--reps {reps}: give 1 to {MAX_REPS} repetitions per cell")
+    count = sum(len(cell_efforts(task, efforts)) for task in tasks) * len(arms) * len(models) * reps
+    if count > MAX_CELLS:
+        raise UsageError(
+            f"{count} cells planned ({len(tasks)} tasks x {len(arms)} arms x {len(models)} models x "
+            f"efforts x {reps} reps): more than {MAX_CELLS} in one batch",
+            hint="run fewer reps, tasks, arms or models per batch",
+        )
+    return count
 
 
 def check_cell_paths(cells: Sequence[CellKey]) -> list[CellKey]:

@@ -55,6 +55,7 @@ from dokimi.runner.plan import (
     SpendLedger,
     cell_limits,
     check_batch_name,
+    check_cell_count,
     check_cell_paths,
     egress_refusal,
     pin_refusal,
@@ -577,6 +578,13 @@ def prepare_batch(
     for arm in opts.arms:
         check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)
+    check_cell_count(
+        [tasks[t].task for t in task_ids],  # type: ignore[misc]
+        opts.arms,
+        opts.models,
+        opts.efforts,
+        opts.reps,
+    )
     if not opts.dry_run:
         refusal = tasks_check_refusal(opts.out, repo.rev, task_ids) or rubric_admission_refusal(
             opts.out, repo.rev, [t.task for t in tasks.values() if t.task is not None]

@@ -61,7 +61,7 @@ from dokimi.sandbox.docker import remove_batch_containers, require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
-from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas._base import make_output_dir, write_document, write_text_atomic
 from dokimi.schemas.tasks_check import CheckItem, PhaseReport, TaskReport, TasksCheck
 from dokimi.source.export import export_tree_as_stored
 
@@ -185,7 +185,7 @@ def check_tasks(
     temporary = options.out_dir is None
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_output_dir(out)
         content = out / EVAL_DIR_NAME / CONTENT_DIR
         if content.exists():
             shutil.rmtree(content)

@@ -137,10 +137,10 @@ def dockerfile_sources(text: str) -> list[str] | None:
             continue
         kind, rest = match.group(1).upper(), match.group(2).strip()
         if rest.startswith("["):
-            import json
+            from dokimi.schemas._base import load_json
 
             try:
-                words = [str(w) for w in json.loads(rest)]
+                words = [str(w) for w in load_json(rest)]
             except ValueError:
                 return WHOLE_TREE
         else:

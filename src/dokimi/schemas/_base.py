@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import stat
 import tempfile
 import typing
 from collections.abc import Iterable, Sequence
@@ -173,6 +174,29 @@ def _nesting_depth(text: str) -> int:
         elif char in "]}":
             depth -= 1
     return deepest
+
+
+def not_blank(value: str) -> str:
+    """A text value with something in it besides blanks and commas (a list item ``" "`` or ``","`` would
+    otherwise read as no value at all: ``tasks: [" "]`` as every task)."""
+    if not value.strip(" \t\r\n,"):
+        raise ValueError(f"{value!r} is empty: give a value, or leave the key out")
+    return value
+
+
+def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
+    """``json.loads`` for text dokimi did not write (a trace line, events.jsonl, a grader's or a model's
+    JSON): text nested deeper than ``max_depth`` is a ValueError, like any other text that is not JSON, never
+    a RecursionError from the parser or, later, from whatever walks the value. ``options`` go to json.loads.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if text.count("[") + text.count("{") > max_depth and _nesting_depth(text) > max_depth:
+        raise ValueError(f"nested more than {max_depth} levels deep")
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError(f"nested more than {max_depth} levels deep") from None
 
 
 def _refuse_deep(text: str, path: str) -> None:
@@ -437,8 +461,48 @@ def read_document(
 
 def dump_document(document: BaseModel | dict[str, Any]) -> str:
     """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
+    from dokimi.controls import json_safe
+
     data = document.model_dump(mode="json", by_alias=True) if isinstance(document, BaseModel) else document
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
+
+
+OUTPUT_HINT = "give a path in a directory you can write (its parents must be directories)"
+
+
+def make_output_dir(path: Path) -> None:
+    """Make the directory ``path`` and its parents: one that cannot be made (``--out /dev/null``, a file in
+    the way, no permission, a full disk) is an OutputError naming it, never a traceback."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, FileExistsError):
+            why = "it exists and is not a directory"
+        elif isinstance(exc, NotADirectoryError):
+            why = "a parent of it is a file, not a directory"
+        raise OutputError(f"cannot make this directory: {why}", path=path, hint=OUTPUT_HINT) from None
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a file the user named (``--out FILE``, ``--html FILE``). A device or a pipe there
+    (``/dev/null``, ``/dev/stdout``, a shell's process substitution) is written through: never replaced,
+    which as root would put a regular file where ``/dev/null`` was. Anything else is written atomically
+    (:func:`write_text_atomic`); a directory there is an OutputError."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError("cannot write here: it is a directory", path=path, hint="name a file") from None
+    if st is None or stat.S_ISREG(st.st_mode):
+        write_text_atomic(path, text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=path) from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -451,13 +515,11 @@ def write_text_atomic(path: Path, text: str) -> None:
         why = exc.strerror or str(exc)
         if isinstance(exc, (FileExistsError, NotADirectoryError)):
             why = "a parent of it is a file, not a directory"
-        raise OutputError(
-            f"cannot write here: {why}",
-            path=path,
-            hint="give a path in a directory you can write (its parents must be directories)",
-        ) from None
+        raise OutputError(f"cannot write here: {why}", path=path, hint=OUTPUT_HINT) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # a name read from a directory that is not UTF-8 (a cell directory an agent named) is a lone
+        # surrogate in ``text``: written as its escape, which JSON reads back as the same string
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except OSError as exc:

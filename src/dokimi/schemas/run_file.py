@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from dokimi.schemas._base import Document
+from dokimi.constants import MAX_REPS
+from dokimi.schemas._base import Document, not_blank
 
 SCHEMA_NAME = "repo_run_file.v1"
 
-NonEmpty = Annotated[str, Field(min_length=1)]
+NonEmpty = Annotated[str, Field(min_length=1), AfterValidator(not_blank)]
 
 
 class RunFile(Document):
@@ -28,8 +29,8 @@ class RunFile(Document):
     """Arms, for example ``[guidance:none, guidance:raw]`` (``--arm``)."""
     models: list[NonEmpty] | None = Field(default=None, min_length=1)
     """Model ids passed to the harness as they are (``--model``)."""
-    reps: Annotated[int, Field(strict=True, ge=1)] | None = None
-    """Repetitions per cell (``--reps``)."""
+    reps: Annotated[int, Field(strict=True, ge=1, le=MAX_REPS)] | None = None
+    """Repetitions per cell (``--reps``), 1 to 1000."""
     batch: NonEmpty | None = None
     """Batch name: the directory ``<out>/<batch>`` (``--batch``)."""
     harness: NonEmpty | None = None

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from dokimi.schemas._base import Document
+from dokimi.constants import MAX_REPS
+from dokimi.schemas._base import Document, not_blank
 from dokimi.schemas.compare import Comparison
 from dokimi.schemas.power import RepoPower
 from dokimi.schemas.report import ArmGuidance, ReportWarning
 
-NonEmpty = Annotated[str, Field(min_length=1)]
+NonEmpty = Annotated[str, Field(min_length=1), AfterValidator(not_blank)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
@@ -59,8 +60,8 @@ class Study(Document):
     """Every arm, the baseline included: ``[guidance:none, guidance:tree, guidance:generated]``."""
     models: list[NonEmpty] = Field(min_length=1)
     """Model ids."""
-    reps: Annotated[int, Field(strict=True, ge=1)]
-    """Repetitions per (task, arm, model)."""
+    reps: Annotated[int, Field(strict=True, ge=1, le=MAX_REPS)]
+    """Repetitions per (task, arm, model), 1 to 1000."""
     tasks: list[NonEmpty] = Field(default_factory=list)
     """Only these tasks; empty: every task of the manifest."""
     batch: NonEmpty

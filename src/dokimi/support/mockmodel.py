@@ -895,7 +895,7 @@ class MockModelServer:
         """Answer one request (called from handler threads)."""
         try:
             body: Any = json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             body = raw.decode("utf-8", "replace")
         route = urlsplit(path).path.rstrip("/")
         kept = {k: v for k, v in ((h, headers.get(h)) for h in CAPTURED_HEADERS) if v is not None}

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dokimi.checks.merge.diff import WorkspaceDiff
 from dokimi.errors import DokimiError, UsageError
+from dokimi.schemas._base import load_json
 from dokimi.schemas.review_rules import RepoReviewRules, ReviewRule, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
 
@@ -536,7 +537,7 @@ def cache_path(cache_dir: Path, key: str) -> Path:
 def read_cached(cache_dir: Path, key: str) -> JudgeVerdict | None:
     path = cache_path(cache_dir, key)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
         verdict = JudgeVerdict.from_json(data)
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from dokimi import __version__
 from dokimi.checks.scan.engine import ScanResult
 from dokimi.constants import status_class
+from dokimi.controls import escape_controls
 
 if TYPE_CHECKING:
     from dokimi.schemas.readiness import Claim, RepoReadiness
@@ -260,14 +261,18 @@ def use_color(stream: IO[str]) -> bool:
 
 
 def claim_line(claim: ClaimRow, *, color: bool = False) -> str:
-    """``path:line: status kind claim: why; fix``: a form editors and CI logs turn into a link to the line."""
+    """``path:line: status kind claim: why; fix``: a form editors and CI logs turn into a link to the line.
+    The repository's text (a path, a claim) is shown with its control characters as escapes."""
     status = claim.status
     klass = status_class(status)
     if color and klass in COLORS and claim.suppressed is None:
         status = f"{COLORS[klass]}{status}{RESET}"
-    text = f"{claim.file}:{claim.line}: {status} {claim.kind} {claim.claim}: {claim.why}"
+    file, kind, what, why = (
+        escape_controls(str(v)) for v in (claim.file, claim.kind, claim.claim, claim.why)
+    )
+    text = f"{file}:{claim.line}: {status} {kind} {what}: {why}"
     if claim.fix:
-        text += f"; {claim.fix}"
+        text += f"; {escape_controls(claim.fix)}"
     if claim.source == "repository":
         text += " [repository]"
     if claim.suppressed is not None:
@@ -282,7 +287,7 @@ def render_text(view: ScanView, *, show_all: bool = False, color: bool = False) 
     shown.sort(key=lambda c: (c.file, c.line, c.claim))
     lines = [claim_line(c, color=color) for c in shown]
     for message in view.warnings:
-        lines.append(f"warning: {message}")
+        lines.append(f"warning: {escape_controls(message)}")
     adapters = ", ".join(view.adapters) or "none"
     lines.append(f"adapters: {adapters} ({view.selected_by})")
     lines.append(summary_line(view))

@@ -142,11 +142,11 @@ class CMakeAdapter:
             return fail("no CMakePresets.json or CMakeUserPresets.json in the tree")
         names: set[str] = set()
         broken: list[str] = []
-        import json
+        from dokimi.schemas._base import load_json
 
         for path, text in sorted(files.items()):
             try:
-                data = json.loads(text)
+                data = load_json(text)
             except ValueError as exc:
                 broken.append(f"{path}: not JSON ({exc})")
                 continue
