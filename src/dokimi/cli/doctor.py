@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from dokimi.cli._common import emit_json, json_option
+from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -99,8 +99,8 @@ def _clean(batch_dir: Path | None, as_json: bool) -> int:
         emit_json(report)
         return EXIT_OK
     for name in report.removed:
-        click.echo(f"removed {name}")
+        echo(f"removed {name}")
     for name, why in report.kept.items():
-        click.echo(f"kept {name}: {why}")
-    click.echo(f"{len(report.removed)} removed, {len(report.kept)} kept")
+        echo(f"kept {name}: {why}")
+    echo(f"{len(report.removed)} removed, {len(report.kept)} kept")
     return EXIT_OK
