@@ -161,6 +161,13 @@ class Batch:
             if cell.result is not None:
                 yield cell.result
 
+    @property
+    def dry_run(self) -> bool:
+        """The batch is a dry run: its pin says so, or (a batch pinned before dokimi recorded it) one of its
+        cells played the scripted model. A dry batch's pass rates are the script's and its costs are zero,
+        which every report and comparison of it says first."""
+        return (self.pin is not None and self.pin.dry_run) or any(r.dry_run for r in self.all_results())
+
 
 def _read_model(path: Path, model: Any, trusted: Path | None = None) -> Any:
     from dokimi.schemas._base import read_document

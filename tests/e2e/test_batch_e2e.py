@@ -151,6 +151,13 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
         assert (none / "answer.txt").read_text() == "I looked at the parser and changed nothing."
         patches = json.loads((raw / "meta.json").read_text())["patches"]
         assert [(p["path"], p["kind"]) for p in patches] == [("bug.patch", "setup")]
+        # a dry run is recorded in every document, and its made-up cost is kept apart from the cost
+        assert json.loads((raw / "meta.json").read_text())["dry_run"] is True
+        assert raw_result["dry_run"] is True and raw_result["cost_usd"] == 0
+        assert raw_result["cost_source"] == "dry_run"
+        assert raw_result["simulated"]["cost_usd"] > 0 and raw_result["simulated"]["tokens"]
+    assert json.loads((batch / "_eval" / "batch.json").read_text())["dry_run"] is True
+    assert summary["dry_run"] is True and summary["spent_usd"] == 0 and summary["simulated_usd"] > 0
 
     report = build_report(load_batch(batch))
     rates = {row.arm: (row.passes, row.gated, row.grader_failures) for row in report.rows}
@@ -162,6 +169,18 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
     assert (comparison["treatment"], comparison["baseline"]) == ("guidance:raw", "guidance:none")
     gate = next(m for m in comparison["measures"] if m["kind"] == "gate")
     assert (gate["delta"], gate["up"], gate["down"], gate["tied"]) == (1.0, 1, 0, 0)
+    cost = next(m for m in comparison["measures"] if m["kind"] == "cost")
+    assert (cost["baseline_mean"], cost["treatment_mean"], cost["up"]) == (0.0, 0.0, 0)
+    assert reported["dry_run"] is True and compared["dry_run"] is True  # type: ignore[index]
+
+    # the banner, first, in the text report, the comparison, and every HTML page
+    site, page = tmp_path / "site", tmp_path / "compare.html"
+    text = dokimi_cli(["repo", "report", str(batch), "--html", str(site)])
+    versus = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--html", str(page)])
+    assert text.returncode == 0 and versus.returncode == 0, text.stderr + versus.stderr
+    assert text.stdout.startswith("DRY RUN:") and versus.stdout.startswith("DRY RUN:")
+    for html in [site / "index.html", page, *(site / "cells").glob("*.html")]:
+        assert 'class="dryrun"' in html.read_text(), html
 
     stamps = {p: p.stat().st_mtime_ns for p in batch.glob("*/*/*/*/rep*/result.json")}
     again = dokimi_cli(args)

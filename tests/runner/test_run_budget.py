@@ -49,10 +49,10 @@ class Recorder:
         return CellOutcome(key, "finished", result=_result(key, self.cost))
 
 
-def _prepared(tmp_path: Path, cells: int, cap: float) -> PreparedBatch:
+def _prepared(tmp_path: Path, cells: int, cap: float, *, dry_run: bool = False) -> PreparedBatch:
     keys = [CellKey("t", "guidance:raw", "m", None, rep) for rep in range(cells)]
     ctx = SimpleNamespace(
-        root=tmp_path, force=True, cancel=threading.Event(), batch="b",
+        root=tmp_path, force=True, cancel=threading.Event(), batch="b", dry_run=dry_run,
         limits={"t": CellLimits(timeout_s=60.0, max_turns=10, budget_usd=cap)},
     )  # fmt: skip
     return PreparedBatch(ctx=ctx, pin=None, cells=keys, warnings=[])  # type: ignore[arg-type]
@@ -81,3 +81,19 @@ def test_j2_starts_exactly_as_many_cells_as_fit_and_never_overshoots(
     assert ledger.reserved_usd == 0.0
     if max_batch is not None:
         assert ledger.spent_usd <= max_batch
+
+
+def test_a_dry_run_is_held_to_no_batch_budget_and_costs_nothing(tmp_path: Path) -> None:
+    """A dry run pays nothing: --max-batch-usd does not hold back its cells (the old code charged each dry
+    cell of a harness whose trace has no cost its whole cap, and stopped a codex dry run after two cells)."""
+
+    def dry_cell(ctx: Any, key: CellKey) -> CellOutcome:
+        result = _result(key, 0.0).model_copy(update={"dry_run": True, "cost_source": "dry_run"})
+        return CellOutcome(key, "finished", result=result)
+
+    outcomes, ledger, stopped = execute_cells(
+        _prepared(tmp_path, 4, 1.0, dry_run=True), jobs=2, max_batch_usd=0.01, budget_usd=1.0,
+        progress=QuietProgress(), cell_function=dry_cell,
+    )  # fmt: skip
+    assert [o.status for o in outcomes] == ["finished"] * 4 and not stopped
+    assert ledger.spent_usd == 0.0

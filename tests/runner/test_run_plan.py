@@ -153,6 +153,17 @@ def test_another_image_is_refused() -> None:
     ]
 
 
+def test_a_batch_never_mixes_dry_and_real_cells() -> None:
+    """A dry run is pinned like the eval tree: a real run into a dry batch is refused, and the other way,
+    naming the way out (a new batch)."""
+    dry, real = pin(dry_run=True), pin()
+    assert pin_conflicts(dry, dry) == [] and pin_conflicts(real, real) == []
+    for old, new, words in ((dry, real, "is a dry run"), (real, dry, "is a real run")):
+        error = pin_refusal(old, new, "pilot")
+        assert error is not None and words in error.message and "another eval tree" not in error.message
+        assert error.hint is not None and "never mixes dry and real" in error.hint
+
+
 def test_the_refusal_names_both_pins() -> None:
     error = pin_refusal(pin(), pin(tree="c" * 40), "pilot")
     assert error is not None

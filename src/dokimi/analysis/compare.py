@@ -517,6 +517,7 @@ def build_comparison(selections: Sequence[Selection], metrics: Sequence[str] = (
     family = apply_holm(comparisons)
     return CompareDoc(
         schema="repo_compare.v1",
+        dry_run=any(batch.dry_run for s in selections for batch in s.batches()),
         selectors=[_selector_info(s, batch_paths(s)) for s in selections],
         metrics=metrics,
         comparisons=comparisons,
@@ -544,6 +545,7 @@ def _selector_info(selection: Selection, paths: dict[Path, str]) -> SelectorInfo
                 pin=batch.pin,
                 pin_error=batch.pin_error,
                 cells=len(cells),
+                dry_run=batch.dry_run,
                 harness_versions=sorted({_version(r) for r in cells}),
             )
         )
@@ -647,10 +649,31 @@ def warn_different_harness_versions(baseline: Selection, treatment: Selection) -
     ]
 
 
+def warn_dry_and_real(baseline: Selection, treatment: Selection) -> list[ReportWarning]:
+    """One arm ran the scripted model (a dry run) and the other a real one: their difference measures the
+    script against a model, never the guidance."""
+    base = {b.dry_run for b in baseline.batches()}
+    treat = {b.dry_run for b in treatment.batches()}
+    if len(base | treat) < 2:
+        return []
+
+    def kind(dry: set[bool]) -> str:
+        return "a dry run" if dry == {True} else "a real run" if dry == {False} else "dry and real runs"
+
+    return [
+        ReportWarning(
+            code="dry_and_real",
+            message=f"{treatment.label} is {kind(treat)} and {baseline.label} is {kind(base)}: their "
+            "difference compares the scripted model with a real one, not the arms",
+        )
+    ]
+
+
 def compare_warnings(selections: Sequence[Selection]) -> list[ReportWarning]:
     baseline, treatments = selections[0], selections[1:]
     out = [*warn_pooled_batches(selections), *warn_no_pin(selections)]
     for treatment in treatments:
+        out += warn_dry_and_real(baseline, treatment)
         out += warn_different_pins(baseline, treatment)
         out += warn_different_harness_versions(baseline, treatment)
     return out

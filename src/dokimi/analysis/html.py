@@ -14,7 +14,7 @@ from html import escape
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from dokimi.schemas.report import ArmSummary, ReportDoc, ReportWarning
 
-__all__ = ["render_compare", "render_report"]
+__all__ = ["dry_run_banner", "render_compare", "render_report"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
@@ -33,6 +33,7 @@ table.heatmap td.heat{text-align:center;min-width:70px}
 code{background:#f3f5f8;padding:0 3px;border-radius:3px}
 .pass{color:#0a7a3d;font-weight:600}.fail{color:#b42318;font-weight:600}.other{color:#b54708;font-weight:600}
 a.cell{margin-right:12px}
+.dryrun{background:#fef0c7;border:2px solid #dc6803;padding:8px 12px;margin:8px 0 12px;font-weight:600}
 """
 
 
@@ -50,6 +51,13 @@ def _attr(value: object) -> str:
     if isinstance(value, float):
         return repr(value)
     return escape(str(value), quote=True)
+
+
+def dry_run_banner(dry_run: bool) -> list[str]:
+    """The banner every page of a dry run opens with: its numbers are a script's, its costs zero."""
+    from dokimi.analysis.report import DRY_RUN_BANNER
+
+    return [f'<p class="dryrun" data-dry-run="true">{escape(DRY_RUN_BANNER)}</p>'] if dry_run else []
 
 
 def _page(title: str, body: list[str]) -> str:
@@ -174,7 +182,7 @@ def render_report(doc: ReportDoc) -> str:
     """The report page: per panel (model, effort, mode, prompt style, cutoff side) a chart of pass rates per
     arm with Wilson intervals, then the per-task table, missing and invalid cells, warnings."""
     batch = doc.batch
-    body = [f"<h1>dokimi report: {escape(batch.name)}</h1>"]
+    body = [f"<h1>dokimi report: {escape(batch.name)}</h1>", *dry_run_banner(doc.dry_run)]
     pin = batch.pin
     if pin is not None:
         body.append(
@@ -495,7 +503,7 @@ def _forest(comparisons: Sequence[Comparison]) -> str:
 def render_compare(doc: CompareDoc) -> str:
     """The compare page: selectors with their batches and pins, then per comparison a table of measures and a
     per-task delta chart for the gate and score measures."""
-    body = ["<h1>dokimi compare</h1>"]
+    body = ["<h1>dokimi compare</h1>", *dry_run_banner(doc.dry_run)]
     rows = []
     for s in doc.selectors:
         for b in s.batches:
@@ -509,13 +517,16 @@ def render_compare(doc: CompareDoc) -> str:
                     "-" if pin is None else pin.eval_dir_digest,
                     "-" if pin is None else f"{pin.image} ({pin.image_pin.value})",
                     ", ".join(b.harness_versions),
+                    "dry run" if b.dry_run else "real",
                     str(b.cells),
                 ]
             )
     body.append("<h2>Selectors</h2>")
     body.append(
         _table(
-            ["selector", "role", "batch", "tree", "eval_dir", "image", "harness", "cells"], rows, numeric=(7,)
+            ["selector", "role", "batch", "tree", "eval_dir", "image", "harness", "run", "cells"],
+            rows,
+            numeric=(8,),
         )
     )
     body += _warnings(doc.warnings)

@@ -57,6 +57,21 @@ class PowerSettings:
     tasks_available: int | None = None
     sims: int = DEFAULT_SIMS
     seed: int = SEED
+    allow_dry_pilot: bool = False
+    """--allow-dry-pilot: plan from a dry run's cells anyway (see :func:`dry_pilot_refusal`)."""
+
+
+def dry_pilot_refusal(batches: Sequence[str]) -> UsageError:
+    """Why a dry run is no pilot: a scripted agent does what its script says every time, so its cells have
+    no variance to learn from, and a plan drawn from them recommends a size that fits a script, not a
+    model."""
+    return UsageError(
+        f"the pilot is a dry run ({', '.join(batches)}): its agents played a script, which does the same "
+        "thing every time, so its cells have no variance to learn from and a plan from them fits the "
+        "script, not a model",
+        hint="plan from a real pilot (a few tasks, 2 reps or more), or pass --allow-dry-pilot to plan from "
+        "it anyway (to try the command)",
+    )
 
 
 def plan_batch(
@@ -76,6 +91,9 @@ def plan_batch(
         if not exc.message.startswith("nothing to compare"):
             raise
         selections = _baseline_only(selectors, baseline)
+    dry = sorted({str(b.root) for s in selections for b in s.batches() if b.dry_run})
+    if dry and not settings.allow_dry_pilot:
+        raise dry_pilot_refusal(dry)
     base_sel: Selection = selections[0]
     treat_sel: Selection | None = selections[1] if len(selections) > 1 else None
     if len(selections) > 2:
@@ -121,6 +139,11 @@ def plan_batch(
     alpha, target, sims, seed = settings.alpha, settings.target, settings.sims, settings.seed
     tasks_available = settings.tasks_available
     notes = [
+        *(
+            ["DRY-RUN PILOT (--allow-dry-pilot): its agents played a script, so this plan fits the script"]
+            if dry
+            else []
+        ),
         "tasks are drawn from the pilot's tasks; each task's reps vary as the pilot's did",
         "the test is repo compare's: the two-sided sign-flip test over per-task deltas",
     ]
@@ -145,6 +168,7 @@ def plan_batch(
 
     return RepoPower(
         schema="repo_power.v1",
+        dry_run_pilot=bool(dry),
         batches=sorted({str(b.root) for s in selections for b in s.batches()}),
         baseline=base_sel.label,
         treatment=None if treat_sel is None else treat_sel.label,

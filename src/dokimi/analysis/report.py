@@ -39,7 +39,23 @@ if TYPE_CHECKING:
     from dokimi.schemas.grading import MergeDoc
     from dokimi.schemas.result import Result
 
-__all__ = ["Cutoff", "ReportDoc", "build_report", "cell_passed", "cell_score", "cutoff_side", "parse_cutoffs"]
+__all__ = [
+    "DRY_RUN_BANNER",
+    "Cutoff",
+    "ReportDoc",
+    "build_report",
+    "cell_passed",
+    "cell_score",
+    "cutoff_side",
+    "parse_cutoffs",
+]
+
+DRY_RUN_BANNER = (
+    "DRY RUN: every agent talked to dokimi's scripted model, not a real one. Pass rates show what the script "
+    "did (by default each task's oracle), and every cost is zero (the harness's own figures for the scripted "
+    "answers are kept apart in result.json, as simulated). No number here measures a model."
+)
+"""What a report, a comparison and an HTML page of a dry run say first."""
 
 
 # --- the rules of one cell --------------------------------------------------------------------------------
@@ -408,6 +424,7 @@ def build_report(
     warnings += warn_same_guidance(batch)
     return ReportDoc(
         schema="repo_report.v1",
+        dry_run=batch.dry_run,
         batch=BatchInfo(
             name=batch.name,
             path=path if path is not None else str(batch.root),
@@ -583,9 +600,26 @@ def warn_cutoffs(rows: Sequence[ReportRow], cutoffs: dict[str, Cutoff]) -> list[
     return out
 
 
+def warn_mixed_dry_run(batch: Batch) -> list[ReportWarning]:
+    """A batch whose cells are partly dry runs (one pinned before dokimi refused to mix them): its rates pool
+    a script with a model."""
+    dry = sum(1 for r in batch.all_results() if r.dry_run)
+    real = sum(1 for r in batch.all_results() if not r.dry_run)
+    if not dry or not real:
+        return []
+    return [
+        ReportWarning(
+            code="mixed_dry_run",
+            message=f"the batch mixes {dry} dry-run cell(s) (the scripted model) with {real} real one(s): "
+            "its rates pool a script with a model; run the real cells in a batch of their own",
+        )
+    ]
+
+
 def _warnings(batch: Batch, rows: Sequence[ReportRow], cutoffs: dict[str, Cutoff]) -> list[ReportWarning]:
     results = list(batch.results())
     return [
+        *warn_mixed_dry_run(batch),
         *warn_agent_network(results),
         *warn_mixed_harness_versions(results),
         *warn_mixed_gating(rows),

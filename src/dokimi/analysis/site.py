@@ -21,7 +21,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from dokimi.analysis.html import _CSS, _fmt, render_report
+from dokimi.analysis.html import _CSS, _fmt, dry_run_banner, render_report
 from dokimi.batch import Batch, Cell
 from dokimi.rundir import (
     ANSWER_TXT,
@@ -240,7 +240,8 @@ def _outcome(cell: Cell) -> list[str]:
         ("mode", result.mode or "-"),
         ("rep", str(result.rep)),
         ("harness", f"{result.harness} {result.harness_version}"),
-        ("cost (USD)", _fmt(result.cost_usd, 6)),
+        ("cost (USD)", _fmt(result.cost_usd, 6) + (" (dry run: nothing paid)" if result.dry_run else "")),
+        *([("simulated cost (USD)", _simulated(result.simulated.cost_usd))] if result.simulated else []),
         ("turns", "-" if result.turns is None else str(result.turns)),
         ("duration (s)", _fmt(result.duration_s, 1)),
         ("agent exit code", "-" if result.agent_rc is None else str(result.agent_rc)),
@@ -330,6 +331,10 @@ def _verdict(cell_dir: Path) -> list[str]:
     return out
 
 
+def _simulated(cost_usd: float | None) -> str:
+    return f"{_fmt(cost_usd, 6)} (the harness's own figure for the scripted answers: never paid)"
+
+
 def render_cell(cell: Cell, batch_root: Path) -> str:
     """One cell's page (see the module's docstring)."""
     cell_dir = cell.dir
@@ -337,6 +342,7 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
     body = [
         '<nav><a href="../index.html">report</a> / <a href="../index.html#cells">cells</a></nav>',
         f"<h1>{escape(title)}</h1>",
+        *dry_run_banner(cell.result is not None and cell.result.dry_run),
         *_outcome(cell),
     ]
     task_text, problem = _read(cell_dir, TASK_JSON)

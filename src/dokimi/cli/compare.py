@@ -100,6 +100,10 @@ def _print(doc: object) -> None:
     assert isinstance(doc, CompareDoc)
     width = terminal_width()
     lines: list[str] = []
+    if doc.dry_run:
+        from dokimi.analysis.report import DRY_RUN_BANNER
+
+        lines += [*fit_line(DRY_RUN_BANNER, width), ""]
     for selector in doc.selectors:
         lines.append(f"{selector.role} {selector.label}:")
         for b in selector.batches:
@@ -110,7 +114,8 @@ def _print(doc: object) -> None:
                 else f"tree {pin.tree or '(working tree)'}, eval_dir {pin.eval_dir_digest}, "
                 f"image {pin.image} ({pin.image_pin.value})"
             )
-            text = f"  {b.name} ({b.path}): {b.cells} cells, {', '.join(b.harness_versions)}; {where}"
+            dry = "DRY RUN, " if b.dry_run else ""
+            text = f"  {b.name} ({b.path}): {dry}{b.cells} cells, {', '.join(b.harness_versions)}; {where}"
             lines += fit_line(text, width)
     columns = [
         Col("measure", key=True),

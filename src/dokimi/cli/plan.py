@@ -55,6 +55,12 @@ def _reps(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
     default=None,
     help="How many tasks the repository has: the recommendation fits in them.",
 )
+@click.option(
+    "--allow-dry-pilot",
+    is_flag=True,
+    help="Plan from a dry run anyway (its scripted agents have no variance to learn from: for trying the "
+    "command only).",
+)
 @json_option
 def plan(
     selectors: tuple[str, ...],
@@ -66,6 +72,7 @@ def plan(
     target: float,
     reps: tuple[int, ...],
     tasks_available: int | None,
+    allow_dry_pilot: bool,
     as_json: bool,
 ) -> int:
     """Tasks x reps a paired comparison needs to detect --effect with the --power asked for (80%).
@@ -83,7 +90,13 @@ def plan(
         effect,
         measure=measure,
         model=model,
-        settings=PowerSettings(alpha=alpha, target=target, reps=reps, tasks_available=tasks_available),
+        settings=PowerSettings(
+            alpha=alpha,
+            target=target,
+            reps=reps,
+            tasks_available=tasks_available,
+            allow_dry_pilot=allow_dry_pilot,
+        ),
     )
     if as_json:
         emit_json(doc)
@@ -92,7 +105,12 @@ def plan(
 
     width = terminal_width()
     p = doc.pilot
-    lines = fit_line(
+    lines = (
+        fit_line("DRY-RUN PILOT: its agents played a script; this plan fits the script, not a model", width)
+        if doc.dry_run_pilot
+        else []
+    )
+    lines += fit_line(
         f"pilot: {p.tasks} tasks ({p.paired_tasks} with {doc.treatment or 'no treatment'}), "
         f"{p.reps:g} reps, baseline mean {p.baseline_mean:.3f}, model {doc.model}, measure {doc.measure}",
         width,

@@ -71,12 +71,17 @@ def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path
 
 
 def _print(doc: object) -> None:
-    from dokimi.cli.tables import Col, print_lines, render_table
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.schemas.report import ReportDoc
 
     assert isinstance(doc, ReportDoc)
     counts = doc.counts
-    lines = [
+    lines = []
+    if doc.dry_run:
+        from dokimi.analysis.report import DRY_RUN_BANNER
+
+        lines += [*fit_line(DRY_RUN_BANNER, terminal_width()), ""]
+    lines += [
         f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
         f"{counts.invalid} invalid"
         + (

@@ -120,6 +120,18 @@ def _result_cell(row: RunGroup) -> str:
     return ", ".join(parts)
 
 
+def _spend(run: BatchRun) -> str:
+    """The batch's spend; for a dry run, that nothing was spent (the harness's figure labelled simulated)."""
+    if not run.dry_run:
+        return f"batch spend so far ${run.spent_usd:.4f}"
+    simulated = run.simulated_usd
+    return "DRY RUN: nothing spent" + (
+        f" (the harnesses reported ${simulated:.4f} for the scripted answers: simulated, never paid)"
+        if simulated is not None
+        else ""
+    )
+
+
 def _print_table(run: BatchRun) -> None:
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.runner.run import group_rows
@@ -150,11 +162,12 @@ def _print_table(run: BatchRun) -> None:
         ]  # fmt: skip
         for row in groups
     ]
-    lines = render_table(columns, rows, width=width, title=f"batch {run.root}")
+    title = f"batch {run.root}" + (" (DRY RUN: the scripted model, not a real one)" if run.dry_run else "")
+    lines = render_table(columns, rows, width=width, title=title)
     lines += fit_line(
         f"{run.count('finished')} ran, {run.count('skipped')} skipped (finished earlier), "
         f"{run.count('failed')} failed before the agent ran, {run.count('not_started')} not started; "
-        f"batch spend so far ${run.spent_usd:.4f}; "
+        f"{_spend(run)}; "
         f"harness {run.harness} {run.harness_version}; image {run.image}",
         width,
     )

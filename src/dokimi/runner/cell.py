@@ -214,6 +214,10 @@ def build_result(
     infra = infra_reason(agent)
     observed = observed_usage(account, _usable(agent.cost_usd), agent.turns)
     usage = None if account is None else {**account.usage.to_json(), "prices_checked": CHECKED}
+    cost, cost_source, simulated = _usable(observed.cost_usd), observed.cost_source, None
+    if agent.dry_run:  # the scripted model's made-up figures are kept apart: a dry run pays nothing
+        cost, cost_source = 0.0, "dry_run"
+        simulated = {"cost_usd": _usable(agent.cost_usd), "tokens": agent.tokens}
     return Result.model_validate(
         {
             "schema": "repo_result.v1",
@@ -235,8 +239,10 @@ def build_result(
             "grader_error": verdict.grader_error,
             "agent_rc": agent.rc,
             "agent_timed_out": agent.timed_out,
-            "cost_usd": _usable(observed.cost_usd),
-            "cost_source": observed.cost_source,
+            "dry_run": agent.dry_run,
+            "cost_usd": cost,
+            "cost_source": cost_source,
+            "simulated": simulated,
             "usage": usage,
             "judge_cost_usd": _usable(graded.judge_cost_usd),
             "infra_error": infra is not None,
@@ -380,6 +386,10 @@ class AgentRun:
     """Trace lines that arrived after the harness exited: dropped, counted (result.json late_trace_lines)."""
     account: SealAccount | None = None
     """The gateway's and the egress proxy's account of a sealed cell."""
+    dry_run: bool = False
+    """The harness talked to the scripted model (--dry-run): its cost and tokens are made up."""
+    tokens: dict[str, int] = field(default_factory=dict)
+    """The token counts the harness's trace reported, as it named them."""
 
 
 def run_agent(
@@ -457,7 +467,7 @@ def _run_agent_container(
         spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT, max_output=AGENT_OUTPUT_CAP
     )
     safefs.write_text(run_dir / AGENT_STDERR, result.stderr, trusted=run_dir)
-    return AgentRun(result.returncode, result.timed_out, result.duration)
+    return AgentRun(result.returncode, result.timed_out, result.duration, dry_run=ctx.dry_run)
 
 
 def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: PreparedWorkspace) -> Conversion:
@@ -488,6 +498,7 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
             "base_date": prepared.base_date,
             "patches": prepared.meta_fields()["patches"],
             "start_sha": prepared.start_sha,
+            "dry_run": ctx.dry_run,
             "agent_network": ctx.agent_network,
             "guidance_files": prepared.meta_fields()["guidance_files"],
             "guidance_source": prepared.guidance_source,
@@ -598,6 +609,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
         agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
+        agent.tokens = {k: v for k, v in conversion.usage.items() if type(v) is int and v >= 0}
         agent.late_lines = conversion.late_lines
         if infra is not None:
             raise _NotGraded

@@ -230,8 +230,8 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
                 "files": records,
                 "agent_rc": agent.rc,
                 "agent_timed_out": agent.timed_out,
-                "cost_usd": observed.cost_usd,
-                "cost_source": observed.cost_source,
+                "cost_usd": 0.0 if ctx.dry_run else observed.cost_usd,
+                "cost_source": "dry_run" if ctx.dry_run else observed.cost_source,
                 "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
                 "duration_s": round(time.monotonic() - start, 3),
             }

@@ -187,6 +187,8 @@ def _describe(pin: BatchPin, *, image_known: bool = True) -> str:
     parts.append(f"image {pin.image} ({pin.image_pin})")
     if pin.image_context_digest:
         parts.append(f"context {pin.image_context_digest}")
+    if pin.dry_run:
+        parts.append("dry run")
     return ", ".join(parts)
 
 
@@ -210,7 +212,17 @@ def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
             found.append(f"image context digest {old.image_context_digest} != {new.image_context_digest}")
     if old.image != new.image:
         found.append(f"image {old.image} != {new.image}")
+    if old.dry_run != new.dry_run:
+        found.append(dry_run_conflict(old.dry_run))
     return found
+
+
+def dry_run_conflict(batch_is_dry: bool) -> str:
+    """A batch never mixes dry and real cells: a scripted agent's pass rates and zero costs pooled with a
+    real model's would be a number that is neither."""
+    if batch_is_dry:
+        return "the batch is a dry run (--dry-run: the scripted model) and this run is real"
+    return "the batch is a real run and this run is a dry run (--dry-run)"
 
 
 def pin_refusal(old: BatchPin, new: BatchPin, batch: str, *, image_known: bool = True) -> UsageError | None:
@@ -223,11 +235,15 @@ def pin_refusal(old: BatchPin, new: BatchPin, batch: str, *, image_known: bool =
         conflicts = [c for c in conflicts if not c.startswith(("image ", "image context "))]
     if not conflicts:
         return None
+    dry = dry_run_conflict(old.dry_run)
+    what = "another eval tree" if conflicts != [dry] else "a dry run" if old.dry_run else "a real run"
     return UsageError(
-        f"batch {batch} is pinned to another eval tree ({'; '.join(conflicts)})\n"
+        f"batch {batch} is pinned to {what} ({'; '.join(conflicts)})\n"
         f"  batch pin: {_describe(old)}\n"
         f"  this run:  {_describe(new, image_known=image_known)}",
-        hint="run from the batch's eval tree, or start a new batch with another --batch name",
+        hint="a batch never mixes dry and real cells: start a new batch with another --batch name"
+        if conflicts == [dry]
+        else "run from the batch's eval tree, or start a new batch with another --batch name",
     )
 
 

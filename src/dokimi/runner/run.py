@@ -179,6 +179,16 @@ class BatchRun:
     stopped_by_budget: bool = False
     interrupted: bool = False
     executor: ExecutorName = "local"
+    dry_run: bool = False
+    """Every cell played the scripted model: nothing was spent, whatever the harness reported."""
+
+    @property
+    def simulated_usd(self) -> float | None:
+        """A dry run's made-up cost: what the harnesses reported for the scripted answers (never spent); None
+        when none reported a figure."""
+        simulated = [o.result.simulated for o in self.outcomes if o.result is not None]
+        figures = [s.cost_usd for s in simulated if s is not None and s.cost_usd is not None]
+        return round(sum(figures), 6) if figures else None
 
     def count(self, status: str) -> int:
         return sum(1 for outcome in self.outcomes if outcome.status == status)
@@ -280,6 +290,8 @@ def run_summary(run: BatchRun) -> RunSummary:
         lost=run.count("lost"),
         complete=run.complete,
         spent_usd=round(run.spent_usd, 6),
+        dry_run=run.dry_run,
+        simulated_usd=run.simulated_usd if run.dry_run else None,
         stopped_by_budget=run.stopped_by_budget,
         groups=group_rows(run),
         executor=run.executor,
@@ -393,7 +405,9 @@ def compose_support_dir(target: Path) -> Path:
     return target
 
 
-def make_pin(opts: RepoManifest, repo: Repo, source: str, eval_digest: str, image: Any) -> BatchPin:
+def make_pin(
+    opts: RepoManifest, repo: Repo, source: str, eval_digest: str, image: Any, *, dry_run: bool = False
+) -> BatchPin:
     from dokimi.schemas.batch import BatchPin
 
     return BatchPin.model_validate(
@@ -409,6 +423,7 @@ def make_pin(opts: RepoManifest, repo: Repo, source: str, eval_digest: str, imag
                 None if image.context_digest is None else _prefixed(image.context_digest)
             ),
             "created_by": __version__,
+            "dry_run": dry_run,
         }
     )
 
@@ -618,6 +633,11 @@ def prepare_batch(
     warnings = [f"{w.location()}: {w.message}; {w.hint}" for t in task_ids for w in tasks[t].warnings]
     if opts.agent_network and opts.agent_network != "none":
         warnings.append(agent_network_warning(opts.agent_network))
+    if opts.dry_run and opts.max_batch_usd is not None:
+        warnings.append(
+            f"--max-batch-usd {opts.max_batch_usd:g} does not apply to a dry run: the scripted model costs "
+            "nothing, so no cell is held back (the harness's own figures are kept apart, as simulated)"
+        )
     require_docker()
 
     root = (opts.out / opts.batch).absolute()
@@ -629,7 +649,12 @@ def prepare_batch(
     try:
         if old_pin is not None:  # refuse early, before an image build, on what is known already
             provisional = old_pin.model_copy(
-                update={"manifest_id": manifest.id, "tree": repo.rev, "eval_dir_digest": eval_digest}
+                update={
+                    "manifest_id": manifest.id,
+                    "tree": repo.rev,
+                    "eval_dir_digest": eval_digest,
+                    "dry_run": opts.dry_run,
+                }
             )
             early = pin_refusal(old_pin, provisional, opts.batch, image_known=False)
             if early is not None:
@@ -640,7 +665,7 @@ def prepare_batch(
             if opts.image
             else build_image(repo, manifest, work_dir=eval_root, progress=progress.note)
         )
-        pin = make_pin(manifest, repo, opts.source, eval_digest, image)
+        pin = make_pin(manifest, repo, opts.source, eval_digest, image, dry_run=opts.dry_run)
         check_and_write_pin(root, pin, opts.batch)
         content = publish_eval_dir(staging, eval_digest, eval_root)
     finally:
@@ -789,7 +814,7 @@ def _spent_so_far(root: Path, limits: Mapping[str, Any], budget_usd: float | Non
     total = 0.0
     for result in load_batch(root).all_results():
         cap = limits[result.task].budget_usd if result.task in limits else (budget_usd or DEFAULT_BUDGET_USD)
-        total += charge_of(result.cost_usd, cap) + (result.judge_cost_usd or 0.0)
+        total += charge_of(result.cost_usd, cap) + (result.judge_cost_usd or 0.0)  # a dry run's cost is 0
     return total
 
 
@@ -823,7 +848,10 @@ def execute_cells(
             outcomes[key] = CellOutcome(key, "skipped", result=done)
         else:
             todo.append(key)
-    ledger = SpendLedger(max_batch_usd, _spent_so_far(ctx.root, ctx.limits, budget_usd))
+    # a dry run pays nothing: no budget applies to it (its cells cost 0, their simulated figures apart)
+    ledger = SpendLedger(
+        None if ctx.dry_run else max_batch_usd, _spent_so_far(ctx.root, ctx.limits, budget_usd)
+    )
     progress.planned(len(prepared.cells), len(prepared.cells) - len(todo))
     stopped = False
     pending = list(reversed(todo))
@@ -915,4 +943,5 @@ def run_batch(
         stopped_by_budget=stopped,
         interrupted=cancel.is_set(),
         executor=opts.executor,
+        dry_run=opts.dry_run,
     )

@@ -46,3 +46,6 @@ class BatchPin(Document):
     """Digest of the image build context; null when ``--image`` named an image."""
     created_by: str = Field(min_length=1)
     """The dokimi version that started the batch."""
+    dry_run: bool = False
+    """Every cell of the batch is a dry run (``repo run --dry-run``: the scripted model, zero cost), or none
+    is: a batch never mixes them, so a real run into a dry batch (or the other way) is refused."""

@@ -29,6 +29,8 @@ class BatchRef(Document):
     """Why pin is null."""
     cells: int = 0
     """Finished cells this selector takes from the batch."""
+    dry_run: bool = False
+    """The batch is a dry run: its agents talked to dokimi's scripted model, and its costs are zero."""
     harness_versions: list[str] = Field(default_factory=list)
     """``harness version`` of those cells, sorted."""
 
@@ -139,6 +141,9 @@ class CompareDoc(Document):
 
     schema_: Literal["repo_compare.v1"] = Field("repo_compare.v1", alias="schema")
     """Document type and version."""
+    dry_run: bool = False
+    """Some batch compared is a dry run (scripted agents, zero costs): no difference here measures a model.
+    Text and HTML output put a banner first."""
     selectors: list[SelectorInfo]
     """The baseline first, then the treatments."""
     metrics: list[str] = Field(default_factory=list)

@@ -88,6 +88,8 @@ class Meta(Document):
     start_sha: str = Field(pattern=SHA40)
     """Workspace HEAD after preparation (step 7): the commit the agent starts from and graders
     diff from. It is not an upstream commit."""
+    dry_run: bool = False
+    """The agent talked to dokimi's scripted model (``repo run --dry-run``), not to a real one."""
     agent_network: str | None = None
     """The docker network given to the agent's container by ``--agent-network``; null when it had none."""
     guidance_files: list[GuidanceFileRecord] | None = None

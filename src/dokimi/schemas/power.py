@@ -58,6 +58,9 @@ class RepoPower(Document):
     """Document type and version."""
     batches: list[str]
     """The pilot batch directories read."""
+    dry_run_pilot: bool = False
+    """The pilot is a dry run, planned from anyway (--allow-dry-pilot): its scripted agents have none of a
+    model's variance, so the plan fits the script."""
     baseline: str
     """The baseline arm."""
     treatment: str | None

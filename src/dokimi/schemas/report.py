@@ -238,6 +238,9 @@ class ReportDoc(Document):
     """Document type and version."""
     batch: BatchInfo
     """The batch read."""
+    dry_run: bool = False
+    """The batch is a dry run (``repo run --dry-run``): every agent talked to dokimi's scripted model, so the
+    pass rates are the script's and every cost is zero. Text and HTML output put a banner first."""
     counts: Counts
     """Cells by status over the whole batch."""
     cutoffs: dict[str, str] = Field(default_factory=dict)

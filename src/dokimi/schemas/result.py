@@ -44,6 +44,16 @@ class ModelUsage(Document):
     """The day the price table was checked against the vendors' price lists."""
 
 
+class SimulatedAccount(Document):
+    """What a dry run's harness reported of the scripted model's answers: made-up figures, never paid."""
+
+    cost_usd: NonNegative | None = None
+    """The harness's own cost figure, computed from the scripted model's fixed token counts; null when the
+    harness reports none. Not a cost: nobody paid it."""
+    tokens: dict[str, int] = Field(default_factory=dict)
+    """The token counts the harness reported, as it named them: the scripted model's fixed usage."""
+
+
 class Result(Document):
     """result.json: one cell's outcome (gate, score, metrics), cost and whether grading itself failed."""
 
@@ -87,11 +97,17 @@ class Result(Document):
     """Exit status of the harness process; null when it did not exit on its own."""
     agent_timed_out: bool = False
     """True when the agent was stopped at its timeout (the cell is still graded)."""
+    dry_run: bool = False
+    """The agent talked to dokimi's scripted model (``repo run --dry-run``): no model ran and nothing was
+    paid. ``cost_usd`` is 0, and what the harness reported of the scripted answers is in ``simulated``."""
     cost_usd: NonNegative | None = None
     """The cell's cost: the model gateway's when it priced every call (``cost_source: gateway``), else the
-    harness's own figure (``harness``); null when neither is known."""
-    cost_source: Literal["gateway", "harness"] | None = None
-    """Where ``cost_usd`` comes from."""
+    harness's own figure (``harness``); 0 for a dry run (``dry_run``); null when neither is known."""
+    cost_source: Literal["gateway", "harness", "dry_run"] | None = None
+    """Where ``cost_usd`` comes from (``dry_run``: nothing was paid)."""
+    simulated: SimulatedAccount | None = None
+    """A dry run's made-up figures, kept apart from the cost: the harness's own cost figure and token counts
+    for the scripted answers. Null for a real run."""
     usage: ModelUsage | None = None
     """The model gateway's account of the cell (a sealed real run); null without the gateway."""
     judge_cost_usd: NonNegative | None = None
@@ -168,9 +184,19 @@ def infra_error_has_a_reason(result: Result) -> str | None:
     return None
 
 
+def dry_run_costs_nothing(result: Result) -> str | None:
+    """A dry run's cost is zero (its harness's figure is ``simulated``), and only a dry run is simulated."""
+    if result.dry_run and (result.cost_usd != 0 or result.cost_source != "dry_run"):
+        return "a dry run costs nothing: cost_usd 0 and cost_source dry_run"
+    if not result.dry_run and (result.simulated is not None or result.cost_source == "dry_run"):
+        return "only a dry run has simulated figures and cost_source dry_run"
+    return None
+
+
 def result_problems(result: Result) -> list[str]:
     """Rules tying a result's fields together; a Result with any of them does not validate."""
     found = [
+        dry_run_costs_nothing(result),
         score_only_has_no_verdict(result),
         grader_failure_fails_the_gate(result),
         grader_error_explains_failure(result),

@@ -108,7 +108,13 @@ class RunSummary(CellCounts):
     infra_errors: int = Field(0, ge=0)
     """Cells of this run that never reached their model (infra errors)."""
     spent_usd: float = Field(ge=0)
-    """What the batch has spent, earlier runs included; a cell without a reported cost is charged its cap."""
+    """What the batch has spent, earlier runs included; a cell without a reported cost is charged its cap. 0
+    for a dry run (the rubric judge, a real model, apart)."""
+    dry_run: bool = False
+    """The batch is a dry run: every agent talked to dokimi's scripted model, and nothing was paid."""
+    simulated_usd: float | None = None
+    """A dry run's made-up cost: what the harnesses of this run's cells reported for the scripted answers.
+    Never spent, never charged to a budget; null for a real run or when no harness reported a figure."""
     stopped_by_budget: bool
     """--max-batch-usd held back cells."""
     groups: list[RunGroup]
