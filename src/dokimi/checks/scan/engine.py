@@ -37,6 +37,7 @@ from dokimi.checks.scan.paths import (
     bases_of,
     is_absolute_link,
     is_github_action_ref,
+    is_placeholder_path,
     link_path,
     parse_repo_url,
     resolve_glob_claim,
@@ -434,6 +435,9 @@ def check_fragment(
     return Verdict(found.status, f"{found.why}; #{fragment} not checked (not a Markdown file, not a line)")
 
 
+#: The statuses of a path or glob the tree does not hold where the claim says.
+NOT_FOUND = frozenset({"fail", "unresolved"})
+
 SpanClaim = tuple[Literal["none", "commands", "label", "node", "path", "glob", "identifier"], str]
 NO_CLAIM: SpanClaim = ("none", "")
 
@@ -490,12 +494,6 @@ def scan_span(path: str, line: int, text: str, work: _Work, line_text: str = "")
     text = text.strip()
     claim = work.classified.get(text)
     what, detail = claim if claim is not None else classify_span(text, work.adapters)
-    if (
-        what in ("path", "glob")
-        and "/" in detail
-        and not_a_path(detail, line_text, bases_of(path), work.tree)
-    ):
-        return
     if what == "commands":
         run_commands(split_commands(detail, line), path, work)
     elif what == "label":
@@ -505,14 +503,20 @@ def scan_span(path: str, line: int, text: str, work: _Work, line_text: str = "")
         run_commands([Command(line, [Word("pytest", True), Word(detail, True)])], path, work)
     elif what == "identifier":
         work.identifiers.append((path, line, text, detail))
-    elif what == "glob":
-        work.drafts.append(
-            Draft(path, line, what, text, resolve_glob_claim(detail, bases_of(path), work.tree))
-        )
-    elif what == "path":
-        work.drafts.append(
-            Draft(path, line, what, text, resolve_path_claim(detail, bases_of(path), work.tree))
-        )
+    elif what in ("glob", "path"):
+        bases = bases_of(path)
+        resolve = resolve_glob_claim if what == "glob" else resolve_path_claim
+        verdict = resolve(detail, bases, work.tree)
+        # a path found is a path; one not found (or only as a pattern: `docs/<name>`) may be something else
+        # with a slash (a branch name, a URL)
+        literal = what == "path" and not is_placeholder_path(detail)
+        if (
+            (verdict.status in NOT_FOUND or not literal)
+            and "/" in detail
+            and not_a_path(detail, line_text, bases, work.tree)
+        ):
+            return
+        work.drafts.append(Draft(path, line, what, text, verdict))
 
 
 def looks_like_file_name(name: str) -> bool:
@@ -783,9 +787,7 @@ def _scan(
     # runs (git grep, another process) while they are.
     exclude = {f.path for f in files} | {f.scanned_as for f in files if f.scanned_as}
     search = start_search(snapshot, identifier_words(items, work.adapters, work.classified), exclude=exclude)
-    work.skills = skills_of(
-        [p for p in snapshot.by_basename.get(SKILL_FILE, []) if p in snapshot.entries], texts
-    )
+    work.skills = skills_of(tree.files_ending((f"/{SKILL_FILE}",)), texts)
     for path, parsed in items.items():
         scan_file(path, texts[path], parsed, work)
     # round two: the files the checks need, in one batch

@@ -25,6 +25,8 @@ ITEM_TYPES = frozenset({"link_open", "image", "code_inline", "html_inline"})
 HTML_TAG = re.compile(
     r"<([A-Za-z][A-Za-z0-9-]*)((?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>\"']+))?)*)\s*/?>"
 )
+#: What github_slug drops of an ASCII heading: all but lowercase letters, digits, space, - and _.
+ASCII_DROPPED = re.compile(r"[^a-z0-9 _-]")
 HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 HTML_ATTR = re.compile(r"([^\s/>=]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+)))?")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
@@ -283,9 +285,12 @@ def heading_text(source: str) -> str:
 def github_slug(text: str) -> str:
     """The anchor GitHub gives a heading of this text (github-slugger): lowercased; every character that is
     not a letter, a digit, a mark, ``-``, ``_`` or a space dropped; each space a ``-``."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return ASCII_DROPPED.sub("", lowered).replace(" ", "-")
     import unicodedata
 
-    kept = [ch for ch in text.lower() if ch in " -_" or unicodedata.category(ch)[0] in "LNM"]
+    kept = [ch for ch in lowered if ch in " -_" or unicodedata.category(ch)[0] in "LNM"]
     return "".join(kept).replace(" ", "-")
 
 
