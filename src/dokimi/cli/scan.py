@@ -41,6 +41,7 @@ from dokimi.runner.scan_run import RUN_TIMEOUT_S
     "--run-timeout",
     "run_timeout",
     type=click.FloatRange(min=1),
+    metavar="SECONDS",
     default=RUN_TIMEOUT_S,
     show_default=True,
     help="With --run: seconds each command may take.",
