@@ -1,13 +1,19 @@
 """``dokimi repo task new ID --from-commit SHA | --from-pr MERGE [--tests GLOB]``: a task mined from a fix
 (dokimi.repo.mining), its tests classified and the task checked.
 
-Exit codes: 0 the task is written and sound (the null workspace fails, the oracle passes); 1 it is written but
-not sound (no test goes from failing to passing, or tasks check finds a problem); 2 nothing could be mined
-(not a fix commit, no test in it, an existing task directory, no docker).
+Exit codes: 0 the task is written and sound (the null workspace fails, the oracle passes); 1 it is not sound:
+tasks check finds a problem (the task directory stays, to be fixed), or no test goes from failing to passing
+(the task directory is removed again: it is no task); 2 nothing could be mined (not a fix commit, no test in
+it, an existing task directory, no docker). Whenever the task is not sound or mining stops half-way, the null
+and oracle run directories (grade.json, grade.stderr, the workspaces) are kept under dokimi's cache and their
+path is printed; a half-made task directory is removed, its patches kept with them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +26,7 @@ if TYPE_CHECKING:
     from dokimi.repo.mining import MinedTask
 
 MAX_LISTED = 20
+PHASE_WORDS = {"null": "before the fix", "oracle": "with the fix"}
 
 
 @click.group("task")
@@ -119,11 +126,14 @@ def new(
     mined = MinedTask(task_id, directory, fix, prompt)
     note(f"wrote {_shown(directory)}: task.json, tests.patch ({len(fix.test_paths)} file(s)), oracle.patch "
          f"({len(fix.code_paths)} file(s)); base {fix.base_rev}")  # fmt: skip
-    if builtin and _has_test_ids(m.entry_points.grade):
-        _discover_and_check(repo_dir, manifest, image, mined, data)
-    elif builtin:  # builtin:command without {report}: its exit code decides, there are no ids to find
-        note("checking the task: the null workspace must fail, the oracle must pass ...")
-        _record_check(mined, _check(repo_dir, manifest, image, task_id, None))
+    if builtin:
+        with _half_made_removed(mined):
+            if _has_test_ids(m.entry_points.grade):
+                _discover_and_check(repo_dir, manifest, image, mined, data)
+            else:  # builtin:command without {report}: its exit code decides, there are no ids to find
+                note("checking the task: the null workspace must fail, the oracle must pass ...")
+                _record_check(mined, _check(repo_dir, manifest, image, task_id, mined.evidence))
+        _drop_evidence_of_a_sound_task(mined)
     else:
         note(
             "the manifest's grade is not a built-in, so the tests were not classified: your grader reads "
@@ -155,6 +165,31 @@ def _check(repo_dir: Path, manifest: str | None, image: str | None, task_id: str
         )
 
 
+@contextlib.contextmanager
+def _half_made_removed(mined: MinedTask) -> Iterator[None]:
+    """The null and oracle run directories go to an evidence directory; when mining stops half-way (an error,
+    Ctrl-C), the task directory is removed, its patches kept with the evidence, and both paths are said."""
+    from dokimi.repo.mining import evidence_directory, keep_patches
+
+    mined.evidence = evidence_directory(mined.task_id)
+    try:
+        yield
+    except BaseException:
+        keep_patches(mined.directory, mined.evidence)
+        shutil.rmtree(mined.directory, ignore_errors=True)
+        note(
+            f"removed the half-made task directory {_shown(mined.directory)}; its patches and the grader's "
+            f"output are kept in {mined.evidence}"
+        )
+        raise
+
+
+def _drop_evidence_of_a_sound_task(mined: MinedTask) -> None:
+    if mined.evidence is not None and mined.check_ok is True:
+        shutil.rmtree(mined.evidence, ignore_errors=True)
+        mined.evidence = None
+
+
 def _discover_and_check(
     repo_dir: Path,
     manifest: str | None,
@@ -162,23 +197,27 @@ def _discover_and_check(
     mined: MinedTask,
     data: dict[str, Any],
 ) -> None:
-    from dokimi.repo.mining import discover, write_task_json
+    from dokimi.repo.mining import discover, keep_patches, write_task_json
 
+    assert mined.evidence is not None
     note("grading the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS ...")
-    f2p, p2p, failing = discover(
-        mined.directory, data, lambda out: _check(repo_dir, manifest, image, mined.task_id, out)
-    )
-    mined.fail_to_pass, mined.pass_to_pass, mined.failing_with_fix = f2p, p2p, failing
-    data["fail_to_pass"], data["pass_to_pass"] = f2p, p2p
+    found = discover(data, lambda out: _check(repo_dir, manifest, image, mined.task_id, out), mined.evidence)
+    mined.fail_to_pass, mined.pass_to_pass = found.fail_to_pass, found.pass_to_pass
+    mined.failing_with_fix, mined.collection_errors = found.failing_with_fix, found.collection_errors
+    data["fail_to_pass"], data["pass_to_pass"] = found.fail_to_pass, found.pass_to_pass
     write_task_json(mined.directory, data)
-    if not f2p:
-        mined.checked = False
+    if not found.fail_to_pass:
+        mined.check_ok = False
         mined.check_problems = [
-            "no test fails before the fix and passes after it: the task cannot tell a fix from no fix"
+            "no test fails before the fix and passes after it: the task cannot tell a fix from no fix",
         ]
+        # a task without a FAIL_TO_PASS test is no task: it leaves the tasks directory, its evidence is kept
+        keep_patches(mined.directory, mined.evidence)
+        shutil.rmtree(mined.directory, ignore_errors=True)
+        mined.removed = True
         return
     note("checking the task: the null workspace must fail, the oracle must pass ...")
-    _record_check(mined, _check(repo_dir, manifest, image, mined.task_id, None))
+    _record_check(mined, _check(repo_dir, manifest, image, mined.task_id, mined.evidence / "check"))
 
 
 def _has_test_ids(grade: str) -> bool:
@@ -197,7 +236,7 @@ def _record_check(mined: MinedTask, report: Any) -> None:
 
 
 def _summary(mined: MinedTask) -> Any:
-    from dokimi.schemas.task_new import TaskNew
+    from dokimi.schemas.task_new import CollectionError, TaskNew
 
     return TaskNew(
         task=mined.task_id,
@@ -213,6 +252,13 @@ def _summary(mined: MinedTask) -> Any:
         checked=mined.checked,
         ok=mined.check_ok,
         problems=mined.check_problems,
+        collection_errors=[
+            CollectionError.model_validate({"phase": phase, "file": path, "error": line})
+            for phase, files in mined.collection_errors.items()
+            for path, line in sorted(files.items())
+        ],
+        evidence=str(mined.evidence) if mined.evidence is not None else None,
+        removed=mined.removed,
     )
 
 
@@ -245,11 +291,20 @@ def _print(mined: MinedTask) -> None:
     if mined.failing_with_fix:
         echo(f"failing even with the fix, left out ({len(mined.failing_with_fix)}):")
         echo(_listed(mined.failing_with_fix))
+    if mined.collection_errors:
+        echo("collection errors (pytest could not import the test file):")
+        for phase, files in mined.collection_errors.items():
+            for path, line in sorted(files.items()):
+                echo(f"  {PHASE_WORDS.get(phase, phase)}: {path}: {line}")
     if mined.checked:
         verdict = "sound (the null workspace fails, the oracle passes)" if mined.check_ok else "NOT sound"
         echo(f"tasks check: {verdict}")
     for problem in mined.check_problems:
         echo(f"problem: {problem}")
+    if mined.removed:
+        echo(f"removed {_shown(mined.directory)}: without a FAIL_TO_PASS test it is no task")
+    if mined.evidence is not None:
+        echo(f"kept: {mined.evidence} (the null and oracle run directories: grade.json, grade.stderr)")
     echo("draft prompt (edit it in task.json: say what is wrong, not how to fix it):")
     for line in mined.prompt.splitlines():
         echo(f"  {line}")

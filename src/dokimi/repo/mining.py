@@ -17,7 +17,6 @@ import json
 import posixpath
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +73,13 @@ class MinedTask:
     """Whether the null and oracle checks ran (a built-in grade)."""
     check_ok: bool | None = None
     check_problems: list[str] = field(default_factory=list)
+    collection_errors: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Phase (``null``, ``oracle``) -> test file -> the first error line of why pytest could not collect
+    it."""
+    evidence: Path | None = None
+    """The kept run directories of the null and oracle grades (when the task is not sound)."""
+    removed: bool = False
+    """Whether the task directory was removed again (no test tells the fix from no fix)."""
 
 
 # --- reading the fix ----------------------------------------------------------------------------------------
@@ -199,34 +205,75 @@ def classify(null: dict[str, str], oracle: dict[str, str]) -> tuple[list[str], l
     return f2p, p2p, failing
 
 
-def _outcomes(out: Path, task_id: str, phase: str) -> dict[str, str]:
-    """``details.outcomes`` of the discovery grade of one phase, from the tasks check's run directory."""
+@dataclass(frozen=True)
+class PhaseOutcomes:
+    """What the discovery grade of one phase (``null``: the base, ``oracle``: with the fix) recorded."""
+
+    outcomes: dict[str, str]
+    """Test id -> passed, failed or skipped."""
+    collection_errors: dict[str, str]
+    """Test file -> the first error line of what stopped pytest from collecting it."""
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The tests classified from the null and oracle outcomes, and the collection errors of each phase."""
+
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    failing_with_fix: list[str]
+    collection_errors: dict[str, dict[str, str]]
+    """Phase (``null``, ``oracle``) -> test file -> its first error line; phases without errors left out."""
+
+
+def _stderr_tail(run_dir: Path, lines: int = 15) -> str:
     from dokimi import safefs
-    from dokimi.rundir import GRADE_JSON, tasks_check_run_dir
+    from dokimi.rundir import entry_stderr
+
+    path = run_dir / entry_stderr("grade")
+    try:  # what the code under test printed: read as hostile
+        text = safefs.read_text(path, trusted=run_dir)
+    except (OSError, DokimiError):
+        return ""
+    return "\n".join(f"    {line}" for line in text.rstrip().splitlines()[-lines:])
+
+
+def _phase_outcomes(out: Path, task_id: str, phase: str) -> PhaseOutcomes:
+    """``details.outcomes`` and ``details.collection_errors`` of the discovery grade of one phase, from the
+    tasks check's run directory; a DokimiError naming the kept grader output when there are none."""
+    from dokimi import safefs
+    from dokimi.rundir import GRADE_JSON, entry_stderr, tasks_check_run_dir
     from dokimi.schemas._base import load_json
 
     run_dir = tasks_check_run_dir(out, task_id, phase)
     path = run_dir / GRADE_JSON
-    hint = f"run `dokimi repo tasks check . --task {task_id} --out DIR` and read DIR/{task_id}/{phase}"
+    stderr = run_dir / entry_stderr("grade")
     try:  # written in the grade container, where the code under test ran: read as hostile
         data = load_json(safefs.read_bytes(path, trusted=run_dir))
     except FileNotFoundError:
-        raise DokimiError(f"the {phase} run of {task_id} left no grade.json", hint=hint) from None
+        raise DokimiError(
+            f"the {phase} run of {task_id} left no grade.json (its run directory is kept: {run_dir})",
+            hint=f"read {stderr}",
+        ) from None
     except (DokimiError, OSError, ValueError) as exc:
         raise DokimiError(
-            f"the {phase} run's grade.json cannot be read: {exc}", path=path, hint=hint
+            f"the {phase} run's grade.json cannot be read: {exc}", path=path, hint=f"read {stderr}"
         ) from None
     details = data.get("details") if isinstance(data, dict) else None
     details = details if isinstance(details, dict) else {}
     outcomes = details.get("outcomes")
+    raw_errors = details.get("collection_errors")
+    errors = {str(k): str(v) for k, v in raw_errors.items()} if isinstance(raw_errors, dict) else {}
     if isinstance(outcomes, dict):
-        return {str(k): str(v) for k, v in outcomes.items()}
+        return PhaseOutcomes({str(k): str(v) for k, v in outcomes.items()}, errors)
     listed = data.get("errors") if isinstance(data, dict) else None
-    errors = "; ".join(map(str, listed)) if isinstance(listed, list) and listed else str(details.get("run"))
+    why = "; ".join(map(str, listed)) if isinstance(listed, list) and listed else str(details.get("run"))
+    tail = _stderr_tail(run_dir)
     raise DokimiError(
-        f"the {phase} run recorded no test outcomes: {errors}",
+        f"the {phase} run recorded no test outcomes: {why}"
+        + (f"\n  the grader's output ends:\n{tail}" if tail else ""),
         path=path,
-        hint="check that the tests run in the image (see the grade.stderr beside it)",
+        hint=f"the whole output is kept in {stderr}; check that the tests run in the image",
     )
 
 
@@ -235,21 +282,39 @@ CheckFn = Callable[[Path | None], Any]
 TasksCheck report."""
 
 
-def discover(
-    task_dir: Path, task: dict[str, Any], run_check: CheckFn
-) -> tuple[list[str], list[str], list[str]]:
-    """Grade the null and oracle workspaces in discovery mode (no ids yet) and classify the tests."""
-    scratch = Path(tempfile.mkdtemp(prefix="dokimi-task-new."))
+def discover(task: dict[str, Any], run_check: CheckFn, evidence: Path) -> Discovery:
+    """Grade the null and oracle workspaces in discovery mode (no ids yet) and classify the tests. The run
+    directories go to ``evidence``, which the caller keeps when something went wrong."""
+    report = run_check(evidence)
+    phases: dict[str, PhaseOutcomes] = {}
     try:
-        report = run_check(scratch)
-        try:
-            null = _outcomes(scratch, task["id"], "null")
-            oracle = _outcomes(scratch, task["id"], "oracle")
-        except DokimiError as exc:
-            problems = [p for t in getattr(report, "tasks", []) for p in t.problems]
-            if problems:
-                exc.message += " (tasks check: " + "; ".join(problems) + ")"
-            raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return classify(null, oracle)
+        for phase in ("null", "oracle"):
+            phases[phase] = _phase_outcomes(evidence, task["id"], phase)
+    except DokimiError as exc:
+        problems = [p for t in getattr(report, "tasks", []) for p in t.problems]
+        if problems:
+            exc.message += "\n  (tasks check: " + "; ".join(problems) + ")"
+        raise
+    f2p, p2p, failing = classify(phases["null"].outcomes, phases["oracle"].outcomes)
+    errors = {phase: got.collection_errors for phase, got in phases.items() if got.collection_errors}
+    return Discovery(f2p, p2p, failing, errors)
+
+
+def evidence_directory(task_id: str) -> Path:
+    """Where ``repo task new`` keeps the null and oracle run directories (grade.json, grade.stderr, the
+    workspaces) of one mining: under dokimi's cache, removed again when the task comes out sound."""
+    import time
+
+    from dokimi.home import cache_directory
+
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    directory = cache_directory() / "task-new" / f"{stamp}-{task_id}"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def keep_patches(task_dir: Path, evidence: Path) -> None:
+    """Copy the task's patches into the evidence directory before a half-made task directory is removed."""
+    for name in (TEST_PATCH, ORACLE_PATCH, TASK_JSON):
+        if (task_dir / name).is_file():
+            shutil.copyfile(task_dir / name, evidence / name)

@@ -9,6 +9,17 @@ from pydantic import Field
 from dokimi.schemas._base import Document
 
 
+class CollectionError(Document):
+    """A test file pytest could not collect (import) in one of the two discovery runs."""
+
+    phase: Literal["null", "oracle"]
+    """``null``: at the base, before the fix; ``oracle``: with the fix applied."""
+    file: str
+    """The test file (its pytest node id)."""
+    error: str
+    """The first error line pytest printed for it (``ModuleNotFoundError: No module named 'x'``)."""
+
+
 class TaskNew(Document):
     """repo_task_new.v1: a task mined from a fix, its tests classified and (with a built-in grade) checked."""
 
@@ -40,3 +51,11 @@ class TaskNew(Document):
     """tasks check's verdict (null when it did not run)."""
     problems: list[str]
     """Why the task is not sound, one line each."""
+    collection_errors: list[CollectionError] = Field(default_factory=list)
+    """Test files pytest could not collect, per phase: reported apart from "no test fails before the fix",
+    which they can cause."""
+    evidence: str | None = None
+    """Where the null and oracle run directories (grade.json, grade.stderr) are kept; null when the task came
+    out sound (they are removed)."""
+    removed: bool = False
+    """Whether the task directory was removed again: no test fails before the fix and passes after it."""

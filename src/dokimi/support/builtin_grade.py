@@ -45,7 +45,9 @@ bytes equal {run_dir}/task.json when there are several).
 
 With no ``fail_to_pass`` ids in task.json, ``grade`` runs in discovery mode: it runs the test files the test
 patch touches and records every test's outcome in ``details.outcomes`` (``repo task new`` reads them from
-the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS), with ``pass: false``.
+the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS), with ``pass: false``. In every
+mode, ``details.collection_errors`` holds the first error line of each test file pytest could not collect
+(an import that fails at this base, for example).
 """
 
 from __future__ import annotations
@@ -85,7 +87,12 @@ installed = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "
 at = installed[0] if installed else len(sys.path)
 sys.path[at:at] = config["roots"]
 outcomes = {}
-collect_errors = []
+collect_errors = {}
+
+def first_error_line(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return ((errors or lines or ["(no message)"])[0])[:300]
 
 class DokimiRecorder:
     def pytest_runtest_logreport(self, report):
@@ -100,7 +107,7 @@ class DokimiRecorder:
 
     def pytest_collectreport(self, report):
         if report.failed:
-            collect_errors.append(report.nodeid or "(collection)")
+            collect_errors[report.nodeid or "(collection)"] = first_error_line(report.longreprtext)
 
     def pytest_sessionfinish(self, session, exitstatus):
         path = config["report"]
@@ -438,8 +445,11 @@ def import_roots(tree: Path, targets: list[str]) -> list[str]:
     return roots
 
 
-def run_pytest(tree: Path, private: Path, targets: list[str]) -> tuple[dict[str, str] | None, str]:
-    """(outcome by node id, or None when the run left no valid report; a note)."""
+def run_pytest(
+    tree: Path, private: Path, targets: list[str]
+) -> tuple[dict[str, str] | None, str, dict[str, str]]:
+    """(outcome by node id, or None when the run left no valid report; a note; the first error line of each
+    test file pytest could not collect)."""
     child = private / f"runner-{secrets.token_hex(6)}.py"
     child.write_text(CHILD, encoding="utf-8")
     report = private / f"report-{secrets.token_hex(12)}.json"
@@ -449,19 +459,28 @@ def run_pytest(tree: Path, private: Path, targets: list[str]) -> tuple[dict[str,
     argv = [sys.executable, "-I", "-B", "-X", f"pycache_prefix={private / 'pycache'}", str(child)]
     code = run_process(argv, cwd=tree, env=test_env(private), stdin=json.dumps(config) + "\n")
     if code is None:
-        return None, f"the tests ran past {TEST_TIMEOUT_S:.0f} s"
+        return None, f"the tests ran past {TEST_TIMEOUT_S:.0f} s", {}
     try:
         data = json.loads(report.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None, f"the test process exited {code} without writing its report (it ended early or crashed)"
+        return (
+            None,
+            f"the test process exited {code} without writing its report (it ended early or crashed)",
+            {},
+        )
     if not isinstance(data, dict) or data.get("nonce") != nonce or not isinstance(data.get("outcomes"), dict):
-        return None, "the report does not carry this run's nonce (it was not written by the grader's plugin)"
+        return (
+            None,
+            "the report does not carry this run's nonce (it was not written by the grader's plugin)",
+            {},
+        )
     outcomes = {str(k): str(v) for k, v in data["outcomes"].items()}
-    errors = data.get("collect_errors") or []
+    raw = data.get("collect_errors")
+    errors = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     note = f"pytest exited {code}" + (
-        f"; collection errors in {', '.join(map(str, errors[:5]))}" if errors else ""
+        f"; collection errors in {', '.join(list(errors)[:5])}" if errors else ""
     )
-    return outcomes, note
+    return outcomes, note, errors
 
 
 def junit_ids(classname: str, name: str) -> list[str]:
@@ -581,11 +600,15 @@ def grade(args: argparse.Namespace) -> int:
                 raise GradeError(
                     "no test to run: task.json has no fail_to_pass ids and the test patch adds no test file"
                 )
-            outcomes, note = run_pytest(tree, private, targets)
+            outcomes, note, collection_errors = run_pytest(tree, private, targets)
             exit_code = None
         else:
             exit_code, outcomes, note = run_command(tree, private, list(args.command), aliases=not discovery)
+            collection_errors = {}
         document["details"] = {"run": note, "tests_restored": changed[:MAX_IDS_IN_DETAILS]}
+        if collection_errors:
+            shown = sorted(collection_errors)[:MAX_IDS_IN_DETAILS]
+            document["details"]["collection_errors"] = {path: collection_errors[path] for path in shown}
         if discovery:
             document["pass"] = False
             document["metrics"] = {"discovery": True}
