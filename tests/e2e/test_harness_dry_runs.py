@@ -1,6 +1,7 @@
 """Each verified harness other than Claude Code runs a dry run of the bundled example in the locked-down agent
 container (``repo run --harness H --dry-run``): with the scripts derived from the oracles every gated task
-passes exactly as its oracle does, and with a null script (an agent that only answers) every gated task fails.
+passes exactly as its oracle does, and with a null script (an agent that only answers) every gated task fails;
+a batch cap of $0.01 holds no cell back (a dry run pays nothing).
 (Claude Code's own batch e2e is tests/e2e/test_batch_e2e.py.)
 """
 
@@ -52,12 +53,16 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
         "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml", "--harness", harness,
         "--arm", "guidance:none,guidance:raw", "--model", model, "--reps", "1", "--batch", harness,
         "--out", str(out), "--bin", str(binary), "--dry-run", "--dry-run-script", f"guidance:none={null}",
-        "-j", "2", "--json",
+        "-j", "2", "--json", "--max-batch-usd", "0.01",
     ]  # fmt: skip
     done = dokimi_cli(args)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["ran"], summary["harness"], summary["harness_version"]) == (8, harness, version)
+    # a dry run pays nothing, so no budget holds a cell back (codex's trace has no cost: each dry cell used to
+    # be charged its $1 cap, and a $2.5 batch cap stopped after two cells)
+    assert summary["dry_run"] is True and summary["spent_usd"] == 0 and summary["not_started"] == 0
+    assert "--max-batch-usd 0.01 does not apply to a dry run" in done.stderr
     batch = out / harness
     for task in (*GATED, SCORED):
         oracle = json.loads(
