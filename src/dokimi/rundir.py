@@ -61,6 +61,8 @@ AGENT_GIT: Final = "agent-git"
 AGENT_HOME: Final = "home"
 AGENT_CONFIG: Final = "config"
 AGENT_TMP: Final = "tmp"
+NOT_RETURNED: Final = "not-returned.txt"
+"""With ``--executor ray``: what of the run directory stayed on its node (over workspace_mb)."""
 PERF_DIR: Final = "perf"
 """The cell's perf directory: out/ (the documents), oracle/ (the oracle variant), check.json."""
 PERF_CHECK_JSON: Final = "check.json"
@@ -110,6 +112,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         AGENT_HOME,
         AGENT_CONFIG,
         AGENT_TMP,
+        NOT_RETURNED,
     }
 )
 

@@ -62,7 +62,7 @@ def test_a_returned_run_dir_keeps_its_files_and_drops_what_would_escape(tmp_path
     os.mkfifo(run_dir / "workspace" / "pipe")
     (run_dir / "answer.txt").write_text("done")
     (run_dir / "result.json").write_text('{"forged": true}')
-    files = pack_run_dir(run_dir)
+    files = pack_run_dir(run_dir, CAP)
 
     root = tmp_path / "batch"
     key = CellKey("t", "guidance:raw", "m", None, 0)
@@ -73,6 +73,61 @@ def test_a_returned_run_dir_keeps_its_files_and_drops_what_would_escape(tmp_path
     assert os.readlink(dest / "workspace" / "inside") == "src/a.py"
     for dropped in ("workspace/passwd", "workspace/up", "workspace/pipe", "result.json"):
         assert not os.path.lexists(dest / dropped), dropped
+
+
+CAP = 64 * 1024 * 1024
+GIB = 1024**3
+
+
+def _sparse(path: Path, size: int, data: dict[int, bytes]) -> None:
+    """A sparse file of ``size`` bytes holding ``data`` (offset -> bytes) and holes elsewhere."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        out.truncate(size)
+        for offset, chunk in data.items():
+            out.seek(offset)
+            out.write(chunk)
+
+
+def _returned(tmp_path: Path, run_dir: Path, cap: int) -> Path:
+    key = CellKey("t", "guidance:raw", "m", None, 0)
+    files = pack_run_dir(run_dir, cap)
+    assert len(files) < 1024 * 1024  # the holes never travel
+    install_cell(tmp_path / "batch", key, NodeReturn(CellOutcome(key, "failed", error="x"), files=files))
+    return key.path(tmp_path / "batch")
+
+
+def test_a_sparse_file_within_the_cap_comes_back_sparse(tmp_path: Path) -> None:
+    """Issue 20: a 2 GiB sparse file in the cell's $HOME cost 2.1 GiB of real disk on the driver."""
+    run_dir = tmp_path / "node" / "run"
+    data = {0: b"head", 1 << 20: b"middle" * 1000, 2 * GIB - 4: b"tail"}
+    _sparse(run_dir / "home" / "big", 2 * GIB, data)
+    (run_dir / "home" / "small.txt").write_text("kept\n")
+    dest = _returned(tmp_path, run_dir, 4 * GIB)
+    big = dest / "home" / "big"
+    st = big.stat()
+    assert st.st_size == 2 * GIB and st.st_blocks * 512 < 1024 * 1024, st.st_blocks
+    with big.open("rb") as f:
+        for offset, chunk in data.items():
+            f.seek(offset)
+            assert f.read(len(chunk)) == chunk
+        f.seek(1 << 30)
+        assert f.read(4096) == bytes(4096)
+    assert (dest / "home" / "small.txt").read_text() == "kept\n"
+    assert not (dest / "not-returned.txt").exists()
+
+
+def test_an_entry_past_workspace_mb_stays_on_the_node_and_is_named(tmp_path: Path) -> None:
+    run_dir = tmp_path / "node" / "run"
+    _sparse(run_dir / "home" / "big", 2 * GIB, {0: b"x"})
+    (run_dir / "workspace").mkdir()
+    (run_dir / "workspace" / "f.txt").write_text("after\n")
+    (run_dir / "answer.txt").write_text("done")
+    dest = _returned(tmp_path, run_dir, 1024 * 1024 * 1024)
+    assert not (dest / "home").exists()
+    assert (dest / "workspace" / "f.txt").read_text() == "after\n" and (dest / "answer.txt").is_file()
+    note = (dest / "not-returned.txt").read_text()
+    assert note.startswith("home: more than 1024 MiB (image.limits.workspace_mb), left on node")
 
 
 @dataclass(frozen=True)
@@ -383,3 +438,41 @@ def test_a_worker_node_killed_mid_cell_loses_nothing_and_counts_nothing_twice(
         assert _containers_gone(name, wait_s=60)
     finally:
         doomed.stop()
+
+
+@pytest.mark.docker
+@pytest.mark.ray
+def test_a_sparse_file_costs_the_driver_no_disk_and_an_entry_past_the_cap_stays_on_the_node(
+    cluster: RayCluster, tmp_path: Path, name: str
+) -> None:
+    """Issue 20: a 2 GiB sparse file in the cell's $HOME cost 2.1 GiB of real disk on the driver, and
+    workspace_mb did not cover home/. With workspace_mb 1536: home/ (2 GiB long) stays on the node, named in
+    not-returned.txt; config/ (a 1 GiB sparse file) comes back sparse."""
+    from tests.attacks.conftest import attacker
+
+    tiny = tiny_repo(tmp_path / "tiny")
+    manifest = MANIFEST.replace("id: runner-tiny", f"id: {name}").replace(
+        "image:\n", "image:\n  limits: {workspace_mb: 1536}\n", 1
+    )
+    rev = commit(tiny.path, "cap", files={".agent-eval/repo-eval.yaml": manifest})
+    who = attacker(
+        tmp_path / "agent",
+        'truncate -s 2G "$HOME/big" && printf tail >> "$HOME/big"\n'
+        'truncate -s 1G "$HOME/../config/sparse" && printf tail >> "$HOME/../config/sparse"',
+    )
+    args = run_args(
+        tiny, tmp_path / "out", name, who.profile, who.binary, "--json", "--agent-network", "none",
+        "--executor", "ray", "--ray-address", cluster.address, rev=rev,
+    )  # fmt: skip
+    done = dokimi_cli(args)
+    assert done.returncode == 0, done.stderr
+    cell = cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 0)
+    assert (cell / "result.json").is_file() and not (cell / "home").exists()
+    assert (cell / "not-returned.txt").read_text().startswith("home: more than 1536 MiB")
+    sparse = cell / "config" / "sparse"
+    assert sparse.stat().st_size == 1024**3 + 4
+    with sparse.open("rb") as f:
+        f.seek(1024**3)
+        assert f.read() == b"tail"
+    used = sum(p.lstat().st_blocks * 512 for p in cell.rglob("*"))
+    assert used < 32 * 1024 * 1024, f"{used} bytes of real disk for the returned cell"

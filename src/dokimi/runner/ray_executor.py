@@ -15,8 +15,10 @@ On the node that picked it, the task
    context digest, the harness executable, and the harness version inside the image;
 2. runs the cell with :func:`dokimi.runner.cell.run_cell` in a private attempt directory, with this node's
    docker daemon;
-3. hands back the outcome and the run directory: a tar of its files, or with ``--shared-out`` (``--out`` is on
-   a filesystem every node mounts at the same path) the attempt directory, which the driver moves into place.
+3. hands back the outcome and the run directory: a tar of its files (:func:`pack_run_dir`: an entry over
+   ``image.limits.workspace_mb`` stays on the node, a sparse file travels as its data), or with
+   ``--shared-out`` (``--out`` is on a filesystem every node mounts at the same path) the attempt directory,
+   which the driver moves into place.
 
 The driver installs the run directory into the batch with result.json last, so it stays the batch's only
 writer. A task runs once more when its worker or its node dies (Ray's ``max_retries=1``; the cell is
@@ -50,9 +52,11 @@ from dokimi import __version__
 from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
 from dokimi.constants import RESULT_JSON
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
-from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, SUPPORT_DIR
+from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, NOT_RETURNED, SUPPORT_DIR
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
+from dokimi.runner.packing import add_tree
+from dokimi.sandbox.specs import workspace_cap_bytes
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -146,17 +150,37 @@ def pack_dir(
     """A gzip tar of ``root``'s entries (``names`` only, when given); links are stored as links, never
     followed, and sockets are left out."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1, format=tarfile.PAX_FORMAT) as tar:
         entries = sorted(os.listdir(root)) if names is None else [n for n in names if (root / n).exists()]
         for name in entries:
             if name not in skip:
-                tar.add(root / name, arcname=name, recursive=True)
+                add_tree(tar, root, name)
     return buffer.getvalue()
 
 
-def pack_run_dir(run_dir: Path) -> bytes:
-    """The run directory's files for the driver; result.json stays behind (the driver writes it last)."""
-    return pack_dir(run_dir, skip=frozenset({RESULT_JSON}))
+def pack_run_dir(run_dir: Path, cap: int) -> bytes:
+    """The run directory's files for the driver. result.json stays behind (the driver writes it last), and
+    so does every entry (``workspace/``, ``home/``, ``config/``, a scratch directory, a file) whose files
+    add up to more than ``cap`` bytes (``image.limits.workspace_mb``), counted by their length, sparse or
+    not: NOT_RETURNED in the run directory names each with its size. A sparse file within the cap travels
+    as its data only (dokimi.runner.packing)."""
+    from dokimi import safefs
+
+    skip = {RESULT_JSON}
+    left: list[str] = []
+    for name in sorted(os.listdir(run_dir)):
+        if name == RESULT_JSON:
+            continue
+        size = safefs.tree_size(run_dir / name, trusted=run_dir, stop_above=cap)
+        if size > cap:
+            skip.add(name)
+            left.append(
+                f"{name}: more than {cap // (1024 * 1024)} MiB (image.limits.workspace_mb), left on node "
+                f"{_safe_label()}\n"
+            )
+    if left:
+        safefs.write_text(run_dir / NOT_RETURNED, "".join(left), trusted=run_dir)
+    return pack_dir(run_dir, skip=frozenset(skip))
 
 
 def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -766,7 +790,8 @@ def run_cell_on_node(portable: PortableBatch, key: CellKey) -> NodeReturn:
         run_dir = key.path(attempt)
         if portable.shared_out:
             return NodeReturn(outcome, attempt=str(run_dir))
-        files = pack_run_dir(run_dir) if run_dir.is_dir() else None
+        cap = workspace_cap_bytes(ctx.manifest.image)
+        files = pack_run_dir(run_dir, cap) if run_dir.is_dir() else None
         return NodeReturn(outcome, files=files)
     finally:
         if not portable.shared_out:
