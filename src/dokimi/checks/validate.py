@@ -22,8 +22,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from dokimi.checks.weak_tasks import (
+    FileChange,
+    code_shaped,
+    defined_names,
+    hidden_test_names,
+    parse_patch,
+    prompt_names_file,
+    prompt_names_word,
+    referenced_names,
+)
 from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, SourceError
 from dokimi.repo.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin, uses_report
 from dokimi.repo.manifest import (
     TASK_FILE,
@@ -34,6 +44,7 @@ from dokimi.repo.manifest import (
     read_manifest_marked,
     task_dirs,
 )
+from dokimi.repo.mining import draft_prompt
 from dokimi.rundir import REVIEW_RULES_JSON, RUBRIC_JSON, RUN_DIR_ENTRIES
 from dokimi.schemas._base import Loc, Marked, format_loc, unknown_key_hint
 from dokimi.schemas.manifest import RepoManifest
@@ -1425,6 +1436,207 @@ def check_perf_task_key(ctx: Context) -> Iterator[Finding]:
             )
 
 
+# --- warnings that protect a study ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _MinedTask:
+    """A task of a built-in grade, with its patches parsed (dokimi.checks.weak_tasks)."""
+
+    lt: LoadedTask
+    prompt: str
+    tests: dict[str, FileChange]
+    oracle: dict[str, FileChange]
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+
+    @cached_property
+    def oracle_adds(self) -> set[str]:
+        """Names the reference fix defines anew, and code-shaped identifiers its added lines bring that its
+        removed lines lack."""
+        added = [line for change in self.oracle.values() for line in change.added]
+        removed = [line for change in self.oracle.values() for line in change.removed]
+        before = set(re.findall(r"[A-Za-z_]\w*", "\n".join(removed)))
+        shaped = {w for w in re.findall(r"[A-Za-z_]\w*", "\n".join(added)) if code_shaped(w)}
+        return (defined_names(added) | shaped) - defined_names(removed) - before
+
+    @cached_property
+    def tests_use(self) -> set[str]:
+        """Names the hidden tests' added lines call, read or import."""
+        return referenced_names([line for change in self.tests.values() for line in change.added])
+
+
+def _mined_tasks(ctx: Context) -> list[_MinedTask]:
+    """Every task of a built-in grade that names its patches, all patches read in one batch."""
+    m = ctx.manifest
+    if m is None or m.entry_points is None or not is_builtin(m.entry_points.grade):
+        return []
+    wanted: dict[str, str] = {}
+    rows: list[tuple[LoadedTask, dict[str, Any]]] = []
+    for lt, data in ctx.task_data():
+        if not isinstance(data.get("prompt"), str):
+            continue
+        rows.append((lt, data))
+        for key in ("test_patch", "oracle_patch"):
+            if isinstance(data.get(key), str):
+                wanted[f"{lt.id}/{key}"] = posixpath.normpath(posixpath.join(lt.dir, data[key]))
+    present = [path for path in dict.fromkeys(wanted.values()) if ctx.snapshot.is_file(path)]
+    try:
+        texts = ctx.snapshot.read_many(present) if present else {}
+    except SourceError:
+        return []  # patches_exist reports what cannot be read
+
+    def patch(task_id: str, key: str) -> dict[str, FileChange]:
+        raw = texts.get(wanted.get(f"{task_id}/{key}", ""))
+        return parse_patch(raw.decode("utf-8", "replace")) if raw is not None else {}
+
+    def ids(data: dict[str, Any], key: str) -> list[str]:
+        value = data.get(key)
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+    return [
+        _MinedTask(lt, data["prompt"], patch(lt.id, "test_patch"), patch(lt.id, "oracle_patch"),
+                   ids(data, "fail_to_pass"), ids(data, "pass_to_pass"))
+        for lt, data in rows
+    ]  # fmt: skip
+
+
+def check_prompt_gives_no_fix_away(ctx: Context) -> Iterator[Finding]:
+    """A prompt describes the problem, never its fix: it does not name a file the reference fix changes, an
+    identifier the reference fix adds (unless the hidden tests use it: that is the interface the task asks
+    for), or a hidden test (its function or its file)."""
+    code = _code(check_prompt_gives_no_fix_away)
+    fix = "describe what goes wrong as a user would report it, not where or how to fix it"
+    for task in _mined_tasks(ctx):
+        for path in sorted(task.oracle):
+            named = prompt_names_file(task.prompt, path)
+            if named is not None:
+                yield ctx.at_task(
+                    task.lt, code, ("prompt",),
+                    f"names {named!r}, a file the reference fix changes: an agent told where to look is not "
+                    "finding it", fix, severity="warning",
+                )  # fmt: skip
+        for name in sorted(task.oracle_adds - task.tests_use):
+            if prompt_names_word(task.prompt, name):
+                yield ctx.at_task(
+                    task.lt, code, ("prompt",),
+                    f"names {name!r}, which the reference fix adds: the prompt spells out the fix", fix,
+                    severity="warning",
+                )  # fmt: skip
+        hidden = hidden_test_names(task.fail_to_pass + task.pass_to_pass)
+        for name in sorted(n for n in hidden if prompt_names_word(task.prompt, n)):
+            yield ctx.at_task(
+                task.lt, code, ("prompt",), f"names the hidden test {name!r}", fix, severity="warning"
+            )
+        for path in sorted(task.tests):
+            named = prompt_names_file(task.prompt, path)
+            if named is not None:
+                yield ctx.at_task(
+                    task.lt, code, ("prompt",), f"names {named!r}, a file of the hidden tests", fix,
+                    severity="warning",
+                )  # fmt: skip
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def check_prompt_is_edited(ctx: Context) -> Iterator[Finding]:
+    """A mined task's prompt is not the draft ``repo task new`` wrote (the fix's commit message, minus what
+    gives the fix away) nor the fix's title: a commit message is written for reviewers who know the fix.
+    The messages of every fix (``base`` ``<fix>^``) come from one ``git log --no-walk``."""
+    code = _code(check_prompt_is_edited)
+    fixes: dict[str, tuple[LoadedTask, str]] = {}
+    for lt, data in ctx.task_data():
+        base, prompt = data.get("base"), data.get("prompt")
+        if isinstance(base, str) and isinstance(prompt, str) and base.endswith("^"):
+            sha = ctx.resolved.get(split_base(base)[0])
+            if sha:
+                fixes[lt.id] = (lt, sha)
+    if not fixes or ctx.repo is None or ctx.repo.git_dir is None:
+        return
+    shas = sorted({sha for _, sha in fixes.values()})
+    out = gitcmd.run_git(
+        ["log", "--no-walk=unsorted", "-z", "--format=%H%n%B", *shas],
+        git_dir=ctx.repo.git_dir, what="git log (fix messages)",
+    ).decode("utf-8", "replace")  # fmt: skip
+    messages = dict(record.split("\n", 1) for record in out.split("\0") if "\n" in record)
+    changed = {task.lt.id: [*task.tests, *task.oracle] for task in _mined_tasks(ctx)}
+    for task_id, (lt, sha) in fixes.items():
+        message = messages.get(sha)
+        prompt = lt.marked.data["prompt"] if lt.marked is not None else ""
+        if message is None or not isinstance(prompt, str):
+            continue
+        title = message.strip().splitlines()[0] if message.strip() else ""
+        draft = draft_prompt(message, changed.get(task_id, []))
+        if _normalized(prompt) in {_normalized(draft), _normalized(title)}:
+            what = (
+                "the draft `repo task new` wrote"
+                if _normalized(prompt) == _normalized(draft)
+                else "its title"
+            )
+            yield ctx.at_task(
+                lt, code, ("prompt",),
+                f"is the fix's commit message ({what}): it was written for reviewers who know the fix",
+                "rewrite it as the problem a user would report: what goes wrong, not what changed",
+                severity="warning",
+            )  # fmt: skip
+
+
+def check_task_has_pass_to_pass(ctx: Context) -> Iterator[Finding]:
+    """A task graded by test ids lists PASS_TO_PASS tests: without one, a run that breaks the rest of the
+    code still passes (``repo task new`` finds none when the fix's test files are new)."""
+    code = _code(check_task_has_pass_to_pass)
+    m = ctx.manifest
+    if m is None or m.entry_points is None or not is_builtin(m.entry_points.grade):
+        return
+    if m.entry_points.grade.strip().startswith("builtin:command") and not uses_report(m.entry_points.grade):
+        return  # graded by its exit code: every test it runs must pass
+    for task in _mined_tasks(ctx):
+        if task.fail_to_pass and not task.pass_to_pass:
+            yield ctx.at_task(
+                task.lt, code, ("pass_to_pass",),
+                "no PASS_TO_PASS test: a run that breaks everything but the FAIL_TO_PASS tests passes",
+                "list tests that pass before and after the fix in pass_to_pass (test ids of the files the "
+                "fix leaves alone)", severity="warning",
+            )  # fmt: skip
+
+
+def _present_at(ctx: Context, sha: str, names: Sequence[str]) -> set[str]:
+    """Which of ``names`` occur as a whole word in some file of commit ``sha``: one ``git grep``."""
+    assert ctx.repo is not None and ctx.repo.git_dir is not None
+    patterns = "".join(f"{name}\n" for name in names).encode()
+    status, out = gitcmd.run_git_status(
+        ["grep", "-I", "-h", "-o", "-w", "-F", "-f", "-", sha], git_dir=ctx.repo.git_dir, input=patterns
+    )
+    return set(out.decode("utf-8", "replace").split()) if status == 0 else set()
+
+
+def check_hidden_tests_need_no_particular_fix(ctx: Context) -> Iterator[Finding]:
+    """The hidden tests use no name that the base lacks and the reference fix adds, unless the prompt names
+    it: a different correct fix need not add that name, and would fail them (a private helper the test calls,
+    a new attribute it reads). One ``git grep`` per base."""
+    code = _code(check_hidden_tests_need_no_particular_fix)
+    if ctx.repo is None or ctx.repo.git_dir is None:
+        return
+    for task in _mined_tasks(ctx):
+        base = task.lt.marked.data.get("base") if task.lt.marked is not None else None
+        sha = ctx.resolved.get(base) if isinstance(base, str) else None
+        candidates = sorted(
+            n for n in (task.tests_use & task.oracle_adds) if not prompt_names_word(task.prompt, n)
+        )
+        if not sha or not candidates:
+            continue
+        for name in sorted(set(candidates) - _present_at(ctx, sha, candidates)):
+            yield ctx.at_task(
+                task.lt, code, ("test_patch",),
+                f"the hidden tests use {name!r}, which the base lacks and the reference fix adds: a "
+                "correct fix that does not add it fails them",
+                f"name {name!r} in the prompt (it is then the interface asked for), or test the behaviour "
+                "the prompt describes", severity="warning",
+            )  # fmt: skip
+
+
 #: The rules, in the order they run (and report). Each returns findings; none raises for a bad manifest.
 RULES: tuple[Rule, ...] = (
     check_manifest_schema,
@@ -1463,6 +1675,10 @@ RULES: tuple[Rule, ...] = (
     check_builtin_task_keys,
     check_guidance_globs_at_every_base,
     check_also_scan_exists,
+    check_prompt_gives_no_fix_away,
+    check_prompt_is_edited,
+    check_task_has_pass_to_pass,
+    check_hidden_tests_need_no_particular_fix,
     check_review_rules_file,
     check_house_citations,
     check_review_rules_cut_date,
