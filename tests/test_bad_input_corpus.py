@@ -62,6 +62,8 @@ INPUTS: dict[str, bytes | Callable[[Path], None]] = {
     "empty": b"",
     "duplicate-key": b'{"id": "a", "id": "b"}\n',
     "nul-in-text": b'{"id": "a\x00b"}\n',
+    "huge-int": b'{"schema": "x", "rep": ' + b"9" * 5000 + b', "timeout_s": ' + b"9" * 400 + b"}\n",
+    "huge-float": b'{"schema": "x", "rep": 1e400, "cost_usd": -1e400, "t": 1e-400}\n',
 }
 
 
@@ -240,8 +242,8 @@ def test_every_reader_ends_every_bad_input_in_a_clean_error(
 
 
 def test_the_corpus_is_as_large_as_the_report_says() -> None:
-    """17 readers x 21 inputs = 357 (reader, input) pairs, each ending in a value or a clean error."""
-    assert (len(READERS), len(INPUTS)) == (17, 21)
+    """17 readers x 23 inputs = 391 (reader, input) pairs, each ending in a value or a clean error."""
+    assert (len(READERS), len(INPUTS)) == (17, 23)
 
 
 # --- the commands: every document a command reads from a batch, fed every bad input, through the command a
@@ -597,10 +599,10 @@ def test_an_output_path_that_is_a_device_is_never_replaced(
 
 
 def test_the_command_corpus_is_as_large_as_the_report_says() -> None:
-    """Batch commands x the documents each reads x 21 inputs, and x 4 strange names; task.json through
+    """Batch commands x the documents each reads x 23 inputs, and x 4 strange names; task.json through
     validate; 4 files a user names; every text option x 3 empty values; 8 run refusals; 6 device outputs."""
     batch = len(BATCH_CASES) * len(INPUTS) + len(BATCH_COMMANDS) * len(NAMES)
     files = len(INPUTS) * (1 + len(FILE_COMMANDS))
     options = 3 * len(_every_text_option())
-    assert (len(BATCH_CASES), batch, files) == (21, 21 * 21 + 20, 105)
+    assert (len(BATCH_CASES), batch, files) == (21, 21 * 23 + 20, 115)
     assert options > 180

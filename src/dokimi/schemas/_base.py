@@ -241,6 +241,8 @@ def parse_yaml(text: str, path: str) -> Marked:
         raise DocumentError(f"not valid YAML: {exc}", path=path) from None
     except RecursionError:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # a number with more digits than Python converts (4300)
+        raise DocumentError(f"not valid YAML: {exc}", path=path) from None
     lines: dict[Loc, int] = {(): 1}
     try:
         return Marked(_yaml_marks(node, (), lines, _Budget(path, MAX_YAML_NODES)), path, lines)
@@ -277,6 +279,8 @@ def parse_json(text: str, path: str) -> Marked:
         raise DocumentError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     except RecursionError:
         raise DocumentError(f"nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # a number with more digits than Python converts (4300)
+        raise DocumentError(f"not valid JSON: {exc}", path=path) from None
     _check_plain(data, path)
     lines: dict[Loc, int] = {(): 1}
     try:

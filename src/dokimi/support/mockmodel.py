@@ -358,6 +358,10 @@ def load_script(path: str | Path) -> list[Turn]:
         return parse_script(data, source=str(p))
     except RecursionError:
         raise ScriptError(f"{p}: nested too deeply") from None
+    except ScriptError:
+        raise
+    except ValueError as e:  # a number with more digits than Python converts (4300), in JSON or YAML
+        raise ScriptError(f"{p}: {e}") from None
 
 
 # --- which requests play the script -------------------------------------------------------------------------
