@@ -141,3 +141,30 @@ def test_validate_prints_a_task_directory_named_with_escapes_escaped(
     assert rc in (0, 1)
     assert _raw_controls(captured.out + captured.err) == []
     assert "tasks/t\\x1b]0;owned title\\x07" in captured.out + captured.err
+
+
+def test_a_progress_bar_shows_a_task_named_with_markup_and_escapes_as_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``repo tasks check`` names each task in its progress bar; a task directory the repository named
+    ``[link=...]`` or with an OSC sequence is shown as text (rich reads a description as markup by
+    default)."""
+    import io
+
+    from rich.console import Console
+
+    from dokimi.cli import _common
+    from dokimi.cli.tasks import _Progress
+
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        _common, "stderr_console", lambda: Console(file=screen, force_terminal=True, width=300)
+    )
+    with _Progress(enabled=True) as progress:
+        progress.advance(f"t{IN_GIT}", "oracle")
+        progress._bar.refresh()
+    shown = screen.getvalue()
+    assert "[link=https://evil.test]click[/link]" in shown and "\\x1b]0;owned title\\x07" in shown
+    assert (
+        "\x1b]0;" not in shown and "\x1b]52;" not in shown and "\x1b]8;" not in shown
+    )  # no title, clipboard, link

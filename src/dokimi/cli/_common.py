@@ -103,7 +103,7 @@ def progress_bar() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # a description may name a task: text, not markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

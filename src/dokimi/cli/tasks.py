@@ -21,6 +21,7 @@ from dokimi.cli._common import (
     manifest_options,
     note,
     progress_bar,
+    shown,
     source_argument,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
@@ -176,7 +177,7 @@ class _Progress:
     def advance(self, task_id: str, event: str) -> None:
         if self._bar is None:
             return
-        self._bar.update(self._task, advance=1, description=f"{task_id}: {event} done")
+        self._bar.update(self._task, advance=1, description=shown(f"{task_id}: {event} done"))
 
     def set_total(self, total: int) -> None:
         if self._bar is not None:
