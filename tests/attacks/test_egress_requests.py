@@ -10,16 +10,14 @@ proxy) without any model: the agent speaks raw HTTP to the proxy with its cell's
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from dokimi.batch import cell_dir
 from tests.attacks.conftest import PROFILE, attacker, dokimi
+from tests.gateway.test_egress import server
 from tests.helpers.runs import tiny_repo
 
 pytestmark = pytest.mark.docker
@@ -49,26 +47,10 @@ for line in json.loads(%r):
 PY"""
 
 
-class _Hello(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"hi\n")
-
-
 @pytest.fixture
 def allowed_server() -> Iterator[int]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with server() as port:
+        yield port
 
 
 def test_malformed_requests_from_a_sealed_cell_get_clean_answers_and_log_lines(
