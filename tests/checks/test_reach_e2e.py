@@ -102,3 +102,49 @@ def test_without_a_claude_md_nested_agents_md_loads_at_start_and_on_subtree_read
             ("read=sub", "AGENTS.md"): "loaded",
             ("read=sub", "sub/AGENTS.md"): "loaded",
         }
+
+
+SKILL_DESCRIPTION = "Write the release notes from the changelog. Use when asked for release notes."
+
+
+def test_a_skill_is_listed_with_every_tool_on_but_never_loaded_on_its_own(
+    claude_bin: Path, tmp_path: Path
+) -> None:
+    """The measurement docs/reach.md records for Claude Code: the body of a skill's SKILL.md reaches the model
+    in no scenario, not even with every tool a run gives (all=.); with those tools its name and description
+    (front matter) are listed, so the model can call the Skill tool for it. The summary says it per file."""
+    repo = git_repo(
+        tmp_path / "repo",
+        {
+            "AGENTS.md": "# Rules\nUse the release-notes skill for release notes.\n",
+            ".claude/skills/release-notes/SKILL.md": (
+                f"---\nname: release-notes\ndescription: {SKILL_DESCRIPTION}\n---\n# Release notes\n"
+                "Run scripts/notes.py.\n"
+            ),
+            "scripts/notes.py": "print('notes')\n",
+        },
+    )
+    out = tmp_path / "out"
+    proc, doc = reach(repo, claude_bin, out, "--scenarios", "root,cwd,read,all")
+    skill = ".claude/skills/release-notes/SKILL.md"
+    names = [s.name for s in doc.scenarios]
+    assert names == ["cwd=.", "cwd=.claude/skills/release-notes", "all=.", "read=.",
+                     "read=.claude/skills/release-notes"]  # fmt: skip
+    for record in doc.records:
+        assert record.payload is not None
+        assert (record.class_ is ReachClass.LOADED) == (record.payload.head and record.payload.tail)
+    listed = {
+        s.name: SKILL_DESCRIPTION in (out / s.trace_dir / "requests.jsonl").read_text() for s in doc.scenarios
+    }
+    if doc.harness_version == "2.1.328":
+        cells = {(r.scenario, r.file): r.class_.value for r in doc.records}
+        assert {s: cells[(s, skill)] for s in names} == dict.fromkeys(names, "not_loaded")
+        assert {s: cells[(s, "AGENTS.md")] for s in names} == dict.fromkeys(names, "loaded")
+        assert listed == {**dict.fromkeys(names, False), "all=.": True}
+    lines = proc.stdout.splitlines()
+    assert any(line.split()[:3] == [skill, "0/5", "5"] and line.endswith(" -") for line in lines), lines
+    assert any(line.split()[:2] == ["AGENTS.md", "5/5"] and line.endswith("every scenario") for line in lines)
+    assert len(lines) < 12  # one row per file, not one per (scenario, file)
+
+    verbose, _ = reach(repo, claude_bin, tmp_path / "out2", "--scenarios", "root,cwd,read,all", "--verbose")
+    assert sum(1 for line in verbose.stdout.splitlines() if line.strip().startswith(skill)) == 5

@@ -448,3 +448,36 @@ def test_the_report_warns_when_two_arms_started_every_task_with_the_same_guidanc
         "guidance:raw": (0, 2, 0),
         "guidance:tree": (2, 2, 0),
     }
+
+
+def test_the_reports_guidance_table_counts_skills_apart(tmp_path: Path) -> None:
+    from dokimi.analysis.report import build_report
+    from dokimi.batch import load_batch
+    from dokimi.cli.report import _guidance_lines
+    from tests.helpers.batches import write_cell, write_pin
+
+    batch = tmp_path / "b"
+    write_pin(batch)
+    raw = [
+        {"path": "AGENTS.md", "mode": "100644", "sha": "c" * 40},
+        {"path": ".agents/skills/release/SKILL.md", "mode": "100644", "sha": "d" * 40},
+        {"path": ".claude/skills/fmt/SKILL.md", "mode": "100644", "sha": "e" * 40},
+    ]
+    write_cell(batch, "t1", "guidance:raw", meta=True, meta_overrides={"guidance_files": raw})
+    write_cell(batch, "t2", "guidance:raw", meta=True, meta_overrides={"guidance_files": raw[:1]})
+    for task in ("t1", "t2"):
+        write_cell(batch, task, "guidance:none", meta=True, meta_overrides={"guidance_files": []})
+    report = build_report(load_batch(batch))
+    skills = {g.arm: (g.skills, g.tasks_with_skills, len(g.files)) for g in report.guidance}
+    assert skills == {
+        "guidance:none": ([], 0, 0),
+        "guidance:raw": ([".agents/skills/release", ".claude/skills/fmt"], 1, 3),
+    }
+    table = _guidance_lines(report)
+    first_row = next(i for i, line in enumerate(table) if line.startswith("guidance:"))
+    header = " ".join(
+        table[:first_row]
+    ).split()  # two-line headers: "instruction / files", "tasks with / skills"
+    assert "instruction" in header and header.count("skills") == 2
+    rows = {line.split()[0]: line.split()[1:5] for line in table if line.startswith("guidance:")}
+    assert rows == {"guidance:none": ["0/2", "0", "0", "0/2"], "guidance:raw": ["2/2", "1", "2", "1/2"]}

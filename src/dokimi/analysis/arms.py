@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi.errors import DokimiError
+from dokimi.repo.workspace import skill_directory
 
 if TYPE_CHECKING:
     from dokimi.batch import Batch
@@ -44,14 +45,16 @@ def generation_records(root: Path) -> list[Generated]:
 
 def arm_guidance(batch: Batch) -> list[ArmGuidance]:
     """Per arm: tasks with finished cells, how many had any guidance file at the agent's start (in any of
-    their cells), cells without a record, the distinct (path, blob SHA) seen, and for guidance:generated the
-    generator's pairs and cost."""
+    their cells), cells without a record, the distinct (path, blob SHA) seen, the skills among them (counted
+    apart), and for guidance:generated the generator's pairs and cost."""
     from dokimi.schemas.report import ArmGuidance, SeenGuidanceFile
 
     tasks: dict[str, set[str]] = defaultdict(set)
     with_guidance: dict[str, set[str]] = defaultdict(set)
     unrecorded: dict[str, int] = defaultdict(int)
     seen: dict[str, dict[tuple[str, str], set[str]]] = defaultdict(lambda: defaultdict(set))
+    skills: dict[str, set[str]] = defaultdict(set)
+    with_skills: dict[str, set[str]] = defaultdict(set)
     sources: dict[str, set[str]] = defaultdict(set)
     for cell in batch.finished():
         result = cell.result
@@ -68,6 +71,10 @@ def arm_guidance(batch: Batch) -> list[ArmGuidance]:
             with_guidance[arm].add(result.task)
         for item in meta.guidance_files:
             seen[arm][(item.path, item.sha)].add(result.task)
+            skill = skill_directory(item.path)
+            if skill is not None:
+                skills[arm].add(skill)
+                with_skills[arm].add(result.task)
     generated = generation_records(batch.root)
     out: list[ArmGuidance] = []
     for arm in sorted(tasks):
@@ -84,6 +91,8 @@ def arm_guidance(batch: Batch) -> list[ArmGuidance]:
                     SeenGuidanceFile(path=path, sha=sha, tasks=len(task_ids))
                     for (path, sha), task_ids in sorted(seen[arm].items())
                 ],
+                skills=sorted(skills[arm]),
+                tasks_with_skills=len(with_skills[arm]),
                 generated_pairs=gen_pairs,
                 generation_cost_usd=round(sum(costs), 6) if costs else None,
                 generation_cost_unknown=gen_pairs - len(costs),

@@ -5,8 +5,9 @@
    tail token; symlinks recreated as links (or copies, ``alias_kind: copy``, where the OS refuses them); one
    ``REACH_PROBE.txt`` per guidance directory; a one-commit git repository.
 2. Scenarios, each with a fresh config directory: ``cwd=.`` and ``cwd=<dir>`` (tools off), ``read=<dir>``
-   (started at the root, read tool on, told to read ``<dir>/REACH_PROBE.txt``). The model is asked for every
-   token in its instructions or context.
+   (started at the root, read tool on, told to read ``<dir>/REACH_PROBE.txt``), and on request ``all=.``
+   (started at the root with every tool a run gives the agent). The model is asked for every token in its
+   instructions or context.
 3. One record per (file, scenario): loaded, truncated, fetched, not_loaded or error; plus ``payload`` from the
    request bytes, which settles what was sent. They are captured by the scripted model server in a dry run,
    and by a capturing proxy (:mod:`dokimi.gateway.capture_proxy`) in front of the real endpoint otherwise
@@ -83,8 +84,11 @@ PROBE_FILE = "REACH_PROBE.txt"
 REQUESTS_FILE = "requests.jsonl"
 """Per scenario, beside its trace: one JSON line per captured request (no credential headers)."""
 PROBE_TEXT = "This file marks a directory for dokimi's guidance reach probe. It holds no instructions.\n"
-SCENARIO_KINDS = ("root", "cwd", "read")
-"""--scenarios: root is cwd=., cwd is cwd=<dir> for every other guidance dir, read is read=<dir> for each."""
+SCENARIO_KINDS = ("root", "cwd", "read", "all")
+"""--scenarios: root is cwd=., cwd is cwd=<dir> for every other guidance dir, read is read=<dir> for each, all
+is all=. (started at the root with every tool a run gives the agent: what its first request holds, skills'
+listing included). The default is root, cwd and read."""
+DEFAULT_SCENARIO_KINDS = ("root", "cwd", "read")
 TOKEN_RE = re.compile(r"RC[0-9a-f]{6}")
 REACH_MAX_TURNS = 4
 REACH_BUDGET_USD = 0.5
@@ -501,6 +505,8 @@ def plan_scenarios(
         planned.append(PlannedScenario("cwd=.", ".", "none"))
     if "cwd" in kinds:
         planned += [PlannedScenario(f"cwd={d}", d, "none") for d in dirs if d != "."]
+    if "all" in kinds:
+        planned.append(PlannedScenario("all=.", ".", "all"))
     if "read" in kinds:
         planned += [
             PlannedScenario(
@@ -540,7 +546,7 @@ def _trace_dirs(scenarios: Sequence[PlannedScenario]) -> dict[str, str]:
 @dataclass
 class ReachOptions:
     model: str
-    scenarios: Sequence[str] = SCENARIO_KINDS
+    scenarios: Sequence[str] = DEFAULT_SCENARIO_KINDS
     only: str | None = None
     dry_run: bool = False
     capture: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from dokimi.cli._common import (
     source_argument,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+
+if TYPE_CHECKING:
+    from dokimi.schemas.reach import GuidanceReach
 
 
 @click.command("reach")
@@ -38,7 +42,8 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
     "--scenarios",
     default="root,cwd,read",
     show_default=True,
-    help="Scenario kinds: root (cwd=.), cwd (cwd=<dir>), read (read=<dir>).",
+    help="Scenario kinds: root (cwd=.), cwd (cwd=<dir>), read (read=<dir>), all (all=.: started at the "
+    "root with every tool a run gives the agent).",
 )
 @click.option("--only", metavar="SCENARIO", help="Run only this scenario, e.g. cwd=sub or read=sub.")
 @click.option(
@@ -61,6 +66,12 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 )
 @out_option("reach")
 @click.option("--salt", help="Token salt (default: random, recorded in reach.json; reuse it to reproduce).")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Print the full table, one line per (scenario, file), instead of the summary per file.",
+)
 @json_option
 def reach(
     source: str,
@@ -76,12 +87,14 @@ def reach(
     timeout: float,
     out: Path,
     salt: str | None,
+    verbose: bool,
     as_json: bool,
 ) -> int:
     """Probe which guidance files HARNESS puts in front of the model, scenario by scenario.
 
-    Writes OUT/reach.json (guidance_reach.v1) and OUT/traces/<scenario>/. Exits 1 when a scenario gave no
-    usable answer (class error), 0 otherwise.
+    Writes OUT/reach.json (guidance_reach.v1) and OUT/traces/<scenario>/, and prints a summary: per guidance
+    file, the scenarios that loaded it (--verbose: every (scenario, file) cell). Exits 1 when a scenario gave
+    no usable answer (class error), 0 otherwise.
     """
     from dokimi.checks.reach import ReachOptions, run_reach
     from dokimi.harness.profile import load_profile
@@ -122,23 +135,81 @@ def reach(
     failed = [s for s in document.scenarios if s.error is not None]
     if as_json:
         emit_json(document)
-    else:
+    elif verbose:
         _render(document)
         note(f"wrote {out / 'reach.json'}")
+    else:
+        _render_summary(document)
+        note(f"wrote {out / 'reach.json'} (--verbose prints every scenario's cells)")
     return EXIT_FOUND_PROBLEMS if failed else EXIT_OK
 
 
-def _render(document: object) -> None:
-    """One line per (scenario, file): narrow enough for any terminal, easy to grep."""
-    from dokimi.schemas.reach import GuidanceReach
+#: Scenario names shown in one summary cell before the rest is counted.
+SHOWN_SCENARIOS = 4
 
-    assert isinstance(document, GuidanceReach)
+
+def _heading(document: GuidanceReach) -> None:
     title = f"{document.harness} {document.harness_version}, {document.model}"
     echo(title + (" (dry run: classes are what the request bytes held)" if document.dry_run else ""))
     if document.capture == "proxy":
         echo(f"payload captured through a proxy in front of {document.capture_upstream}")
     elif document.capture_missing:
         echo(f"payload not captured: {document.capture_missing}")
+
+
+def _scenario_list(names: list[str], total: int) -> str:
+    """``every scenario``, ``-``, or the first names and how many more."""
+    if not names:
+        return "-"
+    if len(names) == total and total > 1:
+        return "every scenario"
+    shown = ", ".join(names[:SHOWN_SCENARIOS])
+    return shown + (f" +{len(names) - SHOWN_SCENARIOS} more" if len(names) > SHOWN_SCENARIOS else "")
+
+
+def _render_summary(document: GuidanceReach) -> None:
+    """Per guidance file: in how many of the scenarios that ran it was loaded (both tokens), truncated,
+    fetched (only after a tool read it) or not loaded, and where it was loaded; then the scenarios that gave
+    no usable answer. The full table is ``--verbose``."""
+    from dokimi.cli.tables import Col, print_lines, render_table
+
+    _heading(document)
+    ran = [s.name for s in document.scenarios if s.error is None]
+    errors = [s for s in document.scenarios if s.error is not None]
+    counts = f"{len(document.scenarios)} scenario(s), {len(document.files)} guidance file(s)"
+    echo(f"{counts}; {len(errors)} error(s)")
+    order = [s.name for s in document.scenarios]
+    by_file: dict[str, dict[str, list[str]]] = {f.path: {} for f in document.files}
+    for r in document.records:
+        by_file.setdefault(r.file, {}).setdefault(r.class_.value, []).append(r.scenario)
+    rows = []
+    for path, classes in by_file.items():
+        loaded = sorted(classes.get("loaded", []), key=order.index)
+        rows.append([
+            path,
+            f"{len(loaded)}/{len(ran)}",
+            str(len(classes.get("truncated", []))),
+            str(len(classes.get("fetched", []))),
+            str(len(classes.get("not_loaded", []))),
+            _scenario_list(loaded, len(ran)),
+        ])  # fmt: skip
+    columns = [
+        Col("file", key=True), Col("loaded", right=True), Col("truncated", right=True),
+        Col("fetched", right=True), Col("not loaded", right=True), Col("loaded in", droppable=False),
+    ]  # fmt: skip
+    print_lines(render_table(columns, rows))
+    for s in errors:
+        echo(f"error in {s.name}: {s.error}")
+    wordy = [s.name for s in document.scenarios if s.prose]
+    if wordy:
+        echo(f"prose in {_scenario_list(wordy, len(order))}: read their traces before trusting not loaded")
+    for u in document.unresolved:
+        echo(f"unresolved link {u.path}: {u.reason}")
+
+
+def _render(document: GuidanceReach) -> None:
+    """One line per (scenario, file): narrow enough for any terminal, easy to grep."""
+    _heading(document)
     aliases = {
         f.path: [a.path + (" (copy)" if a.alias_kind == "copy" else "") for a in f.aliases]
         for f in document.files

@@ -189,32 +189,41 @@ def _pivot(doc: object) -> list[str]:
 
 
 def _guidance_lines(doc: object) -> list[str]:
-    """Per arm: tasks whose agent started with any guidance file (from meta.json), and the generator's
-    cost for guidance:generated."""
+    """Per arm: tasks whose agent started with any guidance file (from meta.json), the distinct files, and
+    the generator's cost for guidance:generated; when some arm had skills, the skills apart (distinct skills,
+    tasks with a skill), and the files column then counts the instruction files only."""
     from dokimi.cli.tables import Col, render_table
+    from dokimi.repo.workspace import skill_directory
     from dokimi.schemas.report import ReportDoc
 
     assert isinstance(doc, ReportDoc)
     if not doc.guidance:
         return []
+    with_skills = any(g.skills for g in doc.guidance)
     rows = []
     for g in doc.guidance:
         recorded = g.tasks if not g.cells_unrecorded else f"{g.tasks} ({g.cells_unrecorded} cells unrecorded)"
-        rows.append(
-            [
-                g.arm,
-                f"{g.tasks_with_guidance}/{recorded}",
-                str(len(g.files)),
-                ", ".join(s.split(" ")[0] for s in g.sources) or "base",
-                (_fmt(g.generation_cost_usd, 4) + f" ({g.generated_pairs} runs)")
-                if g.generated_pairs
-                else "-",
-            ]
-        )
+        files = [f for f in g.files if not with_skills or skill_directory(f.path) is None]
+        row = [g.arm, f"{g.tasks_with_guidance}/{recorded}", str(len(files))]
+        if with_skills:
+            row += [str(len(g.skills)), f"{g.tasks_with_skills}/{g.tasks}"]
+        row += [
+            ", ".join(s.split(" ")[0] for s in g.sources) or "base",
+            (_fmt(g.generation_cost_usd, 4) + f" ({g.generated_pairs} runs)") if g.generated_pairs else "-",
+        ]
+        rows.append(row)
     columns = [
         Col("arm", key=True),
         Col("tasks with guidance", right=True, droppable=False),
-        Col("distinct files", right=True, droppable=False),
+        Col("distinct files" if not with_skills else "instruction files", right=True, droppable=False),
+        *(
+            [
+                Col("skills", right=True, droppable=False),
+                Col("tasks with skills", right=True, droppable=False),
+            ]
+            if with_skills
+            else []
+        ),
         Col("from", droppable=False),
         Col("generator cost", right=True, droppable=False),
     ]

@@ -209,6 +209,11 @@ class ArmGuidance(Document):
     """Where the arm's files came from (``tree <sha>``, ``at <sha>``, ``generated``)."""
     files: list[SeenGuidanceFile] = Field(default_factory=list)
     """Every distinct (path, blob SHA) seen, sorted."""
+    skills: list[str] = Field(default_factory=list)
+    """The distinct skills seen (the directory of each SKILL.md among ``files``), sorted: counted apart from
+    the instruction files, since a harness lists a skill and loads its body only when the model asks."""
+    tasks_with_skills: int = 0
+    """Tasks where some cell started with at least one skill."""
     generated_pairs: int = 0
     """guidance:generated: the (task, model) pairs the harness's generator ran for."""
     generation_cost_usd: float | None = None
