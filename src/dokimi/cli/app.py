@@ -88,12 +88,18 @@ _REFUSING_EMPTY: dict[type[Any], type[Any]] = {}
 
 
 def _refusing_empty(kind: type[Any]) -> type[Any]:
-    """``kind`` (a text or path type) made to refuse a value with nothing in it but blanks and commas."""
+    """``kind`` (a text or path type) made to refuse a value with nothing in it but blanks and commas
+    (:func:`dokimi.schemas._base.not_blank`, the rule run and study files follow too)."""
     if kind not in _REFUSING_EMPTY:
 
         def convert(self: Any, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-            if isinstance(value, str) and not value.strip(" \t\r\n,"):
-                self.fail(f"{value!r} is empty: give a value, or leave the option out", param, ctx)
+            from dokimi.schemas._base import not_blank
+
+            if isinstance(value, str):
+                try:
+                    not_blank(value)
+                except ValueError as exc:
+                    self.fail(str(exc), param, ctx)
             return kind.convert(self, value, param, ctx)
 
         _REFUSING_EMPTY[kind] = type(f"NonEmpty{kind.__name__}", (kind,), {"convert": convert})

@@ -180,7 +180,7 @@ def not_blank(value: str) -> str:
     """A text value with something in it besides blanks and commas (a list item ``" "`` or ``","`` would
     otherwise read as no value at all: ``tasks: [" "]`` as every task)."""
     if not value.strip(" \t\r\n,"):
-        raise ValueError(f"{value!r} is empty: give a value, or leave the key out")
+        raise ValueError(f"{value!r} is empty: give a value, or leave it out")
     return value
 
 
