@@ -14,7 +14,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from dokimi.gateway.model import CellUsage, ModelGateway, find_cell_key, infra_error_reason, swap_credentials
+from dokimi.gateway.apis import apis_named
+from dokimi.gateway.model import (
+    CellUsage,
+    ModelGateway,
+    credential_problem,
+    find_cell_key,
+    infra_error_reason,
+    swap_credentials,
+)
 from dokimi.support.mockmodel import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MockModelServer
 
 
@@ -166,13 +174,40 @@ def test_the_boundary_one_model_response_makes_the_cell_the_agents() -> None:
     assert reason is not None and "refused every request" in reason
 
 
-def test_dummy_keys_are_found_in_headers_and_query_and_swapped_everywhere() -> None:
+def test_dummy_keys_are_found_and_swapped_only_in_the_apis_credential_headers_and_query() -> None:
     dummy = "dokimi-gw-" + "ab" * 16
-    headers = [("Authorization", f"Bearer {dummy}"), ("x-goog-api-key", dummy)]
-    assert find_cell_key(f"/v1/x?key={dummy}", headers) == {dummy}
-    path, swapped = swap_credentials(f"/v1/x?key={dummy}&a=1", headers, {dummy: "REAL"})
+    headers = [
+        ("Authorization", f"Bearer {dummy}"),
+        ("x-goog-api-key", dummy),
+        ("anthropic-beta", dummy),
+        ("Accept-Encoding", "gzip, br"),
+    ]
+    gemini, anthropic = apis_named(["gemini"]), apis_named(["anthropic"])
+    assert find_cell_key(gemini, f"/v1/x?key={dummy}", [("anthropic-beta", dummy)]) == {dummy}
+    assert find_cell_key(anthropic, f"/v1/x?key={dummy}", [("anthropic-beta", dummy)]) == set()
+    path, swapped = swap_credentials(gemini, f"/v1/x?key={dummy}&a=1", headers, {dummy: "REAL"})
     assert path == "/v1/x?key=REAL&a=1"
-    assert swapped == [("Authorization", "Bearer REAL"), ("x-goog-api-key", "REAL")]
+    assert swapped == [
+        ("Authorization", f"Bearer {dummy}"),  # not a Gemini credential header: untouched
+        ("x-goog-api-key", "REAL"),
+        ("anthropic-beta", dummy),  # never swapped outside a credential header
+        ("Accept-Encoding", "identity"),
+    ]
+    path, swapped = swap_credentials(anthropic, f"/v1/x?key={dummy}", headers, {dummy: "REAL"})
+    assert path == f"/v1/x?key={dummy}" and swapped[0] == ("Authorization", "Bearer REAL")
+
+
+def test_a_credential_header_holds_the_cells_dummy_and_nothing_else() -> None:
+    dummy = "dokimi-gw-" + "cd" * 16
+    anthropic = apis_named(["anthropic"])
+    assert credential_problem(anthropic, "/", [("x-api-key", dummy)], [dummy]) is None
+    assert credential_problem(anthropic, "/", [("Authorization", f"bearer  {dummy}")], [dummy]) is None
+    assert (
+        credential_problem(anthropic, "/", [("x-api-key", ""), ("Authorization", f"Bearer {dummy}")], [dummy])
+        is None
+    )
+    for value in (f"{dummy} {dummy}", f"sk-other {dummy}", f"Bearer {dummy}"):
+        assert credential_problem(anthropic, "/", [("x-api-key", value)], [dummy]) is not None
 
 
 def test_a_cell_that_spent_its_cap_gets_no_more_requests_forwarded(tmp_path: Path) -> None:
@@ -210,6 +245,71 @@ def test_a_huge_request_is_refused_unread_and_a_large_body_is_recorded_by_its_he
             status, _ = post(gateway.url, "/v1/messages", big, {"x-api-key": cell.env["K"]})
             gateway.close_cell(cell)
         assert len(mock.requests) == 1 and status == 200
-    (line,) = [json.loads(text) for text in (tmp_path / "g.jsonl").read_text().splitlines()]
+    refused, line = [json.loads(text) for text in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert refused["status"] == 413 and "request body over" in refused["error"]
     assert line["body"]["omitted"] == "body over the record limit" and line["body"]["bytes"] > 5000
     assert line["usage"]["input_tokens"] == DEFAULT_INPUT_TOKENS
+
+
+def _answer(h: BaseHTTPRequestHandler, data: bytes, *, length: int | None = None, **headers: str) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    for name, value in headers.items():
+        h.send_header(name.replace("_", "-"), value)
+    h.send_header("Content-Length", str(len(data) if length is None else length))
+    h.end_headers()
+    h.wfile.write(data)
+    h.close_connection = True  # a short body then ends with the connection
+
+
+def test_an_answer_cut_short_or_unreadable_is_charged_its_worst_case(tmp_path: Path) -> None:
+    full = json.dumps(
+        {"model": "claude-haiku-4-5", "usage": {"input_tokens": 3, "output_tokens": 2}}
+    ).encode()
+    answers = iter([
+        lambda h: _answer(h, full[:10], length=len(full)),  # the upstream hangs up mid-answer
+        lambda h: _answer(h, b"\x8b\x00", Content_Encoding="br"),  # an encoding the gateway cannot read
+        lambda h: _answer(h, full),
+    ])  # fmt: skip
+    with upstream(lambda h: next(answers)(h)) as up:
+        with ModelGateway(up, credential_vars=["K"], credentials={"K": "sk-real"}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl", cap_usd=5.0)
+            with pytest.raises(http.client.IncompleteRead):
+                post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["K"]})
+            statuses = [
+                post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["K"]}) for _ in "bc"
+            ]
+            usage = gateway.close_cell(cell)
+    # the first reaches the harness cut short (http.client raises), the second is refused with 502
+    assert [status for status, _ in statuses] == [502, 200]
+    lines = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert [line["cost_basis"].split(":")[0] for line in lines] == ["worst case", "worst case", "usage"]
+    assert lines[0]["cost_usd"] == lines[0]["reserved_usd"] > lines[2]["cost_usd"]
+    assert usage.worst_case == 2 and usage.turns == 2
+    assert usage.cost_usd == pytest.approx(sum(line["cost_usd"] for line in lines))
+
+
+def test_the_real_key_an_upstream_quotes_back_is_scrubbed_from_headers_body_and_record(
+    tmp_path: Path,
+) -> None:
+    def handle(h: BaseHTTPRequestHandler) -> None:
+        quoted = json.dumps({"error": {"message": f"bad key {h.headers['x-api-key']}"}}).encode()
+        h.send_response(401)
+        h.send_header("x-echo", h.headers["x-api-key"])
+        h.send_header("Content-Length", str(len(quoted)))
+        h.end_headers()
+        h.wfile.write(quoted)
+
+    with upstream(handle) as up:
+        with ModelGateway(up, credential_vars=["K"], credentials={"K": "sk-real-secret"}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            parts = urlsplit(gateway.url)
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+            conn.request("POST", "/v1/messages", json.dumps(MESSAGE), {"x-api-key": cell.env["K"]})
+            resp = conn.getresponse()
+            body, echo = resp.read(), resp.getheader("x-echo")
+            conn.close()
+            gateway.close_cell(cell)
+    assert resp.status == 401 and b"sk-real-secret" not in body and b"credential removed" in body
+    assert echo is not None and "sk-real-secret" not in echo
+    assert "sk-real-secret" not in (tmp_path / "g.jsonl").read_text()

@@ -7,8 +7,8 @@ import pytest
 from dokimi.errors import PrerequisiteError, UsageError
 from dokimi.gateway import network
 from dokimi.gateway.model import CellUsage
-from dokimi.gateway.prices import Usage
-from dokimi.gateway.sealed import Observed, SealAccount, gateway_upstream, observed_usage
+from dokimi.gateway.prices import PRICES, Usage, parse_price, with_prices
+from dokimi.gateway.sealed import Observed, SealAccount, gateway_upstream, observed_usage, unpriced_models
 from dokimi.harness.profile import load_profile
 
 
@@ -39,13 +39,22 @@ def test_without_root_a_sealed_run_is_refused_with_the_escape_hatch(monkeypatch:
     assert "--agent-network" in (caught.value.hint or "")
 
 
-def test_the_gateway_s_price_wins_over_the_harness_s_and_falls_back_when_unpriced() -> None:
-    priced = CellUsage(requests=3, turns=2, usage=Usage(10, 10), cost_usd=0.25)
-    unpriced = CellUsage(requests=1, turns=1, unpriced_models={"gpt-x"})
-    assert observed_usage(SealAccount(priced, 0, 0), 9.0, 7) == Observed(0.25, "gateway", 2)
-    assert observed_usage(SealAccount(unpriced, 0, 0), 9.0, 7) == Observed(9.0, "harness", 1)
+def test_a_sealed_cells_cost_is_the_gateways_and_never_the_harnesss() -> None:
+    account = CellUsage(requests=3, turns=2, usage=Usage(10, 10), cost_usd=0.25)
+    assert observed_usage(SealAccount(account, 0, 0), 9.0, 7) == Observed(0.25, "gateway", 2)
+    assert observed_usage(SealAccount(CellUsage(), 0, 0), 9.0, 7) == Observed(0.0, "gateway", 0)
     assert observed_usage(None, 9.0, 7) == Observed(9.0, "harness", 7)
     assert observed_usage(None, None, None) == Observed(None, None, None)
+
+
+def test_a_sealed_run_needs_the_profiles_api_and_a_price_for_each_model() -> None:
+    claude = load_profile("claude-code")
+    with pytest.raises(UsageError, match="names no model API") as caught:
+        gateway_upstream(claude.model_copy(update={"api": []}), {})
+    assert "anthropic" in (caught.value.hint or "")
+    priced = with_prices({"mystery-1": parse_price("mystery-1=2,10")[1]})
+    assert unpriced_models(["claude-haiku-4-5", "mystery-1", "gpt-x"], priced) == ["gpt-x"]
+    assert unpriced_models(["mystery-1"], PRICES) == ["mystery-1"]
 
 
 def test_doctor_says_whether_real_runs_can_be_sealed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,6 +62,21 @@ def _resolve(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _prices(values: tuple[str, ...]) -> dict[str, Any]:
+    from dokimi.gateway.prices import parse_price
+
+    out: dict[str, Any] = {}
+    for value in values:
+        try:
+            model, price = parse_price(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--price") from None
+        if model in out and out[model] != price:
+            raise click.BadParameter(f"{model!r} is given two prices", param_hint="--price")
+        out[model] = price
+    return out
+
+
 class _Reporter:
     """Progress for a human: a rich bar on a terminal, nothing otherwise (errors are noted either way)."""
 
@@ -205,6 +220,7 @@ _RUN_FILE_KEYS: dict[str, str] = {
     "bin": "bin_", "tasks": "tasks", "efforts": "efforts", "out": "out", "manifest": "manifest",
     "manifest_file": "manifest_file", "agent_network": "agent_network", "timeout_s": "timeout_s",
     "max_turns": "max_turns", "budget_usd": "budget_usd", "max_batch_usd": "max_batch_usd", "jobs": "jobs",
+    "prices": "prices",
 }  # fmt: skip
 _RUN_FILE_PATHS = frozenset({"bin", "out", "manifest_file"})
 
@@ -325,6 +341,15 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="Start no new cell once the batch has spent this much (unknown cost counts as the cap).",
 )
 @click.option(
+    "--price",
+    "prices",
+    multiple=True,
+    metavar="MODEL=IN,OUT",
+    help="USD per million input and output tokens of a model dokimi's price table lacks (repeatable; "
+    "IN,OUT,CACHE_WRITE,CACHE_READ for exact cache rates). A sealed run refuses an unpriced model, since "
+    "the model gateway counts every request's cost; recorded in the batch's batch.json.",
+)
+@click.option(
     "-j",
     "--jobs",
     type=click.IntRange(min=1),
@@ -404,6 +429,7 @@ def run(
     max_turns: int | None,
     budget_usd: float | None,
     max_batch_usd: float | None,
+    prices: tuple[str, ...],
     jobs: int | None,
     executor: str,
     ray_address: str | None,
@@ -442,7 +468,7 @@ def run(
         )  # fmt: skip
         efforts, agent_network, timeout_s = merged["efforts"], merged["agent_network"], merged["timeout_s"]
         max_turns, budget_usd = merged["max_turns"], merged["budget_usd"]
-        max_batch_usd, jobs = merged["max_batch_usd"], merged["jobs"]
+        max_batch_usd, jobs, prices = merged["max_batch_usd"], merged["jobs"], merged["prices"]
     missing = [
         f"{option} (or {key}: in a run file)"
         for option, key, value in (
@@ -480,6 +506,7 @@ def run(
         max_turns=max_turns,
         budget_usd=budget_usd,
         max_batch_usd=max_batch_usd,
+        prices=_prices(prices),
         jobs=jobs,
         force=force,
         dry_run=dry_run,

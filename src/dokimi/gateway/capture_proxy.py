@@ -19,6 +19,12 @@ Rules, one function each:
   ``/responses`` = ``/v1/responses``).
 * Upstream failures (refused, unresolvable, TLS, timeout) become ``502`` with a short JSON body; every socket
   operation has a timeout, so the proxy never hangs on a dead peer.
+* :func:`read_request_body`: a request body is read only as far as its framing allows, strictly (a
+  Content-Length of digits, chunk sizes of hex digits, never both framings), up to
+  :data:`MAX_REQUEST_BYTES`, and a compressed body is decoded no further than that either
+  (:func:`decoded_body`); :class:`BoundedHTTPServer` holds at most :data:`MAX_CONNECTIONS_PER_CLIENT`
+  connections per client address (and :data:`MAX_CONNECTIONS` in all), and a client silent for
+  :data:`CLIENT_TIMEOUT_S` is disconnected, so no client can make the proxy hold unbounded memory or threads.
 
 Credentials pass through (the harness's own key goes to the endpoint that expects it); the proxy never adds
 any. Like :mod:`dokimi.support.mockmodel` this file imports only the standard library, so it can be copied
@@ -45,21 +51,26 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, Protocol, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = [
+    "CLIENT_TIMEOUT_S",
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_READ_TIMEOUT_S",
     "HOP_BY_HOP",
     "RECORDED_HEADERS",
     "Admission",
+    "BodyFilter",
+    "BoundedHTTPServer",
     "CaptureProxy",
     "ProxiedRequest",
     "Refusal",
     "forwarded_request_headers",
     "forwarded_response_headers",
+    "decoded_body",
     "main",
+    "read_request_body",
     "recorded_headers",
     "redacted_path",
     "upstream_target",
@@ -70,12 +81,22 @@ DEFAULT_CONNECT_TIMEOUT_S = 30.0
 DEFAULT_READ_TIMEOUT_S = 600.0
 """The longest silence tolerated from the upstream, or from the client, on one socket read: a model can think
 for minutes before its first byte, but a peer silent for this long is dead."""
+CLIENT_TIMEOUT_S = 30.0
+"""The longest a client may stay silent while the proxy waits for it (a request, the rest of a body, room to
+write the answer): an idle connection is closed after it. Harnesses keep idle connections for a few seconds
+and open a new one when the proxy has closed theirs."""
 CHUNK = 64 * 1024
-MAX_REQUEST_BYTES = 64 * 1024 * 1024
-"""The largest request body accepted (413 beyond): a model request is a few MB at most, and the body is held
-in memory, so a client (an agent's command) must not be able to make the host process hold more."""
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""The largest request body accepted, before and after decoding (413 beyond): Anthropic's own limit for a
+Messages request; the body is held in memory, so a client (an agent's command) must not make the host process
+hold more."""
 KEPT_RESPONSE_LIMIT = 32 * 1024 * 1024
 """The most of one response body kept with ``keep_responses`` (the client still gets all of it)."""
+MAX_CONNECTIONS_PER_CLIENT = 32
+"""Connections one client address may hold at once (each is a thread); more are answered 503 and closed. A
+cell's container has an address of its own on the batch network, so this is a bound per cell."""
+MAX_CONNECTIONS = 1024
+"""Connections the proxy holds at once, all clients together."""
 
 HOP_BY_HOP = frozenset(
     {
@@ -190,20 +211,102 @@ def upstream_target(prefix: str, path: str) -> str:
     return prefix + path
 
 
-def _decoded(raw: bytes, encoding: str | None) -> bytes:
-    """The body as the client meant it: gzip/deflate undone (other encodings are kept as they are)."""
+class BadBody(Exception):
+    """A request body whose framing is broken or ambiguous (400)."""
+
+
+class TooLarge(Exception):
+    """A request body over :data:`MAX_REQUEST_BYTES`, sent or decoded (413)."""
+
+
+def _inflate(raw: bytes, wbits: int, limit: int) -> bytes:
+    decompressor = zlib.decompressobj(wbits)
+    out = decompressor.decompress(raw, limit + 1)
+    if len(out) > limit:
+        raise TooLarge
+    return out
+
+
+def decoded_body(raw: bytes, encoding: str | None, limit: int = MAX_REQUEST_BYTES) -> bytes:
+    """The body as the client meant it: gzip/deflate undone, never past ``limit`` bytes (TooLarge: a
+    compressed body that expands beyond it); other encodings, and a body that does not decode, as they are."""
     enc = (encoding or "").strip().lower()
     try:
         if enc in ("gzip", "x-gzip"):
-            return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+            return _inflate(raw, 16 + zlib.MAX_WBITS, limit)
         if enc == "deflate":
             try:
-                return zlib.decompress(raw)
+                return _inflate(raw, zlib.MAX_WBITS, limit)
             except zlib.error:
-                return zlib.decompress(raw, -zlib.MAX_WBITS)
+                return _inflate(raw, -zlib.MAX_WBITS, limit)
     except zlib.error:
         return raw
     return raw
+
+
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+LINE_LIMIT = 8 * 1024
+"""The longest chunk-size or trailer line accepted."""
+MAX_TRAILERS = 64
+
+
+def _read_chunked(rfile: Any, limit: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = rfile.readline(LINE_LIMIT + 1)
+        if not line.endswith(b"\n"):
+            raise BadBody("a chunk-size line is cut short or too long")
+        size_text = line.split(b";", 1)[0].strip()
+        if not _HEX.fullmatch(size_text):
+            raise BadBody(f"chunk size {size_text[:20]!r} is not a hexadecimal number")
+        size = int(size_text, 16)
+        if size == 0:
+            for _ in range(MAX_TRAILERS + 1):
+                trailer = rfile.readline(LINE_LIMIT + 1)
+                if not trailer.endswith(b"\n"):
+                    raise BadBody("a trailer line is cut short or too long")
+                if not trailer.strip():
+                    return b"".join(parts)
+            raise BadBody(f"more than {MAX_TRAILERS} trailer lines")
+        total += size
+        if total > limit:
+            raise TooLarge
+        data = rfile.read(size)
+        if len(data) != size:
+            raise BadBody("the body ended inside a chunk")
+        parts.append(data)
+        if rfile.readline(3).strip():
+            raise BadBody("a chunk is longer than its size")
+
+
+def read_request_body(rfile: Any, headers: Any, limit: int = MAX_REQUEST_BYTES) -> bytes:
+    """The request body by its framing; BadBody for a broken or ambiguous one (both framings, a length that
+    is not digits, conflicting lengths, a chunk size that is not hex, a body cut short), TooLarge past
+    ``limit`` (declared or sent). ``headers`` is the request's ``email.message.Message``."""
+    encodings = [v for v in headers.get_all("Transfer-Encoding") or []]
+    lengths = {v.strip() for v in headers.get_all("Content-Length") or []}
+    if encodings:
+        if lengths:
+            raise BadBody("a request with both Transfer-Encoding and Content-Length")
+        if [t.strip().lower() for t in ",".join(encodings).split(",")] != ["chunked"]:
+            raise BadBody(f"Transfer-Encoding {','.join(encodings)!r} is not supported (chunked only)")
+        return _read_chunked(rfile, limit)
+    if not lengths:
+        return b""
+    if len(lengths) > 1:
+        raise BadBody("conflicting Content-Length headers")
+    (text,) = lengths
+    if not _DIGITS.fullmatch(text):
+        raise BadBody(f"Content-Length {text[:20]!r} is not a number")
+    length = int(text)
+    if length > limit:
+        raise TooLarge
+    data = rfile.read(length) if length else b""
+    if len(data) != length:
+        raise BadBody("the body ended before its Content-Length")
+    return data
 
 
 # --- the capture --------------------------------------------------------------------------------------------
@@ -232,6 +335,8 @@ class ProxiedRequest:
     """The response body as relayed, when the proxy keeps responses (``keep_responses``); else None."""
     response_type: str | None = None
     """The response's Content-Type."""
+    response_bytes: int = 0
+    """Bytes of the response body relayed to the client (``response`` keeps at most the proxy's limit)."""
     started: float = 0.0
     """time.monotonic() when the request arrived."""
     duration_s: float | None = None
@@ -263,17 +368,25 @@ class _UpstreamFailed(Exception):
     pass
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class Refusal(Exception):
-    """Raised by :meth:`CaptureProxy._admit` to answer a request itself, without forwarding it."""
+    """Raised by :meth:`CaptureProxy._screen`, :meth:`CaptureProxy._admit` or
+    :meth:`CaptureProxy._body_filter` to answer a request itself, without forwarding it (or without relaying
+    its answer). ``tag``: what the request was attributed to, when it was (the model gateway: its cell)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, tag: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.tag = tag
+
+
+class BodyFilter(Protocol):
+    """What a proxy does to a response body on its way to the client, chunk by chunk (decoding, scrubbing):
+    each call returns the pieces to send. A filtered body is sent chunked (its length may change)."""
+
+    def feed(self, data: bytes) -> Iterable[bytes]: ...
+
+    def end(self) -> Iterable[bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -285,13 +398,78 @@ class Admission:
     tag: Any = None
 
 
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A ``ThreadingHTTPServer`` that holds at most ``per_client`` connections per client address and
+    ``total`` in all: a connection past either is answered 503 and closed at once, without a thread."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        per_client: int = MAX_CONNECTIONS_PER_CLIENT,
+        total: int = MAX_CONNECTIONS,
+    ) -> None:
+        super().__init__(address, handler)
+        self.per_client = per_client
+        self.total = total
+        self.turned_away = 0
+        """Connections closed at once because a bound was reached."""
+        self._count_lock = threading.Lock()
+        self._by_client: dict[str, int] = {}
+        self._open = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        client = str(client_address[0])
+        with self._count_lock:
+            if self._open >= self.total or self._by_client.get(client, 0) >= self.per_client:
+                self.turned_away += 1
+                admitted = False
+            else:
+                self._by_client[client] = self._by_client.get(client, 0) + 1
+                self._open += 1
+                admitted = True
+        if not admitted:
+            try:
+                request.setblocking(False)
+                request.send(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._release(client)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release(str(client_address[0]))
+
+    def _release(self, client: str) -> None:
+        with self._count_lock:
+            self._open -= 1
+            left = self._by_client.get(client, 1) - 1
+            if left > 0:
+                self._by_client[client] = left
+            else:
+                self._by_client.pop(client, None)
+
+
 class ServedHTTP:
-    """A ``ThreadingHTTPServer`` answering on a daemon thread from the moment it is made: what the capture
+    """A :class:`BoundedHTTPServer` answering on a daemon thread from the moment it is made: what the capture
     proxy (and with it the model gateway) and the egress proxy each listen with."""
 
     def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler], name: str) -> None:
-        self._httpd = ThreadingHTTPServer((host, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = BoundedHTTPServer((host, port), handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -334,6 +512,10 @@ class CaptureProxy:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._ssl = ssl.create_default_context(cafile=cafile) if self._upstream.scheme == "https" else None
+        self.client_timeout = CLIENT_TIMEOUT_S
+        """The longest silence tolerated from a client (see :data:`CLIENT_TIMEOUT_S`)."""
+        self.kept_response_limit = KEPT_RESPONSE_LIMIT
+        """The most of a response body kept on its ProxiedRequest (``keep_responses``)."""
         self.keep_requests = True
         """Keep every request in memory (:attr:`requests`); the model gateway records to files instead."""
         self.keep_responses = False
@@ -395,25 +577,43 @@ class CaptureProxy:
 
     # called from handler threads
 
-    def _admit(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> Admission:
-        """Whether and how a request goes upstream; raise :class:`Refusal` to answer it here instead.
-        The capture proxy forwards everything as it came; the model gateway overrides this."""
+    def _screen(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> Any:
+        """Whether a request may be read at all, from its request line and headers, before its body is read;
+        raise :class:`Refusal` to answer it here (its body is then never read). Returns what :meth:`_admit`
+        gets as ``screened``. The capture proxy screens nothing; the model gateway overrides this."""
+        return None
+
+    def _admit(
+        self, method: str, path: str, headers: Sequence[tuple[str, str]], body: bytes, screened: Any
+    ) -> Admission:
+        """Whether and how a request goes upstream, given its (decoded) body; raise :class:`Refusal` to
+        answer it here instead. The capture proxy forwards everything as it came."""
         return Admission(path, headers)
 
     def _refused(self, method: str, path: str, refusal: Refusal) -> None:
-        """A request :meth:`_admit` refused (the capture proxy refuses none)."""
+        """A request the proxy answered itself (the capture proxy records nothing of it)."""
+
+    def _body_filter(self, req: ProxiedRequest, response: http.client.HTTPResponse) -> BodyFilter | None:
+        """What the response body goes through on its way to the client (None: relayed as it is); raise
+        :class:`Refusal` when it cannot be relayed."""
+        return None
+
+    def _relayed_headers(
+        self, req: ProxiedRequest, headers: list[tuple[str, str]], filtered: bool
+    ) -> list[tuple[str, str]]:
+        """The response headers sent to the client (after the hop-by-hop ones are dropped)."""
+        return headers
 
     def _begin(
-        self, method: str, path: str, headers: Sequence[tuple[str, str]], raw: bytes, tag: Any = None
+        self, method: str, path: str, headers: Sequence[tuple[str, str]], body: bytes, tag: Any = None
     ) -> ProxiedRequest:
-        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
         with self._lock:
             req = ProxiedRequest(
                 index=len(self._requests),
                 method=method,
                 path=redacted_path(path),
                 headers=recorded_headers(headers),
-                raw=_decoded(raw, encoding),
+                raw=body,
                 tag=tag,
                 response=bytearray() if self.keep_responses else None,
                 started=time.monotonic(),
@@ -459,6 +659,10 @@ class CaptureProxy:
             conn.sock.settimeout(self.read_timeout)
         return conn
 
+    def _opened(self, conn: http.client.HTTPConnection) -> None:
+        """An upstream connection was opened for the request of this thread (the model gateway keeps it, to
+        cut it short when the request's cell ends)."""
+
     def _target(self, path: str) -> str:
         up = self._upstream
         target = upstream_target(up.prefix, path)
@@ -473,6 +677,7 @@ class CaptureProxy:
         conn: http.client.HTTPConnection | None = None
         try:
             conn = self._connect()
+            self._opened(conn)
             conn.putrequest(method, self._target(path), skip_accept_encoding=True)
             for name, value in forwarded_request_headers(headers):
                 conn.putheader(name, value)
@@ -514,51 +719,50 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "dokimi-capture-proxy"
-        timeout = proxy.read_timeout  # a silent client cannot hold a thread forever
+        timeout = proxy.client_timeout  # a silent client cannot hold a thread for long
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # requests are recorded in the capture, not on stderr
 
-        def _read_body(self) -> bytes:
-            """The request body; _TooLarge past MAX_REQUEST_BYTES (never read further)."""
-            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                parts: list[bytes] = []
-                total = 0
-                while True:
-                    size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline(1024).strip():  # trailers
-                            pass
-                        return b"".join(parts)
-                    total += size
-                    if total > MAX_REQUEST_BYTES:
-                        raise _TooLarge
-                    parts.append(self.rfile.read(size))
-                    self.rfile.readline(1024)
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_REQUEST_BYTES:
-                raise _TooLarge
-            return self.rfile.read(length) if length > 0 else b""
+        def _refuse(self, refusal: Refusal, *, close: bool = False) -> None:
+            proxy._refused(self.command, self.path, refusal)
+            if close:
+                self.close_connection = True  # the body (or the rest of it) is never read
+            self._send_error(refusal.status, refusal.message)
+
+        def _body(self, headers: Sequence[tuple[str, str]], screened: Any) -> tuple[bytes, bytes] | None:
+            """The request body as sent and decoded, or None when it was refused (answered here)."""
+            encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
+            try:
+                raw = read_request_body(self.rfile, self.headers)
+                return raw, decoded_body(raw, encoding)
+            except TooLarge:
+                self._refuse(
+                    Refusal(413, f"request body over {MAX_REQUEST_BYTES} bytes", screened), close=True
+                )
+            except BadBody as e:
+                self._refuse(Refusal(400, f"unreadable request body: {e}", screened), close=True)
+            except (ValueError, OSError) as e:
+                self._refuse(Refusal(400, f"unreadable request body: {e}"[:300], screened), close=True)
+            return None
 
         def _serve(self) -> None:
-            try:
-                raw = self._read_body()
-            except _TooLarge:
-                self.close_connection = True
-                self._send_error(413, f"request body over {MAX_REQUEST_BYTES} bytes")
-                return
-            except (ValueError, OSError):
-                self.close_connection = True
-                self._send_error(400, "unreadable request body")
-                return
             headers = list(self.headers.items())
             try:
-                admission = proxy._admit(self.command, self.path, headers)
+                screened = proxy._screen(self.command, self.path, headers)
             except Refusal as refusal:
-                proxy._refused(self.command, self.path, refusal)
-                self._send_error(refusal.status, refusal.message)
+                self._refuse(refusal, close=True)
                 return
-            req = proxy._begin(self.command, self.path, headers, raw, admission.tag)
+            bodies = self._body(headers, screened)
+            if bodies is None:
+                return
+            raw, decoded = bodies
+            try:
+                admission = proxy._admit(self.command, self.path, headers, decoded, screened)
+            except Refusal as refusal:
+                self._refuse(refusal)
+                return
+            req = proxy._begin(self.command, self.path, headers, decoded, admission.tag)
             try:
                 conn, resp = proxy._open(self.command, admission.path, admission.headers, raw)
             except _UpstreamFailed as e:
@@ -567,19 +771,33 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
                 return
             proxy._respond(req, resp.status, resp.getheader("Content-Type"))
             error: str | None = "the proxy failed while relaying the response"
+            status = resp.status
             try:
-                error = self._relay(resp, req)
+                try:
+                    body_filter = proxy._body_filter(req, resp)
+                except Refusal as refusal:
+                    status, error = refusal.status, refusal.message
+                    self.close_connection = True
+                    self._send_error(refusal.status, refusal.message)
+                    return
+                error = self._relay(resp, req, body_filter)
             finally:
                 conn.close()
-                proxy._finish(req, resp.status, error)
+                proxy._finish(req, status, error)
 
-        def _relay(self, resp: http.client.HTTPResponse, req: ProxiedRequest) -> str | None:
+        def _relay(
+            self, resp: http.client.HTTPResponse, req: ProxiedRequest, body_filter: BodyFilter | None
+        ) -> str | None:
             """Stream the response to the client as it arrives; the error that cut it short, or None."""
             self.send_response_only(resp.status, resp.reason)
-            for name, value in forwarded_response_headers(resp.getheaders()):
+            headers = proxy._relayed_headers(
+                req, forwarded_response_headers(resp.getheaders()), body_filter is not None
+            )
+            for name, value in headers:
                 self.send_header(name, value)
             bodiless = self.command == "HEAD" or resp.status in (204, 304) or 100 <= resp.status < 200
-            length = _content_length(resp.getheader("Content-Length"))
+            upstream_length = _content_length(resp.getheader("Content-Length"))
+            length = None if body_filter is not None else upstream_length  # a filter may change the length
             chunked = not bodiless and length is None and self.request_version != "HTTP/1.0"
             if length is not None:
                 self.send_header("Content-Length", str(length))
@@ -590,22 +808,28 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             if bodiless:
                 return None
-            sent = 0
+            received = 0
             while True:
                 try:
                     data = resp.read1(CHUNK)
-                    if not data and length is not None and sent < length:
-                        raise http.client.IncompleteRead(b"", length - sent)
-                except (OSError, http.client.HTTPException) as e:
+                    received += len(data)
+                    if not data and upstream_length is not None and received < upstream_length:
+                        raise http.client.IncompleteRead(b"", upstream_length - received)
+                    pieces = [data] if body_filter is None else list(
+                        body_filter.feed(data) if data else body_filter.end()
+                    )  # fmt: skip
+                except (OSError, http.client.HTTPException, zlib.error) as e:
                     self.close_connection = True  # the client sees a cut stream, never a made-up end
                     return _describe(e, proxy.upstream_url)
                 try:
-                    if data:
-                        sent += len(data)
-                        if req.response is not None and len(req.response) < KEPT_RESPONSE_LIMIT:
-                            req.response += data
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
-                    elif chunked:
+                    for piece in pieces:
+                        if not piece:
+                            continue
+                        if req.response is not None and len(req.response) < proxy.kept_response_limit:
+                            req.response += piece[: proxy.kept_response_limit - len(req.response)]
+                        req.response_bytes += len(piece)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                    if not data and chunked:
                         self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except OSError as e:

@@ -1,8 +1,10 @@
 """The one price table: USD per million tokens, per model, with the date it was checked.
 
 The model gateway prices every model response it relays with :func:`cost_of`; that figure, not the one a
-harness prints, is the cell's cost. A model the table does not know has no gateway price: the cell then keeps
-the cost its harness reported, and when there is none the batch budget charges the cell's cap.
+harness prints, is the cell's cost. A sealed run refuses a model the table does not know unless the user gives
+its price (``--price MODEL=IN,OUT``, :func:`parse_price`), which then joins the table for that batch
+(:func:`with_prices`) and is recorded in its batch.json; the gateway refuses a request for a model it cannot
+price. Before forwarding a request the gateway reserves its worst case (:func:`worst_cost`).
 
 A model id is matched by the longest table key it contains, after lower-casing and turning ``.`` and ``_``
 into ``-``: ``us.anthropic.claude-haiku-4-5-20251001-v1:0`` and ``claude-haiku-4-5`` are both
@@ -14,11 +16,24 @@ Updating: change the rows, then :data:`CHECKED` and :data:`SOURCE`. Past cells k
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["CHECKED", "PRICES", "SOURCE", "Price", "Usage", "cost_of", "price_for"]
+__all__ = [
+    "CHECKED",
+    "PRICES",
+    "SOURCE",
+    "Price",
+    "Usage",
+    "cost_of",
+    "parse_price",
+    "price_of",
+    "price_for",
+    "with_prices",
+    "worst_cost",
+]
 
 CHECKED = "2026-12-01"
 """The day every row below was compared with the vendor's published price list."""
@@ -96,16 +111,22 @@ def _normal(model: str) -> str:
     return _SEPARATORS.sub("-", model.strip().lower())
 
 
-def price_for(model: str | None) -> tuple[str, Price] | None:
+def with_prices(extra: Mapping[str, Price]) -> Mapping[str, Price]:
+    """The table with the user's rows (``--price``) added; a user's row wins over the table's row of the same
+    name."""
+    return {**PRICES, **{_normal(model): price for model, price in extra.items()}}
+
+
+def price_for(model: str | None, table: Mapping[str, Price] = PRICES) -> tuple[str, Price] | None:
     """The table row for ``model``: the longest key contained in its normal form, or None."""
     if not model:
         return None
     name = _normal(model)
     best: str | None = None
-    for key in PRICES:
+    for key in table:
         if _contains_key(name, key) and (best is None or len(key) > len(best)):
             best = key
-    return None if best is None else (best, PRICES[best])
+    return None if best is None else (best, table[best])
 
 
 def _contains_key(name: str, key: str) -> bool:
@@ -119,15 +140,49 @@ def _contains_key(name: str, key: str) -> bool:
     return False
 
 
-def cost_of(model: str | None, usage: Usage) -> float | None:
+def cost_of(model: str | None, usage: Usage, table: Mapping[str, Price] = PRICES) -> float | None:
     """USD for ``usage`` of ``model``; None when the table does not know the model."""
-    row = price_for(model)
-    if row is None:
-        return None
-    price = row[1]
+    row = price_for(model, table)
+    return None if row is None else price_of(row[1], usage)
+
+
+def price_of(price: Price, usage: Usage) -> float:
+    """USD for ``usage`` at ``price``."""
     return (
         usage.input * price.input
         + usage.output * price.output
         + usage.cache_write * price.cache_write
         + usage.cache_read * price.cache_read
     ) / 1_000_000
+
+
+def worst_cost(price: Price, input_tokens: int, output_tokens: int) -> float:
+    """The most a request can cost: ``input_tokens`` at the dearest input rate (fresh or cache write) and
+    ``output_tokens`` at the output rate."""
+    return (input_tokens * max(price.input, price.cache_write) + output_tokens * price.output) / 1_000_000
+
+
+CACHE_WRITE_FACTOR = 1.25
+"""A user's price without cache rates (``--price M=IN,OUT``): cache writes cost IN x this, and cache reads
+cost IN, the most any vendor charges for them (give four numbers for exact rates)."""
+
+
+def parse_price(text: str) -> tuple[str, Price]:
+    """``MODEL=IN,OUT`` or ``MODEL=IN,OUT,CACHE_WRITE,CACHE_READ`` (USD per million tokens) -> (model,
+    price); ValueError saying what is wrong."""
+    model, sep, rates = text.partition("=")
+    model = model.strip()
+    if not sep or not model:
+        raise ValueError(f"{text!r}: expected MODEL=IN,OUT (USD per million tokens)")
+    parts = [p.strip() for p in rates.split(",")]
+    if len(parts) not in (2, 4):
+        raise ValueError(f"{text!r}: expected two rates (IN,OUT) or four (IN,OUT,CACHE_WRITE,CACHE_READ)")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{text!r}: the rates must be numbers (USD per million tokens)") from None
+    if not all(math.isfinite(n) and n >= 0 for n in numbers):
+        raise ValueError(f"{text!r}: the rates must be finite and not negative")
+    if len(numbers) == 2:
+        numbers += [numbers[0] * CACHE_WRITE_FACTOR, numbers[0]]
+    return model, Price(*numbers)

@@ -19,9 +19,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 from dokimi.errors import UsageError
+from dokimi.gateway.budget import Budget
 from dokimi.gateway.egress import ANY_HOST, EGRESS_LOG, EgressCell, EgressProxy
 from dokimi.gateway.model import RECORD_FILE, CellUsage, GatewayCell, ModelGateway
 from dokimi.gateway.network import BatchNetwork, allow_ports, close_batch_network, open_batch_network
+from dokimi.gateway.prices import PRICES, Price, price_for
 
 if TYPE_CHECKING:
     from dokimi.schemas.profile import HarnessProfile
@@ -34,6 +36,7 @@ __all__ = [
     "SealedBatch",
     "gateway_upstream",
     "observed_usage",
+    "unpriced_models",
 ]
 
 GATEWAY_UNATTRIBUTED = "gateway-refused.jsonl"
@@ -71,7 +74,18 @@ def gateway_upstream(profile: HarnessProfile, environ: Mapping[str, str]) -> str
             "cannot tell its cells apart",
             hint="add credential_env to the profile (the variable its API key is read from)",
         )
+    if not profile.api:
+        raise UsageError(
+            f"harness {profile.name} names no model API (api), so the model gateway does not know which "
+            "paths to forward or where its key goes",
+            hint="add api to the profile: anthropic, openai-responses, openai-chat or gemini",
+        )
     return upstream
+
+
+def unpriced_models(models: Sequence[str], prices: Mapping[str, Price]) -> list[str]:
+    """The models a sealed run cannot price (neither the price table nor ``--price`` knows them)."""
+    return [m for m in models if price_for(m, prices) is None]
 
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|HEADERS|AUTH", re.IGNORECASE)
@@ -134,9 +148,13 @@ class SealedBatch:
         environ: Mapping[str, str],
         log_dir: Path,
         resolve: Mapping[str, str] | None = None,
+        prices: Mapping[str, Price] = PRICES,
+        budget: Budget | None = None,
     ) -> None:
         self.batch = batch
         self.profile = profile
+        self.prices = prices
+        self.budget = budget
         self.upstream = gateway_upstream(profile, environ)
         self._credentials = {v: environ[v] for v in profile.credential_env if environ.get(v)}
         self._via = environ.get("HTTPS_PROXY") or environ.get("https_proxy") or None
@@ -153,6 +171,9 @@ class SealedBatch:
                 self.upstream,
                 credential_vars=self.profile.credential_env,
                 credentials=self._credentials,
+                apis=self.profile.api,
+                prices=self.prices,
+                budget=self.budget,
                 host=self._net.address,
                 via=self._via if self.upstream.startswith("https://") else None,
                 unattributed_path=self.log_dir / GATEWAY_UNATTRIBUTED,
@@ -248,11 +269,9 @@ def observed_usage(
     account: SealAccount | None, harness_cost: float | None, harness_turns: int | None
 ) -> Observed:
     """The one place that decides a cell's cost and turns: the model gateway's account when the cell ran
-    sealed (its cost when every model it called is priced), else what the harness reported. A harness's
-    figure is untrusted (the agent can write to what it prints); the gateway's is not."""
+    sealed (it forwards only what it can price, so its cost is the whole cost), else what the harness
+    reported. A harness's figure is untrusted (the agent can write to what it prints); the gateway's is
+    not, and a sealed cell never falls back to it."""
     if account is None:
         return Observed(harness_cost, None if harness_cost is None else "harness", harness_turns)
-    usage = account.usage
-    if usage.priced:
-        return Observed(usage.cost_usd, "gateway", usage.turns)
-    return Observed(harness_cost, None if harness_cost is None else "harness", usage.turns)
+    return Observed(account.usage.cost_usd, "gateway", account.usage.turns)

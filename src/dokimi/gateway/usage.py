@@ -14,6 +14,9 @@ One reader for every wire format a harness speaks, because each names its counte
 Streamed counters are cumulative, so a response's usage is the largest value of each counter over its
 events. A response with no usage object is not a model response (``/api/hello``, ``count_tokens``, an error
 body): :func:`response_usage` returns None for it.
+
+The gateway reads the usage of a response while it relays it (:class:`UsageMeter`), event by event, so the
+count never depends on how much of a long answer is kept for the record.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from typing import Any
 
 from dokimi.gateway.prices import Usage
 
-__all__ = ["response_model", "response_usage", "sse_payloads"]
+__all__ = ["UsageMeter", "response_model", "response_usage", "sse_payloads"]
+
+SSE_LINE_LIMIT = 4 * 1024 * 1024
+"""The longest event-stream line read for usage (a usage event is a few hundred bytes); a longer one is
+skipped."""
+JSON_BODY_LIMIT = 32 * 1024 * 1024
+"""The largest non-streamed body read for usage; a larger one has no readable usage."""
 
 
 def sse_payloads(text: str) -> Iterator[Any]:
@@ -115,23 +124,87 @@ def normal_usage(kind: str, raw: Mapping[str, Any]) -> Usage | None:
     return Usage(input=_int(raw, "input_tokens"), output=_int(raw, "output_tokens"))
 
 
+def _largest(best: Usage | None, payload: Any) -> Usage | None:
+    """``best`` with each counter raised to that of the payload's usage objects (streamed counters are
+    cumulative)."""
+    for kind, raw in _usage_objects(payload):
+        usage = normal_usage(kind, raw)
+        if usage is None:
+            continue
+        best = usage if best is None else Usage(
+            max(best.input, usage.input),
+            max(best.output, usage.output),
+            max(best.cache_write, usage.cache_write),
+            max(best.cache_read, usage.cache_read),
+        )  # fmt: skip
+    return best
+
+
 def response_usage(body: bytes, content_type: str | None) -> Usage | None:
     """The tokens of one response (largest of each counter over a stream's events); None when the response
     carries no usage, so was not produced by a model."""
-    best: dict[str, int] | None = None
+    best: Usage | None = None
     for payload in _payloads(body, content_type):
-        for kind, raw in _usage_objects(payload):
-            usage = normal_usage(kind, raw)
-            if usage is None:
+        best = _largest(best, payload)
+    return best
+
+
+class UsageMeter:
+    """The usage of one response, read from its (decoded) bytes as they are relayed, in bounded memory: an
+    event stream line by line, any other body whole up to :data:`JSON_BODY_LIMIT`."""
+
+    def __init__(self, content_type: str | None) -> None:
+        self._stream = "event-stream" in (content_type or "")
+        self._pending = bytearray()
+        self._skipping = False
+        self._too_large = False
+        self.usage: Usage | None = None
+
+    def feed(self, data: bytes) -> None:
+        if not self._stream:
+            if not self._too_large:
+                self._pending += data
+                if len(self._pending) > JSON_BODY_LIMIT:
+                    self._too_large, self._pending = True, bytearray()
+            return
+        self._pending += data
+        while True:
+            end = self._pending.find(b"\n")
+            if end == -1:
+                if len(self._pending) > SSE_LINE_LIMIT:
+                    self._skipping, self._pending = True, bytearray()
+                return
+            line = bytes(self._pending[:end])
+            del self._pending[: end + 1]
+            if self._skipping:
+                self._skipping = False
                 continue
-            fields = {
-                "input": usage.input,
-                "output": usage.output,
-                "cache_write": usage.cache_write,
-                "cache_read": usage.cache_read,
-            }
-            best = fields if best is None else {k: max(best[k], v) for k, v in fields.items()}
-    return None if best is None else Usage(**best)
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return
+        data = line[5:].strip()
+        if not data or data == b"[DONE]":
+            return
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            return
+        self.usage = _largest(self.usage, payload)
+
+    def finish(self) -> Usage | None:
+        """The response's usage once it has ended; None when it carried none (or was too large to read)."""
+        if self._stream:
+            if self._pending and not self._skipping:
+                self._line(bytes(self._pending))
+        elif not self._too_large:
+            try:
+                self.usage = response_usage(bytes(self._pending), None)
+            except RecursionError:
+                self.usage = None
+        self._pending = bytearray()
+        return self.usage
 
 
 def response_model(body: bytes, content_type: str | None) -> str | None:

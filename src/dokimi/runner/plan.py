@@ -28,6 +28,7 @@ from dokimi.errors import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from dokimi.gateway.budget import Budget
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.result import Result
     from dokimi.schemas.task import Task
@@ -259,23 +260,27 @@ class SpendLedger:
     """What a batch has spent and what its running cells may still spend, shared by the workers of one run
     (thread-safe).
 
-    A cell reserves its cap before it starts (:meth:`reserve`), and the reservation is released when it ends
-    (:meth:`release`) and its actual cost charged (:meth:`charge_result`). With a batch cap a reservation is
-    refused unless spent + reserved + the cell's cap <= the batch cap, so however many cells run at once the
-    batch never spends more than its cap (each cell is held to its own cap by its harness). The spend starts
-    at what the batch's earlier cells cost (a rerun continues the same budget).
+    The spend is the batch's :class:`dokimi.gateway.budget.Budget`: in a sealed run the model gateway settles
+    every request into it as it is answered (and holds each request to it, so the batch never spends more
+    than its cap plus one request), and the ledger charges it what the gateway does not see (the judge, the
+    cost of an unsealed cell, or its cap when unknown). A cell reserves its cap before it starts
+    (:meth:`reserve`), and the reservation is released when it ends (:meth:`release`). With a batch cap a
+    reservation is refused unless spent + reserved + the cell's cap <= the batch cap, so no cell starts that
+    the cap cannot pay for. The spend starts at what the batch's earlier cells cost (a rerun continues the
+    same budget).
     """
 
-    def __init__(self, cap_usd: float | None, spent_usd: float = 0.0) -> None:
-        self.cap_usd = cap_usd
-        self._spent = spent_usd
+    def __init__(
+        self, cap_usd: float | None, spent_usd: float = 0.0, *, budget: Budget | None = None
+    ) -> None:
+        self.budget = budget if budget is not None else batch_budget(cap_usd, spent_usd)
+        self.cap_usd = self.budget.cap_usd
         self._reserved: dict[object, float] = {}
         self._lock = threading.Lock()
 
     @property
     def spent_usd(self) -> float:
-        with self._lock:
-            return self._spent
+        return self.budget.spent_usd
 
     @property
     def reserved_usd(self) -> float:
@@ -284,19 +289,23 @@ class SpendLedger:
 
     def charge(self, cost_usd: float | None, cap_usd: float, extra_usd: float = 0.0) -> float:
         amount = charge_of(cost_usd, cap_usd) + extra_usd
-        with self._lock:
-            self._spent += amount
+        self.budget.charge(amount)
         return amount
 
-    def charge_result(self, result: Result, cap_usd: float) -> float:
-        """The cell's cost (its cap when unknown) plus its judge's."""
+    def charge_result(self, result: Result, cap_usd: float, *, metered: bool = False) -> float:
+        """The cell's cost (its cap when unknown) plus its judge's; ``metered``: the model gateway already
+        settled the cell's own cost into the budget, so only the judge's is charged here. Returns what the
+        cell cost the batch."""
+        if metered:
+            self.charge(0.0, cap_usd, result.judge_cost_usd or 0.0)
+            return (result.cost_usd or 0.0) + (result.judge_cost_usd or 0.0)
         return self.charge(result.cost_usd, cap_usd, result.judge_cost_usd or 0.0)
 
     def reserve(self, cell: object, cap_usd: float) -> bool:
         """Hold ``cap_usd`` for ``cell`` if it fits in the batch cap beside what is spent and reserved."""
         with self._lock:
             if self.cap_usd is not None:
-                committed = self._spent + sum(self._reserved.values())
+                committed = self.budget.spent_usd + sum(self._reserved.values())
                 if committed + cap_usd > self.cap_usd + 1e-12:
                     return False
             self._reserved[cell] = cap_usd
@@ -311,7 +320,14 @@ class SpendLedger:
         if self.cap_usd is None:
             return True
         with self._lock:
-            return self._spent + sum(self._reserved.values()) < self.cap_usd
+            return self.budget.spent_usd + sum(self._reserved.values()) < self.cap_usd
+
+
+def batch_budget(cap_usd: float | None, spent_usd: float = 0.0) -> Budget:
+    """The batch's budget: ``--max-batch-usd`` (None: no cap), starting at what earlier runs spent."""
+    from dokimi.gateway.budget import Budget
+
+    return Budget(cap_usd, spent_usd=spent_usd, name="the batch budget (--max-batch-usd)")
 
 
 def tasks_check_refusal(out: Path, tree: str | None, task_ids: Sequence[str]) -> str | None:

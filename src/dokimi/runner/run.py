@@ -53,6 +53,7 @@ from dokimi.runner.dispatch import ExecutorSettings, cluster_session, open_execu
 from dokimi.runner.executor import ExecutorName
 from dokimi.runner.plan import (
     SpendLedger,
+    batch_budget,
     cell_limits,
     check_batch_name,
     check_cell_count,
@@ -67,6 +68,8 @@ from dokimi.runner.references import with_references
 from dokimi.sandbox.harness_version import harness_version_in_image
 
 if TYPE_CHECKING:
+    from dokimi.gateway.budget import Budget
+    from dokimi.gateway.prices import Price
     from dokimi.repo.manifest import LoadedTask
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
@@ -134,6 +137,9 @@ class RunOptions:
     """--ray-address: the cluster to join (default: RAY_ADDRESS, else a running local cluster)."""
     shared_out: bool = False
     """--shared-out: every node sees --out at the same path, so run directories are moved, not shipped."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """--price MODEL=IN,OUT: USD per million tokens of a model the price table lacks (sealed runs refuse an
+    unpriced model); recorded in batch.json."""
 
 
 class Progress(Protocol):
@@ -405,8 +411,50 @@ def compose_support_dir(target: Path) -> Path:
     return target
 
 
+def batch_prices(old: BatchPin | None, given: Mapping[str, Price], batch: str) -> dict[str, Price]:
+    """The prices of a batch: those its batch.json recorded, and the run's ``--price``; a different price
+    for a model the batch already priced is refused (one batch, one price per model)."""
+    from dokimi.gateway.prices import Price
+
+    prices = {} if old is None else {m: Price(**p.model_dump()) for m, p in old.prices.items()}
+    for model, price in given.items():
+        if model in prices and prices[model] != price:
+            was = prices[model]
+            raise UsageError(
+                f"--price {model}: batch {batch} priced it at {was.input:g},{was.output:g} (USD per million "
+                f"input and output tokens), this run at {price.input:g},{price.output:g}",
+                hint="a batch keeps one price per model: give the recorded one (or none), or start a new "
+                "batch",
+            )
+        prices[model] = price
+    return prices
+
+
+def check_priced(models: Sequence[str], prices: Mapping[str, Price]) -> None:
+    """Refuse a sealed run of a model neither the price table nor ``--price`` knows: its model gateway
+    could not count what the cell spends, nor hold it to its cap."""
+    from dokimi.gateway.prices import with_prices
+    from dokimi.gateway.sealed import unpriced_models
+
+    missing = unpriced_models(models, with_prices(prices))
+    if missing:
+        raise UsageError(
+            f"model {', '.join(missing)} is not in dokimi's price table, and a sealed run counts the cost "
+            "of every model request at the gateway (and holds each cell to its --budget with it)",
+            hint="give its price as the vendor lists it, in USD per million input and output tokens: "
+            + " ".join(f"--price {m}=IN,OUT" for m in missing),
+        )
+
+
 def make_pin(
-    opts: RepoManifest, repo: Repo, source: str, eval_digest: str, image: Any, *, dry_run: bool = False
+    opts: RepoManifest,
+    repo: Repo,
+    source: str,
+    eval_digest: str,
+    image: Any,
+    prices: Mapping[str, Price] | None = None,
+    *,
+    dry_run: bool = False,
 ) -> BatchPin:
     from dokimi.schemas.batch import BatchPin
 
@@ -424,6 +472,7 @@ def make_pin(
             ),
             "created_by": __version__,
             "dry_run": dry_run,
+            "prices": {m: dataclasses.asdict(p) for m, p in (prices or {}).items()},
         }
     )
 
@@ -443,6 +492,8 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
         refusal = pin_refusal(old, pin, batch)
         if refusal is not None:
             raise refusal
+        if pin.prices != old.prices:  # a model priced for the first time in this run (batch_prices merged)
+            write_document(BatchLayout(root).pin, old.model_copy(update={"prices": pin.prices}))
         return
     write_document(BatchLayout(root).pin, pin)
 
@@ -547,6 +598,8 @@ class PreparedBatch:
     pin: BatchPin
     cells: list[CellKey]
     warnings: list[str]
+    budget: Budget | None = None
+    """The batch's budget, shared with the model gateway of a sealed run (None: made by execute_cells)."""
 
 
 def check_run_options(opts: RunOptions) -> None:
@@ -645,6 +698,9 @@ def prepare_batch(
     eval_root = layout.eval_root
     progress.note(f"exporting {manifest.eval_dir} to {layout.content}")
     old_pin, _ = read_pin(root)
+    prices = batch_prices(old_pin, opts.prices, opts.batch)
+    if network == SEALED:
+        check_priced(opts.models, prices)
     staging, eval_digest = export_eval_dir(repo, manifest, eval_root)
     try:
         if old_pin is not None:  # refuse early, before an image build, on what is known already
@@ -665,7 +721,7 @@ def prepare_batch(
             if opts.image
             else build_image(repo, manifest, work_dir=eval_root, progress=progress.note)
         )
-        pin = make_pin(manifest, repo, opts.source, eval_digest, image, dry_run=opts.dry_run)
+        pin = make_pin(manifest, repo, opts.source, eval_digest, image, prices, dry_run=opts.dry_run)
         check_and_write_pin(root, pin, opts.batch)
         content = publish_eval_dir(staging, eval_digest, eval_root)
     finally:
@@ -730,16 +786,29 @@ def prepare_batch(
         cancel=cancel,
         overlays=overlays,
     )
+    # a dry run pays nothing: no budget applies to it
+    budget = batch_budget(
+        None if opts.dry_run else opts.max_batch_usd, _spent_so_far(root, limits, opts.budget_usd)
+    )
     if network == SEALED:
+        from dokimi.gateway.prices import with_prices
         from dokimi.gateway.sealed import SealedBatch
 
         progress.note("starting the batch network, the model gateway and the egress proxy")
         sealed = SealedBatch(
-            opts.batch, profile=profile, environ=os.environ, log_dir=eval_root, resolve=opts.egress_resolve
+            opts.batch,
+            profile=profile,
+            environ=os.environ,
+            log_dir=eval_root,
+            resolve=opts.egress_resolve,
+            prices=with_prices(prices),
+            budget=budget,
         ).start()
         ctx = dataclasses.replace(ctx, network=sealed.network, sealed=sealed)
     try:
-        return _prepare_cells(opts, ctx, task_ids, pin, warnings, progress)
+        return dataclasses.replace(
+            _prepare_cells(opts, ctx, task_ids, pin, warnings, progress), budget=budget
+        )
     except BaseException:
         if ctx.sealed is not None:
             ctx.sealed.stop()
@@ -849,8 +918,12 @@ def execute_cells(
         else:
             todo.append(key)
     # a dry run pays nothing: no budget applies to it (its cells cost 0, their simulated figures apart)
-    ledger = SpendLedger(
-        None if ctx.dry_run else max_batch_usd, _spent_so_far(ctx.root, ctx.limits, budget_usd)
+    ledger = (
+        SpendLedger(max_batch_usd, budget=prepared.budget)
+        if prepared.budget is not None
+        else SpendLedger(
+            None if ctx.dry_run else max_batch_usd, _spent_so_far(ctx.root, ctx.limits, budget_usd)
+        )
     )
     progress.planned(len(prepared.cells), len(prepared.cells) - len(todo))
     stopped = False
@@ -880,7 +953,10 @@ def execute_cells(
                         ledger.release(key)
                     if outcome.status == "finished" and outcome.result is not None:
                         outcome.charged_usd = ledger.charge_result(
-                            outcome.result, ctx.limits[key.task].budget_usd
+                            outcome.result,
+                            ctx.limits[key.task].budget_usd,
+                            # the gateway settled a sealed cell's requests into the shared budget already
+                            metered=prepared.budget is not None and outcome.result.cost_source == "gateway",
                         )
                     outcomes[key] = outcome
                     progress.cell_done(outcome)

@@ -25,6 +25,22 @@ class ImagePin(StrEnum):
     """Built from a working tree, identified by the digest of its build context."""
 
 
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class ModelPrice(Document):
+    """USD per million tokens of one model, as given with ``--price``."""
+
+    input: NonNegative
+    """Fresh input tokens."""
+    output: NonNegative
+    """Output tokens."""
+    cache_write: NonNegative
+    """Input tokens written to the prompt cache."""
+    cache_read: NonNegative
+    """Input tokens read from the prompt cache."""
+
+
 class BatchPin(Document):
     """batch.json under <out>/<batch>/_eval/."""
 
@@ -49,3 +65,6 @@ class BatchPin(Document):
     dry_run: bool = False
     """Every cell of the batch is a dry run (``repo run --dry-run``: the scripted model, zero cost), or none
     is: a batch never mixes them, so a real run into a dry batch (or the other way) is refused."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Prices the user gave with ``--price`` (model -> USD per million tokens) for models the price table
+    lacks: a later run of the batch uses them, and refuses another price for the same model."""

@@ -43,9 +43,10 @@ class GatewayRecord(Document):
     body: Any = None
     """The request body (JSON, or text)."""
     status: int | None
-    """The status the harness got (502: the upstream could not be reached)."""
+    """The status the harness got (502: the upstream could not be reached; 400, 401, 403, 413 or 429: the
+    gateway refused the request itself, and ``error`` says why)."""
     error: str | None = None
-    """Why the upstream failed, or None."""
+    """Why the gateway refused the request or the upstream failed, or None."""
     response: Any = None
     """The response body: JSON, the list of an event stream's data payloads, or text."""
     response_type: str | None = None
@@ -57,7 +58,12 @@ class GatewayRecord(Document):
     usage: TokenUsage | None = None
     """Null for a response that carries no usage (not a model response)."""
     cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    """The response's price at the table's rates; null when unpriced or not a model response."""
+    """What the request cost at the table's rates; null when it was not a model turn that was answered."""
+    cost_basis: str | None = None
+    """``usage`` (the tokens the answer reports), or ``worst case: <why>`` when the answer's usage could not
+    be read or it was cut short, so it was charged what it reserved."""
+    reserved_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """The worst case the request reserved on the cell's budget before it was forwarded (a model turn)."""
 
 
 class EgressRecord(Document):

@@ -151,6 +151,11 @@ class HarnessProfile(Document):
     real run the agent's container gets a per-cell dummy in each one set on the host (in the first when none
     is), and the model gateway swaps the dummy for the host's value: the real credential never enters the
     container. A profile without them cannot run sealed."""
+    api: list[Literal["anthropic", "openai-responses", "openai-chat", "gemini"]] = Field(default_factory=list)
+    """The model APIs the harness speaks through endpoint_env (``anthropic``: Messages; ``openai-responses``;
+    ``openai-chat``: Chat Completions; ``gemini``: generateContent). In a sealed run the model gateway
+    forwards only these APIs' model-turn and token-count paths, and swaps the dummy key only in their
+    credential headers (docs/network.md). A profile without it cannot run sealed."""
     dry_run_env: dict[str, str] = Field(default_factory=dict)
     """Variables set only for a dry run against the scripted server (a dummy API key), after env_set."""
     trace: str = "text"

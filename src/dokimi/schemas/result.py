@@ -23,7 +23,7 @@ class ModelUsage(Document):
     requests: int = Field(ge=0)
     """Requests the harness sent through the gateway."""
     turns: int = Field(ge=0)
-    """Model responses: answers with status 2xx that carry a usage object."""
+    """Model responses: 2xx answers to model-turn requests, relayed to the harness."""
     input_tokens: int = Field(ge=0)
     """Fresh input tokens (cached ones are counted apart)."""
     output_tokens: int = Field(ge=0)
@@ -33,11 +33,18 @@ class ModelUsage(Document):
     cache_read_tokens: int = Field(ge=0)
     """Input tokens read from the prompt cache."""
     cost_usd: NonNegative | None = None
-    """The cost at the price table's rates; null when a model of the cell is not in the table."""
+    """The cost at the price table's rates (null only in cells of older dokimi versions, which let an
+    unpriced model through)."""
+    refused: int = Field(default=0, ge=0)
+    """Requests the gateway answered itself: a path it does not forward, a model it cannot price, the cap
+    spent, a malformed request."""
+    worst_case: int = Field(default=0, ge=0)
+    """Answers charged at their worst case: their usage unreadable, cut short, or still running when the cell
+    ended."""
     models: list[str] = Field(default_factory=list)
     """Models the calls named."""
     unpriced_models: list[str] = Field(default_factory=list)
-    """Models the price table does not know."""
+    """Models the price table did not know (cells of older dokimi versions only: they are refused now)."""
     statuses: dict[str, int] = Field(default_factory=dict)
     """HTTP status -> requests answered with it (502: the gateway could not reach the API)."""
     prices_checked: str | None = None
@@ -101,8 +108,8 @@ class Result(Document):
     """The agent talked to dokimi's scripted model (``repo run --dry-run``): no model ran and nothing was
     paid. ``cost_usd`` is 0, and what the harness reported of the scripted answers is in ``simulated``."""
     cost_usd: NonNegative | None = None
-    """The cell's cost: the model gateway's when it priced every call (``cost_source: gateway``), else the
-    harness's own figure (``harness``); 0 for a dry run (``dry_run``); null when neither is known."""
+    """The cell's cost: the model gateway's in a sealed run (``cost_source: gateway``), else the harness's own
+    figure (``harness``); 0 for a dry run (``dry_run``); null when neither is known."""
     cost_source: Literal["gateway", "harness", "dry_run"] | None = None
     """Where ``cost_usd`` comes from (``dry_run``: nothing was paid)."""
     simulated: SimulatedAccount | None = None

@@ -59,3 +59,6 @@ class RunFile(Document):
     """Start no new cell once the batch has spent this much (``--max-batch-usd``)."""
     jobs: Annotated[int, Field(strict=True, ge=1)] | None = None
     """Cells run side by side (``-j``)."""
+    prices: list[NonEmpty] | None = None
+    """Prices of models the price table lacks, each ``MODEL=IN,OUT`` in USD per million tokens
+    (``--price``)."""

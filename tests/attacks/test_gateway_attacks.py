@@ -1,0 +1,546 @@
+"""Issue 20's gateway attacks (items 6 to 11), each through a sealed ``repo run`` on the real daemon.
+
+The attacker is a harness profile whose agent is a shell script running Python in the agent's container
+(conftest.py), with the gateway's endpoint and its dummy key in ``ANTHROPIC_BASE_URL`` and
+``ANTHROPIC_API_KEY`` like any sealed harness. The upstream is :class:`tests.attacks.vendor.Vendor` on host
+loopback: it quotes every header back in its errors, compresses its answers with gzip, and bills the most a
+request could cost. Attacks:
+
+6. the dummy key in a header that is not a credential header (``anthropic-beta``) and in the query string,
+   an upstream quoting the real key in an error, in a response header, in an answer split across two chunks,
+   gzip-compressed: the real key reaches neither the agent nor any file of the batch;
+7. 12 concurrent requests on a $1 cap, and two cells of such requests on a batch cap: the cell never spends
+   more than its cap plus one request, the batch than its cap plus one request, and ``repo run`` reports
+   what the upstream billed;
+8. an honest agent that accepts gzip, behind an upstream that compresses (even when asked not to): counted,
+   graded, not an infra error;
+9. a model the price table lacks: refused without ``--price``; with it, priced (recorded in batch.json), and
+   the cell's cost is the gateway's, never the harness's printed figure; a second unpriced model is refused;
+10. batches, files, admin, model listing and legacy paths: refused, logged, never forwarded;
+11. a chunked body with chunk size -1 and no key, a huge chunk with a key, a gzip bomb, and 1,500 idle
+    key-less connections: the gateway's memory and threads stay bounded, and idle connections are closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dokimi.batch import cell_dir
+from dokimi.gateway.prices import Price
+from tests.attacks.conftest import Attacker, Example, attacker, dokimi
+from tests.attacks.vendor import Vendor
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = "fix_power_assoc"
+MODEL = "claude-haiku-4-5"
+REAL_KEY = "sk-ant-real-" + "q" * 30
+SEALED = """\
+endpoint_env: ANTHROPIC_BASE_URL
+credential_env: [ANTHROPIC_API_KEY]
+api: [anthropic]
+"""
+
+LIB = r"""
+import gzip, http.client, json, os, socket, threading, time, urllib.parse
+BASE = urllib.parse.urlsplit(os.environ["ANTHROPIC_BASE_URL"])
+KEY = os.environ["ANTHROPIC_API_KEY"]
+def report(name, value):
+    print("ATTACK " + json.dumps({name: value}), flush=True)
+def call(method, path, body=None, headers=None):
+    conn = http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=300)
+    h = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
+    h.update(headers or {})
+    try:
+        conn.request(method, path, None if body is None else json.dumps(body).encode(), h)
+        resp = conn.getresponse()
+        data = resp.read()
+    except OSError as e:
+        return {"status": None, "error": repr(e)}
+    finally:
+        conn.close()
+    if resp.getheader("Content-Encoding") == "gzip":
+        data = gzip.decompress(data)
+    return {"status": resp.status, "headers": dict(resp.getheaders()), "body": data.decode("latin-1")}
+def message(size=100, max_tokens=100, stream=False, model="claude-haiku-4-5", text="hi"):
+    return {"model": model, "max_tokens": max_tokens, "stream": stream,
+            "messages": [{"role": "user", "content": text + " " + "x" * size}]}
+"""
+
+
+def sealed_attacker(directory: Path, code: str) -> Attacker:
+    """An attacker harness with a model route (so the run is sealed) whose agent runs ``code`` in Python."""
+    who = attacker(directory, "python3 - <<'PY'\n" + LIB + code + "\nPY")
+    who.profile.write_text(who.profile.read_text() + SEALED)
+    return who
+
+
+def sealed_args(example: Example, out: Path, batch: str, who: Attacker, *extra: str) -> list[str]:
+    return [
+        "repo", "run", example.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
+        "--arm", "guidance:raw", "--model", MODEL, "--reps", "1", "--batch", batch, "--out", str(out),
+        "--harness", str(who.profile), "--bin", str(who.binary), "--json", *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def vendor_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
+    yield
+
+
+def _cell(out: Path, batch: str, model: str = MODEL, rep: int = 0) -> Path:
+    return cell_dir(out / batch, TASK, "guidance:raw", model, None, rep)
+
+
+def _result(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
+    return data
+
+
+def _reports(run_dir: Path) -> dict[str, list[Any]]:
+    """What the attack script printed (ATTACK lines of agent.stdout), by name."""
+    found: dict[str, list[Any]] = {}
+    for line in (run_dir / "agent.stdout").read_text(errors="replace").splitlines():
+        if line.startswith("ATTACK "):
+            for name, value in json.loads(line[7:]).items():
+                found.setdefault(name, []).append(value)
+    return found
+
+
+def _gateway_lines(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "gateway.jsonl").read_text().splitlines()]
+
+
+def _no_real_key_under(root: Path) -> None:
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(directory) / name
+            if path.is_file() and not path.is_symlink():
+                assert REAL_KEY.encode() not in path.read_bytes(), f"the real key leaked into {path}"
+
+
+# --- 6: the real key -------------------------------------------------------------------------------------
+
+LEAK = r"""
+BOGUS, GZ = {"anthropic-beta": "bogus"}, {"accept-encoding": "gzip"}
+for name, path, body, headers in [
+    ("dummy-in-beta", "/v1/messages", message(), {"anthropic-beta": KEY}),
+    ("dummy-in-query", "/v1/messages?key=" + KEY, message(), {"anthropic-beta": "bogus"}),
+    ("error-quotes-headers", "/v1/messages", message(), {"anthropic-beta": "bogus"}),
+    ("error-quotes-headers-gzip", "/v1/messages", message(), {**BOGUS, **GZ}),
+    ("echo", "/v1/messages", message(text="ECHO-KEY"), {}),
+    ("echo-stream-split", "/v1/messages", message(text="ECHO-KEY", stream=True), {}),
+    ("echo-stream-gzip", "/v1/messages", message(text="ECHO-KEY", stream=True), GZ),
+    ("bearer", "/v1/messages", message(), {"x-api-key": "", "authorization": "Bearer " + KEY, **BOGUS}),
+    ("key-twice", "/v1/messages", message(), {"x-api-key": KEY + " " + KEY, **BOGUS}),
+]:
+    report(name, call("POST", path, body, headers))
+"""
+
+
+@pytest.mark.parametrize("always_gzip", [False, True], ids=["gzip-when-asked", "always-gzip"])
+def test_attack_6_the_real_key_reaches_neither_the_agent_nor_a_file(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    always_gzip: bool,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", LEAK)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY, always_gzip=always_gzip) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        proc = dokimi(sealed_args(example, out, batch_name, who))
+    assert proc.returncode in (0, 1), proc.stderr
+    run_dir = _cell(out, batch_name)
+    reports = _reports(run_dir)
+    assert len(reports) == 9, reports
+    assert REAL_KEY not in (run_dir / "agent.stdout").read_text(errors="replace")
+    assert REAL_KEY not in proc.stdout + proc.stderr
+    _no_real_key_under(out)
+    for seen in vendor.requests:  # the real key went in the credential header and nowhere else
+        assert REAL_KEY not in seen["path"]
+        for name, value in seen["headers"].items():
+            if name.lower() not in ("x-api-key", "authorization"):
+                assert REAL_KEY not in value, (name, seen)
+    assert reports["echo"][0]["status"] == 200 and "x-request-echo" in reports["echo"][0]["headers"]
+    assert "the key is" in reports["echo-stream-split"][0]["body"]
+
+
+# --- 7: the cap ------------------------------------------------------------------------------------------
+
+FLOOD = r"""
+import concurrent.futures
+def one(i):
+    return call("POST", "/v1/messages", message(size=400_000, max_tokens=4000))["status"]
+with concurrent.futures.ThreadPoolExecutor(12) as pool:
+    report("statuses", list(pool.map(one, range(12))))
+"""
+ONE_REQUEST_USD = (400_000 * 1.0 + 4000 * 5.0) / 1_000_000  # at least; a little more with the JSON around it
+
+
+def test_attack_7_twelve_concurrent_requests_spend_at_most_the_cap_and_one_request(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", FLOOD)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY, delay_s=1.0) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        proc = dokimi(sealed_args(example, out, batch_name, who, "--budget", "1"))
+        billed, one = vendor.billed_usd, max(vendor.billed)
+    assert proc.returncode == 0, proc.stderr
+    print(f"12 concurrent requests on a $1 cap: the upstream billed ${billed:.4f} (one request ${one:.4f})")
+    assert one >= ONE_REQUEST_USD
+    assert billed <= 1.0 + one + 1e-9  # the cap is a hard bound: at most one request past it
+    (statuses,) = _reports(_cell(out, batch_name))["statuses"]
+    paid = statuses.count(200)
+    assert paid == len(vendor.billed) and set(statuses) <= {200, 429}
+    assert (paid - 1) * one < 1.0  # every request was admitted while money remained
+    result = _result(_cell(out, batch_name))
+    assert result["cost_source"] == "gateway"
+    assert result["cost_usd"] == pytest.approx(billed, abs=1e-5)
+    assert json.loads(proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
+
+
+def test_attack_7_two_flooding_cells_spend_at_most_the_batch_cap_and_one_request(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", FLOOD)
+    out = tmp_path / "out"
+    args = sealed_args(example, out, batch_name, who, "--budget", "1", "--max-batch-usd", "2", "-j", "2")
+    args[args.index("--reps") + 1] = "2"
+    with Vendor(REAL_KEY, delay_s=1.0) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        proc = dokimi(args)
+        billed, one = vendor.billed_usd, max(vendor.billed)
+    assert proc.returncode == 0, proc.stderr
+    print(f"two cells of 12 concurrent requests on a $2 batch cap: the upstream billed ${billed:.4f}")
+    assert billed <= 2.0 + one + 1e-9
+    costs = [_result(_cell(out, batch_name, rep=rep))["cost_usd"] for rep in (0, 1)]
+    assert sum(costs) == pytest.approx(billed, abs=1e-5)
+    assert all(cost <= 1.0 + one + 1e-9 for cost in costs)
+    assert json.loads(proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
+
+
+# --- 8: compressed answers -------------------------------------------------------------------------------
+
+HONEST = r"""
+for i in range(3):
+    r = call("POST", "/v1/messages", message(stream=i % 2 == 0), {"accept-encoding": "gzip, deflate, br"})
+    report("status", r["status"])
+"""
+
+
+@pytest.mark.parametrize("always_gzip", [False, True], ids=["gzip-when-asked", "always-gzip"])
+def test_attack_8_compressed_answers_are_counted_and_the_cell_graded(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    always_gzip: bool,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", HONEST)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY, always_gzip=always_gzip) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        proc = dokimi(sealed_args(example, out, batch_name, who))
+        billed = vendor.billed_usd
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _cell(out, batch_name)
+    assert _reports(run_dir)["status"] == [200, 200, 200]
+    result = _result(run_dir)
+    assert result["infra_error"] is False and result["grader_failure"] is False
+    assert result["turns"] == 3 and result["usage"]["turns"] == 3
+    assert result["cost_source"] == "gateway" and result["cost_usd"] == pytest.approx(billed, abs=1e-6)
+    assert all(line["usage"] is not None for line in _gateway_lines(run_dir))
+
+
+# --- 9: unpriced models ----------------------------------------------------------------------------------
+
+UNPRICED = "mystery-model-1"
+UNPRICED_LOOP = r"""
+for i in range(10):
+    answer = call("POST", "/v1/messages", message(size=300_000, max_tokens=1000, model="%s"))
+    report("status", answer["status"])
+report("other", call("POST", "/v1/messages", message(model="other-unpriced-2"))["status"])
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "done",
+                  "total_cost_usd": 0.000001, "num_turns": 1}), flush=True)
+"""
+
+
+def test_attack_9_a_model_the_price_table_lacks_is_refused_unless_priced_and_then_counted(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", UNPRICED_LOOP % UNPRICED)
+    who.profile.write_text(who.profile.read_text().replace("trace: text", "trace: claude-stream-json"))
+    who.binary.write_text(who.binary.read_text().replace("\necho done\n", "\n"))
+    out = tmp_path / "out"
+    args = sealed_args(example, out, batch_name, who, "--budget", "1")
+    args[args.index("--model") + 1] = UNPRICED
+    with Vendor(REAL_KEY) as vendor:
+        vendor.prices[UNPRICED] = Price(2.0, 10.0, 2.5, 0.2)
+        vendor.prices["other-unpriced-2"] = Price(2.0, 10.0, 2.5, 0.2)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        refused = dokimi(args)
+        assert vendor.requests == []
+        proc = dokimi([*args, "--price", f"{UNPRICED}=2,10"])
+        billed, one = vendor.billed_usd, max(vendor.billed)
+        models = {seen["model"] for seen in vendor.requests}
+    assert refused.returncode == 2, refused.stderr
+    assert UNPRICED in refused.stderr and "--price" in refused.stderr and "Traceback" not in refused.stderr
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _cell(out, batch_name, model=UNPRICED)
+    pin = json.loads((out / batch_name / "_eval" / "batch.json").read_text())
+    assert pin["prices"][UNPRICED]["input"] == 2.0 and pin["prices"][UNPRICED]["output"] == 10.0
+    result = _result(run_dir)
+    assert result["cost_source"] == "gateway" and result["cost_usd"] == pytest.approx(billed, abs=1e-6)
+    assert billed <= 1.0 + one + 1e-9
+    reports = _reports(run_dir)
+    assert reports["other"] == [400] and "other-unpriced-2" not in models
+    assert all(seen["path"].startswith("/v1/messages") for seen in vendor.requests)
+
+
+# --- 10: paths -------------------------------------------------------------------------------------------
+
+PATHS = r"""
+for method, path, body in [
+    ("POST", "/v1/messages/batches", {"requests": [{"custom_id": "a", "params": message()}]}),
+    ("GET", "/v1/files", None),
+    ("GET", "/v1/organizations/api_keys", None),
+    ("GET", "/v1/models", None),
+    ("POST", "/v1/complete", {"model": "claude-haiku-4-5", "prompt": "hi", "max_tokens_to_sample": 10}),
+    ("POST", "/v1/messages/../messages/batches", {"requests": []}),
+    ("DELETE", "/v1/messages", None),
+]:
+    report("paths", [method, path, call(method, path, body)["status"]])
+"""
+
+
+def test_attack_10_only_the_apis_paths_are_forwarded(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", PATHS)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        proc = dokimi(sealed_args(example, out, batch_name, who))
+        forwarded = list(vendor.requests)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert forwarded == []
+    run_dir = _cell(out, batch_name)
+    tried = _reports(run_dir)["paths"]
+    assert len(tried) == 7 and all(status in (403, 405) for _m, _p, status in tried), tried
+    lines = _gateway_lines(run_dir)
+    assert len(lines) == 7
+    for line in lines:
+        assert line["status"] in (403, 405) and "not forwarded" in line["error"]
+
+
+# --- 11: parsing, memory and connections -----------------------------------------------------------------
+
+
+@dataclass
+class Sampled:
+    proc: subprocess.CompletedProcess[str]
+    baseline_rss_mib: float
+    max_rss_mib: float
+    baseline_threads: int
+    max_threads: int
+    samples: list[tuple[float, float, int]] = field(default_factory=list)
+
+
+def _status(pid: int) -> tuple[float, int] | None:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+def run_sampled(args: list[str], started: Path) -> Sampled:
+    """``dokimi ARGS`` with its resident memory and thread count sampled every 50 ms; the baseline is the
+    sample when ``started`` (the cell's workspace) appears, before the agent's container starts."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "dokimi", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    samples: list[tuple[float, float, int]] = []
+    baseline: list[tuple[float, int]] = []
+
+    def sample() -> None:
+        while child.poll() is None:
+            now = _status(child.pid)
+            if now is not None:
+                samples.append((time.monotonic(), *now))
+                if not baseline and started.exists():
+                    baseline.append(now)
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = child.communicate(timeout=900)
+    sampler.join(timeout=5)
+    proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+    assert baseline, stderr
+    return Sampled(
+        proc,
+        baseline[0][0],
+        max(s[1] for s in samples),
+        baseline[0][1],
+        max(s[2] for s in samples),
+        samples,
+    )
+
+
+CHUNKS = r"""
+time.sleep(3)
+def raw(head, body_chunks, total_mib):
+    s = socket.create_connection((BASE.hostname, BASE.port), timeout=60)
+    s.sendall(head)
+    sent = 0
+    try:
+        for i in range(total_mib):
+            s.sendall(body_chunks)
+            sent += 1
+        s.shutdown(socket.SHUT_WR)
+    except OSError as e:
+        pass
+    try:
+        answer = s.recv(4096).split(b"\r\n")[0].decode()
+    except OSError as e:
+        answer = repr(e)
+    s.close()
+    return [sent, answer]
+mib = b"x" * 1048576
+keyless = b"POST /v1/messages HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n"
+keyed = keyless.replace(b"Host: gw", b"Host: gw\r\nx-api-key: " + KEY.encode())
+report("keyless-negative-chunk", raw(keyless, mib, 700))
+report("keyed-negative-chunk", raw(keyed, mib, 700))
+report("keyed-huge-chunk", raw(keyed.replace(b"-1\r\n", b"7fffffffffffffff\r\n"), mib, 700))
+report("keyed-endless-chunks", raw(keyed.replace(b"-1\r\n", b""), b"100000\r\n" + mib + b"\r\n", 700))
+huge_length = keyed.replace(b"Transfer-Encoding: chunked\r\n\r\n-1\r\n", b"Content-Length: 734003200\r\n\r\n")
+report("keyed-huge-length", raw(huge_length, mib, 700))
+bomb = gzip.compress(b"{" + b" " * (600 * 1048576) + b"}", 9)
+report("bomb-bytes", len(bomb))
+conn = http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=120)
+headers = {"x-api-key": KEY, "content-encoding": "gzip", "content-type": "application/json"}
+conn.request("POST", "/v1/messages", bomb, headers)
+report("gzip-bomb", conn.getresponse().status)
+"""
+
+
+def test_attack_11_bad_request_bodies_keep_the_gateways_memory_bounded(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", CHUNKS)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        sampled = run_sampled(
+            sealed_args(example, out, batch_name, who), _cell(out, batch_name) / "workspace"
+        )
+        forwarded = list(vendor.requests)
+    assert sampled.proc.returncode in (0, 1), sampled.proc.stderr
+    growth = sampled.max_rss_mib - sampled.baseline_rss_mib
+    before, peak = sampled.baseline_rss_mib, sampled.max_rss_mib
+    print(f"gateway under the chunk attacks: {before:.0f} MiB -> {peak:.0f} MiB")
+    assert growth < 100, f"the gateway grew by {growth:.0f} MiB"
+    reports = _reports(_cell(out, batch_name))
+    assert reports["keyless-negative-chunk"][0][1].split()[1] == "401"
+    assert reports["keyed-negative-chunk"][0][1].split()[1] == "400"
+    for name in ("keyed-huge-chunk", "keyed-endless-chunks", "keyed-huge-length"):
+        assert reports[name][0][1].split()[1] == "413", reports[name]
+    assert reports["gzip-bomb"] == [413]
+    assert forwarded == []
+
+
+FLOOD_IDLE = r"""
+time.sleep(3)
+socks, errors = [], []
+for i in range(1500):
+    try:
+        socks.append(socket.create_connection((BASE.hostname, BASE.port), timeout=10))
+    except OSError as e:
+        errors.append(repr(e))
+report("opened", [len(socks), errors[:3]])
+time.sleep(5)
+def closed(s):
+    s.settimeout(0.01)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+report("closed-at-once", sum(closed(s) for s in socks))
+time.sleep(40)
+report("closed-after-idle", sum(closed(s) for s in socks))
+report("still-served", call("POST", "/v1/messages", message())["status"])
+"""
+
+
+def test_attack_11_an_idle_flood_holds_few_threads_and_times_out(
+    docker_available: bool,
+    example: Example,
+    tmp_path: Path,
+    batch_name: str,
+    vendor_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    who = sealed_attacker(tmp_path / "agent", FLOOD_IDLE)
+    out = tmp_path / "out"
+    with Vendor(REAL_KEY) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        sampled = run_sampled(
+            sealed_args(example, out, batch_name, who), _cell(out, batch_name) / "workspace"
+        )
+    assert sampled.proc.returncode == 0, sampled.proc.stderr
+    print(f"threads under 1,500 idle connections: {sampled.baseline_threads} -> {sampled.max_threads}")
+    assert sampled.max_threads - sampled.baseline_threads <= 80
+    reports = _reports(_cell(out, batch_name))
+    (opened,) = reports["opened"]
+    assert reports["closed-after-idle"] == [opened[0]]  # every idle connection was closed by the gateway
+    assert reports["still-served"] == [200]  # and the cell is served again once they are gone
