@@ -393,6 +393,8 @@ def _status(pid: int) -> tuple[float, int] | None:
     except OSError:
         return None
     fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if "VmRSS" not in fields:  # a process that has exited
+        return None
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
 
 
@@ -487,7 +489,7 @@ def test_attack_11_bad_request_bodies_keep_the_gateways_memory_bounded(
     growth = sampled.max_rss_mib - sampled.baseline_rss_mib
     before, peak = sampled.baseline_rss_mib, sampled.max_rss_mib
     print(f"gateway under the chunk attacks: {before:.0f} MiB -> {peak:.0f} MiB")
-    assert growth < 100, f"the gateway grew by {growth:.0f} MiB"
+    assert growth < 64, f"the gateway grew by {growth:.0f} MiB"
     reports = _reports(_cell(out, batch_name))
     assert reports["keyless-negative-chunk"][0][1].split()[1] == "401"
     assert reports["keyed-negative-chunk"][0][1].split()[1] == "400"

@@ -62,7 +62,7 @@ def _headers(**values: str) -> Message:
     [
         (b"-1\r\nxx", {"Transfer_Encoding": "chunked"}, BadBody),
         (b"+5\r\nhello\r\n0\r\n\r\n", {"Transfer_Encoding": "chunked"}, BadBody),
-        (b"7fffffffffffffff\r\n", {"Transfer_Encoding": "chunked"}, BadBody),
+        (b"7fffffffffffffff\r\n", {"Transfer_Encoding": "chunked"}, TooLarge),
         (b"fffffff\r\n", {"Transfer_Encoding": "chunked"}, TooLarge),
         (b"5\r\nhel", {"Transfer_Encoding": "chunked"}, BadBody),
         (b"5\r\nhelloXX\r\n0\r\n\r\n", {"Transfer_Encoding": "chunked"}, BadBody),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
+    from dokimi.gateway.prices import Price
     from dokimi.runner.run import RunOptions
     from dokimi.schemas.study import ArmCost, Study, StudyReport
 
@@ -118,10 +119,25 @@ def run_options(
         max_turns=study.max_turns,
         budget_usd=study.budget_usd,
         max_batch_usd=study.max_batch_usd,
+        prices=_prices(study.prices, study_path),
         jobs=jobs or study.jobs,
         dry_run=dry_run,
         dry_run_scripts=dry_run_scripts or {},
     )
+
+
+def _prices(entries: list[str], study_path: Path) -> dict[str, Price]:
+    """The study's ``prices`` (``MODEL=IN,OUT``) by model; a malformed entry is a usage error."""
+    from dokimi.gateway.prices import parse_price
+
+    prices: dict[str, Price] = {}
+    for entry in entries:
+        try:
+            model, price = parse_price(entry)
+        except ValueError as e:
+            raise UsageError(f"prices: {e}", path=study_path) from None
+        prices[model] = price
+    return prices
 
 
 def arm_costs(root: Path) -> list[ArmCost]:

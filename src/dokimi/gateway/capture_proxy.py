@@ -22,7 +22,8 @@ Rules, one function each:
 * :func:`read_request_body`: a request body is read only as far as its framing allows, strictly (a
   Content-Length of digits, chunk sizes of hex digits, never both framings), up to
   :data:`MAX_REQUEST_BYTES`, and a compressed body is decoded no further than that either
-  (:func:`decoded_body`); :class:`BoundedHTTPServer` holds at most :data:`MAX_CONNECTIONS_PER_CLIENT`
+  (:func:`decoded_body`), and one client's bodies in memory at once are held to :data:`CLIENT_BODY_BYTES`
+  (:class:`BodyAllowance`); :class:`BoundedHTTPServer` holds at most :data:`MAX_CONNECTIONS_PER_CLIENT`
   connections per client address (and :data:`MAX_CONNECTIONS` in all), and a client silent for
   :data:`CLIENT_TIMEOUT_S` is disconnected, so no client can make the proxy hold unbounded memory or threads.
 
@@ -46,7 +47,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,6 +62,7 @@ __all__ = [
     "HOP_BY_HOP",
     "RECORDED_HEADERS",
     "Admission",
+    "BodyAllowance",
     "BodyFilter",
     "BoundedHTTPServer",
     "CaptureProxy",
@@ -97,6 +99,9 @@ MAX_CONNECTIONS_PER_CLIENT = 32
 cell's container has an address of its own on the batch network, so this is a bound per cell."""
 MAX_CONNECTIONS = 1024
 """Connections the proxy holds at once, all clients together."""
+CLIENT_BODY_BYTES = 2 * MAX_REQUEST_BYTES
+"""Request-body bytes (as sent, and decoded) one client address may have in memory at once: two of the largest
+requests. Another request past it is answered 503 until one of them is done."""
 
 HOP_BY_HOP = frozenset(
     {
@@ -219,6 +224,36 @@ class TooLarge(Exception):
     """A request body over :data:`MAX_REQUEST_BYTES`, sent or decoded (413)."""
 
 
+class Busy(Exception):
+    """A client already holds :data:`CLIENT_BODY_BYTES` of request bodies in the proxy's memory (503)."""
+
+
+class BodyAllowance:
+    """The request-body bytes each client address may have in the proxy's memory at once, all its
+    connections together (:data:`CLIENT_BODY_BYTES`)."""
+
+    def __init__(self, per_client: int) -> None:
+        self.per_client = per_client
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str, n: int) -> None:
+        """Hold ``n`` more bytes for ``client``; Busy when that would pass its allowance."""
+        with self._lock:
+            held = self._held.get(client, 0)
+            if held + n > self.per_client:
+                raise Busy
+            self._held[client] = held + n
+
+    def give_back(self, client: str, n: int) -> None:
+        with self._lock:
+            left = self._held.get(client, 0) - n
+            if left > 0:
+                self._held[client] = left
+            else:
+                self._held.pop(client, None)
+
+
 def _inflate(raw: bytes, wbits: int, limit: int) -> bytes:
     decompressor = zlib.decompressobj(wbits)
     out = decompressor.decompress(raw, limit + 1)
@@ -245,13 +280,13 @@ def decoded_body(raw: bytes, encoding: str | None, limit: int = MAX_REQUEST_BYTE
 
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,64}")
 LINE_LIMIT = 8 * 1024
 """The longest chunk-size or trailer line accepted."""
 MAX_TRAILERS = 64
 
 
-def _read_chunked(rfile: Any, limit: int) -> bytes:
+def _read_chunked(rfile: Any, limit: int, take: Callable[[int], None]) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
@@ -262,6 +297,9 @@ def _read_chunked(rfile: Any, limit: int) -> bytes:
         if not _HEX.fullmatch(size_text):
             raise BadBody(f"chunk size {size_text[:20]!r} is not a hexadecimal number")
         size = int(size_text, 16)
+        if total + size > limit:
+            raise TooLarge
+        take(size)
         if size == 0:
             for _ in range(MAX_TRAILERS + 1):
                 trailer = rfile.readline(LINE_LIMIT + 1)
@@ -271,8 +309,6 @@ def _read_chunked(rfile: Any, limit: int) -> bytes:
                     return b"".join(parts)
             raise BadBody(f"more than {MAX_TRAILERS} trailer lines")
         total += size
-        if total > limit:
-            raise TooLarge
         data = rfile.read(size)
         if len(data) != size:
             raise BadBody("the body ended inside a chunk")
@@ -281,10 +317,13 @@ def _read_chunked(rfile: Any, limit: int) -> bytes:
             raise BadBody("a chunk is longer than its size")
 
 
-def read_request_body(rfile: Any, headers: Any, limit: int = MAX_REQUEST_BYTES) -> bytes:
+def read_request_body(
+    rfile: Any, headers: Any, limit: int = MAX_REQUEST_BYTES, take: Callable[[int], None] = lambda n: None
+) -> bytes:
     """The request body by its framing; BadBody for a broken or ambiguous one (both framings, a length that
     is not digits, conflicting lengths, a chunk size that is not hex, a body cut short), TooLarge past
-    ``limit`` (declared or sent). ``headers`` is the request's ``email.message.Message``."""
+    ``limit`` (declared or sent). ``take(n)`` is called before each ``n`` bytes are read (it may raise
+    Busy). ``headers`` is the request's ``email.message.Message``."""
     encodings = [v for v in headers.get_all("Transfer-Encoding") or []]
     lengths = {v.strip() for v in headers.get_all("Content-Length") or []}
     if encodings:
@@ -292,7 +331,7 @@ def read_request_body(rfile: Any, headers: Any, limit: int = MAX_REQUEST_BYTES) 
             raise BadBody("a request with both Transfer-Encoding and Content-Length")
         if [t.strip().lower() for t in ",".join(encodings).split(",")] != ["chunked"]:
             raise BadBody(f"Transfer-Encoding {','.join(encodings)!r} is not supported (chunked only)")
-        return _read_chunked(rfile, limit)
+        return _read_chunked(rfile, limit, take)
     if not lengths:
         return b""
     if len(lengths) > 1:
@@ -303,6 +342,7 @@ def read_request_body(rfile: Any, headers: Any, limit: int = MAX_REQUEST_BYTES) 
     length = int(text)
     if length > limit:
         raise TooLarge
+    take(length)
     data = rfile.read(length) if length else b""
     if len(data) != length:
         raise BadBody("the body ended before its Content-Length")
@@ -516,6 +556,8 @@ class CaptureProxy:
         """The longest silence tolerated from a client (see :data:`CLIENT_TIMEOUT_S`)."""
         self.kept_response_limit = KEPT_RESPONSE_LIMIT
         """The most of a response body kept on its ProxiedRequest (``keep_responses``)."""
+        self.body_allowance = BodyAllowance(CLIENT_BODY_BYTES)
+        """Request-body bytes each client address may have in memory at once."""
         self.keep_requests = True
         """Keep every request in memory (:attr:`requests`); the model gateway records to files instead."""
         self.keep_responses = False
@@ -730,12 +772,24 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True  # the body (or the rest of it) is never read
             self._send_error(refusal.status, refusal.message)
 
+        def _take(self, n: int) -> None:
+            proxy.body_allowance.take(self.client_address[0], n)
+            self._held += n
+
+        _held = 0
+        """Bytes of this request's body held in the client's allowance (given back when it is done)."""
+
         def _body(self, headers: Sequence[tuple[str, str]], screened: Any) -> tuple[bytes, bytes] | None:
             """The request body as sent and decoded, or None when it was refused (answered here)."""
             encoding = next((v for k, v in headers if k.lower() == "content-encoding"), None)
             try:
-                raw = read_request_body(self.rfile, self.headers)
+                raw = read_request_body(self.rfile, self.headers, take=self._take)
+                if (encoding or "identity").strip().lower() != "identity":
+                    self._take(MAX_REQUEST_BYTES)  # what decoding may hold
                 return raw, decoded_body(raw, encoding)
+            except Busy:
+                message = "this client already has too much request data in flight; retry when it is answered"
+                self._refuse(Refusal(503, message, screened), close=True)
             except TooLarge:
                 self._refuse(
                     Refusal(413, f"request body over {MAX_REQUEST_BYTES} bytes", screened), close=True
@@ -747,6 +801,13 @@ def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
             return None
 
         def _serve(self) -> None:
+            try:
+                self._serve_request()
+            finally:
+                proxy.body_allowance.give_back(self.client_address[0], self._held)
+                self._held = 0
+
+        def _serve_request(self) -> None:
             headers = list(self.headers.items())
             try:
                 screened = proxy._screen(self.command, self.path, headers)

@@ -78,6 +78,9 @@ class Study(Document):
     """Cost cap per cell."""
     max_batch_usd: Positive | None = None
     """Start no new cell once the batch has spent this much."""
+    prices: list[NonEmpty] = Field(default_factory=list)
+    """Prices of models the price table lacks, each ``MODEL=IN,OUT`` in USD per million tokens (a sealed
+    run refuses an unpriced model)."""
     jobs: Annotated[int, Field(strict=True, ge=1)] = 1
     """Cells run side by side."""
     analysis: Analysis
