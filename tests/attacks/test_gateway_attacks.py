@@ -29,8 +29,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,50 +78,90 @@ def message(size=100, max_tokens=100, stream=False, model="claude-haiku-4-5", te
 """
 
 
-def sealed_attacker(directory: Path, code: str) -> Attacker:
-    """An attacker harness with a model route (so the run is sealed) whose agent runs ``code`` in Python."""
+def sealed_attacker(directory: Path, code: str, *, stream_json: bool = False) -> Attacker:
+    """An attacker harness with a model route (so the run is sealed) whose agent runs ``code`` in Python;
+    ``stream_json``: its trace is read as Claude Code's (so it can print a cost of its own)."""
     who = attacker(directory, "python3 - <<'PY'\n" + LIB + code + "\nPY")
     who.profile.write_text(who.profile.read_text() + SEALED)
+    if stream_json:
+        who.profile.write_text(who.profile.read_text().replace("trace: text", "trace: claude-stream-json"))
+        who.binary.write_text(who.binary.read_text().replace("\necho done\n", "\n"))
     return who
 
 
-def sealed_args(example: Example, out: Path, batch: str, who: Attacker, *extra: str) -> list[str]:
-    return [
-        "repo", "run", example.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
-        "--arm", "guidance:raw", "--model", MODEL, "--reps", "1", "--batch", batch, "--out", str(out),
-        "--harness", str(who.profile), "--bin", str(who.binary), "--json", *extra,
-    ]  # fmt: skip
+@dataclass
+class Ran:
+    """One sealed ``repo run`` of an attack: the command's result, the batch, and what the upstream saw."""
+
+    proc: subprocess.CompletedProcess[str]
+    batch: Path
+    vendor: Vendor
+    sampled: Sampled | None = None
+
+    def cell(self, rep: int = 0, model: str = MODEL) -> Path:
+        return cell_dir(self.batch, TASK, "guidance:raw", model, None, rep)
+
+    def result(self, rep: int = 0, model: str = MODEL) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.cell(rep, model) / "result.json").read_text())
+        return data
+
+    def reports(self, model: str = MODEL) -> dict[str, list[Any]]:
+        """What the attack script printed (ATTACK lines of agent.stdout), by name."""
+        found: dict[str, list[Any]] = {}
+        for line in (self.cell(model=model) / "agent.stdout").read_text(errors="replace").splitlines():
+            if line.startswith("ATTACK "):
+                for name, value in json.loads(line[7:]).items():
+                    found.setdefault(name, []).append(value)
+        return found
+
+    def gateway_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in (self.cell() / "gateway.jsonl").read_text().splitlines()]
+
+
+@dataclass
+class SealedAttack:
+    """Runs an attack script as the agent of a sealed ``repo run`` of the bundled example, against a
+    :class:`Vendor` upstream (the real key in the host's environment, as a user's would be)."""
+
+    example: Example
+    out: Path
+    batch: str
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(
+        self,
+        code: str,
+        *extra: str,
+        vendor: Vendor,
+        model: str = MODEL,
+        reps: int = 1,
+        stream_json: bool = False,
+        sample: bool = False,
+    ) -> Ran:
+        """``vendor`` must be started (``with Vendor(...) as vendor``); ``sample``: the run's memory and
+        threads are sampled (:func:`run_sampled`; the script must end with a request for :data:`DONE`)."""
+        who = sealed_attacker(self.out.parent / "agent", code, stream_json=stream_json)
+        self.monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        args = [
+            "repo", "run", self.example.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
+            "--arm", "guidance:raw", "--model", model, "--reps", str(reps), "--batch", self.batch,
+            "--out", str(self.out), "--harness", str(who.profile), "--bin", str(who.binary), "--json", *extra,
+        ]  # fmt: skip
+        batch = self.out / self.batch
+        if not sample:
+            return Ran(dokimi(args), batch, vendor)
+        sampled = run_sampled(args, cell_dir(batch, TASK, "guidance:raw", model, None, 0))
+        return Ran(sampled.proc, batch, vendor, sampled)
 
 
 @pytest.fixture
-def vendor_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def sealed(
+    docker_available: bool, example: Example, tmp_path: Path, batch_name: str, monkeypatch: pytest.MonkeyPatch
+) -> SealedAttack:
     for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", REAL_KEY)
-    yield
-
-
-def _cell(out: Path, batch: str, model: str = MODEL, rep: int = 0) -> Path:
-    return cell_dir(out / batch, TASK, "guidance:raw", model, None, rep)
-
-
-def _result(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / "result.json").read_text())
-    return data
-
-
-def _reports(run_dir: Path) -> dict[str, list[Any]]:
-    """What the attack script printed (ATTACK lines of agent.stdout), by name."""
-    found: dict[str, list[Any]] = {}
-    for line in (run_dir / "agent.stdout").read_text(errors="replace").splitlines():
-        if line.startswith("ATTACK "):
-            for name, value in json.loads(line[7:]).items():
-                found.setdefault(name, []).append(value)
-    return found
-
-
-def _gateway_lines(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "gateway.jsonl").read_text().splitlines()]
+    return SealedAttack(example, tmp_path / "out", batch_name, monkeypatch)
 
 
 def _no_real_key_under(root: Path) -> None:
@@ -154,26 +193,16 @@ for name, path, body, headers in [
 
 @pytest.mark.parametrize("always_gzip", [False, True], ids=["gzip-when-asked", "always-gzip"])
 def test_attack_6_the_real_key_reaches_neither_the_agent_nor_a_file(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
-    always_gzip: bool,
+    sealed: SealedAttack, always_gzip: bool
 ) -> None:
-    who = sealed_attacker(tmp_path / "agent", LEAK)
-    out = tmp_path / "out"
     with Vendor(REAL_KEY, always_gzip=always_gzip) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        proc = dokimi(sealed_args(example, out, batch_name, who))
-    assert proc.returncode in (0, 1), proc.stderr
-    run_dir = _cell(out, batch_name)
-    reports = _reports(run_dir)
+        ran = sealed.run(LEAK, vendor=vendor)
+    assert ran.proc.returncode in (0, 1), ran.proc.stderr
+    reports = ran.reports()
     assert len(reports) == 9, reports
-    assert REAL_KEY not in (run_dir / "agent.stdout").read_text(errors="replace")
-    assert REAL_KEY not in proc.stdout + proc.stderr
-    _no_real_key_under(out)
+    assert REAL_KEY not in (ran.cell() / "agent.stdout").read_text(errors="replace")
+    assert REAL_KEY not in ran.proc.stdout + ran.proc.stderr
+    _no_real_key_under(sealed.out)
     for seen in vendor.requests:  # the real key went in the credential header and nowhere else
         assert REAL_KEY not in seen["path"]
         for name, value in seen["headers"].items():
@@ -196,56 +225,38 @@ ONE_REQUEST_USD = (400_000 * 1.0 + 4000 * 5.0) / 1_000_000  # at least; a little
 
 
 def test_attack_7_twelve_concurrent_requests_spend_at_most_the_cap_and_one_request(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
+    sealed: SealedAttack,
 ) -> None:
-    who = sealed_attacker(tmp_path / "agent", FLOOD)
-    out = tmp_path / "out"
     with Vendor(REAL_KEY, delay_s=1.0) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        proc = dokimi(sealed_args(example, out, batch_name, who, "--budget", "1"))
-        billed, one = vendor.billed_usd, max(vendor.billed)
-    assert proc.returncode == 0, proc.stderr
+        ran = sealed.run(FLOOD, "--budget", "1", vendor=vendor)
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    billed, one = vendor.billed_usd, max(vendor.billed)
     print(f"12 concurrent requests on a $1 cap: the upstream billed ${billed:.4f} (one request ${one:.4f})")
     assert one >= ONE_REQUEST_USD
     assert billed <= 1.0 + one + 1e-9  # the cap is a hard bound: at most one request past it
-    (statuses,) = _reports(_cell(out, batch_name))["statuses"]
+    (statuses,) = ran.reports()["statuses"]
     paid = statuses.count(200)
     assert paid == len(vendor.billed) and set(statuses) <= {200, 429}
     assert (paid - 1) * one < 1.0  # every request was admitted while money remained
-    result = _result(_cell(out, batch_name))
+    result = ran.result()
     assert result["cost_source"] == "gateway"
     assert result["cost_usd"] == pytest.approx(billed, abs=1e-5)
-    assert json.loads(proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
+    assert json.loads(ran.proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
 
 
 def test_attack_7_two_flooding_cells_spend_at_most_the_batch_cap_and_one_request(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
+    sealed: SealedAttack,
 ) -> None:
-    who = sealed_attacker(tmp_path / "agent", FLOOD)
-    out = tmp_path / "out"
-    args = sealed_args(example, out, batch_name, who, "--budget", "1", "--max-batch-usd", "2", "-j", "2")
-    args[args.index("--reps") + 1] = "2"
     with Vendor(REAL_KEY, delay_s=1.0) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        proc = dokimi(args)
-        billed, one = vendor.billed_usd, max(vendor.billed)
-    assert proc.returncode == 0, proc.stderr
+        ran = sealed.run(FLOOD, "--budget", "1", "--max-batch-usd", "2", "-j", "2", vendor=vendor, reps=2)
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    billed, one = vendor.billed_usd, max(vendor.billed)
     print(f"two cells of 12 concurrent requests on a $2 batch cap: the upstream billed ${billed:.4f}")
     assert billed <= 2.0 + one + 1e-9
-    costs = [_result(_cell(out, batch_name, rep=rep))["cost_usd"] for rep in (0, 1)]
+    costs = [ran.result(rep)["cost_usd"] for rep in (0, 1)]
     assert sum(costs) == pytest.approx(billed, abs=1e-5)
     assert all(cost <= 1.0 + one + 1e-9 for cost in costs)
-    assert json.loads(proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
+    assert json.loads(ran.proc.stdout)["spent_usd"] == pytest.approx(billed, abs=1e-5)
 
 
 # --- 8: compressed answers -------------------------------------------------------------------------------
@@ -259,28 +270,18 @@ for i in range(3):
 
 @pytest.mark.parametrize("always_gzip", [False, True], ids=["gzip-when-asked", "always-gzip"])
 def test_attack_8_compressed_answers_are_counted_and_the_cell_graded(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
-    always_gzip: bool,
+    sealed: SealedAttack, always_gzip: bool
 ) -> None:
-    who = sealed_attacker(tmp_path / "agent", HONEST)
-    out = tmp_path / "out"
     with Vendor(REAL_KEY, always_gzip=always_gzip) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        proc = dokimi(sealed_args(example, out, batch_name, who))
-        billed = vendor.billed_usd
-    assert proc.returncode == 0, proc.stderr
-    run_dir = _cell(out, batch_name)
-    assert _reports(run_dir)["status"] == [200, 200, 200]
-    result = _result(run_dir)
+        ran = sealed.run(HONEST, vendor=vendor)
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    assert ran.reports()["status"] == [200, 200, 200]
+    result = ran.result()
     assert result["infra_error"] is False and result["grader_failure"] is False
     assert result["turns"] == 3 and result["usage"]["turns"] == 3
-    assert result["cost_source"] == "gateway" and result["cost_usd"] == pytest.approx(billed, abs=1e-6)
-    assert all(line["usage"] is not None for line in _gateway_lines(run_dir))
+    assert result["cost_source"] == "gateway"
+    assert result["cost_usd"] == pytest.approx(vendor.billed_usd, abs=1e-6)
+    assert all(line["usage"] is not None for line in ran.gateway_lines())
 
 
 # --- 9: unpriced models ----------------------------------------------------------------------------------
@@ -297,39 +298,28 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "re
 
 
 def test_attack_9_a_model_the_price_table_lacks_is_refused_unless_priced_and_then_counted(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
+    sealed: SealedAttack,
 ) -> None:
-    who = sealed_attacker(tmp_path / "agent", UNPRICED_LOOP % UNPRICED)
-    who.profile.write_text(who.profile.read_text().replace("trace: text", "trace: claude-stream-json"))
-    who.binary.write_text(who.binary.read_text().replace("\necho done\n", "\n"))
-    out = tmp_path / "out"
-    args = sealed_args(example, out, batch_name, who, "--budget", "1")
-    args[args.index("--model") + 1] = UNPRICED
+    code = UNPRICED_LOOP % UNPRICED
     with Vendor(REAL_KEY) as vendor:
         vendor.prices[UNPRICED] = Price(2.0, 10.0, 2.5, 0.2)
         vendor.prices["other-unpriced-2"] = Price(2.0, 10.0, 2.5, 0.2)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        refused = dokimi(args)
+        refused = sealed.run(code, "--budget", "1", vendor=vendor, model=UNPRICED, stream_json=True)
         assert vendor.requests == []
-        proc = dokimi([*args, "--price", f"{UNPRICED}=2,10"])
-        billed, one = vendor.billed_usd, max(vendor.billed)
-        models = {seen["model"] for seen in vendor.requests}
-    assert refused.returncode == 2, refused.stderr
-    assert UNPRICED in refused.stderr and "--price" in refused.stderr and "Traceback" not in refused.stderr
-    assert proc.returncode == 0, proc.stderr
-    run_dir = _cell(out, batch_name, model=UNPRICED)
-    pin = json.loads((out / batch_name / "_eval" / "batch.json").read_text())
+        price = ("--price", f"{UNPRICED}=2,10")
+        ran = sealed.run(code, "--budget", "1", *price, vendor=vendor, model=UNPRICED, stream_json=True)
+    assert refused.proc.returncode == 2, refused.proc.stderr
+    stderr = refused.proc.stderr
+    assert UNPRICED in stderr and "--price" in stderr and "Traceback" not in stderr
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    billed, one = vendor.billed_usd, max(vendor.billed)
+    pin = json.loads((ran.batch / "_eval" / "batch.json").read_text())
     assert pin["prices"][UNPRICED]["input"] == 2.0 and pin["prices"][UNPRICED]["output"] == 10.0
-    result = _result(run_dir)
+    result = ran.result(model=UNPRICED)
     assert result["cost_source"] == "gateway" and result["cost_usd"] == pytest.approx(billed, abs=1e-6)
     assert billed <= 1.0 + one + 1e-9
-    reports = _reports(run_dir)
-    assert reports["other"] == [400] and "other-unpriced-2" not in models
+    assert ran.reports(model=UNPRICED)["other"] == [400]
+    assert "other-unpriced-2" not in {seen["model"] for seen in vendor.requests}
     assert all(seen["path"].startswith("/v1/messages") for seen in vendor.requests)
 
 
@@ -349,26 +339,14 @@ for method, path, body in [
 """
 
 
-def test_attack_10_only_the_apis_paths_are_forwarded(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    who = sealed_attacker(tmp_path / "agent", PATHS)
-    out = tmp_path / "out"
+def test_attack_10_only_the_apis_paths_are_forwarded(sealed: SealedAttack) -> None:
     with Vendor(REAL_KEY) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        proc = dokimi(sealed_args(example, out, batch_name, who))
-        forwarded = list(vendor.requests)
-    assert proc.returncode in (0, 1), proc.stderr
-    assert forwarded == []
-    run_dir = _cell(out, batch_name)
-    tried = _reports(run_dir)["paths"]
+        ran = sealed.run(PATHS, vendor=vendor)
+    assert ran.proc.returncode in (0, 1), ran.proc.stderr
+    assert vendor.requests == []
+    tried = ran.reports()["paths"]
     assert len(tried) == 7 and all(status in (403, 405) for _m, _p, status in tried), tried
-    lines = _gateway_lines(run_dir)
+    lines = ran.gateway_lines()
     assert len(lines) == 7
     for line in lines:
         assert line["status"] in (403, 405) and "not forwarded" in line["error"]
@@ -379,12 +357,13 @@ def test_attack_10_only_the_apis_paths_are_forwarded(
 
 @dataclass
 class Sampled:
+    """The resident memory (MiB) and threads of ``repo run`` before the attack and at their peak during it."""
+
     proc: subprocess.CompletedProcess[str]
     baseline_rss_mib: float
     max_rss_mib: float
     baseline_threads: int
     max_threads: int
-    samples: list[tuple[float, float, int]] = field(default_factory=list)
 
 
 def _status(pid: int) -> tuple[float, int] | None:
@@ -398,22 +377,32 @@ def _status(pid: int) -> tuple[float, int] | None:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
 
 
-def run_sampled(args: list[str], started: Path) -> Sampled:
-    """``dokimi ARGS`` with its resident memory and thread count sampled every 50 ms; the baseline is the
-    sample when ``started`` (the cell's workspace) appears, before the agent's container starts."""
+DONE = "/attack-done"
+"""The path an attack script asks for last: the gateway refuses it, and its line in gateway.jsonl ends the
+window in which memory and threads are sampled (grading later loads modules of its own)."""
+
+
+def run_sampled(args: list[str], cell: Path) -> Sampled:
+    """``dokimi ARGS`` with its resident memory and thread count sampled every 50 ms, from when the cell's
+    workspace appears (before the agent's container starts: the baseline) until the cell's gateway.jsonl
+    records the attack's last request (:data:`DONE`)."""
     child = subprocess.Popen(
         [sys.executable, "-m", "dokimi", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    samples: list[tuple[float, float, int]] = []
-    baseline: list[tuple[float, int]] = []
+    samples: list[tuple[float, int]] = []
+    record = cell / "gateway.jsonl"
+
+    def done() -> bool:
+        try:
+            return DONE in record.read_text(errors="replace")
+        except OSError:
+            return False
 
     def sample() -> None:
-        while child.poll() is None:
+        while child.poll() is None and not (samples and done()):
             now = _status(child.pid)
-            if now is not None:
-                samples.append((time.monotonic(), *now))
-                if not baseline and started.exists():
-                    baseline.append(now)
+            if now is not None and (samples or (cell / "workspace").exists()):
+                samples.append(now)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -421,15 +410,9 @@ def run_sampled(args: list[str], started: Path) -> Sampled:
     stdout, stderr = child.communicate(timeout=900)
     sampler.join(timeout=5)
     proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
-    assert baseline, stderr
-    return Sampled(
-        proc,
-        baseline[0][0],
-        max(s[1] for s in samples),
-        baseline[0][1],
-        max(s[2] for s in samples),
-        samples,
-    )
+    assert samples and done(), stderr
+    rss, threads = [s[0] for s in samples], [s[1] for s in samples]
+    return Sampled(proc, rss[0], max(rss), threads[0], max(threads))
 
 
 CHUNKS = r"""
@@ -466,37 +449,25 @@ conn = http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=120)
 headers = {"x-api-key": KEY, "content-encoding": "gzip", "content-type": "application/json"}
 conn.request("POST", "/v1/messages", bomb, headers)
 report("gzip-bomb", conn.getresponse().status)
+call("POST", "/attack-done", {})
 """
 
 
-def test_attack_11_bad_request_bodies_keep_the_gateways_memory_bounded(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    who = sealed_attacker(tmp_path / "agent", CHUNKS)
-    out = tmp_path / "out"
+def test_attack_11_bad_request_bodies_keep_the_gateways_memory_bounded(sealed: SealedAttack) -> None:
     with Vendor(REAL_KEY) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        sampled = run_sampled(
-            sealed_args(example, out, batch_name, who), _cell(out, batch_name) / "workspace"
-        )
-        forwarded = list(vendor.requests)
-    assert sampled.proc.returncode in (0, 1), sampled.proc.stderr
-    growth = sampled.max_rss_mib - sampled.baseline_rss_mib
-    before, peak = sampled.baseline_rss_mib, sampled.max_rss_mib
+        ran = sealed.run(CHUNKS, vendor=vendor, sample=True)
+    assert ran.proc.returncode in (0, 1), ran.proc.stderr
+    assert ran.sampled is not None
+    before, peak = ran.sampled.baseline_rss_mib, ran.sampled.max_rss_mib
     print(f"gateway under the chunk attacks: {before:.0f} MiB -> {peak:.0f} MiB")
-    assert growth < 64, f"the gateway grew by {growth:.0f} MiB"
-    reports = _reports(_cell(out, batch_name))
+    assert peak - before < 64, f"the gateway grew by {peak - before:.0f} MiB"
+    reports = ran.reports()
     assert reports["keyless-negative-chunk"][0][1].split()[1] == "401"
     assert reports["keyed-negative-chunk"][0][1].split()[1] == "400"
     for name in ("keyed-huge-chunk", "keyed-endless-chunks", "keyed-huge-length"):
         assert reports[name][0][1].split()[1] == "413", reports[name]
     assert reports["gzip-bomb"] == [413]
-    assert forwarded == []
+    assert vendor.requests == []
 
 
 FLOOD_IDLE = r"""
@@ -509,10 +480,12 @@ for i in range(1500):
         errors.append(repr(e))
 report("opened", [len(socks), errors[:3]])
 time.sleep(5)
-def closed(s):
-    s.settimeout(0.01)
+def closed(s):  # the gateway closed it (after its 503, for one turned away at once)
+    s.settimeout(0.05)
     try:
-        return s.recv(1) == b""
+        while s.recv(65536):
+            pass
+        return True
     except socket.timeout:
         return False
     except OSError:
@@ -521,28 +494,21 @@ report("closed-at-once", sum(closed(s) for s in socks))
 time.sleep(40)
 report("closed-after-idle", sum(closed(s) for s in socks))
 report("still-served", call("POST", "/v1/messages", message())["status"])
+call("POST", "/attack-done", {})
 """
 
 
-def test_attack_11_an_idle_flood_holds_few_threads_and_times_out(
-    docker_available: bool,
-    example: Example,
-    tmp_path: Path,
-    batch_name: str,
-    vendor_env: None,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    who = sealed_attacker(tmp_path / "agent", FLOOD_IDLE)
-    out = tmp_path / "out"
+def test_attack_11_an_idle_flood_holds_few_threads_and_times_out(sealed: SealedAttack) -> None:
     with Vendor(REAL_KEY) as vendor:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
-        sampled = run_sampled(
-            sealed_args(example, out, batch_name, who), _cell(out, batch_name) / "workspace"
-        )
-    assert sampled.proc.returncode == 0, sampled.proc.stderr
-    print(f"threads under 1,500 idle connections: {sampled.baseline_threads} -> {sampled.max_threads}")
-    assert sampled.max_threads - sampled.baseline_threads <= 80
-    reports = _reports(_cell(out, batch_name))
+        ran = sealed.run(FLOOD_IDLE, vendor=vendor, sample=True)
+    assert ran.proc.returncode == 0, ran.proc.stderr
+    assert ran.sampled is not None
+    before, peak = ran.sampled.baseline_threads, ran.sampled.max_threads
+    print(f"threads under 1,500 idle connections: {before} -> {peak}")
+    assert peak - before <= 80
+    reports = ran.reports()
     (opened,) = reports["opened"]
-    assert reports["closed-after-idle"] == [opened[0]]  # every idle connection was closed by the gateway
+    (at_once,) = reports["closed-at-once"]
+    assert at_once >= opened[0] - 32  # past 32 connections of one cell, each is turned away at once
+    assert reports["closed-after-idle"] == [opened[0]]  # and the idle ones are closed after 30 s
     assert reports["still-served"] == [200]  # and the cell is served again once they are gone

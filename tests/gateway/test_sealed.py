@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dokimi.errors import PrerequisiteError, UsageError
@@ -64,3 +66,35 @@ def test_doctor_says_whether_real_runs_can_be_sealed(monkeypatch: pytest.MonkeyP
     check = check_sealed_runs()
     assert (check.status, check.required) == ("warn", False)
     assert "not running as root" in check.detail and "--agent-network" in (check.fix or "")
+
+
+def test_a_batch_keeps_one_price_per_model_and_a_sealed_run_refuses_an_unpriced_model() -> None:
+    from dokimi.runner.run import batch_prices, check_priced
+    from dokimi.schemas.batch import BatchPin
+
+    price = parse_price("mystery-1=2,10")[1]
+    pin = BatchPin.model_validate(
+        {
+            "manifest_id": "m", "source": "s", "tree": None, "eval_dir_digest": "d", "image": "i",
+            "image_pin": "digest", "created_by": "t",
+            "prices": {"mystery-1": {"input": 2, "output": 10, "cache_write": 2.5, "cache_read": 2}},
+        }
+    )  # fmt: skip
+    assert batch_prices(pin, {}, "b") == {"mystery-1": price}  # a rerun needs no --price again
+    assert batch_prices(pin, {"mystery-1": price}, "b") == {"mystery-1": price}
+    with pytest.raises(UsageError, match="priced it at 2,10") as caught:
+        batch_prices(pin, {"mystery-1": parse_price("mystery-1=3,10")[1]}, "b")
+    assert "one price per model" in (caught.value.hint or "")
+    check_priced(["claude-haiku-4-5", "mystery-1"], {"mystery-1": price})
+    with pytest.raises(UsageError, match="gpt-x is not in dokimi's price table") as caught:
+        check_priced(["gpt-x"], {})
+    assert "--price gpt-x=IN,OUT" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("bad", ["mystery-1", "mystery-1=2", "mystery-1=a,b", "mystery-1=-1,2", "=1,2"])
+def test_a_malformed_price_is_a_usage_error(tmp_path: Path, bad: str) -> None:
+    from tests.helpers.runs import dokimi_cli
+
+    args = ["repo", "run", str(tmp_path), "--arm", "guidance:raw", "--model", "m", "--reps", "1"]
+    proc = dokimi_cli([*args, "--batch", "b", "--price", bad])
+    assert proc.returncode == 2 and "--price" in proc.stderr and "Traceback" not in proc.stderr

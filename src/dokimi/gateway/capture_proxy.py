@@ -446,6 +446,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     ``total`` in all: a connection past either is answered 503 and closed at once, without a thread."""
 
     daemon_threads = True
+    request_queue_size = 128
+    """The listen backlog: a burst of connections waits there to be accepted (or turned away)."""
 
     def __init__(
         self,
