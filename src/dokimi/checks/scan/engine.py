@@ -27,9 +27,6 @@ from dokimi.checks.scan.identifiers import (
     words_needed,
 )
 from dokimi.checks.scan.markdown import MarkdownItems, extract
-from dokimi.checks.scan.nonpaths import not_a_path
-from dokimi.checks.scan.parity import CONFIG as PARITY_CONFIG
-from dokimi.checks.scan.parity import parity_claims, workflow_files
 from dokimi.checks.scan.paths import (
     DEFAULT_BRANCHES,
     RepoUrl,
@@ -62,7 +59,6 @@ from dokimi.checks.scan.skills import (
     skill_references,
     skills_of,
 )
-from dokimi.checks.scan.suppress import IgnoreEntry, Rule, apply_suppressions, inline_rules, manifest_rules
 from dokimi.checks.scan.verdict import AdapterChoice, Draft, FileRecord, Verdict, WarningRecord
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_GUIDANCE_BYTES, SKILL_FILE, status_class
 from dokimi.errors import SourceError
@@ -72,6 +68,11 @@ from dokimi.source.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from dokimi.checks.scan.items_cache import ItemsCache
+    from dokimi.checks.scan.suppress import IgnoreEntry, Rule
+
+#: The pre-commit config whose hooks the parity check compares with CI (dokimi.checks.scan.parity).
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+WORKFLOWS = ".github/workflows/"
 
 Origin = Literal["glob", "also_scan"]
 
@@ -142,6 +143,8 @@ class ScanResult:
 
     def add_claims(self, drafts: list[Draft]) -> None:
         """Add claims made after the scan (``repo scan --run``), the suppressions applied to all anew."""
+        from dokimi.checks.scan.suppress import apply_suppressions
+
         every = sorted(
             [d._replace(suppressed=None) for d in self.drafts] + drafts,
             key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status),
@@ -435,6 +438,22 @@ def check_fragment(
     return Verdict(found.status, f"{found.why}; #{fragment} not checked (not a Markdown file, not a line)")
 
 
+def workflow_files(tree: Tree) -> list[str]:
+    """The GitHub workflow files of the tree (``.github/workflows/*.yml``, ``*.yaml``)."""
+    return sorted(
+        p
+        for p in tree.files_ending((".yml", ".yaml"))
+        if p.startswith(WORKFLOWS) and "/" not in p[len(WORKFLOWS) :]
+    )
+
+
+def not_a_path_(location: str, line: str, bases: list[str], tree: Tree) -> str | None:
+    """:func:`dokimi.checks.scan.nonpaths.not_a_path`, its module imported on the first path not found."""
+    from dokimi.checks.scan.nonpaths import not_a_path
+
+    return not_a_path(location, line, bases, tree)
+
+
 #: The statuses of a path or glob the tree does not hold where the claim says.
 NOT_FOUND = frozenset({"fail", "unresolved"})
 
@@ -513,7 +532,7 @@ def scan_span(path: str, line: int, text: str, work: _Work, line_text: str = "")
         if (
             (verdict.status in NOT_FOUND or not literal)
             and "/" in detail
-            and not_a_path(detail, line_text, bases, work.tree)
+            and not_a_path_(detail, line_text, bases, work.tree)
         ):
             return
         work.drafts.append(Draft(path, line, what, text, verdict))
@@ -797,10 +816,10 @@ def _scan(
     for name in sorted(work.used_adapters):
         needs.update(ADAPTERS[name].inputs(tree))
     workflows = (
-        workflow_files(tree) if "pre-commit" in work.adapters and snapshot.is_file(PARITY_CONFIG) else []
+        workflow_files(tree) if "pre-commit" in work.adapters and snapshot.is_file(PRE_COMMIT_CONFIG) else []
     )
     if workflows:
-        needs.update([PARITY_CONFIG, *workflows])
+        needs.update([PRE_COMMIT_CONFIG, *workflows])
     modules: dict[str, tuple[str, str, list[str]] | None] = {}  # by the claim's text
     for _, _, text, shape in work.identifiers:
         if shape == "dotted" and text not in modules:
@@ -819,8 +838,10 @@ def _scan(
         if check.note:
             verdict = Verdict(verdict.status, f"{verdict.why}; {check.note}", verdict.fix)
         work.drafts.append(Draft(check.file, check.line, check.kind, check.claim, verdict))
-    config_text = inputs.text(PARITY_CONFIG) if workflows else None
+    config_text = inputs.text(PRE_COMMIT_CONFIG) if workflows else None
     if config_text is not None:  # the pre-commit <-> CI parity of the tools both run
+        from dokimi.checks.scan.parity import parity_claims
+
         texts_of = {w: t for w in workflows if (t := inputs.text(w)) is not None}
         work.drafts.extend(parity_claims(config_text, texts_of, tree))
     # identifiers: one content search for all of them
@@ -848,13 +869,13 @@ def _scan(
     drafts = sorted(unique.values(), key=lambda d: (d.file, d.line, d.claim, d.kind, d.verdict.status))
     if items_cache is not None:
         items_cache.save()  # the guidance's items, and those of the Markdown files its links' fragments name
-    rules = [
-        rule
-        for path, parsed in items.items()
-        if "dokimi:" in texts[path]
-        for rule in inline_rules(path, texts[path], parsed.fenced_lines())
-    ]
-    rules += manifest_rules(ignore)
-    drafts, unused = apply_suppressions(drafts, rules)
-    warnings.extend(unused)
+    rules: list[Rule] = []
+    marked = [path for path in items if "dokimi:" in texts[path]]
+    if marked or ignore:  # (the suppressions' module is imported only for a scan that has some)
+        from dokimi.checks.scan.suppress import apply_suppressions, inline_rules, manifest_rules
+
+        rules = [rule for p in marked for rule in inline_rules(p, texts[p], items[p].fenced_lines())]
+        rules += manifest_rules(ignore)
+        drafts, unused = apply_suppressions(drafts, rules)
+        warnings.extend(unused)
     return ScanResult(files, drafts, warnings, systems, items, rules)

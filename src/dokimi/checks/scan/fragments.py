@@ -16,7 +16,7 @@ import re
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd", ".mdwn")
-LINE_ANCHOR = re.compile(r"^L(\d+)(?:C\d+)?(?:-L(\d+)(?:C\d+)?)?$")
+LINE_ANCHOR = r"^L(\d+)(?:C\d+)?(?:-L(\d+)(?:C\d+)?)?$"
 GITHUB_PREFIX = "user-content-"
 
 
@@ -53,7 +53,7 @@ def resolve_fragment(fragment: str, anchors: list[str], where: str) -> Verdict:
 
 def resolve_line_anchor(fragment: str, text: str, where: str) -> Verdict | None:
     """``#L12`` / ``#L12-L20`` against the lines of a file; None when the fragment is no line anchor."""
-    match = LINE_ANCHOR.match(fragment)
+    match = re.match(LINE_ANCHOR, fragment)
     if not match:
         return None
     first, last = int(match.group(1)), int(match.group(2) or match.group(1))

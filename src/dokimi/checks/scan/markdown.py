@@ -21,14 +21,16 @@ if TYPE_CHECKING:  # markdown-it is imported on the first parse (a scan whose it
     from markdown_it.rules_inline import StateInline
 
 ITEM_TYPES = frozenset({"link_open", "image", "code_inline", "html_inline"})
+# The patterns of HTML, code spans and anchors are compiled on first use (re keeps them), not when a scan
+# whose Markdown items are cached imports this module.
 #: An HTML start tag, its name and its attributes.
-HTML_TAG = re.compile(
-    r"<([A-Za-z][A-Za-z0-9-]*)((?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>\"']+))?)*)\s*/?>"
-)
+HTML_TAG = r"<([A-Za-z][A-Za-z0-9-]*)((?:\s+[^\s/>=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>\"']+))?)*)\s*/?>"
+HTML_ATTR = r"([^\s/>=]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+)))?"
+HTML_COMMENT = r"<!--.*?(?:-->|\Z)"  # (with re.S)
+#: A code span in one line of Markdown source (the run of backticks that opens it closes it).
+CODE_SPAN = r"(`+)(?:(?!\1).)+?\1"
 #: What github_slug drops of an ASCII heading: all but lowercase letters, digits, space, - and _.
-ASCII_DROPPED = re.compile(r"[^a-z0-9 _-]")
-HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
-HTML_ATTR = re.compile(r"([^\s/>=]+)(?:\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>\"']+)))?")
+ASCII_DROPPED = r"[^a-z0-9 _-]"
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.S)
 
 
@@ -236,12 +238,12 @@ def html_items(html: str, line: int, items: MarkdownItems) -> None:
     """The links (``<a href>``, ``<img src>``) and anchors (any element's ``id``, an ``<a name>``) of HTML in
     Markdown, starting at ``line`` (what an HTML comment holds is not read)."""
     if "<!--" in html:
-        html = HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), html)
-    for tag in HTML_TAG.finditer(html):
+        html = re.sub(HTML_COMMENT, lambda m: "\n" * m.group(0).count("\n"), html, flags=re.S)
+    for tag in re.finditer(HTML_TAG, html):
         name = tag.group(1).lower()
         attrs = {
             m.group(1).lower(): next((g for g in m.group(2, 3, 4) if g is not None), "")
-            for m in HTML_ATTR.finditer(tag.group(2))
+            for m in re.finditer(HTML_ATTR, tag.group(2))
         }
         at = line + html.count("\n", 0, tag.start())
         if name == "a" and attrs.get("href"):
@@ -287,7 +289,7 @@ def github_slug(text: str) -> str:
     not a letter, a digit, a mark, ``-``, ``_`` or a space dropped; each space a ``-``."""
     lowered = text.lower()
     if lowered.isascii():
-        return ASCII_DROPPED.sub("", lowered).replace(" ", "-")
+        return re.sub(ASCII_DROPPED, "", lowered).replace(" ", "-")
     import unicodedata
 
     kept = [ch for ch in lowered if ch in " -_" or unicodedata.category(ch)[0] in "LNM"]

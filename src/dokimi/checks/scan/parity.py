@@ -31,7 +31,6 @@ from dokimi.checks.scan.verdict import Draft, Verdict, fail, ok, unresolved
 from dokimi.globs import filter_paths, is_glob
 
 CONFIG = ".pre-commit-config.yaml"
-WORKFLOWS = ".github/workflows/"
 #: Hook ids whose tool is another command (or a command and its subcommand).
 HOOK_TOOLS = {
     "ruff": ("ruff", "check"),
@@ -489,12 +488,3 @@ def compare(hook: Hook, command: CiCommand, config: dict[str, Any], tree: Tree) 
 def _some(paths: list[str]) -> str:
     shown = ", ".join(paths[:SAMPLES]) + (", ..." if len(paths) > SAMPLES else "")
     return f"{len(paths)} file{'s' if len(paths) != 1 else ''} ({shown})"
-
-
-def workflow_files(tree: Tree) -> list[str]:
-    """The workflow files of the tree (``.github/workflows/*.yml``, ``*.yaml``)."""
-    return sorted(
-        p
-        for p in tree.snapshot.entries
-        if p.startswith(WORKFLOWS) and "/" not in p[len(WORKFLOWS) :] and p.endswith((".yml", ".yaml"))
-    )

@@ -23,7 +23,7 @@ import re
 from collections.abc import Collection, Container, Iterator, Mapping
 from typing import NamedTuple
 
-from dokimi.checks.scan.suppress import CODE_SPAN
+from dokimi.checks.scan.markdown import CODE_SPAN
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
 from dokimi.constants import SKILL_FILE
 
@@ -33,10 +33,10 @@ HARNESS_SKILLS = frozenset({"skill-creator", "skill-installer"})
 SKILL_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 #: ``$name`` in prose: not part of a word, not an escaped dollar, not followed by what continues a shell
 #: expansion (``$dir/x``, ``$x.y``, ``${x}``); a full stop that ends the sentence is fine.
-DOLLAR_MENTION = re.compile(rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/\-{{(]|\.\w)")
-SPAN_NEAR_SKILL = re.compile(rf"`({SKILL_NAME})`\s+skill\b|\bskill\s+`({SKILL_NAME})`", re.I)
-FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.S)
-FRONT_KEY = re.compile(r"^([A-Za-z_-]+):[ \t]*(.*?)[ \t]*$", re.M)
+DOLLAR_MENTION = rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/\-{{(]|\.\w)"
+SPAN_NEAR_SKILL = rf"`({SKILL_NAME})`\s+skill\b|\bskill\s+`({SKILL_NAME})`"
+FRONT_MATTER = r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)"  # (with re.S)
+FRONT_KEY = r"^([A-Za-z_-]+):[ \t]*(.*?)[ \t]*$"  # (with re.M)
 
 
 class SkillRef(NamedTuple):
@@ -62,10 +62,10 @@ def is_skill_support_file(path: str, entries: Container[str]) -> bool:
 def front_matter(text: str) -> dict[str, str]:
     """The top-level ``key: value`` lines of a YAML front matter (the scan needs ``name`` and
     ``description`` only; a folded or quoted value is kept as written, quotes stripped)."""
-    match = FRONT_MATTER.match(text)
+    match = re.match(FRONT_MATTER, text, re.S)
     if not match:
         return {}
-    return {k: v.strip("'\"") for k, v in FRONT_KEY.findall(match.group(1))}
+    return {k: v.strip("'\"") for k, v in re.findall(FRONT_KEY, match.group(1), re.M)}
 
 
 def skills_of(skill_files: list[str], texts: Mapping[str, str]) -> dict[str, str]:
@@ -93,11 +93,11 @@ def skill_references(text: str, fence_lines: Collection[int]) -> Iterator[SkillR
         if number in fence_lines:
             continue
         if "$" in line:
-            prose = CODE_SPAN.sub(_span_or_blank, line)
-            for match in DOLLAR_MENTION.finditer(prose):
+            prose = re.sub(CODE_SPAN, _span_or_blank, line)
+            for match in re.finditer(DOLLAR_MENTION, prose):
                 yield SkillRef(number, f"${match.group(1)}", match.group(1))
         if "skill" in line.lower():
-            for match in SPAN_NEAR_SKILL.finditer(line):
+            for match in re.finditer(SPAN_NEAR_SKILL, line, re.I):
                 name = match.group(1) or match.group(2)
                 yield SkillRef(number, name, name)
 

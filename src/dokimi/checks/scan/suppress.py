@@ -21,9 +21,9 @@ import re
 from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
+from dokimi.checks.scan.markdown import CODE_SPAN
 from dokimi.checks.scan.verdict import Draft, WarningRecord
 
-CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 MARKER = re.compile(r"<!--\s*dokimi:\s*ignore(-start|-end)?(?:\s+(.*?))?\s*-->")
 FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -68,7 +68,7 @@ def inline_rules(path: str, text: str, fenced: Collection[int]) -> list[Rule]:
     for number, line in enumerate(lines, 1):
         if number in fenced:
             continue
-        line = CODE_SPAN.sub(" ", line) if "`" in line else line  # a comment in a code span is code
+        line = re.sub(CODE_SPAN, " ", line) if "`" in line else line  # a comment in a code span is code
         for match in MARKER.finditer(line):
             variant, words = match.group(1), tuple((match.group(2) or "").split())
             if variant == "-start":
