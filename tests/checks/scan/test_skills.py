@@ -26,6 +26,7 @@ Before a release, run $relase-notes again.
 The `release-notes` skill knows the format; so does skill `deploy`.
 Mentioning `$release-notes` alone in a code span counts; `echo $HOME $release` does not.
 Codex's own $skill-creator writes new skills.
+Use the release-notes skill, not the relese-notes skill; a problem-solving skill helps too.
 
 ```sh
 echo $release-notes
@@ -59,6 +60,8 @@ def test_skill_files_and_references_with_the_default_globs(tmp_path: Path) -> No
         (5, "skill", "release-notes", "ok"),
         (6, "skill", "$release-notes", "ok"),
         (7, "skill", "$skill-creator", "unresolved"),
+        (8, "skill", "release-notes", "ok"),
+        (8, "skill", "relese-notes", "fail"),
     ]
     fix = {d.claim: d.verdict.fix for d in result.drafts if d.file == "AGENTS.md"}
     assert fix["$relase-notes"] == "did you mean release-notes?"

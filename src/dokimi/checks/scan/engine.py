@@ -399,7 +399,9 @@ def scan_skills(path: str, text: str, items: MarkdownItems, work: _Work) -> None
     if not work.skills:
         return
     for ref in skill_references(text, items.fenced_lines()):
-        work.drafts.append(Draft(path, ref.line, "skill", ref.claim, resolve_skill(ref.name, work.skills)))
+        verdict = resolve_skill(ref.name, work.skills, prose=ref.prose)
+        if verdict is not None:
+            work.drafts.append(Draft(path, ref.line, "skill", ref.claim, verdict))
 
 
 def fragment_check(file: str, line: int, kind: str, target: str, found: Verdict, work: _Work) -> Check | None:

@@ -8,8 +8,9 @@ A skill is a directory holding a ``SKILL.md`` (the Agent Skills format every sup
   even when a guidance glob matches them (they are searched for identifiers like any other file).
 - :func:`skills_of`: the skills the tree defines, by name (the directory's name, and the ``name`` of its front
   matter when the SKILL.md was read).
-- :func:`skill_references`: ``$name`` (how Codex mentions a skill) in prose or alone in a code span, and a
-  code span next to the word skill ("the `release-notes` skill", "skill `release-notes`").
+- :func:`skill_references`: ``$name`` (how Codex mentions a skill) in prose or alone in a code span, a
+  code span next to the word skill ("the `release-notes` skill", "skill `release-notes`"), and a hyphenated
+  name before it in prose ("the release-notes skill", a claim only when it names or nearly names a skill).
 - :func:`resolve_skill`: ok when the tree defines the skill; fail when the tree defines skills but none of
   that name (a renamed or deleted skill); unresolved for a skill the harness ships itself.
 - :func:`check_skill_front_matter`: a SKILL.md whose front matter lacks ``name`` or ``description``, or names
@@ -35,6 +36,11 @@ SKILL_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 #: expansion (``$dir/x``, ``$x.y``, ``${x}``); a full stop that ends the sentence is fine.
 DOLLAR_MENTION = rf"(?<![\w$\\]){re.escape('$')}({SKILL_NAME})(?![\w/\-{{(]|\.\w)"
 SPAN_NEAR_SKILL = rf"`({SKILL_NAME})`\s+skill\b|\bskill\s+`({SKILL_NAME})`"
+#: A hyphenated name before the word skill in prose, without backticks ("use the release-notes skill"): a
+#: reference only when it names a skill of the tree or nearly does (prose says "a problem-solving skill" too).
+PROSE_SKILL = r"\b([a-z0-9]+(?:-[a-z0-9]+)+)\s+skill\b"
+#: How close a name in prose must be to a skill's to be read as a misspelt reference.
+CLOSE_IN_PROSE = 0.8
 FRONT_MATTER = r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)"  # (with re.S)
 FRONT_KEY = r"^([A-Za-z_-]+):[ \t]*(.*?)[ \t]*$"  # (with re.M)
 
@@ -44,6 +50,8 @@ class SkillRef(NamedTuple):
     claim: str
     """As written: ``$name`` or ``name``."""
     name: str
+    prose: bool = False
+    """Found in prose without backticks: a reference only when it names, or nearly names, a skill."""
 
 
 def is_skill_support_file(path: str, entries: Container[str]) -> bool:
@@ -100,6 +108,8 @@ def skill_references(text: str, fence_lines: Collection[int]) -> Iterator[SkillR
             for match in re.finditer(SPAN_NEAR_SKILL, line, re.I):
                 name = match.group(1) or match.group(2)
                 yield SkillRef(number, name, name)
+            for match in re.finditer(PROSE_SKILL, re.sub(CODE_SPAN, " ", line)):
+                yield SkillRef(number, match.group(1), match.group(1), prose=True)
 
 
 def _span_or_blank(match: re.Match[str]) -> str:
@@ -109,9 +119,10 @@ def _span_or_blank(match: re.Match[str]) -> str:
     return f" {inner} " if re.fullmatch(rf"\$({SKILL_NAME})", inner) else " "
 
 
-def resolve_skill(name: str, skills: Mapping[str, str]) -> Verdict:
+def resolve_skill(name: str, skills: Mapping[str, str], *, prose: bool = False) -> Verdict | None:
     """ok when the tree defines the skill; unresolved for a skill a harness ships; fail otherwise (the
-    caller asks only when the tree defines some skill), with the closest name."""
+    caller asks only when the tree defines some skill), with the closest name. A name in prose is no claim
+    (None) unless it is, or nearly is, a skill's."""
     found = skills.get(name)
     if found is not None:
         return ok(f"the skill {posixpath.dirname(found)}")
@@ -119,7 +130,9 @@ def resolve_skill(name: str, skills: Mapping[str, str]) -> Verdict:
         return unresolved("a skill the harness ships itself, not in the tree")
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(skills), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, sorted(skills), n=1, cutoff=CLOSE_IN_PROSE if prose else 0.6)
+    if prose and not close:
+        return None
     listed = ", ".join(sorted(skills)[:5]) + (", ..." if len(skills) > 5 else "")
     return fail(
         f"no skill named {name} in the tree (it has {listed})", f"did you mean {close[0]}?" if close else None
