@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -186,3 +187,50 @@ def test_cohen_kappa_is_undefined_when_everyone_gives_one_label() -> None:
 
 def test_cohen_kappa_of_perfect_agreement_is_one() -> None:
     assert stats.cohen_kappa(["a", "b", "a"], ["a", "b", "a"]) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n1,n2", [(1, 1), (2, 3), (5, 5), (4, 10), (20, 7)])
+def test_newcombe_interval_matches_statsmodels_for_every_count(n1: int, n2: int) -> None:
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    for k1 in range(n1 + 1):
+        for k2 in range(n2 + 1):
+            got = stats.newcombe_interval(k1, n1, k2, n2)
+            assert got is not None
+            lo, hi = confint_proportions_2indep(k2, n2, k1, n1, method="newcomb", compare="diff")
+            assert got == pytest.approx((lo, hi), abs=1e-9)
+            assert -1.0 <= got[0] <= k2 / n2 - k1 / n1 <= got[1] <= 1.0
+
+
+def test_newcombe_interval_of_no_trials_is_none() -> None:
+    assert stats.newcombe_interval(0, 0, 1, 2) is None and stats.newcombe_interval(1, 2, 0, 0) is None
+
+
+def _brute_force_pass_k(outcomes: tuple[bool, ...], k: int) -> tuple[Fraction, Fraction]:
+    """(pass@k, pass^k) by enumeration: over every k-subset of the attempts, the share holding a pass and
+    the share passing whole."""
+    subsets = list(itertools.combinations(outcomes, k))
+    any_pass = Fraction(sum(1 for s in subsets if any(s)), len(subsets))
+    all_pass = Fraction(sum(1 for s in subsets if all(s)), len(subsets))
+    return any_pass, all_pass
+
+
+def test_pass_at_k_and_pass_hat_k_equal_brute_force_enumeration_for_every_count() -> None:
+    for n in range(1, 11):
+        for c in range(n + 1):
+            outcomes = (True,) * c + (False,) * (n - c)
+            for k in range(1, n + 1):
+                any_pass, all_pass = _brute_force_pass_k(outcomes, k)
+                assert stats.pass_at_k(n, c, k) == pytest.approx(float(any_pass), abs=1e-12)
+                assert stats.pass_hat_k(n, c, k) == pytest.approx(float(all_pass), abs=1e-12)
+
+
+def test_pass_k_at_k_1_is_the_pass_rate_and_fewer_attempts_than_k_give_none() -> None:
+    assert stats.pass_at_k(4, 3, 1) == stats.pass_hat_k(4, 3, 1) == 0.75
+    assert stats.pass_at_k(2, 1, 3) is None and stats.pass_hat_k(2, 1, 3) is None
+    assert stats.pass_at_k(5, 0, 5) == 0.0 and stats.pass_hat_k(5, 5, 5) == 1.0
+    for bad in ((3, 4, 1), (3, 1, 0), (-1, 0, 1)):
+        with pytest.raises(ValueError):
+            stats.pass_at_k(*bad)
+        with pytest.raises(ValueError):
+            stats.pass_hat_k(*bad)

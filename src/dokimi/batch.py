@@ -168,6 +168,15 @@ class Batch:
         which every report and comparison of it says first."""
         return (self.pin is not None and self.pin.dry_run) or any(r.dry_run for r in self.all_results())
 
+    def reps(self) -> int:
+        """The batch's repetitions: the most reps planned (plan.json) for one (task, arm, model, effort), else
+        the most finished; 1 for a batch without either."""
+        keys = self.plan or [c.key for c in self.finished() if c.key is not None]
+        reps: dict[tuple[str, str, str, str | None], set[int]] = {}
+        for key in keys:
+            reps.setdefault((key.task, key.arm, key.model, key.effort), set()).add(key.rep)
+        return max((len(found) for found in reps.values()), default=1)
+
 
 def _read_model(path: Path, model: Any, trusted: Path | None = None) -> Any:
     from dokimi.schemas._base import read_document

@@ -165,6 +165,55 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return (observed - expected) / (1.0 - expected)
 
 
+def newcombe_interval(k1: int, n1: int, k2: int, n2: int, conf: float = 0.95) -> Interval | None:
+    """Newcombe's hybrid score interval of ``k2/n2 - k1/n1``, two independent proportions; None when either
+    has no trials.
+
+    Built from each proportion's :func:`wilson_interval`, so it stays inside [-1, 1] and is not empty at 0/n
+    or n/n. It treats the cells of one task and arm as independent trials: the interval of one task's
+    difference, not of an arm's effect (that is compare's interval over tasks).
+    """
+    first, second = wilson_interval(k1, n1, conf), wilson_interval(k2, n2, conf)
+    if first is None or second is None:
+        return None
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = first, second
+    delta = p2 - p1
+    return (
+        delta - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2),
+        delta + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2),
+    )
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    if n < 0 or c < 0 or c > n or k < 1:
+        raise ValueError(f"need 0 <= c <= n and k >= 1, got n={n}, c={c}, k={k}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """pass@k: the chance that at least one of ``k`` attempts passes, from ``c`` passes in ``n`` attempts.
+
+    The unbiased estimator ``1 - C(n-c, k) / C(n, k)``: the share of the k-subsets of the n attempts that hold
+    a pass (Chen et al. 2021). None when ``n < k``: fewer attempts than k estimate nothing.
+    """
+    _check_counts(n, c, k)
+    if n < k:
+        return None
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """pass^k: the chance that every one of ``k`` attempts passes, from ``c`` passes in ``n`` attempts.
+
+    The unbiased estimator ``C(c, k) / C(n, k)``: the share of the k-subsets of the n attempts that pass
+    whole (Yao et al. 2024, tau-bench). None when ``n < k``.
+    """
+    _check_counts(n, c, k)
+    if n < k:
+        return None
+    return math.comb(c, k) / math.comb(n, k)
+
+
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean, None for no values."""
     return math.fsum(values) / len(values) if values else None

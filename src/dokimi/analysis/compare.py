@@ -54,6 +54,8 @@ __all__ = ["Selection", "build_comparison", "compare", "resolve_selectors"]
 IntervalKind = Literal["bootstrap", "t"]
 INTERVAL: dict[MeasureKind, IntervalKind] = {
     "gate": "bootstrap",
+    "pass_at_k": "bootstrap",
+    "pass_hat_k": "bootstrap",
     "score": "bootstrap",
     "cost": "t",
     "turns": "t",
@@ -61,6 +63,8 @@ INTERVAL: dict[MeasureKind, IntervalKind] = {
 }
 #: Measures whose p-values are corrected together; the rest are descriptive.
 HOLM_KINDS: frozenset[MeasureKind] = frozenset({"gate", "score"})
+#: Measures of the gated cells of a task taken whole: pass@k and pass^k, defined only with k or more of them.
+RELIABILITY_KINDS: frozenset[MeasureKind] = frozenset({"pass_at_k", "pass_hat_k"})
 
 
 # --- selectors ---------------------------------------------------------------------------------------------
@@ -269,14 +273,23 @@ def _mean_n(values: Sequence[float]) -> tuple[float, int] | None:
     return (math.fsum(values) / len(values), len(values)) if values else None
 
 
-def task_values(results: Sequence[Result], metrics: Sequence[str]) -> TaskArm:
+def task_values(results: Sequence[Result], metrics: Sequence[str], k: int = 1) -> TaskArm:
     """Reduce one task's cells in one arm to one value per measure: the mean over reps.
 
-    gate: the share of passing cells (a grader failure fails); score: the mean score of score-only cells (a
-    grader failure scores 0); cost, turns and each metric: the mean over the cells that report it.
+    gate: the share of passing cells (a grader failure fails); pass@k and pass^k: their unbiased estimates
+    over the gated cells (absent with fewer than k); score: the mean score of score-only cells (a grader
+    failure scores 0); cost, turns and each metric: the mean over the cells that report it.
     """
     values: dict[str, tuple[float, int]] = {}
     gated = [r for r in results if r.gated]
+    if gated:
+        passes = sum(1 for r in gated if cell_passed(r))
+        for kind, estimate in (
+            ("pass_at_k", stats.pass_at_k(len(gated), passes, k)),
+            ("pass_hat_k", stats.pass_hat_k(len(gated), passes, k)),
+        ):
+            if estimate is not None:
+                values[kind] = (estimate, len(gated))
     candidates: dict[str, list[float]] = {
         "gate": [1.0 if cell_passed(r) else 0.0 for r in gated],
         "score": [s for r in results if (s := cell_score(r)) is not None],
@@ -305,9 +318,11 @@ class MeasureSpec:
         return f"metric:{self.name}" if self.kind == "metric" else self.kind
 
 
-def measures_for(metrics: Sequence[str]) -> list[MeasureSpec]:
+def measures_for(metrics: Sequence[str], k: int = 1) -> list[MeasureSpec]:
     return [
         MeasureSpec("gate", "gate"),
+        MeasureSpec("pass_at_k", f"pass@{k}"),
+        MeasureSpec("pass_hat_k", f"pass^{k}"),
         MeasureSpec("score", "score"),
         MeasureSpec("cost", "cost"),
         MeasureSpec("turns", "turns"),
@@ -341,13 +356,19 @@ def pair_tasks(
         b, t = baseline[task], treatment[task]
         if _gating(b) != _gating(t) or _gating(b) == "mixed":
             continue
-        if spec.kind == "gate" and _gating(b) != "gated":
+        if spec.kind in ("gate", *RELIABILITY_KINDS) and _gating(b) != "gated":
             continue
         if spec.kind == "score" and _gating(b) != "score-only":
             continue
         has_b, has_t = spec.key in b.values, spec.key in t.values
         if has_b and has_t:
             paired.append((task, b, t))
+        elif spec.kind in RELIABILITY_KINDS:
+            lacking = " and ".join(
+                label for label, has in ((base_label, has_b), (treat_label, has_t)) if not has
+            )
+            reason = f"fewer gated cells than k in {lacking}"
+            unpaired.append(Unpaired(task=task, measure=spec.name, reason=reason))
         elif has_b or has_t:
             lacking = treat_label if has_b else base_label
             reason = f"no cell of {lacking} reports {spec.name}"
@@ -464,23 +485,35 @@ def _group(result: Result) -> GroupKey:
     return (result.model, result.effort, None if result.mode is None else str(result.mode.value))
 
 
-def _by_task(results: Iterable[Result], metrics: Sequence[str]) -> dict[str, TaskArm]:
+def _by_task(results: Iterable[Result], metrics: Sequence[str], k: int) -> dict[str, TaskArm]:
     cells: dict[str, list[Result]] = defaultdict(list)
     for result in results:
         cells[result.task].append(result)
-    return {task: task_values(found, metrics) for task, found in cells.items()}
+    return {task: task_values(found, metrics, k) for task, found in cells.items()}
 
 
 def _sort_key(key: GroupKey) -> tuple[tuple[bool, str], ...]:
     return tuple((value is not None, value or "") for value in key)
 
 
-def build_comparison(selections: Sequence[Selection], metrics: Sequence[str] = ()) -> CompareDoc:
-    """The repo_compare.v1 document of resolved selections (baseline first)."""
+def default_k(selections: Sequence[Selection]) -> int:
+    """The k of pass@k and pass^k when --k is not given: the fewest reps of the batches compared."""
+    return min((batch.reps() for s in selections for batch in s.batches()), default=1)
+
+
+def build_comparison(
+    selections: Sequence[Selection], metrics: Sequence[str] = (), k: int | None = None
+) -> CompareDoc:
+    """The repo_compare.v1 document of resolved selections (baseline first); ``k`` of pass@k and pass^k
+    (default: :func:`default_k`)."""
+    from dokimi.analysis.report import check_k
+
+    check_k(k)
+    k = k or default_k(selections)
     metrics = list(dict.fromkeys(metrics))
     check_metrics(selections, metrics)
     baseline, treatments = selections[0], selections[1:]
-    specs = measures_for(metrics)
+    specs = measures_for(metrics, k)
     comparisons: list[Comparison] = []
     for treatment in treatments:
         groups: dict[GroupKey, tuple[list[Result], list[Result]]] = defaultdict(lambda: ([], []))
@@ -492,7 +525,7 @@ def build_comparison(selections: Sequence[Selection], metrics: Sequence[str] = (
             base_cells, treat_cells = groups[key]
             if not treat_cells:
                 continue  # the baseline ran a model/effort/mode this treatment never ran
-            base_tasks, treat_tasks = _by_task(base_cells, metrics), _by_task(treat_cells, metrics)
+            base_tasks, treat_tasks = _by_task(base_cells, metrics, k), _by_task(treat_cells, metrics, k)
             labels = (baseline.label, treatment.label)
             unpaired = task_level_unpaired(base_tasks, treat_tasks, labels)
             measures = []
@@ -520,6 +553,7 @@ def build_comparison(selections: Sequence[Selection], metrics: Sequence[str] = (
         dry_run=any(batch.dry_run for s in selections for batch in s.batches()),
         selectors=[_selector_info(s, batch_paths(s)) for s in selections],
         metrics=metrics,
+        k=k,
         comparisons=comparisons,
         holm_family=family,
         warnings=sorted(compare_warnings(selections), key=lambda w: (w.code, w.message)),
@@ -679,6 +713,8 @@ def compare_warnings(selections: Sequence[Selection]) -> list[ReportWarning]:
     return out
 
 
-def compare(selectors: Sequence[str], baseline: str, metrics: Sequence[str] = ()) -> CompareDoc:
+def compare(
+    selectors: Sequence[str], baseline: str, metrics: Sequence[str] = (), k: int | None = None
+) -> CompareDoc:
     """``repo compare``: resolve the selectors and build the comparison."""
-    return build_comparison(resolve_selectors(selectors, baseline), metrics)
+    return build_comparison(resolve_selectors(selectors, baseline), metrics, k)

@@ -335,14 +335,35 @@ def _outcome(
     }
 
 
+def reliability(results: Sequence[Result], k: int) -> dict[str, Any]:
+    """pass@k and pass^k of one task's gated cells (None with fewer than k of them)."""
+    gated = [r for r in results if r.gated]
+    passes = sum(1 for r in gated if cell_passed(r))
+    if not gated:
+        return {"pass_at_k": None, "pass_hat_k": None}
+    return {
+        "pass_at_k": stats.pass_at_k(len(gated), passes, k),
+        "pass_hat_k": stats.pass_hat_k(len(gated), passes, k),
+    }
+
+
+def check_k(k: int | None) -> None:
+    """--k is a positive number of attempts."""
+    if k is not None and k < 1:
+        raise UsageError(f"--k {k}: k is a number of attempts, at least 1")
+
+
 def _sort_key(key: tuple[str | None, ...]) -> tuple[tuple[bool, str], ...]:
     return tuple((value is not None, value or "") for value in key)
 
 
 def build_report(
-    batch: Batch, *, cutoffs: dict[str, Cutoff] | None = None, path: str | None = None
+    batch: Batch, *, cutoffs: dict[str, Cutoff] | None = None, path: str | None = None, k: int | None = None
 ) -> ReportDoc:
-    """The repo_report.v1 document of ``batch``; ``cutoffs`` (model -> cutoff) split rows by base date."""
+    """The repo_report.v1 document of ``batch``; ``cutoffs`` (model -> cutoff) split rows by base date; ``k``
+    of pass@k and pass^k (default: the batch's reps)."""
+    check_k(k)
+    k = k or batch.reps()
     cutoffs = cutoffs or {}
     groups: dict[RowKey, _Group] = defaultdict(_Group)
     facts: dict[str, _TaskFacts] = {}
@@ -417,6 +438,7 @@ def build_report(
                 harness_versions=versions,
                 **_outcome(group.results, group.missing, group.invalid, group.infra),
                 **_mergeability(group, provisional.get(task_name)),
+                **reliability(group.results, k),
             )
         )
 
@@ -440,8 +462,9 @@ def build_report(
             infra_errors=len(batch.infra_errors()),
         ),
         cutoffs={model: cutoff.text for model, cutoff in sorted(cutoffs.items())},
+        k=k,
         rows=rows,
-        arms=_arm_summaries(groups),
+        arms=_arm_summaries(groups, k),
         missing_cells=[CellProblem(cell=c.rel) for c in batch.missing()],
         invalid_cells=[CellProblem(cell=c.rel, error=c.error) for c in batch.invalid()],
         warnings=sorted(warnings, key=lambda w: (w.code, w.message)),
@@ -464,7 +487,7 @@ def _version(result: Result) -> str:
     return f"{result.harness} {result.harness_version or '?'}"
 
 
-def _arm_summaries(groups: dict[RowKey, _Group]) -> list[ArmSummary]:
+def _arm_summaries(groups: dict[RowKey, _Group], k: int) -> list[ArmSummary]:
     by_arm: dict[tuple[str, str, str | None, str | None, str | None, CutoffSide | None], list[RowKey]] = (
         defaultdict(list)
     )
@@ -474,18 +497,21 @@ def _arm_summaries(groups: dict[RowKey, _Group]) -> list[ArmSummary]:
     out = []
     for arm_key in sorted(by_arm, key=_sort_key):
         keys = by_arm[arm_key]
-        results = [r for k in keys for r in groups[k].results]
+        results = [r for key in keys for r in groups[key].results]
         shares = []
-        for k in keys:
-            gated = [r for r in groups[k].results if r.gated]
+        for key in keys:
+            gated = [r for r in groups[key].results if r.gated]
             if gated:
                 shares.append(sum(1 for r in gated if cell_passed(r)) / len(gated))
+        per_task = [reliability(groups[key].results, k) for key in keys]
+        at_k = [v["pass_at_k"] for v in per_task if v["pass_at_k"] is not None]
+        hat_k = [v["pass_hat_k"] for v in per_task if v["pass_hat_k"] is not None]
         arm, model, effort, mode, style, side = arm_key
         outcome = _outcome(
             results,
-            sum(groups[k].missing for k in keys),
-            sum(groups[k].invalid for k in keys),
-            [r for k in keys for r in groups[k].infra],
+            sum(groups[key].missing for key in keys),
+            sum(groups[key].invalid for key in keys),
+            [r for key in keys for r in groups[key].infra],
         )
         out.append(
             ArmSummary(
@@ -495,8 +521,11 @@ def _arm_summaries(groups: dict[RowKey, _Group]) -> list[ArmSummary]:
                 mode=mode,
                 prompt_style=style,
                 cutoff=side,
-                tasks=len({k[0] for k in keys}),
+                tasks=len({key[0] for key in keys}),
                 task_pass_mean=stats.mean(shares),
+                k_tasks=len(at_k),
+                pass_at_k=stats.mean(at_k),
+                pass_hat_k=stats.mean(hat_k),
                 **outcome,
             )
         )

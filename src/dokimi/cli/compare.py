@@ -65,6 +65,14 @@ def _p(value: float | None) -> str:
     metavar="NAME",
     help="Also compare this grade.json metric (a number or boolean). Repeatable.",
 )
+@click.option(
+    "--k",
+    "k",
+    type=int,
+    metavar="K",
+    help="The k of pass@k (some of k attempts passes) and pass^k (all k pass); default: the fewest reps "
+    "of the batches compared.",
+)
 @json_option
 @click.option(
     "--html",
@@ -73,19 +81,27 @@ def _p(value: float | None) -> str:
     help="Also write a self-contained HTML page with a per-task delta chart.",
 )
 def compare(
-    selectors: tuple[str, ...], baseline: str, metrics: tuple[str, ...], as_json: bool, html_file: Path | None
+    selectors: tuple[str, ...],
+    baseline: str,
+    metrics: tuple[str, ...],
+    k: int | None,
+    as_json: bool,
+    html_file: Path | None,
 ) -> int:
     """Compare arms against --baseline with tasks as the unit.
 
     Each task's cells are first reduced to one value per arm (the mean over its reps). Per treatment arm,
-    model, effort and mode, and per measure (gate share, score, cost, turns, each --metric): the mean per-task
-    delta with a 95% interval over tasks, tasks up/down/tied, and a two-sided sign-flip permutation p; Holm's
-    correction over the gate and score comparisons. BATCH takes every arm of a batch; BATCH/ARM one arm of
-    one batch, so two batches of the same arm compare too. --json prints a repo_compare.v1 document.
+    model, effort and mode, and per measure (gate share, pass@k, pass^k, score, cost, turns, each --metric):
+    the mean per-task delta with a 95% interval over tasks, tasks up/down/tied, and a two-sided sign-flip
+    permutation p; Holm's correction over the gate and score comparisons. BATCH takes every arm of a batch;
+    BATCH/ARM one arm of one batch, so two batches of the same arm compare too. --json prints a
+    repo_compare.v1 document.
     """
     from dokimi.analysis.compare import compare as build
+    from dokimi.analysis.report import check_k
 
-    doc = build(list(selectors), baseline, list(metrics))
+    check_k(k)
+    doc = build(list(selectors), baseline, list(metrics), k)
     from dokimi.analysis.html import render_compare
 
     return deliver_document(
@@ -154,7 +170,7 @@ def _print(doc: object) -> None:
     lines += fit_line(
         "p: two-sided sign-flip permutation over tasks; "
         f"Holm over {doc.holm_family} gate/score comparison(s); "
-        "cost, turns and metrics are descriptive.",
+        f"pass@{doc.k}, pass^{doc.k} (k={doc.k}), cost, turns and metrics are descriptive.",
         width,
     )
     print_lines(lines)

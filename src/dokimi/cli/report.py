@@ -36,6 +36,13 @@ def _ci(ci: tuple[float, float] | None) -> str:
     help="Split MODEL's rows by task base date against its training cutoff "
     "(YYYY-MM, YYYY-MM-DD or ISO 8601). Repeatable.",
 )
+@click.option(
+    "--k",
+    "k",
+    type=int,
+    metavar="K",
+    help="The k of pass@k (some of k attempts passes) and pass^k (all k pass); default: the batch's reps.",
+)
 @json_option
 @click.option(
     "--html",
@@ -45,23 +52,26 @@ def _ci(ci: tuple[float, float] | None) -> str:
     help="Also write the report as a static site: DIR/index.html (or FILE.html) with charts and tables, and "
     "one page per cell in cells/ beside it (prompt, transcript, diff, grade, verdict).",
 )
-def report(batch: Path, cutoffs: tuple[str, ...], as_json: bool, html_file: Path | None) -> int:
+def report(
+    batch: Path, cutoffs: tuple[str, ...], k: int | None, as_json: bool, html_file: Path | None
+) -> int:
     """Pass rates with Wilson 95% intervals per (task, arm, model, effort, mode) of BATCH (<out>/<batch>).
 
     Finished cells only: a grader failure counts as a failure, a cell without result.json is missing (not
     failed), a result.json that does not validate makes the cell invalid. Score-only tasks show their mean
     score. Cells that differ in effort or mode are never pooled. --json prints a repo_report.v1 document.
     """
-    from dokimi.analysis.report import build_report, parse_cutoffs
+    from dokimi.analysis.report import build_report, check_k, parse_cutoffs
     from dokimi.batch import load_batch, why_not_a_batch
     from dokimi.errors import UsageError
 
+    check_k(k)
     parsed = parse_cutoffs(cutoffs)
     loaded = load_batch(batch)
     why = why_not_a_batch(loaded)
     if why is not None:
         raise UsageError(f"{batch}: {why}", hint="give <out>/<batch>, the directory repo run wrote")
-    doc = build_report(loaded, cutoffs=parsed, path=str(batch))
+    doc = build_report(loaded, cutoffs=parsed, path=str(batch), k=k)
     if html_file is not None:
         from dokimi.analysis.site import write_report_site
         from dokimi.cli._common import note
@@ -158,6 +168,7 @@ def _print(doc: object) -> None:
         ]
         columns = [*arm_names, *(Col(n, right=True) for n in arm_numbers)]
         lines += ["", *render_table(columns, arm_rows, title="per arm (all tasks)")]
+    lines += _reliability_lines(doc)
     lines += _guidance_lines(doc)
     for cell in doc.invalid_cells:
         lines.append(f"invalid: {cell.cell}: {cell.error}")
@@ -186,6 +197,44 @@ def _pivot(doc: object) -> list[str]:
         rows.append(row)
     columns = [Col("task", key=True), *(Col(arm, right=True, droppable=False) for arm in arms)]
     return ["", *render_table(columns, rows, title="passes and pass rate per task (arms in columns)")]
+
+
+def _reliability_lines(doc: ReportDoc) -> list[str]:
+    """Per arm: pass@k and pass^k, the means over the tasks with at least k gated cells."""
+    from dokimi.cli.tables import Col, render_table
+
+    gated = [a for a in doc.arms if a.gated]
+    if not gated:
+        return []
+    k = doc.k
+    rows = [
+        [
+            a.arm,
+            a.model,
+            a.effort or "default",
+            a.mode or "-",
+            f"{a.k_tasks}/{a.tasks}",
+            _fmt(a.task_pass_mean),
+            _fmt(a.pass_at_k),
+            _fmt(a.pass_hat_k),
+        ]
+        for a in gated
+    ]
+    columns = [
+        Col("arm", key=True),
+        Col("model"),
+        Col("effort"),
+        Col("mode"),
+        Col("tasks", right=True, droppable=False),
+        Col("pass@1", right=True, droppable=False),
+        Col(f"pass@{k}", right=True, droppable=False),
+        Col(f"pass^{k}", right=True, droppable=False),
+    ]
+    title = (
+        f"reliability over k={k} attempts: pass@{k} (some attempt passes) and pass^{k} (all {k} do), "
+        f"the mean over the tasks with {k} or more gated cells"
+    )
+    return ["", *render_table(columns, rows, title=title)]
 
 
 def _guidance_lines(doc: object) -> list[str]:

@@ -13,7 +13,7 @@ from dokimi.schemas._base import Document
 from dokimi.schemas.batch import BatchPin
 from dokimi.schemas.report import ReportWarning
 
-MeasureKind = Literal["gate", "score", "cost", "turns", "metric"]
+MeasureKind = Literal["gate", "pass_at_k", "pass_hat_k", "score", "cost", "turns", "metric"]
 
 
 class BatchRef(Document):
@@ -65,9 +65,10 @@ class Measure(Document):
     """One measure of one comparison."""
 
     kind: MeasureKind
-    """gate (share of passing cells), score (score-only tasks), cost (cost_usd), turns, or a --metric."""
+    """gate (share of passing cells), pass_at_k and pass_hat_k (the task's pass@k and pass^k over its gated
+    cells, k the document's ``k``), score (score-only tasks), cost (cost_usd), turns, or a --metric."""
     name: str
-    """The kind, or the metric's name."""
+    """The kind (``pass@K`` and ``pass^K`` for the reliability measures), or the metric's name."""
     tasks: int
     """Paired tasks: the n of every statistic below."""
     baseline_mean: float | None = None
@@ -131,7 +132,7 @@ class Comparison(Document):
     mode: str | None
     """Agent mode (never pooled)."""
     measures: list[Measure]
-    """gate, score, cost, turns, then each --metric in the order given."""
+    """gate, pass@k, pass^k, score, cost, turns, then each --metric in the order given."""
     unpaired: list[Unpaired] = Field(default_factory=list)
     """Tasks left out, with the reason, sorted."""
 
@@ -148,6 +149,8 @@ class CompareDoc(Document):
     """The baseline first, then the treatments."""
     metrics: list[str] = Field(default_factory=list)
     """The --metric names, in the order given."""
+    k: int = Field(default=1, ge=1)
+    """The k of the pass@k and pass^k measures: --k, else the fewest reps of the batches compared."""
     comparisons: list[Comparison]
     """Per treatment, model, effort and mode, sorted."""
     holm_family: int = 0

@@ -98,6 +98,13 @@ class Outcome(Document):
     """Mean turns over the finished cells that report turns."""
     turns_n: int = 0
     """Finished cells that report turns."""
+    pass_at_k: float | None = None
+    """pass@k: the chance that at least one of k attempts passes (k: the document's ``k``), by the unbiased
+    estimator over the gated cells; for an arm, the mean over its tasks. Null with fewer than k gated
+    cells."""
+    pass_hat_k: float | None = None
+    """pass^k: the chance that every one of k attempts passes, by the unbiased estimator; for an arm, the mean
+    over its tasks. Null with fewer than k gated cells."""
 
 
 class ReportRow(Outcome):
@@ -144,6 +151,8 @@ class ArmSummary(Outcome):
     """Tasks with at least one cell in this summary."""
     task_pass_mean: float | None = None
     """Mean over gated tasks of each task's pass share: every task weighs the same, whatever its reps."""
+    k_tasks: int = 0
+    """Gated tasks with at least k gated cells: those pass_at_k and pass_hat_k average over."""
 
 
 class CellProblem(Document):
@@ -250,6 +259,8 @@ class ReportDoc(Document):
     """Cells by status over the whole batch."""
     cutoffs: dict[str, str] = Field(default_factory=dict)
     """model -> training cutoff, as given with --cutoff."""
+    k: int = Field(default=1, ge=1)
+    """The k of pass@k and pass^k: --k, else the batch's reps (the most planned for one task and arm)."""
     rows: list[ReportRow]
     """Per (task, arm, model, effort, mode, prompt_style[, cutoff]), sorted."""
     arms: list[ArmSummary]
