@@ -1,8 +1,9 @@
 """Grading one finished run directory, after the agent's container exited: the steps in the spec's order.
 
-1. for a task with a rubric: the workspace diff, the scope check, the judge and the agent's test ids
-   (``tests.list``), BEFORE grade runs (a grader restores hidden tests, which would replace the agent's test
-   edits in the diff and bring back a test it deleted);
+1. the workspace diff, kept for every cell (``workspace.diff``: what a reader opens first); for a task with a
+   rubric also the scope check, the judge and the agent's test ids (``tests.list``), all BEFORE grade runs (a
+   grader restores hidden tests, which would replace the agent's test edits in the diff and bring back a test
+   it deleted);
 2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
 3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
 4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
@@ -81,6 +82,17 @@ def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
         )
 
 
+def keep_diff_to_show(run_dir: Path, start_sha: str) -> None:
+    """The agent's diff of a task without a rubric, kept for the reader only: no verdict reads it, so a diff
+    that cannot be taken (a workspace git cannot read) is not kept, and the grade goes on."""
+    from dokimi.errors import DokimiError
+
+    try:
+        merge.keep_workspace_diff(run_dir, start_sha, ignored_before=None)
+    except (DokimiError, OSError):
+        return
+
+
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     """Grade the run directory (see the module docstring). A container that changed dokimi's evidence makes
     the run a grader failure with that reason (:mod:`dokimi.grading.evidence`). Raises on a host-side
@@ -111,6 +123,8 @@ def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts
         if checks.verdict is not None and not checks.verdict.cached:
             judge_cost = checks.verdict.cost_usd
         merge.list_agent_tests(environment, run_dir, task, checks, name=facts.container("tests-list"))
+    else:
+        keep_diff_to_show(run_dir, facts.start_sha)
     outcome = grade_run(environment, run_dir, task, name=facts.container("grade"))
     merged = perf = None
     if checks is not None and not outcome.grader_failure:

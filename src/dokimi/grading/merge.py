@@ -59,6 +59,7 @@ __all__ = [
     "after_agent",
     "before_agent",
     "checks_of_diff",
+    "keep_workspace_diff",
     "list_agent_tests",
     "load_rubric",
     "merge_metrics",
@@ -106,10 +107,19 @@ def after_agent(
     base_date: str | None,
 ) -> MergeChecks:
     """The diff (stored in the run directory), scope, and the judge's verdict, all before grade runs."""
+    diff = keep_workspace_diff(run_dir, start_sha, ignored_before=ignored_before)
+    return checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=base_date)
+
+
+def keep_workspace_diff(run_dir: Path, start_sha: str, *, ignored_before: set[str] | None) -> WorkspaceDiff:
+    """The agent's change from ``start_sha``, taken before grade runs and kept in the run directory as
+    ``workspace.diff`` and ``workspace_diff.json``: what scope, test integrity and the judge read, and the
+    first thing a reader of the cell opens. ``ignored_before`` None: the ignored files the run created are not
+    measured (only mergeability needs them)."""
     diff = take_workspace_diff(run_dir / WORKSPACE, start_sha, ignored_before=ignored_before)
     write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
     write_document(run_dir / WORKSPACE_DIFF_JSON, WorkspaceDiffDoc.model_validate(diff.to_json()))
-    return checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=base_date)
+    return diff
 
 
 def checks_of_diff(

@@ -152,12 +152,13 @@ class _Scratch:
     git_dir: Path
     index: Path
 
-    def git(self, args: Sequence[str], *, what: str, input: bytes | None = None) -> bytes:
+    def git(self, args: Sequence[str], *, what: str, input: bytes | None = None, check: bool = True) -> bytes:
         return run_git(
             [*DIFF_CONFIG, "--work-tree", str(self.workspace), *args],
             git_dir=self.git_dir,
             cwd=self.workspace,
             input=input,
+            check=check,
             env={"GIT_INDEX_FILE": str(self.index), "GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"},
             what=what,
         )
@@ -180,6 +181,9 @@ def _scratch(workspace: Path, rev: str) -> Iterator[_Scratch]:
         if not resolved:
             raise SourceError(f"{rev} is not a commit of the workspace at {workspace}")
         scratch.git(["read-tree", resolved], what="git read-tree (scratch index)")
+        # A read index has no stat data, so every later look at the working tree would hash every file again:
+        # record it once (exit 1 only says some files differ from the commit)
+        scratch.git(["update-index", "-q", "--refresh"], check=False, what="git update-index --refresh")
         yield scratch
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
