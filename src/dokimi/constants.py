@@ -57,6 +57,8 @@ CONTAINER_HARNESS: Final = PurePosixPath("/eval/harness")
 CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
 #: Where a dry-run cell's script is mounted (read-only) in the agent's container: a neutral name.
 DRY_RUN_MOUNT: Final = PurePosixPath("/eval/dry-run/script.json")
+CONTAINER_TEST_OUT: Final = PurePosixPath("/eval/out")
+"""Where a built-in grader's test container keeps its report (its only writable place besides the tree)."""
 
 # The five placeholders of the manifest.
 PLACEHOLDERS: Final = ("eval_dir", "source_dir", "run_dir", "out", "task")

@@ -58,6 +58,19 @@ GRADE_HOME: Final = "grade-home"
 """HOME of the grade container, made empty before each entry point."""
 AGENT_GIT: Final = "agent-git"
 """Where the workspace's .git/config and .git/hooks are moved before grading."""
+BUILTIN_TESTS: Final = "builtin-tests"
+"""A built-in grader's work: tree/ (the tree under test), home/, out/ (the test process's report),
+prepared.json (what the prepare step put back and which tests run), prepare.stdout and prepare.stderr."""
+BUILTIN_TREE: Final = "tree"
+BUILTIN_HOME: Final = "home"
+BUILTIN_OUT: Final = "out"
+BUILTIN_PREPARED: Final = "prepared.json"
+BUILTIN_PREPARE_LOGS: Final = ("prepare.stdout", "prepare.stderr")
+"""The prepare step's stdout and stderr, in builtin-tests/ (grade.stdout and grade.stderr are the tests')."""
+PYTEST_STREAM: Final = "report.jsonl"
+"""builtin:pytest's report in out/: the stream of dokimi/support/pytest_stream.py."""
+JUNIT_REPORT: Final = "report.xml"
+"""builtin:command's ``{report}`` in out/."""
 AGENT_HOME: Final = "home"
 AGENT_CONFIG: Final = "config"
 AGENT_TMP: Final = "tmp"
@@ -113,6 +126,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         AGENT_CONFIG,
         AGENT_TMP,
         NOT_RETURNED,
+        BUILTIN_TESTS,
     }
 )
 

@@ -192,6 +192,36 @@ def graders(example: Example, builtin_example: Example, naive_example: Example) 
     return {"example": example, "builtin": builtin_example, "naive": naive_example}
 
 
+VERDICT_ATTACKS = [
+    ("oracle-hook", "builtin"),
+    ("entry-point-plugin", "builtin"),
+    ("main-outcomes", "builtin"),
+    ("gc-plugin", "builtin"),
+]
+
+
+@pytest.mark.parametrize(("attack", "grader"), VERDICT_ATTACKS)
+def test_unfixed_code_does_not_pass_whatever_it_does_at_grade_time(
+    docker_available: bool,
+    graders: dict[str, Example],
+    tmp_path: Path,
+    batch_name: str,
+    attack: str,
+    grader: str,
+) -> None:
+    run_dir, result = _graded(graders[grader], tmp_path, batch_name, attack)
+    assert result["passed"] is False, result
+    assert result["grader_failure"] is False, result["grader_error"]
+    _package_unpatched(run_dir)
+    grade = json.loads((run_dir / "grade.json").read_text())
+    if grader == "builtin":
+        assert grade["metrics"]["fail_to_pass"] is False
+        assert ("dokimi-attack" in grade["details"].get("tampered", [])) is (attack == "gc-plugin")
+    regraded = _regraded(run_dir.parents[4])
+    assert regraded["mismatched"] == 0 and regraded["errors"] == 0, regraded
+    _package_unpatched(run_dir)
+
+
 def _shown(batch_dir: Path, tmp_path: Path) -> str:
     """Everything the reports show of the batch: report --json, the HTML site, the Inspect export."""
     report = dokimi(["repo", "report", str(batch_dir), "--json", "--html", str(tmp_path / "site")])

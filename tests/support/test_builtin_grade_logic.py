@@ -8,16 +8,14 @@ from pathlib import Path
 import pytest
 
 from dokimi.errors import UsageError
-from dokimi.repo.builtin_graders import builtin_argv, builtin_problem
-from dokimi.support.builtin_grade import (
-    GradeError,
-    import_roots,
-    is_test_path,
+from dokimi.repo.builtin_graders import (
+    builtin_argv,
+    builtin_problem,
+    builtin_tests_argv,
     junit_outcomes,
-    patch_paths,
-    run_process,
     verdict,
 )
+from dokimi.support.builtin_grade import import_roots, is_test_path, patch_paths
 
 
 def test_pass_needs_every_fail_to_pass_id_passing_and_no_pass_to_pass_id_broken() -> None:
@@ -29,12 +27,11 @@ def test_pass_needs_every_fail_to_pass_id_passing_and_no_pass_to_pass_id_broken(
     assert verdict(None, ["t::a"], [])[0] is False  # no report: nothing passed
 
 
-def test_a_junit_case_answers_to_its_pytest_node_id_and_discovery_records_one_id(tmp_path: Path) -> None:
-    report = tmp_path / "r.xml"
-    report.write_text(
-        '<testsuites><testsuite><testcase classname="tests.test_ops" name="test_add"/>'
-        '<testcase classname="tests.test_ops.TestX" name="test_y"><failure/></testcase>'
-        '<testcase classname="tests.test_ops" name="test_z"><skipped/></testcase></testsuite></testsuites>'
+def test_a_junit_case_answers_to_its_pytest_node_id_and_discovery_records_one_id() -> None:
+    report = (
+        b'<testsuites><testsuite><testcase classname="tests.test_ops" name="test_add"/>'
+        b'<testcase classname="tests.test_ops.TestX" name="test_y"><failure/></testcase>'
+        b'<testcase classname="tests.test_ops" name="test_z"><skipped/></testcase></testsuite></testsuites>'
     )
     outcomes = junit_outcomes(report)
     assert outcomes["tests/test_ops.py::test_add"] == "passed"
@@ -69,17 +66,39 @@ def test_the_paths_a_patch_names() -> None:
     assert patch_paths(patch) == {"tests/t.py", "new.py"}
 
 
-def test_builtins_become_the_support_script_under_an_isolated_interpreter() -> None:
-    values = {"eval_dir": "/eval/content", "run_dir": "/eval/run", "task": "t1"}
-    argv = builtin_argv(
-        "builtin:command make test OUT={run_dir}/x J={report}", "grade", task="t1", values=values
+def test_builtins_become_a_prepare_step_and_a_test_run_under_an_isolated_interpreter() -> None:
+    command = "builtin:command make test OUT={run_dir}/x T={task} J={report}"
+    argv = builtin_argv(command, "grade", task="t1")
+    assert argv[:4] == ["python3", "-I", "/eval/support/builtin_grade.py", "prepare"]
+    assert argv[-4:] == ["--out", "/eval/run/builtin-tests", "--uses-report", "command"]
+    run = builtin_tests_argv(command, task="t1", targets=[])
+    # the test container: {run_dir} and {task} substituted; {report} is replaced there by its report path
+    assert run[:4] == ["python3", "-I", "/eval/support/builtin_grade.py", "command"]
+    assert run[4:] == [
+        "--report",
+        "/eval/out/report.xml",
+        "--",
+        "make",
+        "test",
+        "OUT=/eval/run/x",
+        "T=t1",
+        "J={report}",
+    ]
+    pytest_run = builtin_tests_argv("builtin:pytest", task="t1", targets=["tests/t.py::a"])
+    assert pytest_run[:4] == ["python3", "-I", "-B", "/eval/support/pytest_stream.py"]
+    assert pytest_run[-2:] == ["--", "tests/t.py::a"]
+    assert "takes only -p NAME" in (builtin_problem("builtin:pytest --x", "grade") or "")
+    assert builtin_problem("builtin:pytest -p asyncio -p timeout", "grade") is None
+    plugins = builtin_tests_argv("builtin:pytest -p asyncio", task="t1", targets=["t.py"], roots=["src", "."])
+    assert plugins[-8:] == [
+        "--path", "/eval/run/workspace/src", "--path", "/eval/run/workspace", "-p", "asyncio", "--", "t.py",
+    ]  # fmt: skip
+    problem = builtin_problem("builtin:command make -C {eval_dir}", "grade")
+    assert (
+        problem is not None and "{eval_dir} is not mounted where a built-in grader runs its tests" in problem
     )
-    assert argv[:3] == ["python3", "-I", "/eval/support/builtin_grade.py"]
-    # {run_dir} is the container path; {report} is left to the script, which picks an unpredictable path
-    assert argv[-6:] == ["command", "--", "make", "test", "OUT=/eval/run/x", "J={report}"]
-    assert builtin_problem("builtin:pytest --x", "grade") == "builtin:pytest takes no arguments"
     with pytest.raises(UsageError, match="did you mean builtin:pytest"):
-        builtin_argv("builtin:pytset", "grade", task="t1", values=values)
+        builtin_argv("builtin:pytset", "grade", task="t1")
 
 
 def test_the_import_roots_are_each_projects_src_and_directory_nearest_first_then_the_root(
@@ -101,8 +120,3 @@ def test_the_import_roots_are_each_projects_src_and_directory_nearest_first_then
     shown = [str(Path(r).relative_to(tmp_path)) for r in roots]
     # lib/src is a package (it has __init__.py), not a src layout: only lib itself
     assert shown == ["python/src", "python", "lib", "src", "."]
-
-
-def test_a_command_the_image_lacks_is_a_grader_error_not_a_traceback(tmp_path: Path) -> None:
-    with pytest.raises(GradeError, match="cannot run 'no-such-tool-here' in the image"):
-        run_process(["no-such-tool-here", "test"], cwd=tmp_path, env={}, stdin="")

@@ -36,6 +36,7 @@ from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged, run_sealed
 from dokimi.grading.gate import GateVerdict, evaluate_gate
+from dokimi.repo.builtin_graders import builtin_argv, is_builtin
 from dokimi.repo.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 from dokimi.rundir import (
     AGENT_GIT,
@@ -118,8 +119,6 @@ def entry_argv(command: str, kind: EntryKind, *, task: str | None) -> list[str]:
     """``entry_points.<kind>`` as an argv: shell-like words, each with its placeholders substituted once. A
     built-in grader (``builtin:pytest``, ``builtin:command CMD``, ``builtin:oracle``) becomes dokimi's support
     script (dokimi.repo.builtin_graders)."""
-    from dokimi.repo.builtin_graders import builtin_argv, is_builtin
-
     if is_builtin(command):
         if kind == "static" or task is None:
             raise UsageError(f"entry_points.{kind}: a built-in grader serves grade and oracle only")
@@ -343,12 +342,9 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
-    from dokimi.repo.builtin_graders import is_builtin
     from dokimi.support import support_dir
 
-    mounts = GradeMounts(
-        environment.eval_content, mount_source, support_dir() if is_builtin(command) else None
-    )
+    mounts = GradeMounts(environment.eval_content, mount_source, support_dir())
     spec = grade_spec(
         environment.containers_for(task),
         mounts,
@@ -407,7 +403,8 @@ class GradeOutcome:
 def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name: str) -> GradeOutcome:
     """Grade one run directory: move the agent's git configuration aside, run ``grade``, record how it ended
     (grade_run.json), read grade.json and evaluate the gate. A non-zero exit or a timeout is a grader failure
-    even when a grade.json was written."""
+    even when a grade.json was written. A built-in grader runs its tests in a container of their own and
+    dokimi writes grade.json (:mod:`dokimi.grading.builtin`)."""
     from dokimi.schemas._base import write_document
     from dokimi.schemas.grading import GradeRun
 
@@ -416,8 +413,24 @@ def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name:
         if os.path.lexists(stale):
             stale.unlink()
     try:
-        entry = run_entry_point(environment, run_dir, task, "grade", name=name)
-        error = entry.failure(environment.grade_timeout_s)
+        if is_builtin(entry_command(environment, "grade")):
+            from dokimi.grading import builtin
+
+            builtin.begin(run_dir)
+            entry = run_entry_point(environment, run_dir, task, "grade", name=name)
+            tests = builtin.after_prepare(
+                environment,
+                run_dir,
+                task,
+                prepare_failure=entry.failure(environment.grade_timeout_s),
+                name=name,
+            )
+            if tests.container is not None:
+                entry = EntryPointResult("grade", tests.argv, tests.container)
+            error = tests.error
+        else:
+            entry = run_entry_point(environment, run_dir, task, "grade", name=name)
+            error = entry.failure(environment.grade_timeout_s)
     except EvidenceChanged as exc:  # what grade wrote is not read: the run is a grader failure
         argv = entry_argv(entry_command(environment, "grade"), "grade", task=task.id)
         entry = EntryPointResult("grade", tuple(argv), exc.result)

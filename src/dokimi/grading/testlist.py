@@ -14,14 +14,16 @@ more than that has no list, with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi import safefs
-from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
+from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_WORKSPACE
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
-from dokimi.rundir import TESTS_LIST_JSON
+from dokimi.rundir import TESTS_LIST_JSON, WORKSPACE
+from dokimi.sandbox.container import Mount
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
 from dokimi.schemas._base import write_document
 from dokimi.schemas.grading import TestsListDoc
@@ -55,9 +57,10 @@ def parse_test_ids(stdout: str) -> list[str]:
 
 
 def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, name: str) -> TestsListDoc:
-    """Run ``tests.list`` on the workspace of ``run_dir`` in a grade container; the list (or why there is
-    none) is written to ``{run_dir}/tests_list.json`` and returned. The caller checks that the manifest has
-    the command (:func:`list_command`)."""
+    """Run ``tests.list`` on the workspace of ``run_dir`` in a grade container, the workspace read-only (the
+    agent's code it imports cannot change the tree grade sees next); the list (or why there is none) is
+    written to ``{run_dir}/tests_list.json`` and returned. The caller checks that the manifest has the command
+    (:func:`list_command`)."""
     command = list_command(environment)
     assert command is not None
     fresh_grade_home(run_dir)
@@ -68,6 +71,10 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
         run_dir=run_dir,
         argv=tests_list_argv(command, task=task.id),
         task=task.id,
+    )
+    # read-only: listing imports the agent's code, which must not change the tree grade is about to see
+    spec = dataclasses.replace(
+        spec, mounts=[*spec.mounts, Mount(run_dir / WORKSPACE, CONTAINER_WORKSPACE, read_only=True)]
     )
     result = run_sealed(
         spec,

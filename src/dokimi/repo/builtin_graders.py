@@ -3,28 +3,45 @@
 ``entry_points.grade: builtin:pytest`` or ``builtin:command CMD`` grades every task the way SWE-bench does
 (the agent's tree with the task's tests put back, tests isolated from the tree, pass only when every
 ``fail_to_pass`` id passes and no ``pass_to_pass`` id breaks); ``entry_points.oracle`` then defaults to
-``builtin:oracle``, which applies the task's ``oracle_patch``. The grading itself runs in the grade container
-(:mod:`dokimi.support.builtin_grade`, mounted read-only at /eval/support); this module recognises the names,
-turns them into that script's argv, and lists the task.json keys they read.
+``builtin:oracle``, which applies the task's ``oracle_patch``. A built-in grade is a prepare step in the
+grade container, the tests in a container of their own, and the verdict on the host
+(:mod:`dokimi.grading.builtin`; the container side is :mod:`dokimi.support.builtin_grade`, mounted read-only
+at /eval/support). This module recognises the names, builds the argv of both containers, and decides the
+verdict from the report the test process left.
 
 ``builtin:command`` takes a command line (split like shell words, never run by a shell). ``{report}`` in it is
-replaced, in the container, by a path the tree cannot predict, for a runner that writes JUnit XML there; the
-ids are then ``classname::name`` as the report spells them.
+replaced by /eval/out/report.xml, for a runner that writes JUnit XML there; the ids are then
+``classname::name`` as the report spells them. Its tests run without {eval_dir} and {source_dir}: neither is
+a placeholder of a built-in grade.
 """
 
 from __future__ import annotations
 
+import posixpath
 import shlex
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SUPPORT
+from dokimi.constants import (
+    CONTAINER_EVAL_DIR,
+    CONTAINER_RUN_DIR,
+    CONTAINER_SUPPORT,
+    CONTAINER_TEST_OUT,
+    CONTAINER_WORKSPACE,
+)
 from dokimi.errors import UsageError
+from dokimi.rundir import BUILTIN_TESTS, JUNIT_REPORT, PYTEST_STREAM
 
 PREFIX = "builtin:"
 SCRIPT = "builtin_grade.py"
+STREAM_RUNNER = "pytest_stream.py"
 ORACLE = "builtin:oracle"
 REPORT_PLACEHOLDER = "report"
+#: Placeholders a built-in grade's tests cannot use: their container mounts neither.
+NOT_IN_TESTS = ("eval_dir", "source_dir")
+MAX_IDS_IN_DETAILS = 200
 
 Runner = Literal["pytest", "command", "oracle"]
 #: builtin name -> the entry point it serves
@@ -65,9 +82,25 @@ def builtin_problem(command: str, kind: str) -> str | None:
         return f"cannot split the command: {exc}"
     if name == "command" and not words:
         return "builtin:command needs the command to run, for example `builtin:command make test`"
-    if name != "command" and words:
+    for placeholder in NOT_IN_TESTS:
+        if "{" + placeholder + "}" in rest:
+            return (
+                f"{{{placeholder}}} is not mounted where a built-in grader runs its tests "
+                "(their container holds the tree under test only)"
+            )
+    if name == "pytest" and not plugin_options(words):
+        return "builtin:pytest takes only -p NAME (a pytest plugin to load: plugin autoload is off)"
+    if name == "oracle" and words:
         return f"{PREFIX}{name} takes no arguments"
     return None
+
+
+def plugin_options(words: Sequence[str]) -> bool:
+    """Whether ``words`` are ``-p NAME`` pairs only (builtin:pytest's arguments)."""
+    pairs = list(zip(words[::2], words[1::2], strict=False))
+    return len(words) % 2 == 0 and all(
+        flag == "-p" and name and not name.startswith("-") for flag, name in pairs
+    )
 
 
 def parse_builtin(command: str, kind: str) -> Builtin:
@@ -81,25 +114,105 @@ def parse_builtin(command: str, kind: str) -> Builtin:
 
 
 def builtin_argv(
-    command: str, kind: Literal["grade", "oracle"], *, task: str, values: dict[str, str]
+    command: str, kind: Literal["grade", "oracle"], *, task: str, values: Mapping[str, str] | None = None
 ) -> list[str]:
     """The grade container's argv for a built-in: the support script under ``python3 -I`` (no PYTHON*
-    variables, no user site, nothing of the workspace on sys.path). ``values`` are the placeholders of the
-    entry point (builtin:command's words get them; ``{report}`` is left for the script)."""
+    variables, no user site, nothing of the workspace on sys.path). For ``grade`` it is the prepare step
+    (the tests run in a container of their own: :func:`builtin_tests_argv`). ``values`` are unused."""
+    builtin = parse_builtin(command, kind)
+    argv = ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "prepare" if kind == "grade" else "oracle"]
+    argv += ["--contract", str(CONTAINER_RUN_DIR), "--eval-dir", str(CONTAINER_EVAL_DIR), "--task", task]
+    if kind == "grade":
+        argv += ["--out", str(CONTAINER_RUN_DIR / BUILTIN_TESTS)]
+        if uses_report(command):
+            argv.append("--uses-report")
+        argv.append(builtin.name)
+    return argv
+
+
+def builtin_tests_argv(
+    command: str, *, task: str, targets: Sequence[str], roots: Sequence[str] = ()
+) -> list[str]:
+    """The test container's argv: builtin:pytest runs dokimi's pytest runner on ``targets`` (its report the
+    stream /eval/out/report.jsonl; ``roots`` its import roots relative to the tree; the manifest's ``-p``
+    plugins); builtin:command runs the command (``{run_dir}`` and ``{task}`` substituted, ``{report}``
+    becoming /eval/out/report.xml) in place of builtin_grade.py's ``command`` step, which cleans its
+    environment."""
     from dokimi.sandbox.specs import substitute
 
-    builtin = parse_builtin(command, kind)
-    argv = [
-        "python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), kind,
-        "--contract", str(CONTAINER_RUN_DIR), "--eval-dir", str(CONTAINER_EVAL_DIR), "--task", task,
-    ]  # fmt: skip
-    if kind == "grade":
-        argv.append(builtin.name)
-        if builtin.words:
-            argv += ["--", *(substitute(w, values, where=f"entry_points.{kind}") for w in builtin.words)]
-    return argv
+    builtin = parse_builtin(command, "grade")
+    if builtin.name == "pytest":
+        runner = str(CONTAINER_SUPPORT / STREAM_RUNNER)
+        argv = ["python3", "-I", "-B", runner, "--stream", str(CONTAINER_TEST_OUT / PYTEST_STREAM)]
+        argv += ["--root", str(CONTAINER_WORKSPACE)]
+        for root in roots:
+            argv += ["--path", posixpath.normpath(str(CONTAINER_WORKSPACE / root))]
+        return [*argv, *builtin.words, "--", *targets]
+    values = {"run_dir": str(CONTAINER_RUN_DIR), "task": task}
+    words = [substitute(w, values, where="entry_points.grade") for w in builtin.words]
+    report = str(CONTAINER_TEST_OUT / JUNIT_REPORT)
+    return ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "command", "--report", report, "--", *words]
 
 
 def uses_report(command: str) -> bool:
     """Whether builtin:command names ``{report}`` (then its JUnit report decides, not only its exit code)."""
     return "{" + REPORT_PLACEHOLDER + "}" in command
+
+
+# --- the verdict (on the host, from the report the test process left) --------------------------------------
+
+
+def verdict(
+    outcomes: Mapping[str, str] | None, f2p: Sequence[str], p2p: Sequence[str]
+) -> tuple[bool, dict[str, Any], dict[str, Any]]:
+    """(pass, metrics, details): every fail_to_pass id passed, no pass_to_pass id failed or went missing."""
+    seen = outcomes or {}
+    f2p_failing = [t for t in f2p if seen.get(t) != "passed"]
+    p2p_broken = [t for t in p2p if seen.get(t) != "passed"]
+    ok = outcomes is not None and not f2p_failing and not p2p_broken
+    metrics = {
+        "fail_to_pass": outcomes is not None and not f2p_failing,
+        "pass_to_pass": outcomes is not None and not p2p_broken,
+        "fail_to_pass_passed": len(f2p) - len(f2p_failing),
+        "pass_to_pass_broken": len(p2p_broken),
+    }
+    details = {
+        "fail_to_pass_not_passing": {t: seen.get(t, "not run") for t in f2p_failing[:MAX_IDS_IN_DETAILS]},
+        "pass_to_pass_broken": {t: seen.get(t, "not run") for t in p2p_broken[:MAX_IDS_IN_DETAILS]},
+    }
+    return ok, metrics, details
+
+
+def junit_ids(classname: str, name: str) -> list[str]:
+    """Every id a JUnit test case answers to: ``classname::name``, ``classname.name``, and the pytest node ids
+    the dotted class name can stand for (``tests.test_ops`` + ``test_add`` -> ``tests/test_ops.py::test_add``;
+    ``tests.test_ops.TestX`` -> ``tests/test_ops.py::TestX::test_add`` too)."""
+    if not classname:
+        return [name]
+    ids = [f"{classname}::{name}", f"{classname}.{name}"]
+    parts = classname.split(".")
+    for cut in range(1, len(parts) + 1):
+        module = "/".join(parts[:cut]) + ".py"
+        ids.append("::".join([module, *parts[cut:], name]))
+    return ids
+
+
+def junit_outcomes(data: bytes, *, aliases: bool = True) -> dict[str, str]:
+    """test id -> passed / failed / skipped, from a JUnit XML report: each case under every id of
+    :func:`junit_ids` (``aliases``), or only under its first, ``classname::name`` (what discovery records).
+    Raises ``xml.etree.ElementTree.ParseError`` for a report that is not XML (expat refuses entity expansion
+    bombs and never fetches an external entity)."""
+    root = ET.fromstring(data)
+    outcomes: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            outcome = "failed"
+        elif case.find("skipped") is not None:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        ids = junit_ids(case.get("classname") or "", case.get("name") or "")
+        for test_id in ids if aliases else ids[:1]:
+            if outcomes.get(test_id) in (None, "passed"):
+                outcomes[test_id] = outcome
+    return outcomes

@@ -32,6 +32,7 @@ from dokimi.constants import (
     CONTAINER_RUN_DIR,
     CONTAINER_SOURCE_DIR,
     CONTAINER_SUPPORT,
+    CONTAINER_TEST_OUT,
     CONTAINER_WORKSPACE,
 )
 from dokimi.errors import UsageError
@@ -353,6 +354,49 @@ def fresh_grade_home(run_dir: Path) -> Path:
     os.chmod(home, 0o755)
     (home / ".gitconfig").write_text(NEUTRAL_GLOBAL_GIT_CONFIG)
     return home
+
+
+def builtin_tests_spec(
+    settings: ContainerSettings, *, name: str, run_dir: Path, argv: Sequence[str], task: str
+) -> ContainerSpec:
+    """A built-in grader's test container: the tree under test (``<run_dir>/builtin-tests/tree`` at
+    /eval/run/workspace, its cwd), a fresh HOME (``builtin-tests/home``), the report directory
+    (``builtin-tests/out`` at /eval/out), image.env's scratch directories, the caches, and dokimi's support
+    scripts read-only. Nothing else: no {eval_dir}, no {source_dir}, none of dokimi's files in the run
+    directory, so the code under test reaches only its own tree and its report. Plugin autoload of pytest is
+    off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
+    from dokimi.rundir import BUILTIN_HOME, BUILTIN_OUT, BUILTIN_TESTS, BUILTIN_TREE
+    from dokimi.support import support_dir
+
+    configured = image_env(settings.image_config, task=task)
+    make_scratch_dirs(run_dir, configured.scratch)
+    work = run_dir / BUILTIN_TESTS
+    mounts = [
+        Mount(work / BUILTIN_TREE, CONTAINER_WORKSPACE),
+        Mount(work / BUILTIN_HOME, CONTAINER_RUN_DIR / GRADE_HOME),
+        Mount(work / BUILTIN_OUT, CONTAINER_TEST_OUT),
+        *(Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in configured.scratch),
+        *_cache_mounts(settings.caches),
+        Mount(support_dir(), CONTAINER_SUPPORT, read_only=True),
+    ]
+    env = {
+        **configured.env,
+        "HOME": str(CONTAINER_RUN_DIR / GRADE_HOME),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    return ContainerSpec(
+        name=name,
+        image=settings.image,
+        argv=list(argv),
+        mounts=mounts,
+        env=env,
+        workdir=CONTAINER_WORKSPACE,
+        network=settings.network,
+        batch=settings.batch,
+        **limit_options(settings.image_config),
+    )
 
 
 @dataclass(frozen=True)

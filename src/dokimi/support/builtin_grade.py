@@ -1,53 +1,44 @@
-"""dokimi's built-in graders, run in the grade container: ``builtin:pytest`` and ``builtin:command CMD``.
+"""dokimi's built-in graders, the container side: ``builtin:pytest`` and ``builtin:command CMD``.
 
-Standard library only (it runs under the image's ``python3 -I``); it never imports dokimi, and it never
-imports or runs a file of the workspace itself: only the test process it starts does.
+Standard library only (it runs under the image's ``python3 -I``); it never imports dokimi. A built-in grade
+is two containers and a verdict on the host (dokimi.grading.builtin):
 
-How a run is graded, the way SWE-bench grades a patch:
+1. **prepare** (this script, in the grade container: the run directory with dokimi's files read-only,
+   {eval_dir}): the tree under test is made in ``OUT/tree`` from the agent's final workspace without ``.git``
+   and without bytecode caches. Every test file (``test_*.py``, ``*_test.py``, ``conftest.py``,
+   ``pytest.ini``, anything under a ``tests``/``test`` directory) and every file the task's test patch touches
+   is then put back exactly as it was at ``start_sha`` (an added one is removed), and the hidden tests
+   (``test_patch``) are applied over it. The ``start_sha`` content is read from the workspace's object store
+   and every object on the way (commit, trees, blobs) is hashed again, so an object the agent rewrote in
+   ``.git`` is caught, not trusted. ``OUT/prepared.json`` says what was put back and which tests run. No code
+   of the workspace runs in this step.
+2. **the tests**, in a container of their own that holds only that tree (at /eval/run/workspace), a fresh
+   HOME, an empty report directory (/eval/out), the caches and dokimi's support scripts: no {eval_dir}, no
+   {source_dir}, no run directory. ``builtin:pytest`` runs ``pytest_stream.py`` there (plugin autoload off,
+   an isolated interpreter, each outcome streamed to /eval/out/report.jsonl); ``builtin:command`` runs the
+   repository's command through :func:`command` (``{report}`` is /eval/out/report.xml, for a runner that
+   writes JUnit XML there).
+3. **the verdict**, on the host, from the report the test process left (dokimi.repo.builtin_graders.verdict):
+   pass only when every ``fail_to_pass`` id passed and no ``pass_to_pass`` id failed or went missing.
 
-1. **The tree under test.** A fresh directory at a path the workspace cannot predict (a random name under a
-   private temporary directory) receives the agent's final workspace without ``.git`` and without bytecode
-   caches. Every test file (``test_*.py``, ``*_test.py``, ``conftest.py``, ``pytest.ini``, anything under a
-   ``tests``/``test`` directory) and every file the task's test patch touches is then put back exactly as it
-   was at ``start_sha`` (an added one is removed), and the hidden tests (``test_patch``) are applied over it.
-   The ``start_sha`` content is read from the workspace's object store and every object on the way (commit,
-   trees, blobs) is hashed again, so an object the agent rewrote in ``.git`` is caught, not trusted.
-2. **Isolated tests.** ``builtin:pytest`` runs pytest under ``python3 -I`` (no PYTHON* variables, no user
-   site, no current directory on ``sys.path``), so a ``sitecustomize.py`` or a ``pytest.py`` in the tree is
-   never imported at start-up; the tree's import roots (:func:`import_roots`: each project's ``src`` and
-   directory, then the tree's root) go on ``sys.path`` only after pytest itself is imported, after the
-   standard library and before site-packages, so the tree under test wins over a copy of its package
-   installed in the image (editable or not) and shadows no standard module.
-   ``addopts`` from the tree's configuration, PYTEST_ADDOPTS and PYTEST_PLUGINS are ignored.
-   ``builtin:command`` runs the repository's command with ``PYTHONSAFEPATH=1`` and ``PYTHONNOUSERSITE=1``
-   and without PYTHONPATH, PYTHONSTARTUP and PYTHONHOME.
-3. **A report the tree cannot forge in advance.** pytest's results are written by a plugin to a report path
-   and stamped with a random nonce; both reach the test process on its standard input (never its argv or
-   environment), and a report without the nonce is no report. ``builtin:command`` substitutes ``{report}``
-   with such a path for a runner that writes JUnit XML there. A test process that ends early (``os._exit(0)``
-   in imported code) leaves no report, which fails the run whatever its exit code.
-4. **The verdict.** pass only when every ``fail_to_pass`` id passed and no ``pass_to_pass`` id failed (or was
-   not run). ``builtin:command`` without ``{report}`` passes when the command exits 0.
+The code under test runs only in step 2, where it can read nothing of the reference and write nothing dokimi
+reads but its own report; it can still forge the outcomes of its own tests (see pytest_stream.py).
 
-Limits: the tests run the agent's code, in the same container as this grader. Code that searches the test
-process's memory for the nonce, or the container for this process, can still interfere; the built-in graders
-close the cheap shortcuts (start-up hooks, shadow modules, exiting early, a report written in advance, edited
-or added tests and conftest files), not a determined attack on the grader.
+Usage (dokimi builds these argv):
 
-Usage (the framework builds these argv; ``{eval_dir}`` is /eval/content):
-
-    python3 -I builtin_grade.py grade --contract /eval/run --eval-dir /eval/content --task ID pytest
-    python3 -I builtin_grade.py grade --contract /eval/run --eval-dir /eval/content --task ID command -- CMD
+    python3 -I builtin_grade.py prepare --contract /eval/run --eval-dir /eval/content --task ID \
+        --out /eval/run/builtin-tests (pytest | command)
+    python3 -I builtin_grade.py command --report /eval/out/report.xml -- CMD...
     python3 -I builtin_grade.py oracle --contract /eval/run --eval-dir /eval/content --task ID
 
 The task's directory is the directory named ID under the eval dir that holds a task.json (the one whose
 bytes equal {run_dir}/task.json when there are several).
 
-With no ``fail_to_pass`` ids in task.json, ``grade`` runs in discovery mode: it runs the test files the test
-patch touches and records every test's outcome in ``details.outcomes`` (``repo task new`` reads them from
-the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS), with ``pass: false``. In every
-mode, ``details.collection_errors`` holds the first error line of each test file pytest could not collect
-(an import that fails at this base, for example).
+With no ``fail_to_pass`` ids in task.json, the run is in discovery mode: it runs the test files the test patch
+touches and records every test's outcome (``repo task new`` reads them from the null and the oracle
+workspaces to find FAIL_TO_PASS and PASS_TO_PASS), with ``pass: false``. In every mode of builtin:pytest,
+``details.collection_errors`` holds the first error line of each test file pytest could not collect (an
+import that fails at this base, for example).
 """
 
 from __future__ import annotations
@@ -57,68 +48,22 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
 import stat
 import subprocess
 import sys
-import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-GRADE_JSON = "grade.json"
-TEST_TIMEOUT_S = float(os.environ.get("DOKIMI_BUILTIN_TEST_TIMEOUT_S", "1800"))
-MAX_IDS_IN_DETAILS = 200
+PREPARED_JSON = "prepared.json"
+TREE = "tree"
+REPORT_PLACEHOLDER = "{report}"
+NOT_RUN = "builtin:command cannot run "
+"""How the command step says the image lacks the command (a grader error, not a failed test run)."""
+NOT_RUN_EXIT = 127
 
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|conftest\.py|pytest\.ini)$")
 TEST_DIR = re.compile(r"(^|/)(tests?)/")
-
-CHILD = r"""
-import json, os, sys
-config = json.loads(sys.stdin.readline())
-sys.stdin.close()
-sys.stdin = open(os.devnull)
-import pytest
-# the tree's import roots go after the standard library and before site-packages: the tree cannot shadow
-# the standard library, and its code wins over a copy of itself installed in the image (editable or not)
-installed = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
-at = installed[0] if installed else len(sys.path)
-sys.path[at:at] = config["roots"]
-outcomes = {}
-collect_errors = {}
-
-def first_error_line(text):
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
-    return ((errors or lines or ["(no message)"])[0])[:300]
-
-class DokimiRecorder:
-    def pytest_runtest_logreport(self, report):
-        previous = outcomes.get(report.nodeid)
-        if report.failed:
-            outcomes[report.nodeid] = "failed"
-        elif report.skipped:
-            if previous != "failed":
-                outcomes[report.nodeid] = "skipped"
-        elif report.when == "call" and previous is None:
-            outcomes[report.nodeid] = "passed"
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            collect_errors[report.nodeid or "(collection)"] = first_error_line(report.longreprtext)
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        path = config["report"]
-        with open(path + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump({"nonce": config["nonce"], "outcomes": outcomes, "collect_errors": collect_errors,
-                       "exitstatus": int(exitstatus)}, handle)
-        os.replace(path + ".tmp", path)
-
-code = pytest.main(config["args"], plugins=[DokimiRecorder()])
-sys.exit(int(code))
-"""
 
 
 class GradeError(Exception):
@@ -356,10 +301,10 @@ def apply_patch(tree: Path, patch: Path) -> None:
 
 
 def prepare_tree(
-    run_dir: Path, task_dir: Path, task: dict[str, Any], private: Path
-) -> tuple[Path, list[str], set[str]]:
-    """The tree under test (step 1 of the module docstring): (tree, test paths the agent changed, paths the
-    test patch touches)."""
+    run_dir: Path, task_dir: Path, task: dict[str, Any], tree: Path
+) -> tuple[list[str], set[str]]:
+    """The tree under test at ``tree`` (step 1 of the module docstring): (test paths the agent changed, paths
+    the test patch touches)."""
     meta = read_json(run_dir / "meta.json")
     start_sha = meta.get("start_sha")
     if not isinstance(start_sha, str) or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", start_sha):
@@ -371,7 +316,6 @@ def prepare_tree(
             "the workspace has no .git directory, so start_sha cannot be read (the agent removed it)"
         )
     start = start_tree(git_dir, start_sha)
-    tree = private / f"tree-{secrets.token_hex(8)}"
     tree.mkdir()
     copy_workspace(workspace, tree)
     test_patch = task_file(task_dir, task, "test_patch")
@@ -379,45 +323,7 @@ def prepare_tree(
     changed = restore_tests(tree, start, touched)
     if test_patch is not None:
         apply_patch(tree, test_patch)
-    return tree, changed, touched
-
-
-# --- running the tests --------------------------------------------------------------------------------------
-
-
-def test_env(private: Path) -> dict[str, str]:
-    """The environment of the test process: the image's, without what would let the tree hook Python or
-    pytest, and with a bytecode cache outside the tree."""
-    drop = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("GIT_")}
-    env.update(
-        PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPYCACHEPREFIX=str(private / "pycache"),
-    )  # fmt: skip
-    return env
-
-
-def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin: str) -> int | None:
-    """Run in its own process group, killed whole at the end or on timeout; None on timeout."""
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, start_new_session=True, text=True,
-            stdout=sys.stderr, stderr=sys.stderr,
-        )  # fmt: skip
-    except OSError as exc:
-        raise GradeError(f"cannot run {argv[0]!r} in the image: {exc.strerror}") from None
-    try:
-        try:
-            proc.communicate(stdin, timeout=TEST_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return None
-        return proc.returncode
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
+    return changed, touched
 
 
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -445,194 +351,65 @@ def import_roots(tree: Path, targets: list[str]) -> list[str]:
     return roots
 
 
-def run_pytest(
-    tree: Path, private: Path, targets: list[str]
-) -> tuple[dict[str, str] | None, str, dict[str, str]]:
-    """(outcome by node id, or None when the run left no valid report; a note; the first error line of each
-    test file pytest could not collect)."""
-    child = private / f"runner-{secrets.token_hex(6)}.py"
-    child.write_text(CHILD, encoding="utf-8")
-    report = private / f"report-{secrets.token_hex(12)}.json"
-    nonce = secrets.token_hex(16)
-    args = ["-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(tree), "-q", "-rN", *targets]
-    config = {"nonce": nonce, "report": str(report), "roots": import_roots(tree, targets), "args": args}
-    argv = [sys.executable, "-I", "-B", "-X", f"pycache_prefix={private / 'pycache'}", str(child)]
-    code = run_process(argv, cwd=tree, env=test_env(private), stdin=json.dumps(config) + "\n")
-    if code is None:
-        return None, f"the tests ran past {TEST_TIMEOUT_S:.0f} s", {}
+def prepare(args: argparse.Namespace) -> int:
+    """Step 1: the tree under test in OUT/tree, and OUT/prepared.json: ``restored`` (test paths put back),
+    ``targets`` (the pytest ids or files to run), ``roots`` (builtin:pytest's import roots, relative to the
+    tree: :func:`import_roots`), ``discovery``, ``fail_to_pass``, ``pass_to_pass``, and
+    ``error`` when the task cannot be graded (a broken task, a missing or rewritten .git: grader failure)."""
+    run_dir, out = Path(args.contract), Path(args.out)
+    document: dict[str, Any] = {"restored": [], "targets": [], "discovery": False, "error": None}
     try:
-        data = json.loads(report.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return (
-            None,
-            f"the test process exited {code} without writing its report (it ended early or crashed)",
-            {},
-        )
-    if not isinstance(data, dict) or data.get("nonce") != nonce or not isinstance(data.get("outcomes"), dict):
-        return (
-            None,
-            "the report does not carry this run's nonce (it was not written by the grader's plugin)",
-            {},
-        )
-    outcomes = {str(k): str(v) for k, v in data["outcomes"].items()}
-    raw = data.get("collect_errors")
-    errors = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-    note = f"pytest exited {code}" + (
-        f"; collection errors in {', '.join(list(errors)[:5])}" if errors else ""
-    )
-    return outcomes, note, errors
-
-
-def junit_ids(classname: str, name: str) -> list[str]:
-    """Every id a JUnit test case answers to: ``classname::name``, ``classname.name``, and the pytest node ids
-    the dotted class name can stand for (``tests.test_ops`` + ``test_add`` -> ``tests/test_ops.py::test_add``;
-    ``tests.test_ops.TestX`` -> ``tests/test_ops.py::TestX::test_add`` too)."""
-    if not classname:
-        return [name]
-    ids = [f"{classname}::{name}", f"{classname}.{name}"]
-    parts = classname.split(".")
-    for cut in range(1, len(parts) + 1):
-        module = "/".join(parts[:cut]) + ".py"
-        ids.append("::".join([module, *parts[cut:], name]))
-    return ids
-
-
-def junit_outcomes(path: Path, *, aliases: bool = True) -> dict[str, str]:
-    """test id -> passed / failed / skipped, from a JUnit XML report: each case under every id of
-    :func:`junit_ids` (``aliases``), or only under its first, ``classname::name`` (what discovery records)."""
-    root = ET.parse(path).getroot()
-    outcomes: dict[str, str] = {}
-    for case in root.iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            outcome = "failed"
-        elif case.find("skipped") is not None:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        ids = junit_ids(case.get("classname") or "", case.get("name") or "")
-        for test_id in ids if aliases else ids[:1]:
-            if outcomes.get(test_id) in (None, "passed"):
-                outcomes[test_id] = outcome
-    return outcomes
-
-
-def run_command(
-    tree: Path, private: Path, words: list[str], *, aliases: bool = True
-) -> tuple[int | None, dict[str, str] | None, str]:
-    """(exit code or None on timeout, JUnit outcomes when the command names {report}, note)."""
-    report = private / f"report-{secrets.token_hex(12)}.xml"
-    uses_report = any("{report}" in w for w in words)
-    argv = [w.replace("{report}", str(report)) for w in words]
-    code = run_process(argv, cwd=tree, env=test_env(private), stdin="")
-    if code is None:
-        return None, None, f"the command ran past {TEST_TIMEOUT_S:.0f} s"
-    if not uses_report:
-        return code, None, f"the command exited {code}"
-    try:
-        outcomes = junit_outcomes(report, aliases=aliases)
-    except (OSError, ET.ParseError) as exc:
-        return (
-            code,
-            None,
-            f"the command exited {code} without a readable JUnit report ({exc.__class__.__name__})",
-        )
-    return code, outcomes, f"the command exited {code}"
-
-
-# --- the verdict --------------------------------------------------------------------------------------------
-
-
-def verdict(
-    outcomes: dict[str, str] | None, f2p: list[str], p2p: list[str]
-) -> tuple[bool, dict[str, Any], dict[str, Any]]:
-    """(pass, metrics, details): every fail_to_pass id passed, no pass_to_pass id failed or went missing."""
-    seen = outcomes or {}
-    f2p_failing = [t for t in f2p if seen.get(t) != "passed"]
-    p2p_broken = [t for t in p2p if seen.get(t) != "passed"]
-    ok = outcomes is not None and not f2p_failing and not p2p_broken
-    metrics = {
-        "fail_to_pass": outcomes is not None and not f2p_failing,
-        "pass_to_pass": outcomes is not None and not p2p_broken,
-        "fail_to_pass_passed": len(f2p) - len(f2p_failing),
-        "pass_to_pass_broken": len(p2p_broken),
-    }
-    details = {
-        "fail_to_pass_not_passing": {t: seen.get(t, "not run") for t in f2p_failing[:MAX_IDS_IN_DETAILS]},
-        "pass_to_pass_broken": {t: seen.get(t, "not run") for t in p2p_broken[:MAX_IDS_IN_DETAILS]},
-    }
-    return ok, metrics, details
-
-
-def write_grade(run_dir: Path, document: dict[str, Any]) -> None:
-    """grade.json, written last by this process (anything the tests wrote there is replaced)."""
-    target = run_dir / GRADE_JSON
-    tmp = run_dir / f".{GRADE_JSON}.{secrets.token_hex(6)}.tmp"
-    tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    if target.is_symlink() or target.is_dir():
-        _remove(target)
-    os.replace(tmp, target)
-
-
-def grade(args: argparse.Namespace) -> int:
-    run_dir = Path(args.contract)
-    task = read_json(run_dir / "task.json")
-    grader = "builtin:pytest" if args.runner == "pytest" else "builtin:command"
-    document: dict[str, Any] = {"schema": "repo_grade.v1", "task": str(task.get("id", "")), "grader": grader,
-                      "pass": None, "metrics": {}, "details": {}, "errors": []}  # fmt: skip
-    private = Path(tempfile.mkdtemp(prefix=f"g{secrets.token_hex(6)}-"))
-    try:
+        task = read_json(run_dir / "task.json")
         task_dir = find_task_dir(Path(args.eval_dir), args.task, run_dir)
         f2p, p2p = id_list(task, "fail_to_pass"), id_list(task, "pass_to_pass")
-        tree, changed, touched = prepare_tree(run_dir, task_dir, task, private)
-        # no ids yet (``repo task new`` is finding them): record every outcome; builtin:command without
-        # {report} has no ids at all and is judged by its exit code
-        reports = args.runner == "pytest" or any("{report}" in w for w in args.command)
+        changed, touched = prepare_tree(run_dir, task_dir, task, out / TREE)
+        reports = args.runner == "pytest" or args.uses_report
         discovery = not f2p and reports
+        targets: list[str] = []
         if args.runner == "pytest":
-            targets = (
-                (f2p + p2p)
-                if not discovery
-                else sorted(
-                    p for p in touched if is_test_path(p) and p.endswith(".py") and (tree / p).is_file()
-                )
+            tree = out / TREE
+            found = sorted(
+                p for p in touched if is_test_path(p) and p.endswith(".py") and (tree / p).is_file()
             )
+            targets = found if discovery else f2p + p2p
             if not targets:
                 raise GradeError(
                     "no test to run: task.json has no fail_to_pass ids and the test patch adds no test file"
                 )
-            outcomes, note, collection_errors = run_pytest(tree, private, targets)
-            exit_code = None
-        else:
-            exit_code, outcomes, note = run_command(tree, private, list(args.command), aliases=not discovery)
-            collection_errors = {}
-        document["details"] = {"run": note, "tests_restored": changed[:MAX_IDS_IN_DETAILS]}
-        if collection_errors:
-            shown = sorted(collection_errors)[:MAX_IDS_IN_DETAILS]
-            document["details"]["collection_errors"] = {path: collection_errors[path] for path in shown}
-        if discovery:
-            document["pass"] = False
-            document["metrics"] = {"discovery": True}
-            document["details"]["outcomes"] = outcomes
-            document["details"]["exit_code"] = exit_code
-        elif args.runner == "command" and outcomes is None:
-            ok = exit_code == 0 and not any("{report}" in w for w in args.command)
-            document["pass"] = ok
-            document["metrics"] = {"exit_zero": exit_code == 0}
-        else:
-            ok, metrics, details = verdict(outcomes, f2p, p2p)
-            if args.runner == "command":
-                ok = ok and exit_code == 0
-                metrics["exit_zero"] = exit_code == 0
-            document["pass"] = ok
-            document["metrics"] = metrics
-            document["details"].update(details)
+        tree = out / TREE
+        roots = [os.path.relpath(r, tree) for r in import_roots(tree, targets)] if targets else []
+        document.update(
+            restored=changed, targets=targets, discovery=discovery, fail_to_pass=f2p, pass_to_pass=p2p,
+            roots=roots,
+        )  # fmt: skip
     except GradeError as exc:
-        document["pass"] = None
-        document["errors"] = [str(exc)]
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
-    write_grade(run_dir, document)
+        document["error"] = str(exc)
+    (out / PREPARED_JSON).write_text(json.dumps(document, sort_keys=True) + "\n", encoding="utf-8")
     return 0
+
+
+def test_env() -> dict[str, str]:
+    """The environment of builtin:command's process: the container's, without what would let the tree hook
+    Python or pytest, with plugin autoload off and bytecode kept out of the tree."""
+    drop = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("GIT_")}
+    env.update(
+        PYTHONSAFEPATH="1", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+    )  # fmt: skip
+    return env
+
+
+def command(args: argparse.Namespace) -> int:
+    """Step 2 of builtin:command: the repository's command with ``{report}`` replaced, in place of this
+    process (its exit code is the container's)."""
+    words = [w.replace(REPORT_PLACEHOLDER, args.report) for w in args.command]
+    os.dup2(2, 1)  # everything the command prints goes to stderr (grade.stderr)
+    try:
+        os.execvpe(words[0], words, test_env())
+    except OSError as exc:
+        print(f"{NOT_RUN}{words[0]!r} in the image: {exc.strerror}", file=sys.stderr)
+        return NOT_RUN_EXIT
 
 
 def oracle(args: argparse.Namespace) -> int:
@@ -660,21 +437,27 @@ def oracle(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="builtin_grade.py")
     sub = parser.add_subparsers(dest="step", required=True)
-    for step in ("grade", "oracle"):
+    for step in ("prepare", "oracle"):
         p = sub.add_parser(step)
         p.add_argument("--contract", required=True)
         p.add_argument("--eval-dir", required=True)
         p.add_argument("--task", required=True)
-        if step == "grade":
+        if step == "prepare":
+            p.add_argument("--out", required=True)
+            p.add_argument("--uses-report", action="store_true", help="builtin:command names {report}")
             p.add_argument("runner", choices=("pytest", "command"))
-            p.add_argument("command", nargs=argparse.REMAINDER)
+    p = sub.add_parser("command")
+    p.add_argument("--report", required=True)
+    p.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.step == "grade":
-        if args.command and args.command[0] == "--":
+    if args.step == "prepare":
+        return prepare(args)
+    if args.step == "command":
+        if args.command[:1] == ["--"]:
             args.command = args.command[1:]
-        if args.runner == "command" and not args.command:
+        if not args.command:
             parser.error("builtin:command needs a command")
-        return grade(args)
+        return command(args)
     return oracle(args)
 
 
