@@ -361,6 +361,9 @@ def batch_root_of(run_dir: Path) -> Path | None:
     return next((p for p in run_dir.parents if BatchLayout(p).pin.is_file()), None)
 
 
-def tasks_check_run_dir(out: Path, task_id: str, phase: str) -> Path:
-    """``repo tasks check``: the run directory of one task's null or oracle workspace."""
-    return out / task_id / phase
+def tasks_check_run_dir(out: Path, task_id: str, phase: str, *, arm: str | None = None) -> Path:
+    """``repo tasks check``: the run directory of one task's null or oracle workspace; under another arm than
+    guidance:raw, ``<phase>-<arm>`` with the arm's ``:`` and ``=`` as ``_`` (``null-guidance_none``)."""
+    if arm is None:
+        return out / task_id / phase
+    return out / task_id / f"{phase}-{re.sub(r'[^A-Za-z0-9._-]+', '_', arm)}"

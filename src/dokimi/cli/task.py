@@ -147,15 +147,26 @@ def new(
     return EXIT_OK if ok else EXIT_FOUND_PROBLEMS
 
 
-def _check(repo_dir: Path, manifest: str | None, image: str | None, task_id: str, out: Path | None) -> Any:
-    """repo tasks check on one task, from a freshly opened working tree (it holds the new files)."""
+def _check(
+    repo_dir: Path,
+    manifest: str | None,
+    image: str | None,
+    task_id: str,
+    out: Path | None,
+    *,
+    discovery: bool = False,
+) -> Any:
+    """repo tasks check on one task, from a freshly opened working tree (it holds the new files): under
+    guidance:raw alone to find the tests (``discovery``), else under every arm tasks check proves."""
     from dokimi.repo.manifest import load_manifest
+    from dokimi.repo.workspace import ARM_RAW
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
 
     with open_source(str(repo_dir)) as repo:
         loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
-        options = CheckOptions(task_ids=[task_id], out_dir=out, image=image)
+        arms = [ARM_RAW] if discovery else []
+        options = CheckOptions(task_ids=[task_id], out_dir=out, image=image, arms=arms)
         return check_tasks(
             repo,
             loaded,
@@ -201,7 +212,11 @@ def _discover_and_check(
 
     assert mined.evidence is not None
     note("grading the null and the oracle workspaces to find FAIL_TO_PASS and PASS_TO_PASS ...")
-    found = discover(data, lambda out: _check(repo_dir, manifest, image, mined.task_id, out), mined.evidence)
+    found = discover(
+        data,
+        lambda out: _check(repo_dir, manifest, image, mined.task_id, out, discovery=True),
+        mined.evidence,
+    )
     mined.fail_to_pass, mined.pass_to_pass = found.fail_to_pass, found.pass_to_pass
     mined.failing_with_fix, mined.collection_errors = found.failing_with_fix, found.collection_errors
     data["fail_to_pass"], data["pass_to_pass"] = found.fail_to_pass, found.pass_to_pass

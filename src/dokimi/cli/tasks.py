@@ -47,7 +47,28 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
 
 @tasks.command("check")
 @source_argument
+@click.option(
+    "-c",
+    "--config",
+    "run_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A run file (repo_run_file.v1): its arms are checked (and its harness writes guidance:bridge).",
+)
 @manifest_options
+@click.option(
+    "--arm",
+    "arms",
+    multiple=True,
+    metavar="A[,B]",
+    help="Guidance arms to prove sound (repeatable or comma-separated; default guidance:raw, guidance:none, "
+    "guidance:tree). guidance:raw always runs: every other arm's tests must say what they say under it.",
+)
+@click.option(
+    "--harness",
+    metavar="NAME|PATH",
+    help="The harness profile whose bridge guidance:bridge writes (default claude-code).",
+)
 @click.option("--task", "task_ids", multiple=True, metavar="ID", help="Check only this task (repeatable).")
 @click.option("--warm", is_flag=True, help="Run null and oracle with a network, to fill the caches.")
 @click.option(
@@ -99,6 +120,7 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
 @json_option
 def check(
     source: str,
+    run_file: Path | None,
     manifest: str | None,
     manifest_file: Path | None,
     task_ids: tuple[str, ...],
@@ -112,16 +134,20 @@ def check(
     out: Path | None,
     judge_model: str | None,
     judge_bin: str | None,
+    arms: tuple[str, ...],
+    harness: str | None,
     as_json: bool,
 ) -> int:
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
     the oracle's passes it (score-only tasks reach score.max), grade.json is valid, and the agent's container
-    sees neither the tasks nor {source_dir}. Exit 1 if any task is broken or unsupported."""
+    sees neither the tasks nor {source_dir}; under every guidance arm checked, and with the tests saying
+    under each arm what they say under guidance:raw. Exit 1 if any task is broken or unsupported."""
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
 
     check_manifest_choice(manifest, manifest_file)
+    named, harness = _arms_and_harness(arms, harness, run_file)
     options = CheckOptions(
         task_ids=list(task_ids) or None,
         warm=warm,
@@ -133,6 +159,8 @@ def check(
         source_dir=source_dir,
         grade_timeout_s=grade_timeout,
         judge=_judge(judge_model, judge_bin),
+        arms=named,
+        harness=harness,
     )
     with open_source(source) as repo:
         loaded = load_manifest(
@@ -157,6 +185,21 @@ def check(
         if out is not None:
             note(f"run directories and tasks-check.json: {out}")
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS
+
+
+def _arms_and_harness(
+    arms: tuple[str, ...], harness: str | None, run_file: Path | None
+) -> tuple[list[str], str | None]:
+    """--arm (comma-separated or repeated) wins over the run file's arms; --harness over its harness."""
+    named = [a.strip() for value in arms for a in value.split(",") if a.strip()]
+    if run_file is not None:
+        from dokimi.schemas._base import read_document
+        from dokimi.schemas.run_file import RunFile
+
+        document = read_document(run_file, RunFile)
+        named = named or list(document.arms or [])
+        harness = harness or document.harness
+    return named, harness
 
 
 class _Progress:
@@ -210,10 +253,13 @@ def _table(report: Any) -> None:
             colored(task.status, status_of[task.status], color=color),
             _phase_cell(task.null),
             _phase_cell(task.oracle),
+            _arms_cell(task),
         ]
         for task in report.tasks
     ]
-    columns = [Col("task", key=True), Col("status", droppable=False), Col("null"), Col("oracle")]
+    columns = [
+        Col("task", key=True), Col("status", droppable=False), Col("null"), Col("oracle"), Col("other arms"),
+    ]  # fmt: skip
     lines = render_table(
         columns, rows, width=width, title=f"tasks check: {report.manifest_id} ({report.image})"
     )
@@ -222,10 +268,30 @@ def _table(report: Any) -> None:
             lines += fit_line(f"  {task.task}: {problem}", width)
         for warning in task.warnings:
             lines += fit_line(f"  {task.task}: warning: {warning}", width)
+    arms = list(dict.fromkeys(a.arm for t in report.tasks for a in t.arms))
+    if arms:
+        lines += fit_line(
+            f"arms: {', '.join(arms)} (null and oracle under each, compared with {arms[0]})", width
+        )
     broken = sum(1 for t in report.tasks if t.status != "ok")
     verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
     lines.append(f"{verdict}{' (warm)' if report.warm else ''}")
     print_lines(lines)
+
+
+def _arms_cell(task: Any) -> str:
+    """``same`` when every other arm is sound and its tests say what they say under guidance:raw, else the
+    arms that are not; ``-`` when no other arm ran."""
+    if len(task.arms) < 2:
+        return "-"
+    baseline = task.arms[0].arm
+    failed = [c.name for c in task.checks if not c.ok]
+
+    def differs(arm: str) -> bool:
+        return any(n.endswith(f"({arm})") or n.endswith(f"under {arm} as under {baseline}") for n in failed)
+
+    changed = [a.arm for a in task.arms[1:] if differs(a.arm)]
+    return "same" if not changed else "differ: " + ", ".join(changed)
 
 
 def _judge(model: str | None, binary: str | None) -> JudgeSettings | None:

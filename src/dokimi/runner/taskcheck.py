@@ -43,7 +43,15 @@ from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.repo.rules import load_review_rules
-from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
+from dokimi.repo.workspace import (
+    ARM_NONE,
+    ARM_RAW,
+    ARM_TREE,
+    GuidanceOverlay,
+    WorkspaceSource,
+    arm_kind,
+    prepare_workspace,
+)
 from dokimi.rundir import (
     ANSWER_TXT,
     CONTENT_DIR,
@@ -56,13 +64,14 @@ from dokimi.rundir import (
     task_dir,
     tasks_check_run_dir,
 )
+from dokimi.runner.guidance import build_overlays
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import remove_batch_containers, require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_image
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import make_output_dir, write_document, write_text_atomic
-from dokimi.schemas.tasks_check import CheckItem, PhaseReport, TaskReport, TasksCheck
+from dokimi.schemas.tasks_check import ArmCheck, CheckItem, PhaseReport, TaskReport, TasksCheck
 from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
@@ -107,10 +116,46 @@ class CheckOptions:
     judge: JudgeSettings | None = None
     """The rubric judge (a model call) for tasks with a rubric; None: no model call, and mergeable is decided
     on the deterministic checks (``repo rubric check`` admits the judge's part)."""
+    arms: Sequence[str] = ()
+    """The guidance arms to prove sound (``--arm``, a run file's ``arms``); empty: every arm the manifest
+    allows without a harness or a model (:data:`DEFAULT_ARMS`). guidance:raw always runs: the others are
+    compared with it."""
+    harness: str | None = None
+    """The harness profile whose bridge guidance:bridge writes (default claude-code)."""
 
 
 ProgressFn = Callable[[str, str], None]
-"""Called with (task id, event): ``image``, ``null``, ``oracle`` when such a step is done."""
+"""Called with (task id, event): ``null``, ``oracle`` (``null guidance:none``, ... for another arm) when such
+a step is done."""
+
+BASELINE_ARM = ARM_RAW
+"""The arm every other is compared with: the repository as it is at the task's base."""
+DEFAULT_ARMS = (ARM_RAW, ARM_NONE, ARM_TREE)
+"""The arms tasks check proves sound when none is named: they need neither a harness nor a model."""
+
+
+def checked_arms(named: Sequence[str]) -> list[str]:
+    """guidance:raw first, then each named arm once (default :data:`DEFAULT_ARMS`); guidance:generated is
+    written by a model during the run and cannot be checked here, so it is refused."""
+    from dokimi.repo.workspace import ARM_GENERATED, check_arm
+
+    arms = [BASELINE_ARM, *(check_arm(a) for a in (named or DEFAULT_ARMS))]
+    if ARM_GENERATED in arms:
+        raise UsageError(
+            f"tasks check cannot prove {ARM_GENERATED} sound: a model writes its guidance during the run",
+            hint="leave it out of --arm (a dry run of repo run checks it end to end)",
+        )
+    return list(dict.fromkeys(arms))
+
+
+@dataclass
+class _Shared:
+    """The first unit to prepare a given workspace (task, phase, start commit) grades it; another arm that
+    prepares the same commit waits for it and takes its outcome."""
+
+    arm: str
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: _PhaseOutcome | None = None
 
 
 @dataclass
@@ -126,6 +171,11 @@ class _Context:
     all_task_ids: list[str]
     guidance_names: list[str]
     progress: ProgressFn | None
+    arms: list[str] = field(default_factory=lambda: [BASELINE_ARM])
+    overlays: dict[str, GuidanceOverlay] = field(default_factory=dict)
+    profile: object | None = None
+    """The harness profile guidance:bridge reads its bridge from (None without that arm)."""
+    shared: dict[tuple[str, str, str], _Shared] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -156,7 +206,7 @@ def check_tasks(
     """Run the self-check over the manifest's tasks (or ``options.task_ids``).
 
     ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
-    task), ``progress`` each finished step, ``on_build`` each step of an image build.
+    task and arm), ``progress`` each finished step, ``on_build`` each step of an image build.
     """
     from dokimi.repo.manifest import load_tasks
 
@@ -176,12 +226,15 @@ def check_tasks(
         tasks = [t for t in tasks if t.id in set(options.task_ids)]
     if options.jobs < 1:
         raise UsageError("-j must be at least 1")
+    arms = checked_arms(options.arms)
+    overlays = build_overlays(repo, manifest, arms)
+    profile = _bridge_profile(options, arms)
     require_docker()
     source_dir = _source_dir(repo, manifest, options)
     # before the image build, which may take hours: a --cache NAME the manifest does not declare is a typo
     caches = resolve_caches(manifest.image, manifest.id, overrides=options.caches)
     if on_total is not None:
-        on_total(2 * len(tasks))
+        on_total(2 * len(tasks) * len(arms))
     temporary = options.out_dir is None
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
     try:
@@ -234,6 +287,9 @@ def check_tasks(
             all_task_ids=all_ids,
             guidance_names=guidance_names(loaded.guidance_globs),
             progress=progress,
+            arms=arms,
+            overlays=overlays,
+            profile=profile,
         )
         reports = _run_all(ctx, tasks)
         report = TasksCheck(
@@ -253,6 +309,17 @@ def check_tasks(
     finally:
         if temporary:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _bridge_profile(options: CheckOptions, arms: Sequence[str]) -> object | None:
+    """The harness profile guidance:bridge needs (``options.harness``, default claude-code), else None."""
+    from dokimi.repo.workspace import ARM_BRIDGE
+
+    if ARM_BRIDGE not in arms:
+        return None
+    from dokimi.harness.profile import load_profile
+
+    return load_profile(options.harness or "claude-code")
 
 
 def guidance_names(globs: Sequence[str]) -> list[str]:
@@ -283,8 +350,11 @@ def _source_dir(repo: Repo, manifest: RepoManifest, options: CheckOptions) -> Pa
 @dataclass
 class _PhaseOutcome:
     phase: Phase
+    arm: str = BASELINE_ARM
     checks: list[CheckItem] = field(default_factory=list)
     report: PhaseReport | None = None
+    same_as: str | None = None
+    """Another arm whose workspace was the same commit, whose outcome this one took."""
 
 
 def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
@@ -295,15 +365,18 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         if early is not None:
             reports[loaded_task.id] = early
             if ctx.progress:
-                ctx.progress(loaded_task.id, "null")
-                ctx.progress(loaded_task.id, "oracle")
+                for arm in ctx.arms:
+                    ctx.progress(loaded_task.id, _event("null", arm))
+                    ctx.progress(loaded_task.id, _event("oracle", arm))
         else:
             assert loaded_task.task is not None
             runnable.append((loaded_task, loaded_task.task))
-    units = [(lt, task, phase) for lt, task in runnable for phase in ("null", "oracle")]
+    units = [
+        (lt, task, phase, arm) for arm in ctx.arms for lt, task in runnable for phase in ("null", "oracle")
+    ]
     pool = ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check")
     try:
-        futures = [pool.submit(_run_phase, ctx, lt, task, phase) for lt, task, phase in units]  # type: ignore[arg-type]
+        futures = [pool.submit(_run_phase, ctx, lt, task, phase, arm) for lt, task, phase, arm in units]  # type: ignore[arg-type]
         outcomes = [future.result() for future in futures]
     except BaseException:
         # Ctrl-C: start nothing new, and end the running containers (their `docker run` then returns), so the
@@ -317,7 +390,7 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     by_task: dict[str, list[_PhaseOutcome]] = {}
-    for (lt, _task, _phase), outcome in zip(units, outcomes, strict=True):
+    for (lt, _task, _phase, _arm), outcome in zip(units, outcomes, strict=True):
         by_task.setdefault(lt.id, []).append(outcome)
     for lt, _task in runnable:
         reports[lt.id] = _verdict(lt.id, by_task[lt.id])
@@ -375,17 +448,44 @@ def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[st
     write_text_atomic(run_dir / ANSWER_TXT, "")
 
 
-def _run_phase(ctx: _Context, loaded_task: LoadedTask, task: Task, phase: Phase) -> _PhaseOutcome:
-    outcome = _PhaseOutcome(phase)
+def _event(phase: str, arm: str) -> str:
+    return phase if arm == BASELINE_ARM else f"{phase} {arm}"
+
+
+def _named(name: str, arm: str) -> str:
+    """A check's name, with the arm for every arm but the baseline."""
+    return name if arm == BASELINE_ARM else f"{name} ({arm})"
+
+
+def _run_phase(ctx: _Context, loaded_task: LoadedTask, task: Task, phase: Phase, arm: str) -> _PhaseOutcome:
+    outcome = _PhaseOutcome(phase, arm)
     try:
         _phase_steps(ctx, task, phase, outcome)
     except DokimiError as exc:
-        outcome.checks.append(CheckItem(name=f"{phase}: {_step_of(exc)}", ok=False, detail=str(exc)))
+        outcome.checks.append(
+            CheckItem(name=_named(f"{phase}: {_step_of(exc)}", arm), ok=False, detail=str(exc))
+        )
     finally:
         if ctx.progress is not None:
             with ctx.lock:
-                ctx.progress(task.id, phase)
+                ctx.progress(task.id, _event(phase, arm))
     return outcome
+
+
+def _claim(ctx: _Context, key: tuple[str, str, str], arm: str) -> _Shared | None:
+    """None when this unit grades the workspace ``key`` names; else the unit that does (it has started)."""
+    with ctx.lock:
+        shared = ctx.shared.get(key)
+        if shared is None:
+            ctx.shared[key] = _Shared(arm)
+        return shared
+
+
+def _publish(ctx: _Context, key: tuple[str, str, str], outcome: _PhaseOutcome) -> None:
+    with ctx.lock:
+        shared = ctx.shared[key]
+    shared.outcome = outcome
+    shared.done.set()
 
 
 def _step_of(exc: DokimiError) -> str:
@@ -400,46 +500,77 @@ def _step_of(exc: DokimiError) -> str:
 
 def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome) -> None:
     assert ctx.manifest.eval_dir is not None and ctx.manifest.entry_points is not None
-    run_dir = tasks_check_run_dir(ctx.out, task.id, phase)
+    arm = outcome.arm
+    run_dir = tasks_check_run_dir(ctx.out, task.id, phase, arm=None if arm == BASELINE_ARM else arm)
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     prepared = prepare_workspace(
         WorkspaceSource(ctx.repo, ctx.manifest.eval_dir, ctx.loaded.guidance_globs),
         task,
-        arm=ARM_RAW,
-        profile=None,
+        arm=arm,
+        profile=ctx.profile,
         dest=run_dir / WORKSPACE,
         patches_root=_task_dir_in_content(ctx, task.id),
+        overlay=ctx.overlays.get(arm),
     )
-    outcome.checks.append(CheckItem(name=f"{phase}: workspace", ok=True, detail=prepared.start_sha))
+    outcome.checks.append(
+        CheckItem(name=_named(f"{phase}: workspace", arm), ok=True, detail=prepared.start_sha)
+    )
+    key = (task.id, phase, prepared.start_sha)
+    owner = _claim(ctx, key, arm)
+    if owner is not None:  # the same commit as another arm's: its grade is this arm's grade
+        owner.done.wait()
+        outcome.same_as = owner.arm
+        outcome.report = owner.outcome.report if owner.outcome is not None else None
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    try:
+        _graded_steps(ctx, task, phase, outcome, run_dir, prepared)
+    finally:
+        _publish(ctx, key, outcome)
+
+
+def _graded_steps(
+    ctx: _Context,
+    task: Task,
+    phase: Phase,
+    outcome: _PhaseOutcome,
+    run_dir: Path,
+    prepared: PreparedWorkspace,
+) -> None:
+    """Everything after the workspace: the isolation probe (baseline arm), the oracle, grading, the gate."""
+    arm = outcome.arm
     _write_inputs(ctx, run_dir, task, prepared.meta_fields())
     prepare_agent_dirs(run_dir, image_env(ctx.manifest.image, task=task.id).scratch)
-    cell = f"{task.id}-{phase}"
+    cell = f"{task.id}-{phase}" if arm == BASELINE_ARM else f"{task.id}-{phase}-{arm_kind(arm)}"
     facts = _facts(ctx, task, run_dir, prepared, cell)
-    if phase == "null":
+    if phase == "null" and arm == BASELINE_ARM:
         probe = _probe(ctx, task, run_dir, cell)
         outcome.checks.append(
             CheckItem(name="isolation", ok=probe.ok, detail="; ".join(probe.problems) or None)
         )
         if facts.rubric is not None and list_command(ctx.grading) is not None:
             outcome.checks.append(_tests_list_check(ctx, task, run_dir, cell))
-    else:
+    elif phase == "oracle":
         oracle = run_entry_point(
             ctx.grading, run_dir, task, "oracle", name=container_name(ctx.batch, cell, "oracle")
         )
         failure = oracle.failure(ctx.options.grade_timeout_s)
-        outcome.checks.append(CheckItem(name="oracle runs", ok=failure is None, detail=failure))
+        outcome.checks.append(CheckItem(name=_named("oracle runs", arm), ok=failure is None, detail=failure))
         if failure is not None:
             return
     started = time.monotonic()
     graded = grade_cell(ctx.grading, run_dir, task, facts)
     if graded.grade is None:  # a container before grade changed dokimi's files (dokimi.grading.evidence)
         detail = f"grader bug: {graded.verdict.grader_error}"
-        outcome.checks.append(CheckItem(name=f"{phase}: grade.json", ok=False, detail=detail))
+        outcome.checks.append(CheckItem(name=_named(f"{phase}: grade.json", arm), ok=False, detail=detail))
         return
     outcome.report = _phase_report(graded, time.monotonic() - started)
-    outcome.checks.extend(_gate_checks(task, phase, graded.verdict, graded.grade))
+    outcome.checks.extend(
+        c.model_copy(update={"name": _named(c.name, arm)})
+        for c in _gate_checks(task, phase, graded.verdict, graded.grade)
+    )
 
 
 def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace, cell: str) -> CellFacts:
@@ -512,8 +643,20 @@ def _phase_report(graded: GradedCell, duration: float) -> PhaseReport:
         grader_failure=verdict.grader_failure,
         grader_error=verdict.grader_error,
         grade_stderr=stderr or None if verdict.grader_failure else None,
+        failing_tests=failing_tests(graded.grade.grade.details if graded.grade.grade is not None else {}),
         duration_s=round(duration, 3),
     )
+
+
+def failing_tests(details: Mapping[str, object]) -> dict[str, str]:
+    """Test id -> outcome of every test a built-in grader's grade.json lists as not passing (a FAIL_TO_PASS
+    test not passing, a PASS_TO_PASS test broken): what an arm that changes the tests shows first."""
+    failing: dict[str, str] = {}
+    for key in ("fail_to_pass_not_passing", "pass_to_pass_broken"):
+        value = details.get(key)
+        if isinstance(value, dict):
+            failing.update({str(k): str(v) for k, v in value.items()})
+    return dict(sorted(failing.items()))
 
 
 def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOutcome) -> list[CheckItem]:
@@ -570,15 +713,61 @@ def _gates(verdict: GateVerdict) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(verdict.gate_results.items())) or "(no gate entries)"
 
 
+def same_outcome_as_baseline(phase: str, arm: str, baseline: PhaseReport, other: PhaseReport) -> CheckItem:
+    """Under every arm the tests say what they say under guidance:raw: the same gate verdict, the same gate
+    results, and the same tests failing. An arm that turns a test red (a repository test that reads a
+    guidance file the arm removed) shows one agent a red suite the other arm's agent does not see."""
+    changes: list[str] = []
+    if (other.passed, other.grader_failure) != (baseline.passed, baseline.grader_failure):
+        changes.append(f"the gate: {_shown_verdict(baseline)} -> {_shown_verdict(other)}")
+    for metric in sorted(set(baseline.gate_results) | set(other.gate_results)):
+        before, after = baseline.gate_results.get(metric), other.gate_results.get(metric)
+        if before != after:
+            changes.append(f"{metric}: {before} -> {after}")
+    for test in sorted(set(baseline.failing_tests) | set(other.failing_tests)):
+        before_t = baseline.failing_tests.get(test, "passed")
+        after_t = other.failing_tests.get(test, "passed")
+        if before_t != after_t:
+            changes.append(f"{test}: {before_t} -> {after_t}")
+    return CheckItem(
+        name=f"{phase} under {arm} as under {BASELINE_ARM}",
+        ok=not changes,
+        detail=("the arm changes what the tests say: " + "; ".join(changes[:10])) if changes else None,
+    )
+
+
+def _shown_verdict(report: PhaseReport) -> str:
+    if report.grader_failure:
+        return "grader failure"
+    return {True: "pass", False: "fail", None: "score-only"}[report.passed]
+
+
 def _verdict(task_id: str, outcomes: Sequence[_PhaseOutcome]) -> TaskReport:
     checks = [check for outcome in outcomes for check in outcome.checks]
+    baseline = {o.phase: o.report for o in outcomes if o.arm == BASELINE_ARM}
+    for outcome in outcomes:
+        reference = baseline.get(outcome.phase)
+        if outcome.arm != BASELINE_ARM and outcome.report is not None and reference is not None:
+            checks.append(same_outcome_as_baseline(outcome.phase, outcome.arm, reference, outcome.report))
     problems = [f"{c.name}: {c.detail}" if c.detail else c.name for c in checks if not c.ok]
-    reports = {outcome.phase: outcome.report for outcome in outcomes}
+    by_arm: dict[str, dict[str, _PhaseOutcome]] = {}
+    for outcome in outcomes:
+        by_arm.setdefault(outcome.arm, {})[outcome.phase] = outcome
+    arms = [
+        ArmCheck(
+            arm=arm,
+            null=phases["null"].report if "null" in phases else None,
+            oracle=phases["oracle"].report if "oracle" in phases else None,
+            same_workspace_as=next((o.same_as for o in phases.values() if o.same_as), None),
+        )
+        for arm, phases in by_arm.items()
+    ]
     return TaskReport(
         task=task_id,
         status="ok" if not problems else "broken",
         problems=problems,
         checks=checks,
-        null=reports.get("null"),
-        oracle=reports.get("oracle"),
+        null=baseline.get("null"),
+        oracle=baseline.get("oracle"),
+        arms=arms,
     )

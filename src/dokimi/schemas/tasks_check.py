@@ -43,8 +43,25 @@ class PhaseReport(Document):
     """Why, when it did."""
     grade_stderr: str | None = None
     """The last lines of grade's stderr (kept for a grader failure)."""
+    failing_tests: dict[str, str] = Field(default_factory=dict)
+    """Test id -> outcome of every test a built-in grader lists as not passing (a FAIL_TO_PASS test not
+    passing, a PASS_TO_PASS test broken); empty for a repository grader."""
     duration_s: float
     """Seconds grading took."""
+
+
+class ArmCheck(Document):
+    """The null and oracle workspaces of one task under one guidance arm."""
+
+    arm: str
+    """The arm (guidance:raw, the baseline, first)."""
+    null: PhaseReport | None = None
+    """What grading the untouched workspace gave under this arm."""
+    oracle: PhaseReport | None = None
+    """What grading the oracle's workspace gave under this arm."""
+    same_workspace_as: str | None = None
+    """Another arm whose prepared workspace was the same commit (no guidance file differs at this base): its
+    grade is this arm's, graded once."""
 
 
 class TaskReport(Document):
@@ -65,6 +82,10 @@ class TaskReport(Document):
     """What grading the untouched workspace gave."""
     oracle: PhaseReport | None = None
     """What grading the oracle's workspace gave."""
+    arms: list[ArmCheck] = Field(default_factory=list)
+    """The same, under every guidance arm checked (guidance:raw first; ``null`` and ``oracle`` above are its).
+    A task whose tests say something else under another arm is broken: that arm's agent would see another
+    suite."""
 
 
 class TasksCheck(Document):
