@@ -1,11 +1,17 @@
 """``repo export BATCH --format inspect``: the batch as Inspect AI eval logs, for ``inspect view``.
 
-One log per (arm, model, effort, mode) of the batch. Each finished cell is one sample: its task is the
+One log per (arm, model, effort, mode) of the batch, named after its arm where Inspect's viewer shows a log
+(task ``dokimi/<manifest id>/<arm>``, display name ``<manifest id>: <arm>``, the arm as a tag and a task
+argument). Each finished cell is one sample: its task is the
 sample id and its rep the epoch; the input is the task's prompt; the messages are the prompt, the agent's
 tool calls with their outputs (events.jsonl: a command is a ``bash`` call, a read ``read``, an edit
 ``edit``, a tool its own name) and the final answer; the score is the gate (1 pass, 0 fail) or the task's
 score, with grade.json's metrics and the grader's error as its metadata and explanation; the sample's
-metadata keeps dokimi's result (cost, turns, duration, harness). Missing and invalid cells are not samples:
+metadata keeps dokimi's result (cost, turns, duration, harness), and its model usage the cell's tokens
+(:func:`dokimi.analysis.tokens.cell_tokens`: the gateway's, or a dry run's simulated ones, which the log's
+display name and tags say). Every log asks the viewer to show its content as plain text
+(``ViewerConfig(trust_content=False)``): an agent's prompt, commands and answers are text, never Markdown or
+HTML to render (``__reversed__`` stays as written). Missing and invalid cells are not samples:
 the log's metadata counts them, and so are cells whose evidence cannot be read at all (``unreadable``);
 lines of events.jsonl that are no event (not JSON, or nested past what dokimi reads) are left out of their
 sample and counted in its metadata (``unreadable_event_lines``).
@@ -22,12 +28,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
 from dokimi.errors import PrerequisiteError
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
 from dokimi.schemas._base import load_json, make_output_dir
+
+if TYPE_CHECKING:
+    from dokimi.schemas.result import Result
 
 __all__ = ["ExportedLog", "export_inspect"]
 
@@ -139,6 +149,22 @@ def _messages(prompt: str, events: list[dict[str, Any]], answer: str) -> list[An
     return messages
 
 
+def _usage(result: Result) -> Any:
+    """Inspect's ModelUsage of the cell's tokens, or None when it has none."""
+    from inspect_ai.model import ModelUsage
+
+    tokens = cell_tokens(result)
+    if tokens is None:
+        return None
+    return ModelUsage(
+        input_tokens=tokens.input,
+        output_tokens=tokens.output,
+        total_tokens=tokens.total,
+        input_tokens_cache_write=tokens.cache_write,
+        input_tokens_cache_read=tokens.cache_read,
+    )
+
+
 def _sample(cell: Cell) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
@@ -169,13 +195,17 @@ def _sample(cell: Cell) -> Any:
     events, unreadable = _events(cell)
     if unreadable:
         metadata["unreadable_event_lines"] = unreadable
+    usage = _usage(result)
+    output = ModelOutput.from_content(result.model, _cap(answer))
+    output.usage = usage
     return EvalSample(
         id=result.task,
         epoch=result.rep + 1,
         input=prompt,
         target="pass" if result.gated else "",
         messages=_messages(prompt, events, answer),
-        output=ModelOutput.from_content(result.model, _cap(answer)),
+        output=output,
+        model_usage={result.model: usage} if usage is not None else {},
         scores={SCORER: score},
         metadata=metadata,
         total_time=result.duration_s,
@@ -192,6 +222,19 @@ def _readable_sample(cell: Cell) -> Any:
         return _sample(cell)
     except (DokimiError, OSError, ValueError, RecursionError):
         return None
+
+
+def _total_usage(model: str, samples: list[Any]) -> dict[str, Any]:
+    """The log's model usage: its samples' summed."""
+    from inspect_ai.model import ModelUsage
+
+    usages = [s.model_usage[model] for s in samples if model in s.model_usage]
+    if not usages:
+        return {}
+    total = ModelUsage()
+    for usage in usages:
+        total = total + usage
+    return {model: total}
 
 
 def _stamp(cells: list[Cell]) -> tuple[str, str]:
@@ -227,6 +270,7 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
         EvalStats,
         write_eval_log,
     )
+    from inspect_ai.viewer import ViewerConfig
 
     groups: dict[tuple[str, str, str | None, str | None], list[Cell]] = defaultdict(list)
     not_counted: dict[tuple[str, str, str | None, str | None], dict[str, int]] = defaultdict(
@@ -259,10 +303,16 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
         started, completed = _stamp(cells)
         values = [float(s.scores[SCORER].value) for s in samples]
         harness = cells[0].result.harness if cells[0].result is not None else "harness"
+        dry = any(c.result is not None and c.result.dry_run for c in cells)
         spec = EvalSpec(
             created=started or datetime.now(UTC).isoformat(),
-            task=f"dokimi/{manifest_id}",
+            task=f"dokimi/{manifest_id}/{arm}",
+            task_display_name=f"{manifest_id}: {arm}"
+            + (" (dry run: scripted model, simulated tokens)" if dry else ""),
             task_id=f"{batch.root.name}/{arm}",
+            task_args={"arm": arm, "effort": effort, "mode": mode},
+            tags=[arm, *(["dry run"] if dry else [])],
+            viewer=ViewerConfig(trust_content=False),
             dataset=EvalDataset(name=manifest_id, samples=len(tasks), sample_ids=tasks),
             model=model,
             solver=harness,
@@ -298,7 +348,9 @@ def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
             status="success",
             eval=spec,
             results=results,
-            stats=EvalStats(started_at=started, completed_at=completed),
+            stats=EvalStats(
+                started_at=started, completed_at=completed, model_usage=_total_usage(model, samples)
+            ),
             samples=samples,
         )
         path = out_dir / _file_name(batch.root.name, arm, model, effort, mode)
