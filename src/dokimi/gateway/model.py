@@ -416,12 +416,10 @@ class ModelGateway(CaptureProxy):
         apis: Sequence[str] = API_NAMES,
         prices: Mapping[str, Price] = PRICES,
         budget: Budget | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
         unattributed_path: Path | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(upstream, host=host, port=port, **kwargs)
+        super().__init__(upstream, **kwargs)  # host, port, timeouts: CaptureProxy's
         self.keep_requests = False
         self.keep_responses = True
         self.kept_response_limit = RECORD_BODY_LIMIT + 1
