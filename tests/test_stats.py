@@ -234,3 +234,28 @@ def test_pass_k_at_k_1_is_the_pass_rate_and_fewer_attempts_than_k_give_none() ->
             stats.pass_at_k(*bad)
         with pytest.raises(ValueError):
             stats.pass_hat_k(*bad)
+
+
+def _fisher_by_enumeration(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided Fisher's exact p by enumerating every table with the observed margins (hypergeometric
+    probabilities from math.comb): the tables no more likely than the observed one."""
+    from math import comb
+
+    row1, col1, n = a + b, a + c, a + b + c + d
+
+    def prob(x: int) -> float:
+        return comb(col1, x) * comb(n - col1, row1 - x) / comb(n, row1)
+
+    observed = prob(a)
+    low, high = max(0, row1 + col1 - n), min(row1, col1)
+    return min(1.0, sum(prob(x) for x in range(low, high + 1) if prob(x) <= observed * (1 + 1e-7)))
+
+
+def test_fisher_exact_p_matches_enumeration_on_every_small_table() -> None:
+    for a, b, c, d in itertools.product(range(5), repeat=4):
+        if a + b and c + d:
+            assert stats.fisher_exact_p(a, b, c, d) == pytest.approx(
+                _fisher_by_enumeration(a, b, c, d), abs=1e-9
+            )
+    assert stats.fisher_exact_p(0, 0, 3, 4) == 1.0
+    assert stats.fisher_exact_p(6, 0, 0, 6) == pytest.approx(2 / 924)

@@ -147,6 +147,16 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
 
 
+def fisher_exact_p(a_yes: int, a_no: int, b_yes: int, b_no: int) -> float:
+    """Fisher's exact test of the 2x2 table ``[[a_yes, a_no], [b_yes, b_no]]``, two-sided (scipy's: the
+    tables as likely as or less likely than the observed one, under fixed margins). 1.0 for an empty row."""
+    if a_yes + a_no == 0 or b_yes + b_no == 0:
+        return 1.0
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[a_yes, a_no], [b_yes, b_no]], alternative="two-sided").pvalue)
+
+
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     """Cohen's kappa of two raters' labels for the same items; None when it is undefined.
 

@@ -312,7 +312,7 @@ def test_a_baseline_arm_no_batch_has_is_refused_with_the_arms_found(pilot: Path)
 
 
 def test_a_batch_arm_the_batch_lacks_is_refused(pilot: Path) -> None:
-    with pytest.raises(UsageError, match="no finished cell of arm"):
+    with pytest.raises(UsageError, match="has no cell of arm"):
         compare([f"{pilot}/guidance:bridge"], NONE)
 
 

@@ -6,7 +6,9 @@ The harness reaches the model only through dokimi's gateway; a command the scrip
 container fails to reach a second loopback server, a host service on the docker bridge address and another
 container, and each attempt through the proxy is in egress.jsonl. A server that answers only 529 makes every
 cell an infra error, which a rerun after the server recovers fills, and the comparison then equals that of a
-batch that never had errors. Every network target is on loopback or made by the test.
+batch that never had errors; one that answers 400 "prompt is too long" makes a graded failure with its reason;
+and one overloaded for one arm only is flagged by compare. Every network target is on loopback or made by the
+test.
 """
 
 from __future__ import annotations
@@ -278,3 +280,80 @@ def test_a_task_with_egress_reaches_its_host_through_the_proxy_and_no_other(
     assert [(r["host"], r["allowed"]) for r in egress] == [("allowed.test", True), ("127.0.0.1", False)]
     result = json.loads((run_dir / "result.json").read_text())
     assert (result["egress_attempts"], result["egress_refused"]) == (2, 1)
+
+
+def test_an_api_refusing_the_request_as_too_long_makes_a_graded_failure_with_its_reason(
+    docker_available: bool,
+    claude_bin: Path,
+    example: Path,
+    real_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A 4xx the request caused (a guidance file can make the prompt too long) is the arm's doing, not an
+    outage: the cell is graded, fails, counts in every rate, and says why."""
+    out = tmp_path / "runs"
+    too_long = {
+        "error": {
+            "status": 400, "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        }
+    }  # fmt: skip
+    with MockModelServer([too_long] * 50) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        done = dokimi_cli(run_args(example, out, "long", claude_bin, "--arm", "guidance:raw"))
+    assert done.returncode == 0, done.stderr  # complete: a failure is a result, not a cell to run again
+    summary = json.loads(done.stdout)
+    assert (summary["ran"], summary["infra_errors"]) == (1, 0)
+    result = json.loads(
+        (cell_dir(out / "long", TASK, "guidance:raw", MODEL, None, 0) / "result.json").read_text()
+    )
+    assert result["infra_error"] is False and result["passed"] is False and not result["grader_failure"]
+    assert "400: prompt is too long" in result["no_model_answer"]
+    (arm,) = build_report(load_batch(out / "long")).arms
+    assert (arm.finished, arm.gated, arm.passes, arm.no_model_answer, arm.infra_errors) == (1, 1, 0, 1, 0)
+
+
+class OneArmOverloaded(MockModelServer):
+    """The vendor API overloaded for one arm only: 529 to every request that carries the example's guidance
+    (CLAUDE.md's first line, in front of guidance:raw's agent and never of guidance:none's), the script to
+    the others."""
+
+    def _route(self, req: Any, route: str, body: Any, raw: bytes) -> Any:
+        from dokimi.support.mockmodel import ANTHROPIC, _Answer, _error_body
+
+        if b"Working on calc" in raw:
+            return _Answer(529, _error_body(ANTHROPIC, 529, "overloaded_error", "Overloaded"))
+        return super()._route(req, route, body, raw)
+
+
+def test_compare_flags_a_batch_where_the_api_failed_one_arm_and_not_the_other(
+    docker_available: bool,
+    claude_bin: Path,
+    example: Path,
+    real_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "runs"
+    profile = profile_with_one_retry(tmp_path)
+    args = ("--arm", "guidance:none,guidance:raw", "--harness", str(profile), "-j", "2")
+    with OneArmOverloaded([{"final": "I changed nothing."}]) as vendor:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
+        done = dokimi_cli([*run_args(example, out, "lopsided", claude_bin, *args), "--reps", "4"])
+    assert done.returncode == 1, done.stderr  # the infra errors are to be run again
+    batch = out / "lopsided"
+    report = build_report(load_batch(batch))
+    per_arm = {a.arm: (a.finished, a.infra_errors) for a in report.arms}
+    assert per_arm == {"guidance:none": (4, 0), "guidance:raw": (0, 4)}
+    compared = dokimi_cli(["repo", "compare", str(batch), "--baseline", "guidance:none", "--json"])
+    assert compared.returncode == 0, compared.stderr
+    doc = json.loads(compared.stdout)
+    (comparison,) = doc["comparisons"]
+    assert (comparison["infra_treatment"], comparison["infra_baseline"]) == (4, 0)
+    assert comparison["infra_p"] < 0.05
+    (warning,) = [w for w in doc["warnings"] if w["code"] == "infra_rate_differs"]
+    assert (
+        "guidance:raw lost 4 of 4 cells" in warning["message"]
+        and "guidance:none 0 of 4" in warning["message"]
+    )

@@ -15,12 +15,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from dokimi.gateway.apis import apis_named
+from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
 from dokimi.gateway.model import (
-    CellUsage,
     ModelGateway,
     credential_problem,
     find_cell_key,
-    infra_error_reason,
     swap_credentials,
 )
 from dokimi.support.mockmodel import DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, MockModelServer
@@ -145,8 +144,36 @@ def test_a_server_answering_only_529_leaves_a_cell_with_no_turn_and_an_infra_rea
                 assert status == 529
             usage = gateway.close_cell(cell)
     assert usage.turns == 0 and usage.statuses[529] == 3
-    reason = infra_error_reason(usage, agent_rc=1, timed_out=False)
-    assert reason is not None and "only errors" in reason and "3x 529" in reason
+    reach = infra_only_when_upstream_failed(
+        read_gateway_records(tmp_path / "g.jsonl"), agent_rc=1, timed_out=False
+    )
+    assert reach.verdict == "infra" and "only errors" in str(reach.reason) and "3x 529" in str(reach.reason)
+
+
+def test_a_request_the_api_refuses_as_too_long_is_the_cells_failure_with_the_apis_reason(
+    tmp_path: Path,
+) -> None:
+    """A 4xx the request caused (a guidance file made the prompt too long) is no outage: excusing it would
+    favour the arm that breaks its own requests."""
+    too_long = {
+        "error": {
+            "status": 400,
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        }
+    }
+    with MockModelServer([too_long]) as mock:
+        with ModelGateway(mock.url, credential_vars=["ANTHROPIC_API_KEY"], credentials={}) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            status, _ = post(
+                gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["ANTHROPIC_API_KEY"]}
+            )
+            gateway.close_cell(cell)
+    assert status == 400
+    reach = infra_only_when_upstream_failed(
+        read_gateway_records(tmp_path / "g.jsonl"), agent_rc=1, timed_out=False
+    )
+    assert reach.verdict == "failure" and "400: prompt is too long" in str(reach.reason)
 
 
 def test_an_unreachable_upstream_is_an_infra_error_that_says_so(tmp_path: Path) -> None:
@@ -156,22 +183,11 @@ def test_an_unreachable_upstream_is_an_infra_error_that_says_so(tmp_path: Path) 
         cell = gateway.open_cell("c", tmp_path / "g.jsonl")
         status, _ = post(gateway.url, "/v1/messages", MESSAGE, {"authorization": "Bearer " + cell.env["K"]})
         usage = gateway.close_cell(cell)
-    assert status == 502
-    reason = infra_error_reason(usage, agent_rc=1, timed_out=False)
-    assert reason is not None and "could not be reached" in reason
-
-
-def test_the_boundary_one_model_response_makes_the_cell_the_agents() -> None:
-    reached = CellUsage(requests=5, turns=1)
-    reached.statuses.update({200: 1, 529: 4})
-    assert infra_error_reason(reached, agent_rc=1, timed_out=False) is None
-    silent = CellUsage()
-    reason = infra_error_reason(silent, agent_rc=127, timed_out=False)
-    assert reason is not None and "without sending any request" in reason and "exited 127" in reason
-    refused = CellUsage(requests=2)
-    refused.statuses.update({401: 2})
-    reason = infra_error_reason(refused, agent_rc=1, timed_out=False)
-    assert reason is not None and "refused every request" in reason
+    assert status == 502 and usage.turns == 0
+    reach = infra_only_when_upstream_failed(
+        read_gateway_records(tmp_path / "g.jsonl"), agent_rc=1, timed_out=False
+    )
+    assert reach.verdict == "infra" and "could not be reached" in str(reach.reason)
 
 
 def test_dummy_keys_are_found_and_swapped_only_in_the_apis_credential_headers_and_query() -> None:

@@ -20,11 +20,11 @@ keeps them apart.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dokimi import stats
 from dokimi.analysis.report import cell_passed, cell_score
@@ -84,9 +84,20 @@ class Selection:
     def batches(self) -> list[Batch]:
         return [batch for batch, _ in self.sources]
 
+    def infra(self) -> list[Result]:
+        """The selector's cells the upstream failed (infra errors): in no measure, counted beside them."""
+        return [
+            cell.result
+            for batch, arm in self.sources
+            for cell in batch.infra_errors()
+            if cell.result is not None and cell.result.arm == arm
+        ]
+
 
 def _arms_of(batch: Batch) -> list[str]:
-    return sorted({r.arm for r in batch.results()})
+    """The arms with a result.json in ``batch``: an arm whose every cell the upstream failed is one too (its
+    infra errors are shown beside the comparison)."""
+    return sorted({r.arm for r in batch.all_results()})
 
 
 def _match_arm(batch: Batch, arm: str) -> str | None:
@@ -141,7 +152,7 @@ def _require_arm(batch: Batch, arm: str, text: str) -> str:
     real = _match_arm(batch, arm)
     if real is None:
         arms = ", ".join(_arms_of(batch)) or "none"
-        raise UsageError(f"{text}: batch {batch.name} has no finished cell of arm {arm!r} (its arms: {arms})")
+        raise UsageError(f"{text}: batch {batch.name} has no cell of arm {arm!r} (its arms: {arms})")
     return real
 
 
@@ -515,15 +526,19 @@ def build_comparison(
     baseline, treatments = selections[0], selections[1:]
     specs = measures_for(metrics, k)
     comparisons: list[Comparison] = []
+    base_infra = Counter(_group(r) for r in baseline.infra())
     for treatment in treatments:
+        treat_infra = Counter(_group(r) for r in treatment.infra())
         groups: dict[GroupKey, tuple[list[Result], list[Result]]] = defaultdict(lambda: ([], []))
         for result in baseline.cells:
             groups[_group(result)][0].append(result)
         for result in treatment.cells:
             groups[_group(result)][1].append(result)
+        for key in treat_infra:  # an arm the upstream failed on every cell is still compared: its infra shows
+            groups.setdefault(key, ([], []))
         for key in sorted(groups, key=_sort_key):
             base_cells, treat_cells = groups[key]
-            if not treat_cells:
+            if not treat_cells and not treat_infra[key]:
                 continue  # the baseline ran a model/effort/mode this treatment never ran
             base_tasks, treat_tasks = _by_task(base_cells, metrics, k), _by_task(treat_cells, metrics, k)
             labels = (baseline.label, treatment.label)
@@ -545,9 +560,11 @@ def build_comparison(
                     mode=mode,
                     measures=measures,
                     unpaired=sorted(unpaired, key=lambda u: (u.task, u.measure, u.reason)),
+                    **infra_counts(base_infra[key], len(base_cells), treat_infra[key], len(treat_cells)),
                 )
             )
     family = apply_holm(comparisons)
+    warnings = [*compare_warnings(selections), *(w for c in comparisons for w in warn_infra_rate_differs(c))]
     return CompareDoc(
         schema="repo_compare.v1",
         dry_run=any(batch.dry_run for s in selections for batch in s.batches()),
@@ -556,7 +573,32 @@ def build_comparison(
         k=k,
         comparisons=comparisons,
         holm_family=family,
-        warnings=sorted(compare_warnings(selections), key=lambda w: (w.code, w.message)),
+        warnings=sorted(warnings, key=lambda w: (w.code, w.message)),
+    )
+
+
+def infra_counts(base_infra: int, base_cells: int, treat_infra: int, treat_cells: int) -> dict[str, Any]:
+    """The infra errors of both arms beside their finished cells, and Fisher's exact p of the difference in
+    their rates (None without any infra error)."""
+    p = None
+    if base_infra or treat_infra:
+        p = stats.fisher_exact_p(treat_infra, treat_cells, base_infra, base_cells)
+    return {
+        "infra_baseline": base_infra,
+        "infra_treatment": treat_infra,
+        "cells_baseline": base_cells,
+        "cells_treatment": treat_cells,
+        "infra_p": p,
+    }
+
+
+def infra_line(c: Comparison) -> str:
+    """The infra errors of both arms of a comparison (in no measure), and Fisher's exact p of their rates."""
+    p = "-" if c.infra_p is None else f"{c.infra_p:.3g}"
+    return (
+        f"infra errors (the model's API failed them; in no measure): {c.treatment} {c.infra_treatment} of "
+        f"{c.infra_treatment + c.cells_treatment} cells, {c.baseline} {c.infra_baseline} of "
+        f"{c.infra_baseline + c.cells_baseline}; Fisher's exact p = {p}"
     )
 
 
@@ -699,6 +741,34 @@ def warn_dry_and_real(baseline: Selection, treatment: Selection) -> list[ReportW
             code="dry_and_real",
             message=f"{treatment.label} is {kind(treat)} and {baseline.label} is {kind(base)}: their "
             "difference compares the scripted model with a real one, not the arms",
+        )
+    ]
+
+
+#: Below this p the infra errors of two arms are taken to differ (Fisher's exact test, two-sided).
+INFRA_ALPHA = 0.05
+
+
+def warn_infra_rate_differs(comparison: Comparison) -> list[ReportWarning]:
+    """The upstream failed one arm's cells more often than the other's (Fisher's exact test on infra errors
+    against finished cells, two-sided, p < 0.05): the cells that ran are then a biased sample of each arm,
+    and the comparison of them may be too."""
+    p = comparison.infra_p
+    if p is None or p >= INFRA_ALPHA:
+        return []
+    c = comparison
+    where = (
+        f"model {c.model}"
+        + (f", effort {c.effort}" if c.effort else "")
+        + (f", mode {c.mode}" if c.mode else "")
+    )
+    return [
+        ReportWarning(
+            code="infra_rate_differs",
+            message=f"{c.treatment} lost {c.infra_treatment} of {c.infra_treatment + c.cells_treatment} "
+            f"cells to infra errors and {c.baseline} {c.infra_baseline} of "
+            f"{c.infra_baseline + c.cells_baseline} ({where}; Fisher's exact p = {p:.3g}): the outage hit "
+            "one arm more, so the cells that ran may be a biased sample; run the batch again to fill them",
         )
     ]
 

@@ -601,6 +601,10 @@ def render_compare(doc: CompareDoc) -> str:
             if m.kind in ("gate", "score") and m.per_task:
                 body.append(f"<h3>Per-task {escape(m.name)} delta</h3>")
                 body.append(_delta_chart(m))
+        if c.infra_baseline or c.infra_treatment:
+            from dokimi.analysis.compare import infra_line
+
+            body.append(f'<p class="muted" data-infra-p="{_attr(c.infra_p)}">{escape(infra_line(c))}</p>')
         if c.unpaired:
             body.append("<h3>Unpaired tasks</h3>")
             body.append(

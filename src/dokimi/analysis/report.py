@@ -325,6 +325,7 @@ def _outcome(
         "score_mean": stats.mean(scores),
         "grader_failures": sum(1 for r in results if r.grader_failure),
         "infra_errors": len(infra),
+        "no_model_answer": sum(1 for r in results if r.no_model_answer),
         "egress_refused": sum(r.egress_refused or 0 for r in (*results, *infra)),
         "timeouts": sum(1 for r in results if r.agent_timed_out),
         "cost_mean": stats.mean(costs),

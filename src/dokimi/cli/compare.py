@@ -165,6 +165,10 @@ def _print(doc: object) -> None:
         for m in c.measures:
             if m.underpowered:
                 lines += fit_line(f"  {m.name}: not significant, and underpowered: {_underpowered(m)}", width)
+        if c.infra_baseline or c.infra_treatment:
+            from dokimi.analysis.compare import infra_line
+
+            lines += fit_line(f"  {infra_line(c)}", width)
         for u in c.unpaired:
             lines += fit_line(f"  unpaired: {u.task} ({u.measure}): {u.reason}", width)
     lines += fit_line(

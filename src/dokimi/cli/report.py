@@ -95,13 +95,14 @@ def _print(doc: object) -> None:
         f"batch {doc.batch.name}: {counts.finished} finished, {counts.missing} missing, "
         f"{counts.invalid} invalid"
         + (
-            f", {counts.infra_errors} infra errors (never reached the model: in no rate; the next run of "
-            "the batch runs them again)"
+            f", {counts.infra_errors} infra errors (the model's API failed them: in no rate; the next run "
+            "of the batch runs them again)"
             if counts.infra_errors
             else ""
         )
     ]
     infra = any(r.infra_errors for r in doc.rows)
+    unanswered = any(r.no_model_answer for r in doc.rows)
     egress = any(r.egress_refused for r in doc.rows)
     split = any(r.cutoff for r in doc.rows)
     merge = any(r.mergeable_n for r in doc.rows)
@@ -111,7 +112,8 @@ def _print(doc: object) -> None:
     # mergeable first, the test-pass gate beside it: the gap between the two is a result in its own right
     numbers = ["mergeable", "test pass", "gap", "merge score", "judge fail"] if merge else []
     numbers += ["passes", "rate", "95% CI", "score", "grader fail", "missing", "invalid", "cost", "turns"]
-    numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
+    numbers += (["infra err"] if infra else []) + (["no answer"] if unanswered else [])
+    numbers += ["egress refused"] if egress else []
     rows = [
         [
             r.task,
@@ -131,6 +133,7 @@ def _print(doc: object) -> None:
             _fmt(r.cost_mean, 4),
             _fmt(r.turns_mean, 1),
             *([str(r.infra_errors)] if infra else []),
+            *([str(r.no_model_answer)] if unanswered else []),
             *([str(r.egress_refused)] if egress else []),
         ]
         for r in doc.rows
@@ -145,7 +148,8 @@ def _print(doc: object) -> None:
         arm_names = [Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
         arm_names += [Col("cutoff")] if split else []
         arm_numbers = ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]
-        arm_numbers += (["infra err"] if infra else []) + (["egress refused"] if egress else [])
+        arm_numbers += (["infra err"] if infra else []) + (["no answer"] if unanswered else [])
+        arm_numbers += ["egress refused"] if egress else []
         arm_rows = [
             [
                 a.arm,
@@ -162,6 +166,7 @@ def _print(doc: object) -> None:
                 str(a.grader_failures),
                 str(a.missing),
                 *([str(a.infra_errors)] if infra else []),
+                *([str(a.no_model_answer)] if unanswered else []),
                 *([str(a.egress_refused)] if egress else []),
             ]
             for a in doc.arms

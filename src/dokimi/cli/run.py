@@ -535,8 +535,9 @@ def run(
         note(f"warning: {warning}")
     if result.infra_errors:
         note(
-            f"{result.infra_errors} infra error(s): cell(s) that never reached their model (result.json says "
-            "why); they count in no rate, and the next run of this batch runs them again"
+            f"{result.infra_errors} infra error(s): cell(s) the model's API failed (down, overloaded, or "
+            "refusing the batch's credentials; result.json says why); they count in no rate, and the next "
+            "run of this batch runs them again"
         )
     if result.stopped_by_budget:
         note(

@@ -35,8 +35,8 @@ and once its body is read (at most 32 MB, strictly framed: :mod:`dokimi.gateway.
   gateway.jsonl, scrubbed of the real credential as a last line of defence.
 
 :class:`CellUsage` is the authoritative account of a cell: tokens, cost, model turns, and the statuses of
-everything the model API answered, from which :func:`infra_error_reason` decides whether the cell ever reached
-its model.
+everything the model API answered. Whether a cell that got no model response is an infra error or its own
+failure is decided from its gateway.jsonl by :func:`dokimi.gateway.boundary.infra_only_when_upstream_failed`.
 """
 
 from __future__ import annotations
@@ -63,13 +63,11 @@ from dokimi.gateway.usage import UsageMeter, sse_payloads
 
 __all__ = [
     "DUMMY_PATTERN",
-    "INFRA_STATUSES",
     "CellUsage",
     "GatewayCell",
     "ModelGateway",
     "credential_problem",
     "find_cell_key",
-    "infra_error_reason",
     "input_estimate",
     "request_model",
     "swap_credentials",
@@ -80,10 +78,6 @@ DUMMY_PREFIX = "dokimi-gw-"
 DUMMY_PATTERN = re.compile(r"dokimi-gw-[0-9a-f]{32}")
 """A per-cell dummy credential."""
 _BEARER = re.compile(r"bearer\s+(\S+)", re.IGNORECASE)
-
-INFRA_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
-"""Statuses that say the API (or the way to it) failed, not the request: rate limits, overload, server
-errors, and the gateway's own 502 for an upstream it could not reach."""
 
 RECORD_FILE = "gateway.jsonl"
 RECORD_BODY_LIMIT = 8 * 1024 * 1024
@@ -262,28 +256,6 @@ class CellUsage:
             "models": sorted(self.models),
             "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
         }
-
-
-def infra_error_reason(usage: CellUsage, *, agent_rc: int | None, timed_out: bool) -> str | None:
-    """Why a cell never reached its model, or None when it did (at least one model response).
-
-    The boundary: a cell that got one model response was reached, and whatever it did next is the agent's
-    (a failure when it did badly). A cell with none never ran as an agent: the harness found no way to the
-    model, the API answered only errors (after the harness's own retries), or the harness died first.
-    """
-    if usage.turns > 0:
-        return None
-    how = "timed out" if timed_out else ("was stopped" if agent_rc is None else f"exited {agent_rc}")
-    if usage.requests == 0:
-        return f"the harness {how} without sending any request to the model gateway"
-    shown = ", ".join(f"{n}x {status}" for status, n in sorted(usage.statuses.items()))
-    if usage.statuses and set(usage.statuses) == {502} and usage.upstream_errors:
-        return f"the model API could not be reached ({usage.upstream_errors[0]}); the harness {how}"
-    if set(usage.statuses) - {200, 204} <= INFRA_STATUSES and set(usage.statuses) & INFRA_STATUSES:
-        return f"the model API answered only errors ({shown}); the harness {how} after its retries"
-    if any(400 <= s < 500 for s in usage.statuses):
-        return f"the model API refused every request ({shown}); the harness {how}"
-    return f"no model response among {usage.requests} request(s) ({shown}); the harness {how}"
 
 
 class GatewayCell:

@@ -12,10 +12,13 @@
    :class:`~dokimi.grading.environment.GradeEnvironment`);
 5. ``result.json``, the framework's verdict (:func:`build_result`), written last and atomically.
 
-A failure before the agent ran (a patch that does not apply, docker unable to start the container) leaves the
-cell without result.json: it is missing, and the next run fills it. A failure on the host after the agent ran
-(an unreadable trace, a read-only .git) is a grader failure: result.json says so, and the batch is
-charged. When the run is cancelled (Ctrl-C, SIGTERM) no result.json is written for an unfinished cell.
+A failure before the agent ran (a patch that does not apply, docker unable to start the container, a harness
+that cannot start at all) leaves the cell without result.json: it is missing, and the next run fills it. A
+sealed cell whose model's API failed it is an infra error (not graded, run again); one that got no model
+answer by its own doing is graded and fails (:func:`model_reach`, docs/network.md). A failure on the host
+after the agent ran (an unreadable trace, a read-only .git) is a grader failure: result.json says so, and the
+batch is charged. When the run is cancelled (Ctrl-C, SIGTERM) no result.json is written for an unfinished
+cell.
 
 The cell function reads only its :class:`CellContext` and its key: no global state, so a pool of threads (or a
 distributed engine) can run cells side by side.
@@ -57,6 +60,7 @@ from dokimi.runner.plan import CellLimits
 from dokimi.sandbox.specs import CacheMount, ContainerSettings
 
 if TYPE_CHECKING:
+    from dokimi.gateway.boundary import ModelReach
     from dokimi.gateway.sealed import SealAccount, SealedBatch
     from dokimi.harness.trace import Conversion
     from dokimi.repo.manifest import LoadedTask
@@ -204,14 +208,15 @@ def build_result(
 ) -> Result:
     """result.json of one cell: the gate verdict, every metric measured and what the agent's run reported;
     in a sealed run the gateway's account is the cost and turns (:func:`dokimi.gateway.sealed.observed_usage`)
-    and a cell that never reached its model is an infra error (:func:`infra_reason`)."""
+    and a cell whose upstream failed it is an infra error, one that got no model answer by its own doing a
+    failure with its reason (:func:`model_reach`)."""
     from dokimi.gateway.prices import CHECKED
     from dokimi.gateway.sealed import observed_usage
     from dokimi.schemas.result import Result
 
     verdict = graded.verdict
     account = agent.account
-    infra = infra_reason(agent)
+    infra = agent.infra_reason
     observed = observed_usage(account, _usable(agent.cost_usd), agent.turns)
     usage = None if account is None else {**account.usage.to_json(), "prices_checked": CHECKED}
     cost, cost_source, simulated = _usable(observed.cost_usd), observed.cost_source, None
@@ -247,6 +252,7 @@ def build_result(
             "judge_cost_usd": _usable(graded.judge_cost_usd),
             "infra_error": infra is not None,
             "infra_error_reason": infra,
+            "no_model_answer": agent.failure_reason,
             "egress_attempts": None if account is None else account.egress_attempts,
             "egress_refused": None if account is None else account.egress_refused,
             "turns": observed.turns if observed.turns is None or observed.turns >= 0 else None,
@@ -388,6 +394,11 @@ class AgentRun:
     """The gateway's and the egress proxy's account of a sealed cell."""
     dry_run: bool = False
     """The harness talked to the scripted model (--dry-run): its cost and tokens are made up."""
+    infra_reason: str | None = None
+    """A sealed cell whose upstream failed it (:func:`model_reach`): an infra error, not graded."""
+    failure_reason: str | None = None
+    """A sealed cell that got no model answer by its own doing (a request the API refused as invalid, or none
+    sent): graded, a failure, with this reason."""
     tokens: dict[str, int] = field(default_factory=dict)
     """The token counts the harness's trace reported, as it named them."""
 
@@ -523,7 +534,7 @@ def _reason(exc: BaseException) -> str:
 
 
 class _NotGraded(Exception):
-    """The cell never reached its model: nothing to grade."""
+    """The model's API failed the cell (an infra error): nothing to grade."""
 
 
 def sealed_environ(profile: HarnessProfile, environ: Mapping[str, str]) -> dict[str, str]:
@@ -534,14 +545,21 @@ def sealed_environ(profile: HarnessProfile, environ: Mapping[str, str]) -> dict[
     return {k: v for k, v in environ.items() if passes_into_sealed_container(profile, k)}
 
 
-def infra_reason(agent: AgentRun) -> str | None:
-    """Why a sealed cell never reached its model (:func:`dokimi.gateway.model.infra_error_reason`), or None.
-    An unsealed cell (dry run, --agent-network) has no gateway to tell, and is never an infra error."""
+def model_reach(run_dir: Path, agent: AgentRun) -> ModelReach | None:
+    """Whether a sealed cell reached its model, else whose doing it was (the rule is
+    :func:`dokimi.gateway.boundary.infra_only_when_upstream_failed`, read from the cell's gateway.jsonl).
+    None for an unsealed cell (dry run, --agent-network): there is no gateway to tell."""
     if agent.account is None:
         return None
-    from dokimi.gateway.model import infra_error_reason
+    from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
+    from dokimi.gateway.model import RECORD_FILE
 
-    return infra_error_reason(agent.account.usage, agent_rc=agent.rc, timed_out=agent.timed_out)
+    return infra_only_when_upstream_failed(
+        read_gateway_records(run_dir / RECORD_FILE),
+        agent_rc=agent.rc,
+        timed_out=agent.timed_out,
+        model_turns=agent.account.usage.turns,
+    )
 
 
 # --- the cell -----------------------------------------------------------------------------------------------
@@ -605,7 +623,12 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     if cancelled(ctx):
         return CellOutcome(key, "interrupted", seconds=time.monotonic() - start)
 
-    infra = infra_reason(agent)
+    reach = model_reach(run_dir, agent)
+    if reach is not None and reach.verdict == "not_started":
+        return CellOutcome(key, "failed", error=reach.reason, seconds=time.monotonic() - start)
+    infra = reach.reason if reach is not None and reach.verdict == "infra" else None
+    agent.infra_reason = infra
+    agent.failure_reason = reach.reason if reach is not None and reach.verdict == "failure" else None
     try:
         conversion = write_run_files(ctx, key, run_dir, prepared)
         agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
@@ -621,7 +644,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     except Exception as exc:
         # Any failure on the host after the agent ran counts against the run: an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
-        # A cell that never reached its model stays an infra error: there was no agent run to fail.
+        # A cell the model's API failed stays an infra error: there was no agent run to fail.
         verdict = (
             not_graded(task)
             if infra is not None

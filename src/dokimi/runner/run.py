@@ -202,12 +202,12 @@ class BatchRun:
     @property
     def complete(self) -> bool:
         """Every planned cell of this run has a result.json (ran now or earlier) that is not an infra error
-        (a cell that never reached its model runs again next time)."""
+        (a cell the model's API failed runs again next time)."""
         return all(o.status in ("finished", "skipped") for o in self.outcomes) and not self.infra_errors
 
     @property
     def infra_errors(self) -> int:
-        """Cells of this run that never reached their model."""
+        """Cells of this run the model's API failed (infra errors)."""
         return sum(1 for o in self.outcomes if o.result is not None and o.result.infra_error)
 
 
@@ -861,7 +861,7 @@ def _replace_ctx(ctx: CellContext, **changes: Any) -> CellContext:
 
 def finished_result(root: Path, key: CellKey) -> Result | None:
     """The cell's result.json when it validates and names the cell (the only proof a cell is done). An
-    infra_error cell never reached its model: it is not done, and runs again like a missing cell."""
+    infra_error cell was failed by the model's API: it is not done, and runs again like a missing cell."""
     from dokimi.batch import read_cell
 
     path = key.path(root)

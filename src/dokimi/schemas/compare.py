@@ -133,6 +133,18 @@ class Comparison(Document):
     """Agent mode (never pooled)."""
     measures: list[Measure]
     """gate, pass@k, pass^k, score, cost, turns, then each --metric in the order given."""
+    infra_baseline: int = 0
+    """Baseline cells of this model, effort and mode the upstream failed (infra errors): in no measure."""
+    infra_treatment: int = 0
+    """Treatment cells the upstream failed (infra errors): in no measure."""
+    cells_baseline: int = 0
+    """Baseline cells that finished (what the measures read)."""
+    cells_treatment: int = 0
+    """Treatment cells that finished."""
+    infra_p: float | None = None
+    """Fisher's exact test (two-sided) of infra errors against finished cells, treatment against baseline;
+    null without any infra error. Below 0.05 the comparison warns (``infra_rate_differs``): the outage hit one
+    arm more, so the cells that ran are a biased sample."""
     unpaired: list[Unpaired] = Field(default_factory=list)
     """Tasks left out, with the reason, sorted."""
 

@@ -28,7 +28,7 @@ class Counts(Document):
     invalid: int = 0
     """Cells whose result.json does not validate: neither counted nor missing, listed with the reason."""
     infra_errors: int = 0
-    """Cells that never reached their model (result.json says infra_error): in no rate; rerun like missing."""
+    """Cells the model's API failed (result.json says infra_error): in no rate; rerun like missing."""
 
 
 class Outcome(Document):
@@ -55,7 +55,11 @@ class Outcome(Document):
     grader_failures: int = 0
     """Finished cells whose grading failed; counted as failures in passes (and as 0 in score_mean)."""
     infra_errors: int = 0
-    """Cells that never reached their model (infra_error): not finished, in no rate, rerun like missing."""
+    """Cells the upstream failed (infra_error: no model response, the API down or refusing the batch's
+    credentials): not finished, in no rate, rerun like missing."""
+    no_model_answer: int = 0
+    """Finished cells that got no model answer by their own doing (a request the API refused as invalid, or
+    none sent): graded, and counted as failures in every rate."""
     egress_refused: int = 0
     """Connections the agents' containers tried through the egress proxy and were refused (all cells)."""
     timeouts: int = 0

@@ -120,11 +120,18 @@ class Result(Document):
     judge_cost_usd: NonNegative | None = None
     """What the rubric judge cost for this cell (cached verdicts cost nothing); charged to the batch."""
     infra_error: bool = False
-    """True when the cell never reached its model: no model response came back (the API was unreachable,
-    answered only errors such as 429, 5xx or 529 after the harness's retries, or the harness died first).
-    Such a cell is left out of every rate and comparison, counted apart, and run again like a missing cell."""
+    """True when the upstream failed the cell: no model response came back, and the API was unreachable or
+    answered only errors that say it failed (5xx, 529, 408, 429 after the harness's retries) or refused the
+    batch's credentials or model name (401, 403, 404). Such a cell is left out of every rate and comparison,
+    counted apart per arm, and run again like a missing cell. A request the API refused as invalid, or a
+    harness that sent none, is a failure instead (``no_model_answer``)."""
     infra_error_reason: str | None = None
     """Why the cell is an infra error; set exactly when ``infra_error`` is true."""
+    no_model_answer: str | None = None
+    """Why a sealed cell got no model answer by its own doing: the model API refused its request as invalid
+    (400 "prompt is too long" when a guidance file made the prompt too long, 422), or the harness sent none.
+    Not an infra error: the cell is graded and counts as a failure in every rate, as a grader failure does,
+    so an arm that breaks its own requests is never excused (docs/network.md)."""
     egress_attempts: int | None = Field(default=None, ge=0)
     """Connections the agent's container tried through the egress proxy (null without the proxy)."""
     egress_refused: int | None = Field(default=None, ge=0)
@@ -180,6 +187,13 @@ def grader_error_explains_failure(result: Result) -> str | None:
     return None
 
 
+def no_model_answer_is_not_infra(result: Result) -> str | None:
+    """A cell with no model answer is either the upstream's (infra) or its own (a failure), never both."""
+    if result.no_model_answer and result.infra_error:
+        return "no_model_answer (the cell's own doing) and infra_error (the upstream's) exclude each other"
+    return None
+
+
 def infra_error_has_a_reason(result: Result) -> str | None:
     """``infra_error_reason`` is set exactly when ``infra_error`` is true, and such a cell never passes."""
     if result.infra_error and not result.infra_error_reason:
@@ -208,5 +222,6 @@ def result_problems(result: Result) -> list[str]:
         grader_failure_fails_the_gate(result),
         grader_error_explains_failure(result),
         infra_error_has_a_reason(result),
+        no_model_answer_is_not_infra(result),
     ]
     return [problem for problem in found if problem is not None]
