@@ -282,6 +282,27 @@ def test_a_task_with_egress_reaches_its_host_through_the_proxy_and_no_other(
     assert (result["egress_attempts"], result["egress_refused"]) == (2, 1)
 
 
+class ErrorServer(MockModelServer):
+    """The vendor API answering one error to every request (side requests too) whose body holds ``marker``
+    (any request without one), and playing the script to the others. With the example's CLAUDE.md's first
+    line as the marker, only guidance:raw's requests get the error: guidance:none's agent never sees it."""
+
+    def __init__(
+        self, script: Any, status: int, kind: str, message: str, marker: bytes | None = None
+    ) -> None:
+        super().__init__(script)
+        self.error = (status, kind, message)
+        self.marker = marker
+
+    def _route(self, req: Any, route: str, body: Any, raw: bytes) -> Any:
+        from dokimi.support.mockmodel import ANTHROPIC, _Answer, _error_body
+
+        if self.marker is None or self.marker in raw:
+            status, kind, message = self.error
+            return _Answer(status, _error_body(ANTHROPIC, status, kind, message))
+        return super()._route(req, route, body, raw)
+
+
 def test_an_api_refusing_the_request_as_too_long_makes_a_graded_failure_with_its_reason(
     docker_available: bool,
     claude_bin: Path,
@@ -293,13 +314,8 @@ def test_an_api_refusing_the_request_as_too_long_makes_a_graded_failure_with_its
     """A 4xx the request caused (a guidance file can make the prompt too long) is the arm's doing, not an
     outage: the cell is graded, fails, counts in every rate, and says why."""
     out = tmp_path / "runs"
-    too_long = {
-        "error": {
-            "status": 400, "type": "invalid_request_error",
-            "message": "prompt is too long: 210000 tokens > 200000 maximum",
-        }
-    }  # fmt: skip
-    with MockModelServer([too_long] * 50) as vendor:
+    too_long = "prompt is too long: 210000 tokens > 200000 maximum"
+    with ErrorServer([], 400, "invalid_request_error", too_long) as vendor:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
         done = dokimi_cli(run_args(example, out, "long", claude_bin, "--arm", "guidance:raw"))
     assert done.returncode == 0, done.stderr  # complete: a failure is a result, not a cell to run again
@@ -314,19 +330,6 @@ def test_an_api_refusing_the_request_as_too_long_makes_a_graded_failure_with_its
     assert (arm.finished, arm.gated, arm.passes, arm.no_model_answer, arm.infra_errors) == (1, 1, 0, 1, 0)
 
 
-class OneArmOverloaded(MockModelServer):
-    """The vendor API overloaded for one arm only: 529 to every request that carries the example's guidance
-    (CLAUDE.md's first line, in front of guidance:raw's agent and never of guidance:none's), the script to
-    the others."""
-
-    def _route(self, req: Any, route: str, body: Any, raw: bytes) -> Any:
-        from dokimi.support.mockmodel import ANTHROPIC, _Answer, _error_body
-
-        if b"Working on calc" in raw:
-            return _Answer(529, _error_body(ANTHROPIC, 529, "overloaded_error", "Overloaded"))
-        return super()._route(req, route, body, raw)
-
-
 def test_compare_flags_a_batch_where_the_api_failed_one_arm_and_not_the_other(
     docker_available: bool,
     claude_bin: Path,
@@ -338,7 +341,8 @@ def test_compare_flags_a_batch_where_the_api_failed_one_arm_and_not_the_other(
     out = tmp_path / "runs"
     profile = profile_with_one_retry(tmp_path)
     args = ("--arm", "guidance:none,guidance:raw", "--harness", str(profile), "-j", "2")
-    with OneArmOverloaded([{"final": "I changed nothing."}]) as vendor:
+    script = [{"final": "I changed nothing."}]
+    with ErrorServer(script, 529, "overloaded_error", "Overloaded", b"Working on calc") as vendor:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", vendor.url)
         done = dokimi_cli([*run_args(example, out, "lopsided", claude_bin, *args), "--reps", "4"])
     assert done.returncode == 1, done.stderr  # the infra errors are to be run again

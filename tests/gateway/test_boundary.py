@@ -25,6 +25,12 @@ OVERLOADED = answer(529, "Overloaded", "overloaded_error")
 RATE = answer(429, "rate", "rate_limit_error")
 KEY = answer(401, "invalid x-api-key", "authentication_error")
 MODEL = answer(200)
+BATCHES = {
+    "status": 403,
+    "error": "POST /v1/messages/batches is not a path the model APIs use",
+    "response": None,
+}
+UNREAD = {"status": 200, "usage": None, "cost_basis": "worst case: the answer carries no usage"}
 
 #: (records, agent_rc, verdict, words in the reason): docs/network.md's table
 ROWS = [
@@ -39,6 +45,8 @@ ROWS = [
     ([], 1, "failure", "exited 1 without sending any request"),
     ([{"status": 200, "response": {"data": []}, "usage": None}], 1, "failure", "none of them a model call"),
     ([], 127, "not_started", "could not start (exit 127)"),
+    ([BATCHES], 1, "failure", "the model gateway refused the agent's request (403: POST /v1/messages"),
+    ([UNREAD], 1, "reached", ""),
     ([OVERLOADED, RATE, MODEL], 1, "reached", ""),
     ([MODEL, TOO_LONG], 1, "reached", ""),
     ([{"status": 200, "response": [{"type": "error", "error": {"type": "overloaded_error"}}], "usage": None}],
