@@ -198,6 +198,31 @@ def test_a_batch_started_from_another_eval_tree_is_refused(
     assert worktree.returncode == 2 and "pinned to another eval tree" in worktree.stderr
 
 
+def test_a_guidance_edit_is_refused_in_an_existing_batch_naming_the_file_and_the_way_out(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    """guidance:tree puts today's guidance onto every base: editing AGENTS.md and running the same batch again
+    would mix two versions of the arm. It is refused as a prompt change is, naming the file that changed
+    (the old run accepted it silently: only "distinct files 2" in the report showed it)."""
+    tiny = tiny_repo(tmp_path / "tiny")
+    commit(tiny.path, "guidance", files={"AGENTS.md": "# rules\nRun the tests.\n"})
+    profile, binary = fake_harness(tmp_path / "harness")
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, arms="guidance:tree")
+    args[2] = str(tiny.path)  # the working tree: what a user edits
+    first = dokimi_cli(args)
+    assert first.returncode == 0, first.stderr
+    pin = json.loads((tmp_path / "out" / name / "_eval" / "batch.json").read_text())
+    assert [f["path"] for f in pin["guidance"]["guidance:tree"]] == ["AGENTS.md"]
+
+    (tiny.path / "AGENTS.md").write_text("# rules\nRun the tests twice.\n")
+    refused = dokimi_cli([*args, "--reps", "2"])
+    assert refused.returncode == 2, refused.stderr
+    assert "pinned to the guidance its arms started with" in refused.stderr
+    assert "guidance of guidance:tree: AGENTS.md changed (blob" in refused.stderr
+    assert "start a new batch" in refused.stderr
+    assert not cell_dir(tmp_path / "out" / name, "fix_f", "guidance_tree", "m", None, 1).exists()
+
+
 def test_a_batch_whose_agent_container_could_see_a_task_name_is_refused_before_any_cell(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:

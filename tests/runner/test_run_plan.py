@@ -164,6 +164,29 @@ def test_a_batch_never_mixes_dry_and_real_cells() -> None:
         assert error.hint is not None and "never mixes dry and real" in error.hint
 
 
+def test_an_arms_guidance_is_pinned_and_a_change_names_the_files() -> None:
+    def files(**shas: str) -> list[dict[str, str]]:
+        return [
+            {"path": path.replace("_", "/") + ".md", "mode": "100644", "sha": sha * 40}
+            for path, sha in shas.items()
+        ]
+
+    old = pin(guidance={"guidance:tree": files(AGENTS="a", docs_AGENTS="b")})
+    assert pin_conflicts(old, pin(guidance={"guidance:at=v1": files(AGENTS="c")})) == []  # a new arm joins
+    new = pin(guidance={"guidance:tree": files(AGENTS="c", CLAUDE="d")})
+    assert pin_conflicts(old, new) == [
+        f"guidance of guidance:tree: AGENTS.md changed (blob {'a' * 12} -> {'c' * 12}), CLAUDE.md added, "
+        "docs/AGENTS.md removed"
+    ]
+    error = pin_refusal(old, new, "pilot")
+    assert (
+        error is not None
+        and "pinned to the guidance" in error.message
+        and "another eval tree" not in error.message
+    )
+    assert error.hint is not None and "start a new batch" in error.hint
+
+
 def test_the_refusal_names_both_pins() -> None:
     error = pin_refusal(pin(), pin(tree="c" * 40), "pilot")
     assert error is not None

@@ -215,6 +215,32 @@ def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
         found.append(f"image {old.image} != {new.image}")
     if old.dry_run != new.dry_run:
         found.append(dry_run_conflict(old.dry_run))
+    return found + guidance_conflicts(old, new)
+
+
+GUIDANCE_CHANGED = "guidance of "
+"""How a guidance conflict starts (:func:`guidance_conflicts`)."""
+
+
+def guidance_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
+    """Per arm pinned in both, the guidance files that differ (changed, added or removed, by path and blob
+    SHA): a batch never mixes two versions of an arm's guidance, as it never mixes two versions of a
+    prompt. An arm the batch has not run yet joins the pin."""
+    found = []
+    for arm in sorted(set(old.guidance) & set(new.guidance)):
+        before = {f.path: f for f in old.guidance[arm]}
+        after = {f.path: f for f in new.guidance[arm]}
+        changes = []
+        for path in sorted(set(before) | set(after)):
+            a, b = before.get(path), after.get(path)
+            if a is None:
+                changes.append(f"{path} added")
+            elif b is None:
+                changes.append(f"{path} removed")
+            elif (a.sha, a.mode) != (b.sha, b.mode):
+                changes.append(f"{path} changed (blob {a.sha[:12]} -> {b.sha[:12]})")
+        if changes:
+            found.append(f"{GUIDANCE_CHANGED}{arm}: {', '.join(changes)}")
     return found
 
 
@@ -237,6 +263,13 @@ def pin_refusal(old: BatchPin, new: BatchPin, batch: str, *, image_known: bool =
     if not conflicts:
         return None
     dry = dry_run_conflict(old.dry_run)
+    if all(c.startswith(GUIDANCE_CHANGED) for c in conflicts):
+        return UsageError(
+            f"batch {batch} is pinned to the guidance its arms started with, and this run's differs:\n"
+            + "\n".join(f"  {c}" for c in conflicts),
+            hint="a batch never mixes two versions of an arm's guidance: restore the files, or start a new "
+            "batch with another --batch name (repo compare OLD/ARM --baseline NEW/ARM then compares them)",
+        )
     what = "another eval tree" if conflicts != [dry] else "a dry run" if old.dry_run else "a real run"
     return UsageError(
         f"batch {batch} is pinned to {what} ({'; '.join(conflicts)})\n"

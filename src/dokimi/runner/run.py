@@ -71,8 +71,10 @@ if TYPE_CHECKING:
     from dokimi.gateway.budget import Budget
     from dokimi.gateway.prices import Price
     from dokimi.repo.manifest import LoadedTask
+    from dokimi.repo.workspace import GuidanceOverlay
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.meta import GuidanceFileRecord
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
     from dokimi.schemas.run_summary import NodeCounts, RunGroup, RunSummary
@@ -453,6 +455,7 @@ def make_pin(
     eval_digest: str,
     image: Any,
     prices: Mapping[str, Price] | None = None,
+    guidance: Mapping[str, GuidanceOverlay] | None = None,
     *,
     dry_run: bool = False,
 ) -> BatchPin:
@@ -472,6 +475,7 @@ def make_pin(
             ),
             "created_by": __version__,
             "dry_run": dry_run,
+            "guidance": pinned_guidance(guidance or {}),
             "prices": {m: dataclasses.asdict(p) for m, p in (prices or {}).items()},
         }
     )
@@ -479,6 +483,20 @@ def make_pin(
 
 def _prefixed(digest: str) -> str:
     return digest if digest.startswith("sha256:") else "sha256:" + digest
+
+
+def pinned_guidance(overlays: Mapping[str, GuidanceOverlay]) -> dict[str, list[GuidanceFileRecord]]:
+    """The batch pin's guidance: per overlay arm (guidance:tree, guidance:at=REV), its files as meta.json
+    records them (path, mode, blob SHA), sorted by path."""
+    from dokimi.schemas.meta import GuidanceFileRecord
+
+    return {
+        arm: [
+            GuidanceFileRecord(path=f.path, mode=f.mode, sha=f.sha)
+            for f in sorted(overlay.files, key=lambda f: f.path)
+        ]
+        for arm, overlay in sorted(overlays.items())
+    }
 
 
 def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
@@ -492,8 +510,12 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
         refusal = pin_refusal(old, pin, batch)
         if refusal is not None:
             raise refusal
-        if pin.prices != old.prices:  # a model priced for the first time in this run (batch_prices merged)
-            write_document(BatchLayout(root).pin, old.model_copy(update={"prices": pin.prices}))
+        # a model priced for the first time in this run (batch_prices merged), an arm run for the first time
+        guidance = {**pin.guidance, **old.guidance}
+        if pin.prices != old.prices or guidance != old.guidance:
+            write_document(
+                BatchLayout(root).pin, old.model_copy(update={"prices": pin.prices, "guidance": guidance})
+            )
         return
     write_document(BatchLayout(root).pin, pin)
 
@@ -710,6 +732,7 @@ def prepare_batch(
                     "tree": repo.rev,
                     "eval_dir_digest": eval_digest,
                     "dry_run": opts.dry_run,
+                    "guidance": pinned_guidance(overlays),
                 }
             )
             early = pin_refusal(old_pin, provisional, opts.batch, image_known=False)
@@ -721,7 +744,9 @@ def prepare_batch(
             if opts.image
             else build_image(repo, manifest, work_dir=eval_root, progress=progress.note)
         )
-        pin = make_pin(manifest, repo, opts.source, eval_digest, image, prices, dry_run=opts.dry_run)
+        pin = make_pin(
+            manifest, repo, opts.source, eval_digest, image, prices, guidance=overlays, dry_run=opts.dry_run
+        )
         check_and_write_pin(root, pin, opts.batch)
         content = publish_eval_dir(staging, eval_digest, eval_root)
     finally:

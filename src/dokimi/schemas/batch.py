@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from dokimi.schemas._base import Document
+from dokimi.schemas.meta import GuidanceFileRecord
 
 
 class ImagePin(StrEnum):
@@ -65,6 +66,11 @@ class BatchPin(Document):
     dry_run: bool = False
     """Every cell of the batch is a dry run (``repo run --dry-run``: the scripted model, zero cost), or none
     is: a batch never mixes them, so a real run into a dry batch (or the other way) is refused."""
+    guidance: dict[str, list[GuidanceFileRecord]] = Field(default_factory=dict)
+    """Per arm that puts guidance from outside the task's base onto every base (``guidance:tree``,
+    ``guidance:at=REV``): its files, with path, mode and blob SHA as meta.json records them. A later run of
+    the batch whose arm would put other files is refused, naming them: a batch never mixes two versions of
+    an arm's guidance. Arms keeping or deleting the base's own files are pinned by the task's base."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     """Prices the user gave with ``--price`` (model -> USD per million tokens) for models the price table
     lacks: a later run of the batch uses them, and refuses another price for the same model."""
