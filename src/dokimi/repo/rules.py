@@ -55,6 +55,7 @@ __all__ = [
     "confirmed_share",
     "coverage",
     "load_review_rules",
+    "load_rules_file",
     "match_agreement",
     "review_rules_problems",
     "rule_may_score",
@@ -68,7 +69,12 @@ def load_review_rules(eval_dir: Path) -> RepoReviewRules | None:
     """``<eval_dir>/review_rules.json`` (an exported eval directory on the host), or None when there is
     none; a DocumentError naming file:line:key when it is malformed."""
     path = eval_dir / REVIEW_RULES_JSON
-    return read_document(path, RepoReviewRules) if path.is_file() else None
+    return load_rules_file(path) if path.is_file() else None
+
+
+def load_rules_file(path: Path) -> RepoReviewRules:
+    """A review_rules.json named by path; a DocumentError naming file:line:key when it is malformed."""
+    return read_document(path, RepoReviewRules)
 
 
 def blocker_eligible(rule: ReviewRule) -> bool:

@@ -40,6 +40,9 @@ class RepoGrade(Document):
     aggregated."""
     errors: list[str] = Field(default_factory=list)
     """What went wrong in the grader; non-empty with ``pass: null`` means the grader failed."""
+    threads: dict[str, StrictBool] = Field(default_factory=dict)
+    """Review tasks: for each human review thread (task.json's ``threads``), whether the answer found it.
+    Read by ``repo rules effect``; recall itself stays a metric."""
 
 
 class ScoreLike(Protocol):

@@ -32,6 +32,32 @@ class RuleStatus(StrEnum):
     CANDIDATE = "candidate"
 
 
+class TriageDecision(StrEnum):
+    """What a maintainer decided about a rule."""
+
+    ACCEPT = "accept"
+    REJECT = "reject"
+    EDIT = "edit"
+
+
+class Triage(Document):
+    """One decision of a maintainer's triage, kept in the rule it was made on."""
+
+    decision: TriageDecision
+    """``accept`` (the rule becomes confirmed), ``reject`` (rejected) or ``edit`` (its text, paths or
+    ``written_in`` changed, its status kept)."""
+    by: str = Field(min_length=1)
+    """Who decided."""
+    date: dt.date
+    """When."""
+    note: str | None = None
+    """Why, in the maintainer's words."""
+    rule_was: str | None = None
+    """The rule's text before this decision changed it; null when it did not."""
+    paths_was: list[str] | None = None
+    """The rule's paths before this decision changed them; null when it did not."""
+
+
 class ReviewRule(Document):
     """One rule the team's reviewers enforce."""
 
@@ -52,6 +78,8 @@ class ReviewRule(Document):
     """confirmed, rejected or candidate (maintainer triage)."""
     evidence: list[str] = Field(default_factory=list)
     """Review comment URLs the rule was mined from."""
+    triage: list[Triage] = Field(default_factory=list)
+    """The maintainers' decisions on the rule, oldest first (``repo rules triage`` records them)."""
 
 
 class RepoReviewRules(Document):

@@ -94,6 +94,15 @@ def egress_host_problem(host: str) -> str | None:
     return None
 
 
+class ReviewThread(Document):
+    """A human review thread of a review task's replayed pull request."""
+
+    id: str = Field(min_length=1)
+    """The thread's id, as the task's grader names it in grade.json's ``threads``."""
+    rules: list[str] = Field(default_factory=list)
+    """Ids of the team review rules (review_rules.json) that cover the thread; empty when none does."""
+
+
 class GateMin(Document):
     """A numeric gate entry: the metric must be at least ``min``."""
 
@@ -173,6 +182,13 @@ class Task(OpenDocument):
     an injected bug. ``setup_patch`` (one string) is a synonym of a one-element list."""
     review_patch: str | None = None
     """Patch (relative to the task directory) applied with ``git am`` as the HEAD commit under review."""
+    source_pr: int | None = Field(default=None, ge=1)
+    """The pull request the task was made from: the fix it asks for, or the review it replays. Mining team
+    review rules (``repo rules mine``) leaves its comments out, so no rule is learnt from a task's answer."""
+    threads: list[ReviewThread] = Field(default_factory=list)
+    """Review tasks: the human review threads the grader scores (its grade.json reports each one's id in
+    ``threads``), each with the team review rules that cover it. ``repo rules effect`` reads them to report
+    recall on the threads a rule covers and on those none covers."""
     gate: list[GateEntry] = Field(default_factory=_default_gate)
     """What counts as success; default ``["pass"]``. A string is a boolean metric that must be true;
     ``{"metric": name, "min": number}`` a numeric metric that must reach ``min``."""
@@ -214,6 +230,15 @@ class Task(OpenDocument):
                 "not a hex SHA (optionally followed by ^); branches, tags and HEAD are refused "
                 "because repetitions of one task must get one snapshot"
             )
+        return value
+
+    @field_validator("threads")
+    @classmethod
+    def _thread_ids_unique(cls, value: list[ReviewThread]) -> list[ReviewThread]:
+        ids = [thread.id for thread in value]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"thread ids must be unique: {', '.join(repeated)}")
         return value
 
     @field_validator("egress")

@@ -705,13 +705,10 @@ def decoding_params(profile_name: str, harness_version: str, effort: str | None)
     }
 
 
-def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | None = None) -> JudgeVerdict:
-    """Judge one rendered input with Claude Code, isolated (module docstring). A failure to produce verdicts
-    for every id is returned as a verdict with ``failure`` set; a missing binary or a bad model id raises."""
-    from dokimi.checks.reach import harness_version
+def _judge_harness(model: str, options: JudgeOptions) -> tuple[Any, Path]:
+    """The judge's profile and binary, after checking the model id and that the profile is Claude Code's."""
     from dokimi.harness.profile import load_profile, resolve_bin
 
-    options = options or JudgeOptions()
     require_full_model_id(model)
     profile = load_profile(options.profile)
     if profile.trace != "claude-stream-json":
@@ -719,7 +716,16 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
             f"the judge runs under Claude Code; profile {profile.name!r} is not a Claude Code profile",
             hint="use the claude-code profile (or a copy of it)",
         )
-    binary = resolve_bin(profile, options.bin)
+    return profile, resolve_bin(profile, options.bin)
+
+
+def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | None = None) -> JudgeVerdict:
+    """Judge one rendered input with Claude Code, isolated (module docstring). A failure to produce verdicts
+    for every id is returned as a verdict with ``failure`` set; a missing binary or a bad model id raises."""
+    from dokimi.checks.reach import harness_version
+
+    options = options or JudgeOptions()
+    profile, binary = _judge_harness(model, options)
     key = cache_key(
         judge_input, model, decoding_params(profile.name, harness_version(profile, binary), options.effort)
     )
@@ -761,3 +767,15 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
     if options.cache_dir is not None:
         write_cached(options.cache_dir, key, verdict)
     return verdict
+
+
+def ask_model(prompt: str, *, model: str, options: JudgeOptions | None = None) -> tuple[str, float | None]:
+    """One prompt to the judge's model, through the judge's harness and isolation (no tools, no settings, a
+    fresh config dir, a scratch working directory), for the judge's other jobs (grouping review comments into
+    rules): the final answer and its cost. A harness that cannot run or gives no answer is a JudgeError."""
+    options = options or JudgeOptions()
+    profile, binary = _judge_harness(model, options)
+    call = _call(prompt, model, options, binary, profile)
+    if call.error is not None:
+        raise JudgeError(call.error, hint="check the model id, the credentials and `dokimi doctor`")
+    return call.answer, call.cost_usd

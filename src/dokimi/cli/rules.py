@@ -1,0 +1,218 @@
+"""``dokimi repo rules``: the team's review rules (docs/review-rules.md). Thin: options -> dokimi.repo.rules_*
+-> text or --json.
+
+- ``fetch``: a GitHub repository's merged pull requests' review comments, as review_comments.jsonl;
+- ``mine``: candidate rules from those comments (paid: the judge's model groups them);
+- ``triage``: a maintainer accepts, rejects or edits a rule (recorded in the rule);
+- ``evaluate``: predictive coverage, precision and stability of the rules;
+- ``effect``: review recall with the rules and without, on threads rules cover and on those none covers.
+
+Exit codes: 0 done, 1 ``evaluate --min-coverage`` not reached, 2 usage or environment (bad input, no
+model credentials, a forge that refuses).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dokimi.cli._common import FiniteFloat, echo, emit_json, json_option, note
+from dokimi.constants import EXIT_OK
+
+
+class DateParam(click.ParamType[dt.date]):
+    """A calendar day, ``YYYY-MM-DD``."""
+
+    name = "YYYY-MM-DD"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> dt.date:
+        if isinstance(value, dt.date):
+            return value
+        try:
+            return dt.date.fromisoformat(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a date of the form YYYY-MM-DD", param, ctx)
+
+
+DATE = DateParam()
+
+
+def repo_option(func: Any) -> Any:
+    return click.option(
+        "-C",
+        "--repo",
+        "repo_dir",
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="The repository (a working tree with the manifest).",
+    )(func)
+
+
+@click.group("rules")
+def rules() -> None:
+    """Team review rules: fetch review comments, mine rules from them, triage, evaluate, measure."""
+
+
+# --- mine -------------------------------------------------------------------------------------------------
+
+
+@rules.command("mine")
+@repo_option
+@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@click.option(
+    "--comments",
+    "comments",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="review_comments.jsonl: one review comment per line (repo rules fetch writes one).",
+)
+@click.option(
+    "--cut-date", "cut_date", type=DATE, required=True, help="Mine only PRs merged before this day."
+)
+@click.option("--model", "model", required=True, metavar="FULL_ID", help="The judge's full model id.")
+@click.option(
+    "--bin", "bin_", type=click.Path(dir_okay=False, path_type=Path), help="The Claude Code binary to run."
+)
+@click.option(
+    "--exclude-pr",
+    "exclude_prs",
+    multiple=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Leave this pull request out too, besides the tasks' source_pr (repeatable).",
+)
+@click.option(
+    "--min-prs", type=click.IntRange(min=1), default=3, show_default=True, help="A new rule's fewest PRs."
+)
+@click.option(
+    "--min-reviewers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="A new rule's fewest reviewers.",
+)
+@click.option(
+    "--batch-chars",
+    type=click.IntRange(min=2_000),
+    default=60_000,
+    show_default=True,
+    help="Most characters of comments per model call.",
+)
+@click.option("--timeout", type=FiniteFloat(min=1), default=900.0, show_default=True, help="Per model call.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The rules file to write (default: review_rules.json in the eval directory); its rules keep their "
+    "ids.",
+)
+@json_option
+def mine(
+    repo_dir: Path,
+    manifest: str | None,
+    comments: Path,
+    cut_date: dt.date,
+    model: str,
+    bin_: Path | None,
+    exclude_prs: tuple[int, ...],
+    min_prs: int,
+    min_reviewers: int,
+    batch_chars: int,
+    timeout: float,
+    out: Path | None,
+    as_json: bool,
+) -> int:
+    """Mine candidate review rules from COMMENTS: only pull requests merged before --cut-date, never one a
+    task was made from or replays (task.json's source_pr) or --exclude-pr; the judge's model groups the
+    comments into rules, and a new rule is written when seen on at least --min-prs pull requests from
+    --min-reviewers reviewers. An existing rules file keeps its ids, texts and triage; new rules are
+    candidates until `repo rules triage`."""
+    from dokimi.checks.merge.judge import JudgeOptions, ask_model, require_full_model_id
+    from dokimi.repo.rules_mining import MineRequest, MiningSettings, ModelAnswer, mine_repository
+    from dokimi.source.git import toplevel
+
+    require_full_model_id(model)
+    options = JudgeOptions(bin=bin_, timeout=timeout)
+
+    def ask(prompt: str) -> ModelAnswer:
+        text, cost = ask_model(prompt, model=model, options=options)
+        return ModelAnswer(text, cost)
+
+    def progress(number: int, total: int) -> None:
+        note(f"grouping comments: call {number} of {total} ...")
+
+    settings = MiningSettings(
+        cut_date=cut_date,
+        min_prs=min_prs,
+        min_reviewers=min_reviewers,
+        batch_chars=batch_chars,
+        model=model,
+    )
+    request = MineRequest(
+        repo_dir=toplevel(repo_dir) or repo_dir,
+        comments=comments,
+        settings=settings,
+        manifest=manifest,
+        exclude_prs=frozenset(exclude_prs),
+        out=out,
+    )
+    report = mine_repository(request, ask, progress=progress)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_mining(report, request.repo_dir)
+    return EXIT_OK
+
+
+REASONS = {
+    "merged_on_or_after_cut": "merged on or after the cut",
+    "task_source": "of task-source PRs",
+    "excluded_pr": "of PRs excluded by --exclude-pr",
+    "not_merged": "of PRs not merged",
+    "by_author": "by the PR's author",
+    "empty": "empty",
+}
+
+
+def _shown_path(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path
+
+
+def _print_mining(report: Any, root: Path) -> None:
+    left = ", ".join(f"{count} {REASONS.get(reason, reason)}" for reason, count in report.excluded.items())
+    echo(
+        f"comments: {report.comments_read} read, {report.comments_mined} mined"
+        + (f"; left out: {left}" if left else "")
+    )
+    for pr, tasks in report.task_source_prs.items():
+        echo(f"  PR #{pr} is the source of {', '.join(tasks)}: none of its comments was mined")
+    cost = "" if report.cost_usd is None else f", {report.cost_usd:.4f} USD as the harness reported it"
+    echo(f"grouped by {report.model}: {report.calls} call(s){cost}")
+    counts: dict[str, int] = {}
+    for row in report.rules:
+        counts[row.outcome] = counts.get(row.outcome, 0) + 1
+    order = ("added", "updated", "unchanged", "not_seen", "below_threshold")
+    echo("rules: " + ", ".join(f"{counts.get(o, 0)} {o.replace('_', ' ')}" for o in order))
+    for row in report.rules:
+        if row.outcome == "below_threshold":
+            continue
+        echo(
+            f"  {row.id:<5} {row.status:<9} {row.outcome:<9} {row.prs:>3} PRs {row.reviewers:>2} reviewers  "
+            f"{row.rule}"
+        )
+    below = [row for row in report.rules if row.outcome == "below_threshold"]
+    if below:
+        echo(
+            f"below the threshold ({report.min_prs} PRs from {report.min_reviewers} reviewers), not written:"
+        )
+        for row in below:
+            echo(f"  {row.prs} PRs {row.reviewers} reviewer(s)  {row.rule}")
+    echo(f"wrote {_shown_path(report.out, root)}")
+    echo("next: dokimi repo rules triage (a maintainer accepts, rejects or edits each candidate)")
