@@ -296,6 +296,7 @@ def run(
     check: bool = False,
     stdout_file: Path | None = None,
     bounds: Bounds = Bounds(),
+    merge_stderr: bool = False,
 ) -> Completed:
     """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
 
@@ -306,7 +307,8 @@ def run(
     through. With ``bounds.max_output`` each of stdout and stderr keeps its first and last ``max_output``
     bytes around an omitted-bytes line (:class:`CappedOutput`), so a child printing gigabytes costs dokimi a
     few times ``max_output`` of memory.
-    Members of the group still alive after the child exits are killed too.
+    Members of the group still alive after the child exits are killed too. With ``merge_stderr`` the child's
+    stderr goes where its stdout goes, in the order printed (``Completed.stderr`` is then empty).
     """
     from dokimi import safefs
 
@@ -325,7 +327,7 @@ def run(
             argv,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             env=env,
             cwd=cwd,
         )

@@ -171,7 +171,7 @@ def test_an_unknown_manifest_key_far_from_any_lists_the_allowed_keys(repo: Repo)
     repo.add_eval(MANIFEST.replace("  network: none", "  network: none\n  zzz: 1"))
     finding = one(run(repo), "manifest_schema")
     assert finding.key == "image.zzz"
-    assert finding.fix == "the keys allowed here: caches, dockerfile, env, limits, network"
+    assert finding.fix == "the keys allowed here: build, caches, dockerfile, env, limits, network"
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,8 @@ image:
   dockerfile: {eval_dir}/Dockerfile
   # none: no network for the agent's commands and the graders, so dependencies belong in the image.
   network: none
+  # This machine's proxy, package index and CA certificates, for the image build only (never in the image):
+  # build: {{from_host: [proxy, pip, ca]}}
 
 entry_points:
   # {grade_comment}
@@ -75,14 +77,18 @@ DOCKERFILE_TEMPLATE = """\
 #     network (image.network: none in repo-eval.yaml).
 # It should not hold the repository's code: each run gets its own tree at /eval/run/workspace.
 #
-# {base} is Debian bookworm with python3, pytest and git (dokimi's scripts/setup.sh builds it offline);
-# any image with those works.
+# {base} is Debian bookworm with python3, pytest, pip, venv and git (dokimi's scripts/setup.sh builds it
+# offline); any image with python3, git and pytest works.
 FROM {base}
 ENV PYTHONDONTWRITEBYTECODE=1
 
-# Your dependencies, for example (COPY names files of the repository, relative to its root):
+# Your dependencies, in a virtual environment (Debian's python3 refuses a system-wide pip install); COPY
+# names files of the repository, relative to its root. Lock files, proxies and CA certificates: see
+# "Dependencies" in dokimi's docs/your-repo.md.
 # COPY requirements.txt /tmp/requirements.txt
-# RUN python3 -m pip install --no-cache-dir -r /tmp/requirements.txt
+# RUN python3 -m venv --system-site-packages /opt/venv \\
+#     && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+# ENV PATH=/opt/venv/bin:$PATH
 """
 
 

@@ -6,7 +6,9 @@ dokimi speaks to docker only through its CLI (DESIGN.md): the spec's semantics a
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +30,37 @@ def docker(
     if check and not result.ok:
         raise ContainerError(_failure(args, result), hint=_hint(result.stderr))
     return result
+
+
+#: The first docker CLI version whose ``docker build`` needs the buildx plugin for BuildKit.
+BUILDX_ONLY_FROM = 23
+
+
+@functools.cache
+def buildkit_docker() -> str | None:
+    """A docker CLI on PATH that builds with BuildKit (``DOCKER_BUILDKIT=1 docker build``): the first one
+    with the buildx plugin, or one older than 23.0, which has BuildKit built in; None when there is none (a
+    newer CLI without buildx only has the legacy builder, which knows no build secret)."""
+    import shutil
+
+    first = shutil.which(DOCKER)
+    others = [os.path.join(d, DOCKER) for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    candidates = [
+        c for c in dict.fromkeys([first, *others]) if c and os.access(c, os.X_OK) and os.path.isfile(c)
+    ]
+    for client in candidates:
+        try:
+            if process.run([client, "buildx", "version"], timeout=DOCKER_TIMEOUT_S).ok:
+                return client
+            version = process.run(
+                [client, "version", "--format", "{{.Client.Version}}"], timeout=DOCKER_TIMEOUT_S
+            )
+        except PrerequisiteError:
+            continue
+        major = version.stdout.strip().split(".", 1)[0]
+        if major.isdigit() and int(major) < BUILDX_ONLY_FROM:
+            return client
+    return None
 
 
 def _failure(args: Sequence[str], result: process.Completed) -> str:

@@ -21,6 +21,7 @@ default) is a ContainerError, never a hung batch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -37,7 +38,8 @@ from typing import TYPE_CHECKING, Literal
 from dokimi import process
 from dokimi.constants import LABEL_MANAGED
 from dokimi.errors import ContainerError, UsageError
-from dokimi.sandbox.docker import DOCKER, image_inspect, image_labels
+from dokimi.sandbox.docker import DOCKER, buildkit_docker, image_inspect, image_labels
+from dokimi.sandbox.hostconfig import SECRET_ID, HostBuildConfig, host_build_config
 from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
@@ -324,20 +326,41 @@ def build_image(
                 f"image.dockerfile {manifest.image.dockerfile} is not a file of the eval tree",
                 hint="commit the Dockerfile (the build context holds only tracked files), or fix the path",
             )
-        # --force-rm: the container of a step that fails is removed too (docker keeps it by default).
-        argv = [DOCKER, "build", "--force-rm", "--file", str(dockerfile), "--tag", tag]
+        host = host_build_config(manifest.image.build.from_host, manifest.image.build.ca_files)
+        network = build_network(host, network, progress)
+        builder = _builder(host, dockerfile.read_text(encoding="utf-8", errors="replace"))
+        if host.script is not None:
+            secret = scratch / "secret" / SECRET_ID
+            secret.parent.mkdir(mode=0o700)
+            secret.write_text(host.script, encoding="utf-8")
+            os.chmod(secret, 0o600)
+        argv = [builder.docker, "build", *builder.flags, "--file", str(dockerfile), "--tag", tag]
         argv += ["--label", f"{LABEL_CONTEXT_DIGEST}={digest}", "--label", f"{LABEL_MANAGED}=1"]
         argv += ["--label", f"{LABEL_MANIFEST_ID}={manifest.id}"]
+        for name, value in host.build_args.items():
+            argv += ["--build-arg", f"{name}={value}"]
+        if builder.buildkit:
+            argv += ["--secret", f"id={SECRET_ID},src={scratch / 'secret' / SECRET_ID}"]
         if network:
             argv += ["--network", network]
         argv.append(str(context))
         log = build_log_path(manifest.id, tag)
+        run = functools.partial(
+            process.run,
+            argv,
+            timeout=timeout_s,
+            stdout_file=log,
+            env={**os.environ, "DOCKER_BUILDKIT": "1"} if builder.buildkit else None,
+            merge_stderr=builder.buildkit,
+        )
         if progress is not None:
             progress(f"building image {tag} (log: {log})")
+            for line in host.notes:
+                progress(f"from this machine, for the build only: {line}")
             with _StepWatcher(log, progress):
-                result = process.run(argv, timeout=timeout_s, stdout_file=log)
+                result = run()
         else:
-            result = process.run(argv, timeout=timeout_s, stdout_file=log)
+            result = run()
         _keep_log(log, result.stderr, work_dir)
         if result.timed_out:
             raise ContainerError(
@@ -357,6 +380,51 @@ def build_image(
         return BuiltImage(tag, pin, digest, _image_id(tag), built=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Builder:
+    docker: str
+    buildkit: bool
+    flags: tuple[str, ...]
+
+
+def _builder(host: HostBuildConfig, dockerfile_text: str) -> _Builder:
+    """BuildKit when the build gets the ``dokimi-host`` secret or the Dockerfile mounts anything (``RUN
+    --mount``, which the legacy builder cannot parse); else the legacy builder, as docker's default. A
+    BuildKit build without a docker CLI that has it is a usage error naming the fix."""
+    if host.script is None and not re.search(
+        r"^\s*RUN\s+(?:--\S+\s+)*--mount=", dockerfile_text, re.M | re.I
+    ):
+        # --force-rm: the container of a step that fails is removed too (docker keeps it by default).
+        return _Builder(DOCKER, buildkit=False, flags=("--force-rm",))
+    client = buildkit_docker()
+    if client is None:
+        raise UsageError(
+            "this image build needs BuildKit (image.build.from_host names pip, apt or ca, or the Dockerfile "
+            "has RUN --mount), and no docker CLI on PATH has it",
+            hint="install docker's buildx plugin (docker-buildx-plugin), or put a docker CLI older than 23.0 "
+            "on PATH; the legacy builder cannot pass a secret",
+        )
+    return _Builder(client, buildkit=True, flags=("--progress=plain",))
+
+
+def build_network(
+    host: HostBuildConfig, network: str | None, progress: Callable[[str], None] | None
+) -> str | None:
+    """The build's docker network: ``network`` (--build-network) when given; the host's when the proxy the
+    build gets is on this machine's loopback, which no other network reaches."""
+    if not host.loopback_proxy:
+        return network
+    if network is None:
+        if progress is not None:
+            progress("the proxy is on this machine's loopback: the build runs on the host's network")
+        return "host"
+    if network != "host" and progress is not None:
+        progress(
+            f"warning: the proxy is on this machine's loopback, which --build-network {network} cannot reach"
+        )
+    return network
 
 
 def _image_id(ref: str) -> str | None:

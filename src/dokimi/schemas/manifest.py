@@ -84,6 +84,25 @@ class Limits(Document):
     host-side failure of that cell: dokimi does not grade, diff or copy it."""
 
 
+HostConfig = Literal["proxy", "pip", "apt", "ca"]
+
+
+class Build(Document):
+    """What of this machine's package configuration the image build gets, for the build only: never in a
+    layer, in the image's history or in any container agents or graders run in."""
+
+    from_host: list[HostConfig] = Field(default_factory=list)
+    """``proxy``: dokimi's HTTP(S)_PROXY, NO_PROXY and ALL_PROXY, as docker's predefined build arguments
+    (which history leaves out); ``pip``: pip's index, extra indexes and trusted hosts (its configuration
+    files and PIP_* variables); ``apt``: apt's proxy; ``ca``: the CA certificates this machine trusts beyond
+    the usual ones (``/usr/local/share/ca-certificates``, pip's ``cert``, SSL_CERT_FILE, ``ca_files``).
+    ``pip``, ``apt`` and ``ca`` reach the build as the BuildKit secret ``dokimi-host``, a shell file a RUN
+    sources: ``RUN --mount=type=secret,id=dokimi-host . /run/secrets/dokimi-host && pip install ...``."""
+    ca_files: list[str] = Field(default_factory=list)
+    """More CA certificates (PEM files) the build trusts, with ``ca``: paths on this machine (``~`` and
+    ``$VAR`` expanded). Only the certificates in them are read."""
+
+
 class Image(Document):
     """The build image of this repository: built once per eval revision, used by agents and entry points."""
 
@@ -100,6 +119,8 @@ class Image(Document):
     ``public``: full network."""
     limits: Limits = Field(default_factory=Limits)
     """Memory, process and workspace-size caps of every container (safe defaults when left out)."""
+    build: Build = Field(default_factory=Build)
+    """This machine's proxy, package index and CA settings, given to the image build only."""
 
 
 def _oracle_optional_in_schema(schema: dict[str, Any]) -> None:
