@@ -35,6 +35,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dokimi' has no attribute {name!r}")
-    import importlib
+    import importlib  # here: only a lazy name's first use needs it
 
     return getattr(importlib.import_module(module), name)

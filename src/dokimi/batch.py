@@ -27,8 +27,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from dokimi import safefs
 from dokimi.errors import DocumentError, UsageError
 from dokimi.rundir import (
     BATCH_JSON,
@@ -44,11 +45,19 @@ from dokimi.rundir import (
     effort_slug,
     slug,
 )
-
-if TYPE_CHECKING:
-    from dokimi.schemas.batch import BatchPin
-    from dokimi.schemas.meta import Meta
-    from dokimi.schemas.result import Result
+from dokimi.schemas._base import (
+    MAX_DOCUMENT_BYTES,
+    decode_text,
+    make_output_dir,
+    parse_json,
+    read_document,
+    validate_marked,
+    write_document,
+)
+from dokimi.schemas.batch import BatchPin
+from dokimi.schemas.meta import Meta
+from dokimi.schemas.plan import Plan, PlannedCell
+from dokimi.schemas.result import Result
 
 __all__ = [
     "BATCH_JSON",
@@ -110,8 +119,6 @@ class Cell:
         """meta.json of the cell, or None when it is absent or does not validate (read once, on demand)."""
         if not self._meta_read:
             self._meta_read = True
-            from dokimi.schemas.meta import Meta
-
             try:
                 self._meta = _read_model(self.dir / META_JSON, Meta, trusted=self.dir)
             except DocumentError:
@@ -179,15 +186,10 @@ class Batch:
 
 
 def _read_model(path: Path, model: Any, trusted: Path | None = None) -> Any:
-    from dokimi.schemas._base import read_document
-
     return read_document(path, model, trusted=trusted)
 
 
 def _read_json(path: Path) -> Any:
-    from dokimi import safefs
-    from dokimi.schemas._base import MAX_DOCUMENT_BYTES, decode_text, parse_json
-
     try:
         raw = safefs.read_plain(path, limit=MAX_DOCUMENT_BYTES)
     except safefs.UnsafePathError as exc:
@@ -199,8 +201,6 @@ def _read_json(path: Path) -> Any:
 
 def read_pin(root: Path) -> tuple[BatchPin | None, str | None]:
     """The batch pin (_eval/batch.json) and, when it is absent or does not validate, why."""
-    from dokimi.schemas.batch import BatchPin
-
     path = BatchLayout(root).pin
     if not path.is_file():
         return None, f"{path}: no batch pin"
@@ -213,9 +213,6 @@ def read_pin(root: Path) -> tuple[BatchPin | None, str | None]:
 
 def read_plan(root: Path) -> tuple[list[CellKey] | None, str | None]:
     """_eval/plan.json (repo_plan.v1); a bare list of cells is accepted too. (None, None) without a plan."""
-    from dokimi.schemas._base import validate_marked
-    from dokimi.schemas.plan import Plan
-
     path = BatchLayout(root).plan
     if not path.is_file():
         return None, None
@@ -245,8 +242,6 @@ def _cell_dirs(root: Path) -> Iterator[Path]:
 
 def read_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
     """One cell: finished when its result.json validates and names this cell, invalid when it does not."""
-    from dokimi.schemas.result import Result
-
     rel = path.relative_to(root).as_posix()
     result_path = path / RESULT_JSON
     if not os.path.lexists(result_path):
@@ -322,8 +317,6 @@ def batch_writer(root: Path, command: str) -> Iterator[None]:
     ``flock`` on ``<batch>/.dokimi-writer.lock``, released by the kernel when the holder exits, even by
     SIGKILL, so a crashed run never leaves the batch locked. ``repo report`` and ``repo compare`` take no
     lock: result.json is written atomically and last, so they see finished cells only."""
-    from dokimi.schemas._base import make_output_dir
-
     make_output_dir(root)
     path = root / LOCK_FILE
     try:
@@ -356,9 +349,6 @@ def batch_writer(root: Path, command: str) -> Iterator[None]:
 
 def write_plan(root: Path, cells: list[CellKey]) -> None:
     """Write _eval/plan.json (repo_plan.v1) for the runner: every planned cell, sorted, once."""
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.plan import Plan, PlannedCell
-
     items = [
         PlannedCell(task=k.task, arm=k.arm, model=k.model, effort=k.effort, rep=k.rep)
         for k in sorted(set(cells), key=CellKey.sort_key)

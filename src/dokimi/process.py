@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from dokimi import safefs
 from dokimi.errors import PrerequisiteError, ProcessError
 
 #: How to get the tools dokimi runs; shown when one is missing.
@@ -310,8 +311,6 @@ def run(
     Members of the group still alive after the child exits are killed too. With ``merge_stderr`` the child's
     stderr goes where its stdout goes, in the order printed (``Completed.stderr`` is then empty).
     """
-    from dokimi import safefs
-
     argv = [str(a) for a in argv]
     start = time.monotonic()
     grace, max_output = bounds.grace, bounds.max_output

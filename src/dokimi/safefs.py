@@ -182,7 +182,7 @@ def _read_fd(fd: int, path: Path, limit: int) -> bytes:
 def digest(path: Path, *, trusted: Path) -> str:
     """The sha256 of a regular file, read in chunks (no size limit, nothing kept in memory); a link, a FIFO,
     a device or a directory is an :class:`UnsafePathError`, a missing file FileNotFoundError."""
-    import hashlib
+    import hashlib  # here: hashlib's OpenSSL start-up is not for a scan, which hashes nothing
 
     with parent_fd(path, trusted=trusted) as (dir_fd, name):
         try:

@@ -163,3 +163,74 @@ def test_a_circle_through_a_function_level_import_or_a_package_init_is_found(tmp
     assert circles(graph) == [["dokimi.a", "dokimi.a.x", "dokimi.b"]]
     assert circles(package_graph(graph)) == [["dokimi.a", "dokimi.b"]]
     assert "dokimi.b" not in graph["dokimi.a.y"]
+
+
+def _is_reason(line: str) -> bool:
+    """A comment that says something (not a ``noqa``, ``type:`` or ``fmt:`` pragma)."""
+    _, hash_, text = line.partition("#")
+    text = text.strip()
+    return bool(hash_ and text) and not text.startswith(("noqa", "type:", "fmt:", "pragma"))
+
+
+def _import_runs(tree: ast.AST) -> Iterator[list[ast.Import | ast.ImportFrom]]:
+    """Consecutive import statements inside a function body (or a block of it), TYPE_CHECKING left out."""
+    skipped = _type_checking_nodes(tree)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    blocks: dict[int, list[ast.stmt]] = {}
+    for function in functions:
+        for node in ast.walk(function):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    blocks[id(block)] = block
+            if isinstance(node, ast.ExceptHandler):
+                blocks[id(node.body)] = node.body
+    for block in blocks.values():
+        run: list[ast.Import | ast.ImportFrom] = []
+        for statement in [*block, None]:
+            if isinstance(statement, ast.Import | ast.ImportFrom) and id(statement) not in skipped:
+                run.append(statement)
+                continue
+            if run:
+                yield run
+            run = []
+
+
+def unexplained_imports(package: Path) -> list[str]:
+    """Function-level imports with no reason: a comment on the import's lines, on the line above a run of
+    imports, or after the ``try:`` / ``except ...:`` that opens it."""
+    found: list[str] = []
+    for path in sorted(package.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for run in _import_runs(ast.parse("\n".join(lines))):
+            above = lines[run[0].lineno - 2] if run[0].lineno > 1 else ""
+            opener = above.strip().startswith("#") or above.partition("#")[0].rstrip().endswith(":")
+            if opener and _is_reason(above):
+                continue
+            for statement in run:
+                if not any(_is_reason(line) for line in lines[statement.lineno - 1 : statement.end_lineno]):
+                    where = f"{path.relative_to(package.parent)}:{statement.lineno}"
+                    found.append(f"{where}: {lines[statement.lineno - 1].strip()}")
+                    break
+    return found
+
+
+def test_every_function_level_import_says_why_it_is_not_at_the_top() -> None:
+    """An import inside a function hides an arrow from a reader; it stays only for a start-up cost that
+    bench/bench_cli_start.py or the lean scan shows (or an optional extra, or a platform), and says which."""
+    assert unexplained_imports(PACKAGE) == []
+
+
+def test_a_function_level_import_without_a_reason_is_found(tmp_path: Path) -> None:
+    fake = tmp_path / "dokimi"
+    fake.mkdir()
+    (fake / "m.py").write_text(
+        "def f():\n    import json\n    return json\n"
+        "def g():\n    # numpy costs a start 0.1 s\n    import numpy\n    import scipy\n    return numpy\n"
+        "def h():\n    import re  # noqa: F401\n"
+        "def i():\n    try:  # POSIX only\n        import fcntl\n    except ImportError:\n        pass\n"
+    )
+    assert unexplained_imports(fake) == [
+        "dokimi/m.py:2: import json",
+        "dokimi/m.py:10: import re  # noqa: F401",
+    ]

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from dokimi.errors import DokimiError
 from dokimi.repo.workspace import skill_directory
+from dokimi.schemas._base import read_document
+from dokimi.schemas.generated import Generated
+from dokimi.schemas.report import ArmGuidance, ReportWarning, SeenGuidanceFile
 
 if TYPE_CHECKING:
     from dokimi.batch import Batch
-    from dokimi.schemas.generated import Generated
-    from dokimi.schemas.report import ArmGuidance, ReportWarning
 
 __all__ = ["GENERATED_GLOB", "arm_guidance", "generation_records", "warn_same_guidance"]
 
@@ -31,9 +32,6 @@ GENERATED_GLOB = "_eval/generated/*/*/generated.json"
 
 def generation_records(root: Path) -> list[Generated]:
     """Every readable generated.json of the batch at ``root``, sorted by (task, model)."""
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.generated import Generated
-
     records: list[Generated] = []
     for path in sorted(root.glob(GENERATED_GLOB)):
         try:
@@ -47,8 +45,6 @@ def arm_guidance(batch: Batch) -> list[ArmGuidance]:
     """Per arm: tasks with finished cells, how many had any guidance file at the agent's start (in any of
     their cells), cells without a record, the distinct (path, blob SHA) seen, the skills among them (counted
     apart), and for guidance:generated the generator's pairs and cost."""
-    from dokimi.schemas.report import ArmGuidance, SeenGuidanceFile
-
     tasks: dict[str, set[str]] = defaultdict(set)
     with_guidance: dict[str, set[str]] = defaultdict(set)
     unrecorded: dict[str, int] = defaultdict(int)
@@ -126,8 +122,6 @@ def warn_same_guidance(batch: Batch) -> list[ReportWarning]:
     """Two arms whose agents started every shared task with exactly the same guidance files: they measure
     the same thing. The usual case is guidance:raw on bases that predate the repository's guidance, which is
     guidance:none under another name; guidance:tree or guidance:at=REV is the arm that carries today's."""
-    from dokimi.schemas.report import ReportWarning
-
     per_arm = _task_guidance(batch)
     arms = sorted(per_arm)
     found: list[ReportWarning] = []

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dokimi import stats
-from dokimi.analysis.report import cell_passed, cell_score
+from dokimi.analysis.power import minimum_detectable_effect
+from dokimi.analysis.report import cell_passed, cell_score, check_k
 from dokimi.batch import Batch, load_batch, slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
@@ -468,8 +469,6 @@ def power_note(spec: MeasureSpec, deltas: Sequence[float], p: float) -> tuple[fl
     size would have been missed more than 20% of the time."""
     if spec.kind not in HOLM_KINDS or len(deltas) < 2:
         return None, None
-    from dokimi.analysis.power import minimum_detectable_effect
-
     mde = minimum_detectable_effect(deltas, alpha=POWER_ALPHA, target=POWER_TARGET)
     if p < POWER_ALPHA:
         return mde, False
@@ -517,8 +516,6 @@ def build_comparison(
 ) -> CompareDoc:
     """The repo_compare.v1 document of resolved selections (baseline first); ``k`` of pass@k and pass^k
     (default: :func:`default_k`)."""
-    from dokimi.analysis.report import check_k
-
     check_k(k)
     k = k or default_k(selections)
     metrics = list(dict.fromkeys(metrics))

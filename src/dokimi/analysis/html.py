@@ -11,6 +11,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from html import escape
 
+from dokimi.analysis.compare import infra_line
+from dokimi.analysis.report import DRY_RUN_BANNER
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from dokimi.schemas.report import ArmSummary, ReportDoc, ReportWarning
 
@@ -55,8 +57,6 @@ def _attr(value: object) -> str:
 
 def dry_run_banner(dry_run: bool) -> list[str]:
     """The banner every page of a dry run opens with: its numbers are a script's, its costs zero."""
-    from dokimi.analysis.report import DRY_RUN_BANNER
-
     return [f'<p class="dryrun" data-dry-run="true">{escape(DRY_RUN_BANNER)}</p>'] if dry_run else []
 
 
@@ -602,8 +602,6 @@ def render_compare(doc: CompareDoc) -> str:
                 body.append(f"<h3>Per-task {escape(m.name)} delta</h3>")
                 body.append(_delta_chart(m))
         if c.infra_baseline or c.infra_treatment:
-            from dokimi.analysis.compare import infra_line
-
             body.append(f'<p class="muted" data-infra-p="{_attr(c.infra_p)}">{escape(infra_line(c))}</p>')
         if c.unpaired:
             body.append("<h3>Unpaired tasks</h3>")

@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
-from dokimi.errors import PrerequisiteError
+from dokimi.errors import DokimiError, PrerequisiteError
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
+from dokimi.safefs import read_bytes
 from dokimi.schemas._base import load_json, make_output_dir
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class ExportedLog:
 
 def _require_inspect() -> None:
     try:
+        # inspect-ai is an extra and slow to import
         import inspect_ai  # noqa: F401
     except ImportError:
         raise PrerequisiteError(
@@ -67,9 +69,6 @@ def _require_inspect() -> None:
 
 
 def _read(cell: Cell, name: str) -> str | None:
-    from dokimi.errors import DokimiError
-    from dokimi.safefs import read_bytes
-
     try:
         return read_bytes(cell.dir / name, trusted=cell.dir, limit=READ_LIMIT).decode("utf-8", "replace")
     except (FileNotFoundError, DokimiError, OSError):
@@ -128,6 +127,7 @@ def _tool_call(event: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
 
 
 def _messages(prompt: str, events: list[dict[str, Any]], answer: str) -> list[Any]:
+    # inspect-ai is an extra and slow to import
     from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser
     from inspect_ai.tool import ToolCall
 
@@ -151,6 +151,7 @@ def _messages(prompt: str, events: list[dict[str, Any]], answer: str) -> list[An
 
 def _usage(result: Result) -> Any:
     """Inspect's ModelUsage of the cell's tokens, or None when it has none."""
+    # inspect-ai is an extra and slow to import
     from inspect_ai.model import ModelUsage
 
     tokens = cell_tokens(result)
@@ -166,6 +167,7 @@ def _usage(result: Result) -> Any:
 
 
 def _sample(cell: Cell) -> Any:
+    # inspect-ai is an extra and slow to import
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import Score
@@ -216,8 +218,6 @@ def _sample(cell: Cell) -> Any:
 def _readable_sample(cell: Cell) -> Any:
     """The cell's sample, or None when its evidence cannot be read at all (the log counts it as
     ``unreadable``; the other cells are exported as usual)."""
-    from dokimi.errors import DokimiError
-
     try:
         return _sample(cell)
     except (DokimiError, OSError, ValueError, RecursionError):
@@ -226,6 +226,7 @@ def _readable_sample(cell: Cell) -> Any:
 
 def _total_usage(model: str, samples: list[Any]) -> dict[str, Any]:
     """The log's model usage: its samples' summed."""
+    # inspect-ai is an extra and slow to import
     from inspect_ai.model import ModelUsage
 
     usages = [s.model_usage[model] for s in samples if model in s.model_usage]
@@ -259,6 +260,7 @@ def _file_name(batch_name: str, arm: str, model: str, effort: str | None, mode: 
 def export_inspect(batch: Batch, out_dir: Path) -> list[ExportedLog]:
     """Write one Inspect eval log per (arm, model, effort, mode) of ``batch`` into ``out_dir``."""
     _require_inspect()
+    # inspect-ai is an extra and slow to import
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,

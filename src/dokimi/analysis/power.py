@@ -31,10 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
-    import numpy as np
     from numpy.typing import NDArray
 
 
@@ -150,8 +151,6 @@ def sign_flip_pvalues(deltas: NDArray[np.float64], *, seed: int = SEED) -> NDArr
     as enumerating the non-zero ones'. Exact up to :data:`EXACT_TASKS` tasks; then :data:`FLIP_DRAWS` random
     sign vectors shared by all rows ((hits + 1) / (draws + 1)); above :data:`NORMAL_TASKS` the normal
     approximation of the sum."""
-    import numpy as np
-
     sims, tasks = deltas.shape
     observed = np.abs(deltas.sum(axis=1))
     tolerance = 1e-9 * np.maximum(1.0, np.abs(deltas).sum(axis=1))
@@ -162,6 +161,7 @@ def sign_flip_pvalues(deltas: NDArray[np.float64], *, seed: int = SEED) -> NDArr
         exact: NDArray[np.float64] = (stats >= (observed - tolerance)[:, None]).mean(axis=1)
         return exact
     if tasks > NORMAL_TASKS:
+        # scipy.stats costs a start ~0.3 s; only this statistic needs it
         from scipy.stats import norm
 
         scale = np.sqrt((deltas**2).sum(axis=1))
@@ -208,8 +208,6 @@ def _beta_binomial(counts: Sequence[tuple[int, int]]) -> tuple[float, float, flo
 def fit_pilot(tasks: Sequence[PilotTask], *, seed: int = SEED) -> PilotFit:
     """Estimate the simulation's inputs from the pilot (see the module docstring). UsageError when the pilot
     cannot show within-task variance (no task with two or more baseline cells) or has fewer than two tasks."""
-    import numpy as np
-
     usable = [t for t in tasks if t.baseline]
     if len(usable) < 2:
         raise UsageError(
@@ -267,14 +265,10 @@ def fit_pilot(tasks: Sequence[PilotTask], *, seed: int = SEED) -> PilotFit:
 
 
 def _expit(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    import numpy as np
-
     return np.asarray(1.0 / (1.0 + np.exp(-x)))
 
 
 def _logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    import numpy as np
-
     clipped = np.clip(p, 1e-9, 1 - 1e-9)
     return np.asarray(np.log(clipped) - np.log1p(-clipped))
 
@@ -283,8 +277,6 @@ def _draw_probabilities(
     fit: PilotFit, rng: np.random.Generator, shape: tuple[int, ...]
 ) -> NDArray[np.float64]:
     """Pass probabilities of simulated tasks: a pilot task drawn at random, then p from its posterior."""
-    import numpy as np
-
     assert fit.alpha_beta is not None
     a, b = fit.alpha_beta
     counts = np.asarray(fit.counts, dtype=float)
@@ -308,8 +300,6 @@ def effect_out_of_range(effect: float, baseline: float, lowest: float, highest: 
 
 def _logit_shift(fit: PilotFit, effect: float, tau: float, *, seed: int) -> float:
     """The logit shift c whose mean gain over the pilot's task distribution is ``effect`` (cached)."""
-    import numpy as np
-
     cached = fit.shifts.get((effect, tau))
     if cached is not None:
         return cached
@@ -339,8 +329,6 @@ def _binary_tau(fit: PilotFit, paired: Sequence[PilotTask], *, seed: int) -> flo
     the pilot's own reps and effect) matches the pilot's observed variance. 0 unless the observed variance
     exceeds the 95th percentile of what pilots of this size give with a uniform effect: a sample variance of
     a few hundred tasks is noisy, and an invented heterogeneity would only make the plan ask for more."""
-    import numpy as np
-
     deltas = np.array([np.mean(t.treatment) - np.mean(t.baseline) for t in paired])
     observed_var = float(np.var(deltas, ddof=1))
     effect = float(np.clip(deltas.mean(), -0.9, 0.9))
@@ -386,8 +374,6 @@ def simulate_deltas(
     fit: PilotFit, effect: float, tasks: int, reps: int, sims: int, *, seed: int = SEED
 ) -> NDArray[np.float64]:
     """Per-task deltas (sims x tasks) of simulated studies with ``tasks`` tasks and ``reps`` reps per arm."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     tau = fit.heterogeneity_sd
     if fit.kind == "binary":
@@ -490,8 +476,6 @@ def minimum_detectable_effect(
     deltas, centred, resampled and shifted by the effect, tested as compare tests. None for fewer than two
     tasks, or when no effect up to the deltas' range is detected (too few tasks: 5 tasks all up give at best
     p = 0.0625)."""
-    import numpy as np
-
     values = np.asarray(deltas, dtype=float)
     n = values.size
     if n < 2:

@@ -23,6 +23,9 @@ from dokimi.analysis.arms import arm_guidance, warn_same_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.verdict import read_cell, read_merge
+from dokimi.rundir import RUBRIC_JSON, BatchLayout, task_dir
+from dokimi.schemas._base import read_document
+from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.report import (
     ArmSummary,
     BatchInfo,
@@ -34,6 +37,7 @@ from dokimi.schemas.report import (
     ReportRow,
     ReportWarning,
 )
+from dokimi.schemas.rubric import RepoRubric, RubricStatus
 
 if TYPE_CHECKING:
     from dokimi.schemas.grading import MergeDoc
@@ -283,11 +287,6 @@ def _mergeability(group: _Group, provisional: bool | None) -> dict[str, Any]:
 def rubric_status(batch: Batch) -> dict[str, bool]:
     """Task -> whether its rubric is a draft (its results are provisional), from the batch's exported
     eval dir; tasks without a rubric are left out."""
-    from dokimi.rundir import RUBRIC_JSON, BatchLayout, task_dir
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.manifest import RepoManifest
-    from dokimi.schemas.rubric import RepoRubric, RubricStatus
-
     layout = BatchLayout(batch.root)
     try:
         manifest = read_document(layout.manifest_copy, RepoManifest)

@@ -23,6 +23,7 @@ from typing import Any
 
 from dokimi.analysis.html import _CSS, _fmt, dry_run_banner, render_report
 from dokimi.batch import Batch, Cell
+from dokimi.errors import DokimiError
 from dokimi.rundir import (
     ANSWER_TXT,
     EVENTS_JSONL,
@@ -32,7 +33,8 @@ from dokimi.rundir import (
     TASK_JSON,
     WORKSPACE_DIFF,
 )
-from dokimi.schemas._base import load_json
+from dokimi.safefs import read_bytes
+from dokimi.schemas._base import load_json, make_output_dir, write_output, write_text_atomic
 from dokimi.schemas.report import ReportDoc
 
 __all__ = ["cell_page_name", "write_report_site"]
@@ -72,8 +74,6 @@ def _page(title: str, body: list[str]) -> str:
 def write_report_site(doc: ReportDoc, batch: Batch, index: Path) -> Path:
     """Write the site: the report at ``index`` (``<dir>/index.html`` when ``index`` is a directory), its cell
     pages in ``cells/`` beside it. Returns the index page's path."""
-    from dokimi.schemas._base import make_output_dir, write_output, write_text_atomic
-
     if index.suffix.lower() not in (".html", ".htm"):
         index = index / "index.html"
     pages = {cell.rel: cell_page_name(cell) for cell in batch.cells if cell.status != "missing"}
@@ -90,8 +90,6 @@ def write_report_site(doc: ReportDoc, batch: Batch, index: Path) -> Path:
 def _cell_page(cell: Cell, batch_root: Path) -> str:
     """A cell's page; a cell whose evidence cannot be read at all gets a page that says why, and the rest of
     the site is written as usual."""
-    from dokimi.errors import DokimiError
-
     try:
         return render_cell(cell, batch_root)
     except (DokimiError, OSError, ValueError, RecursionError) as exc:
@@ -155,9 +153,6 @@ def _cell_links(batch: Batch, pages: dict[str, str]) -> str:
 def _read(cell_dir: Path, name: str) -> tuple[str | None, str | None]:
     """(text, problem) of a file of the cell: the text (cut at :data:`SHOW_LIMIT`, with a note) or why it
     is not shown; (None, None) when the file is absent."""
-    from dokimi.errors import DokimiError
-    from dokimi.safefs import read_bytes
-
     try:
         data = read_bytes(cell_dir / name, trusted=cell_dir, limit=READ_LIMIT)
     except FileNotFoundError:

@@ -22,12 +22,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi.analysis.arms import arm_guidance, generation_records
+from dokimi.analysis.compare import compare
+from dokimi.analysis.pilot import PowerSettings, plan_batch
+from dokimi.batch import load_batch
 from dokimi.errors import UsageError
+from dokimi.gateway.prices import parse_price
+from dokimi.repo.workspace import check_arm
+from dokimi.runner.run import RunOptions
+from dokimi.schemas._base import read_document, write_document, write_text_atomic
+from dokimi.schemas.study import ArmCost, Study, StudyPower, StudyReport
 
 if TYPE_CHECKING:
     from dokimi.gateway.prices import Price
-    from dokimi.runner.run import RunOptions
-    from dokimi.schemas.study import ArmCost, Study, StudyReport
 
 __all__ = [
     "REPORT_JSON",
@@ -46,10 +53,6 @@ REPORT_MD = "study-report.md"
 
 def load_study(path: Path) -> Study:
     """The study file, validated; its baseline must be one of its arms, and every arm one dokimi builds."""
-    from dokimi.repo.workspace import check_arm
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.study import Study
-
     study = read_document(path, Study)
     if study.baseline not in study.arms:
         raise UsageError(
@@ -88,8 +91,6 @@ def run_options(
     jobs: int | None = None,
 ) -> RunOptions:
     """``repo run``'s options for the study; the keyword arguments override the file."""
-    from dokimi.runner.run import RunOptions
-
     chosen_source = source or study.source
     if chosen_source is None:
         raise UsageError(
@@ -128,8 +129,6 @@ def run_options(
 
 def _prices(entries: list[str], study_path: Path) -> dict[str, Price]:
     """The study's ``prices`` (``MODEL=IN,OUT``) by model; a malformed entry is a usage error."""
-    from dokimi.gateway.prices import parse_price
-
     prices: dict[str, Price] = {}
     for entry in entries:
         try:
@@ -142,10 +141,6 @@ def _prices(entries: list[str], study_path: Path) -> dict[str, Price]:
 
 def arm_costs(root: Path) -> list[ArmCost]:
     """Per arm: the cells' reported costs, and guidance:generated's generator cost (kept apart)."""
-    from dokimi.analysis.arms import generation_records
-    from dokimi.batch import load_batch
-    from dokimi.schemas.study import ArmCost
-
     cells: dict[str, list[float | None]] = defaultdict(list)
     for result in load_batch(root).results():
         cells[result.arm].append(result.cost_usd)
@@ -171,12 +166,6 @@ def arm_costs(root: Path) -> list[ArmCost]:
 
 def build_study_report(study: Study, study_path: Path, *, out: Path | None = None) -> StudyReport:
     """The study's one report, from its batch directory alone (no git, no docker)."""
-    from dokimi.analysis.arms import arm_guidance
-    from dokimi.analysis.compare import compare
-    from dokimi.analysis.pilot import PowerSettings, plan_batch
-    from dokimi.batch import load_batch
-    from dokimi.schemas.study import StudyPower, StudyReport
-
     root = batch_root(study, study_path, out)
     if not root.is_dir():
         raise UsageError(
@@ -300,8 +289,6 @@ def render_markdown(report: StudyReport) -> str:
 
 def write_study_report(report: StudyReport) -> tuple[Path, Path]:
     """``study-report.json`` and ``study-report.md`` in the batch directory; returns both paths."""
-    from dokimi.schemas._base import write_document, write_text_atomic
-
     root = Path(report.batch)
     json_path, md_path = root / REPORT_JSON, root / REPORT_MD
     write_document(json_path, report)

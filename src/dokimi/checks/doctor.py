@@ -24,9 +24,14 @@ from pydantic import Field
 from dokimi import process
 from dokimi.constants import BASE_IMAGE, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import PrerequisiteError
-from dokimi.sandbox.docker import SETUP_HINT, docker, docker_status, image_exists
+from dokimi.gateway.network import firewall_problem
+from dokimi.harness.locate import installed_path, locate_harness
+from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
+from dokimi.harness.runtime import CONTAINER_PYTHON, host_launcher, is_python_script
+from dokimi.sandbox.docker import SETUP_HINT, docker, docker_status, image_exists, remove_container
 from dokimi.sandbox.owner import Owner, owner_of
 from dokimi.schemas._base import Document
+from dokimi.source.fetch import default_directory
 
 MIN_GIT = (2, 30)
 MIN_FREE_BYTES = 5 * 1024**3
@@ -57,8 +62,6 @@ class DoctorReport(Document):
 
 def default_claude_bin() -> Path:
     """The Claude Code executable a run would use without ``--bin`` (the lookup runs share)."""
-    from dokimi.harness.locate import installed_path, locate_harness
-
     try:
         return locate_harness("claude-code", "claude").path
     except PrerequisiteError:
@@ -174,8 +177,6 @@ def clean_left_containers(*, batch: str | None = None) -> CleanReport:
     """Remove the containers whose dokimi process has ended (only ``batch``'s when given); a container of a
     process that still runs, or whose owner cannot be told (another user's lock, an older dokimi's
     container without the label), is kept and listed."""
-    from dokimi.sandbox.docker import remove_container
-
     report = CleanReport()
     for container in dokimi_containers():
         if batch is not None and container.batch != batch:
@@ -196,8 +197,6 @@ def clean_left_containers(*, batch: str | None = None) -> CleanReport:
 def check_claude(bin_path: Path | None) -> DoctorCheck:
     """The Claude Code CLI, found the way ``repo run`` finds it (dokimi.harness.locate): ``--bin`` (then
     required), else DOKIMI_CLAUDE_BIN, the pinned install, or ``claude`` on PATH (recommended)."""
-    from dokimi.harness.locate import locate_harness
-
     required = bin_path is not None
     try:
         located = locate_harness("claude-code", "claude", bin_path)
@@ -224,10 +223,6 @@ def check_claude(bin_path: Path | None) -> DoctorCheck:
 def check_harnesses() -> list[DoctorCheck]:
     """Every built-in profile but claude-code (its own check above): where its executable is, the version it
     reports, and whether the profile is verified with that version, or why not (never required)."""
-    from dokimi.harness.locate import locate_harness
-    from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
-    from dokimi.harness.runtime import CONTAINER_PYTHON, host_launcher, is_python_script
-
     checks = []
     for name in builtin_profiles():
         if name == "claude-code":
@@ -263,8 +258,6 @@ def check_harnesses() -> list[DoctorCheck]:
 def check_sealed_runs() -> DoctorCheck:
     """A real run is sealed: its batch network's host firewall chain needs iptables and root (recommended:
     without them a real run needs --agent-network, which is not sealed)."""
-    from dokimi.gateway.network import firewall_problem
-
     problem = firewall_problem()
     return _check(
         "sealed real runs",
@@ -301,8 +294,6 @@ def check_disk(paths: Sequence[tuple[str, Path]]) -> list[DoctorCheck]:
 
 def run_doctor(*, claude_bin: Path | None = None) -> DoctorReport:
     """Every check, in the order a person fixes them."""
-    from dokimi.source.fetch import default_directory
-
     checks = [check_git(), *check_docker(), check_sealed_runs(), check_claude(claude_bin), *check_harnesses()]
     disks = [("dokimi cache", default_directory())]
     daemon = next((c for c in checks if c.name == "docker daemon"), None)

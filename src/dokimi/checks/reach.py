@@ -37,9 +37,14 @@ from urllib.parse import urlsplit
 
 from dokimi import process
 from dokimi.errors import PrerequisiteError, UsageError
+from dokimi.gateway.capture_proxy import CaptureProxy
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, resolve_bin, version_argv
 from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_binary, wrap_argv
+from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
+from dokimi.harness.trace import convert_file, write_conversion
+from dokimi.repo.manifest import guidance_files_at
 from dokimi.rundir import WORKSPACE
+from dokimi.schemas._base import write_document
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 from dokimi.schemas.reach import (
     Alias,
@@ -52,7 +57,10 @@ from dokimi.schemas.reach import (
     SeededFile,
     Unresolved,
 )
+from dokimi.source.git import run_git
 from dokimi.source.snapshot import Snapshot
+from dokimi.support import support_dir
+from dokimi.support.mockmodel import MockModelServer
 
 __all__ = [
     "PROBE_FILE",
@@ -343,8 +351,6 @@ def plan_skeleton(
     snapshot: Snapshot, *, globs: Sequence[str], names: Sequence[str], eval_dir: str | None
 ) -> Skeleton:
     """Which files the skeleton holds. Raises UsageError for a path the skeleton cannot write safely."""
-    from dokimi.repo.manifest import guidance_files_at
-
     name_set = set(names)
     candidates = set(guidance_files_at(snapshot, globs))
     candidates |= {
@@ -449,8 +455,6 @@ def build_skeleton(
 
 
 def _commit(dest: Path) -> None:
-    from dokimi.source.git import run_git
-
     ident = {
         "GIT_AUTHOR_NAME": "dokimi reach",
         "GIT_AUTHOR_EMAIL": "reach@dokimi.invalid",
@@ -567,8 +571,6 @@ class ReachOptions:
 def harness_version(profile: HarnessProfile, binary: Path, *, timeout: float = 60.0) -> str:
     """The version the harness reports: the first dotted number version_cmd prints, else its first line."""
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/")}
-    from dokimi.harness.runtime import host_launcher
-
     launcher = host_launcher(binary)
     done = process.run([*launcher[:-1], *version_argv(profile, launcher[-1])], timeout=timeout, env=env)
     text = (done.stdout or done.stderr).strip()
@@ -659,11 +661,6 @@ class _ProbeRun:
 def _run_scenario(run: _ProbeRun, s: PlannedScenario, *, scratch: Path, trace_dir: str) -> _Outcome:
     profile, launcher, who, workspace = run.profile, run.launcher, run.who, run.workspace
     out, options, capture, seeded_tokens = run.out, run.options, run.capture, run.seeded_tokens
-    from dokimi.gateway.capture_proxy import CaptureProxy
-    from dokimi.harness.trace import convert_file, write_conversion
-    from dokimi.support import support_dir
-    from dokimi.support.mockmodel import MockModelServer
-
     home, config = scratch / "home", scratch / "config"
     home.mkdir(parents=True)
     config.mkdir(parents=True)
@@ -748,8 +745,6 @@ def run_reach(
     source_label: str | None = None,
 ) -> GuidanceReach:
     """Run the probe and write ``<out>/reach.json`` and ``<out>/traces/<scenario>/``; return the document."""
-    from dokimi.schemas._base import write_document
-
     if options.dry_run and not options.capture:
         raise UsageError(
             "--no-capture cannot be combined with --dry-run: the scripted server always captures",
@@ -775,8 +770,6 @@ def run_reach(
     version = harness_version(profile, binary)
     who = harness_identity()
     run_binary = reachable_binary(binary, who)
-    from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
-
     node = reachable_binary(node_binary(), who) if is_node_script(binary) else None
     launcher = host_launcher(run_binary, node)
     salt = options.salt if options.salt is not None else secrets.token_hex(4)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from dokimi.checks.perf.spec import PERF_KEY, perf_problems
 from dokimi.checks.weak_tasks import (
     FileChange,
     code_shaped,
@@ -38,6 +40,8 @@ from dokimi.repo.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_prob
 from dokimi.repo.manifest import (
     TASK_FILE,
     LoadedTask,
+    ManifestUnreadable,
+    load_manifest,
     load_tasks,
     manifest_model_errors,
     match_globs,
@@ -45,9 +49,27 @@ from dokimi.repo.manifest import (
     task_dirs,
 )
 from dokimi.repo.mining import draft_prompt
+from dokimi.repo.rules import base_day
 from dokimi.rundir import REVIEW_RULES_JSON, RUBRIC_JSON, RUN_DIR_ENTRIES
-from dokimi.schemas._base import Loc, Marked, format_loc, unknown_key_hint
+from dokimi.schemas._base import (
+    Loc,
+    Marked,
+    decode_text,
+    format_loc,
+    parse_text,
+    unknown_key_hint,
+    validate_marked,
+)
 from dokimi.schemas.manifest import RepoManifest
+from dokimi.schemas.review_rules import (
+    MIN_PRS_FOR_BLOCKER,
+    MIN_REVIEWERS_FOR_BLOCKER,
+    RepoReviewRules,
+    RuleStatus,
+    may_back_a_blocker,
+    one_reviewer_confirmed,
+)
+from dokimi.schemas.rubric import HOUSE_CITATION
 from dokimi.schemas.task import (
     BUILTIN_GRADER_KEYS,
     REQUIRED_KEYS,
@@ -417,8 +439,6 @@ def check_entry_point_commands(ctx: Context) -> Iterator[Finding]:
             )
             continue
         if value is not None:
-            import shlex
-
             try:
                 shlex.split(value)
             except ValueError as exc:
@@ -1239,9 +1259,6 @@ def _house_inputs(ctx: Context) -> _HouseInputs:
     cached = ctx.__dict__.get("_house_inputs")
     if isinstance(cached, _HouseInputs):
         return cached
-    from dokimi.schemas._base import decode_text, parse_text, validate_marked
-    from dokimi.schemas.review_rules import RepoReviewRules
-
     m = ctx.manifest
     eval_dir = m.eval_dir if m is not None and m.eval_dir and not _bad_relative_path(m.eval_dir) else None
     rules_path = f"{normalize(eval_dir)}/{REVIEW_RULES_JSON}" if eval_dir else None
@@ -1270,8 +1287,6 @@ def _house_inputs(ctx: Context) -> _HouseInputs:
 def check_review_rules_file(ctx: Context) -> Iterator[Finding]:
     """<eval_dir>/review_rules.json, when present, is a valid repo_review_rules.v1; a rule confirmed from one
     reviewer warns (it stays a candidate until a second reviewer confirms it)."""
-    from dokimi.schemas.review_rules import one_reviewer_confirmed
-
     inputs = _house_inputs(ctx)
     code = _code(check_review_rules_file)
     if inputs.rules_error is not None:
@@ -1303,8 +1318,6 @@ def check_review_rules_file(ctx: Context) -> Iterator[Finding]:
 def _house_citations(marked: Marked) -> Iterator[tuple[Loc, str, str]]:
     """(location, blocker id, rule id) of every ``house:<id>`` in a rubric's blockers' evidence, read from the
     raw data so a rubric that does not validate yet is still checked."""
-    from dokimi.schemas.rubric import HOUSE_CITATION
-
     data = marked.data
     blockers = data.get("blockers") if isinstance(data, dict) else None
     if not isinstance(blockers, list):
@@ -1328,13 +1341,6 @@ def _house_citations(marked: Marked) -> Iterator[tuple[Loc, str, str]]:
 def check_house_citations(ctx: Context) -> Iterator[Finding]:
     """A rubric blocker citing ``house:R13`` names a rule of review_rules.json that exists, is confirmed, and
     was seen on at least 3 PRs from at least 2 reviewers."""
-    from dokimi.schemas.review_rules import (
-        MIN_PRS_FOR_BLOCKER,
-        MIN_REVIEWERS_FOR_BLOCKER,
-        RuleStatus,
-        may_back_a_blocker,
-    )
-
     inputs = _house_inputs(ctx)
     code = _code(check_house_citations)
     by_id = {lt.id: lt for lt in ctx.tasks}
@@ -1386,8 +1392,6 @@ def check_review_rules_cut_date(ctx: Context) -> Iterator[Finding]:
     """Leak guard: rules may score only tasks whose base is on or after ``cut_date``; a task
     graded with the rules whose base commit (committer date, UTC) is earlier warns. The dates of all bases
     come from one ``git log --no-walk``."""
-    from dokimi.repo.rules import base_day
-
     inputs = _house_inputs(ctx)
     rules = inputs.rules
     if rules is None or ctx.repo is None or ctx.repo.git_dir is None:
@@ -1417,8 +1421,6 @@ def check_review_rules_cut_date(ctx: Context) -> Iterator[Finding]:
 def check_perf_task_key(ctx: Context) -> Iterator[Finding]:
     """A task's ``perf`` object has the documented keys (metric, tolerance >= 1, repeats, rounds, sizes) and
     needs ``entry_points.perf`` in the manifest."""
-    from dokimi.checks.perf.spec import PERF_KEY, perf_problems
-
     code = _code(check_perf_task_key)
     m = ctx.manifest
     for lt, data in ctx.task_data():
@@ -1726,8 +1728,6 @@ def validate_repo(
     a manifest that is not a YAML mapping (not UTF-8 text, not YAML, duplicate keys) and every rule violation
     is a finding in the report.
     """
-    from dokimi.repo.manifest import ManifestUnreadable
-
     snapshot = repo.eval_snapshot()
     try:
         found = read_manifest_marked(snapshot, manifest=manifest, manifest_file=manifest_file)
@@ -1740,8 +1740,6 @@ def validate_repo(
         )  # fmt: skip
         return validate_loaded(ctx, strict=strict)
     if found is None:
-        from dokimi.repo.manifest import load_manifest
-
         load_manifest(snapshot, manifest=None, manifest_file=None, required=True)  # raises "no manifest"
         raise AssertionError("unreachable")
     marked, path, from_file = found

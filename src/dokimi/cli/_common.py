@@ -65,6 +65,7 @@ def check_manifest_choice(manifest: str | None, manifest_file: Path | None) -> N
 
 def emit_json(document: Any) -> None:
     """Print a document as sorted, indented JSON (deterministic output; control characters as escapes)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.controls import json_safe
 
     if hasattr(document, "model_dump"):
@@ -74,6 +75,7 @@ def emit_json(document: Any) -> None:
 
 def shown(text: object) -> str:
     """``text`` as a command prints it: control characters (and names that are not UTF-8) as escapes."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.controls import escape_controls
 
     return escape_controls(str(text))
@@ -92,6 +94,7 @@ def print_above(console: Any, text: object) -> None:
 
 def stderr_console() -> Any:
     """A rich console on stderr (progress, tables for humans). Imported lazily: rich is not free to import."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
@@ -100,6 +103,7 @@ def stderr_console() -> Any:
 def progress_bar() -> Any:
     """The progress bar of long commands (tasks check, run): description, bar, done/total, elapsed; on
     stderr, removed when done. Callers create it only when stderr is a terminal."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -123,6 +127,7 @@ def deliver_document(
     """The output of a command that builds one document (report, compare): the HTML page when asked, then
     the document as JSON or as text, then its warnings on stderr."""
     if html_file is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.schemas._base import write_output
 
         write_output(html_file, render_html(doc))
@@ -148,6 +153,7 @@ class FiniteFloat(click.FloatRange):
     name = "finite number"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         import math
 
         number = super().convert(value, param, ctx)

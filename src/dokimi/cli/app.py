@@ -94,6 +94,7 @@ def _refusing_empty(kind: type[Any]) -> type[Any]:
     if kind not in _REFUSING_EMPTY:
 
         def convert(self: Any, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             from dokimi.schemas._base import not_blank
 
             if isinstance(value, str):

@@ -24,6 +24,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 def _underpowered(m: Measure) -> str:
     """Why a non-significant measure says little: the effects its tasks miss more than 20% of the time, or
     that no effect of any size can reach p < 0.05 with so few tasks."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.compare import POWER_ALPHA, smallest_sign_flip_p
 
     plan = "`dokimi repo plan` gives the tasks and reps an effect needs"
@@ -97,11 +98,13 @@ def compare(
     BATCH/ARM one arm of one batch, so two batches of the same arm compare too. --json prints a
     repo_compare.v1 document.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.compare import compare as build
     from dokimi.analysis.report import check_k
 
     check_k(k)
     doc = build(list(selectors), baseline, list(metrics), k)
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.html import render_compare
 
     return deliver_document(
@@ -110,6 +113,7 @@ def compare(
 
 
 def _print(doc: object) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.schemas.compare import CompareDoc
 
@@ -117,6 +121,7 @@ def _print(doc: object) -> None:
     width = terminal_width()
     lines: list[str] = []
     if doc.dry_run:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.analysis.report import DRY_RUN_BANNER
 
         lines += [*fit_line(DRY_RUN_BANNER, width), ""]
@@ -166,6 +171,7 @@ def _print(doc: object) -> None:
             if m.underpowered:
                 lines += fit_line(f"  {m.name}: not significant, and underpowered: {_underpowered(m)}", width)
         if c.infra_baseline or c.infra_treatment:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             from dokimi.analysis.compare import infra_line
 
             lines += fit_line(f"  {infra_line(c)}", width)

@@ -41,6 +41,7 @@ def doctor(claude_bin: Path | None, clean_stale: bool, clean_batch: Path | None,
     how to fix each gap. Exit 1 when something required is missing. --clean-stale and --clean-batch remove
     containers left behind instead, and only those (exit 0)."""
 
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.doctor import run_doctor
 
     if clean_stale and clean_batch is not None:
@@ -52,6 +53,7 @@ def doctor(claude_bin: Path | None, clean_stale: bool, clean_batch: Path | None,
     if as_json:
         emit_json(report)
     else:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.cli.tables import (
             Col,
             color_on,
@@ -85,6 +87,7 @@ def _clean(batch_dir: Path | None, as_json: bool) -> int:
     """Remove the containers dokimi left behind: every one whose dokimi process has ended, or only those of
     one batch, while holding its writer lock (so no run of it starts meanwhile, and a running one refuses
     the clean)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from contextlib import nullcontext
 
     from dokimi.batch import batch_writer

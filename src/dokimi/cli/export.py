@@ -34,6 +34,7 @@ def export(batch: Path, fmt: str, out: Path | None, as_json: bool) -> int:
     """Write the finished cells of BATCH (<out>/<batch>) as Inspect AI eval logs: each cell is a sample (task
     and rep as id and epoch) with the prompt, the agent's tool calls and outputs, the final answer, and the
     grade as its score. Open them with `inspect view --log-dir DIR`."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.inspect_export import export_inspect
     from dokimi.batch import load_batch
     from dokimi.errors import UsageError

@@ -23,6 +23,7 @@ def fetch(source: str, cache_dir: Path | None, as_json: bool) -> int:
 
     Git never prompts: set up a credential helper (https) or ssh-agent and known_hosts (ssh) first.
     """
+    # fetch imports hashlib and tempfile, which a scan of a working tree never needs
     from dokimi.errors import UsageError
     from dokimi.source import parse_source
     from dokimi.source.fetch import ensure_clone

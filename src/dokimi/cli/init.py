@@ -34,10 +34,12 @@ def init(directory: Path, eval_dir: str, grade: str | None, as_json: bool) -> in
     """Start evaluating the repository in DIR: write a commented manifest (with its $schema line), a
     Dockerfile template that lists what the image must hold, and an empty tasks directory, then print the
     next three commands. Never overwrites a file."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.scaffold import init_repo
 
     result = init_repo(directory, eval_dir=eval_dir, grade=grade)
     if as_json:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.schemas.init import InitReport
 
         emit_json(

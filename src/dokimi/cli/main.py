@@ -20,6 +20,7 @@ APP_NAMES = ("cli", "repo", "LazyGroup", "TOP_COMMANDS", "REPO_COMMANDS")
 
 def __getattr__(name: str) -> Any:
     if name in APP_NAMES:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.cli import app
 
         return getattr(app, name)
@@ -30,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130
     Ctrl-C)."""
     try:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.errors import DokimiError
         from dokimi.process import Terminated, exit_with_signal, install_signal_handlers
 
@@ -76,6 +78,7 @@ def never_fail_to_encode() -> None:
 
 def run_command(args: list[str]) -> int:
     """The lean ``repo scan`` when its arguments are the usual ones, else the click application."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.scan_lean import lean_scan_arguments, run_scan
 
     lean = lean_scan_arguments(args)
@@ -89,6 +92,7 @@ def run_command(args: list[str]) -> int:
 
 
 def run_click(args: list[str]) -> int:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     import click
 
     from dokimi.cli.app import cli
@@ -110,6 +114,7 @@ def run_click(args: list[str]) -> int:
 def say(message: str) -> None:
     """One line on stderr (what ``click.echo(message, err=True)`` writes), control characters escaped: an
     error names a path or quotes a document dokimi did not write."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.controls import escape_controls
 
     sys.stderr.write(escape_controls(message) + "\n")

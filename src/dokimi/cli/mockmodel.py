@@ -38,6 +38,7 @@ def mock_model() -> None:
 )
 def serve(script: Path, port: int, capture: Path | None, main_model: str | None) -> int:
     """Serve SCRIPT until Ctrl-C. Prints the base URL (for ANTHROPIC_BASE_URL) as the first line of stdout."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.support.mockmodel import MockModelServer, ScriptError
 
     try:

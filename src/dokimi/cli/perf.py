@@ -33,6 +33,7 @@ def perf(run_dir: Path, seed: int, caches: tuple[str, ...], source_dir: Path | N
     candidate/oracle ratio exceeds the task's tolerance and lies outside the measured noise. The details go to
     RUN_DIR/perf/check.json; result.json is not changed.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.run import _caches
     from dokimi.grading.perf import check_finished_cell
 

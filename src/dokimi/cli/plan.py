@@ -82,6 +82,7 @@ def plan(
     task. Whole studies are simulated from it and tested exactly as compare tests them (sign-flip over
     per-task deltas); the power is the share of studies with p < --alpha. --json prints repo_power.v1.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.pilot import PowerSettings, plan_batch
 
     doc = plan_batch(
@@ -101,6 +102,7 @@ def plan(
     if as_json:
         emit_json(doc)
         return 0
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
 
     width = terminal_width()

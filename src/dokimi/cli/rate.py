@@ -88,6 +88,7 @@ def export(
     names, the batch and cell paths, timestamps, --marker tokens) are redacted. An artifact with a marker
     that cannot be redacted (a path in its diff) is withheld (OUT/withheld/) and listed: exit 1.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.rating.export import export_batch
 
     report = export_batch(batch, out, seed=seed, sample=sample, markers=markers, key_path=key_file)
@@ -117,6 +118,7 @@ def import_(ratings: tuple[Path, ...], key: Path, replace: bool, as_json: bool) 
     A row missing an outcome is an error (score false when unsure). A row with blinding_leak sets its run
     aside for re-blinding (exit 1).
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.rating.scores import import_ratings
 
     report = import_ratings(list(ratings), key, replace=replace)
@@ -140,6 +142,7 @@ def import_(ratings: tuple[Path, ...], key: Path, replace: bool, as_json: bool) 
 def adjudicate_cmd(adjudications: tuple[Path, ...], key: Path, replace: bool, as_json: bool) -> int:
     """List the raters' disagreements per outcome; take ADJUDICATIONS (repo_adjudication.v1 rows); write
     results.jsonl beside KEY. An adjudicator who rated the run is refused. Exit 1 while runs are pending."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.rating.scores import adjudicate
 
     report = adjudicate(list(adjudications), key, replace=replace)
@@ -173,6 +176,7 @@ def adjudicate_cmd(adjudications: tuple[Path, ...], key: Path, replace: bool, as
 def reblind_cmd(run_id: str, key: Path, markers: tuple[str, ...], as_json: bool) -> int:
     """Blind the run behind ID again with the reported --marker redacted, under a new id (ID is retired).
     Exit 1 when the new artifact still has a marker that cannot be redacted (it stays excluded)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.rating.export import reblind
 
     report = reblind(key, run_id, markers=markers)
@@ -195,12 +199,14 @@ def _fmt(value: float | None) -> str:
 def summary_cmd(key: Path, as_json: bool) -> int:
     """Per (arm, model, effort) and outcome: rate with a Wilson 95% interval, and RFR; Cohen's kappa per
     outcome between raters; blinding leaks and excluded runs apart."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.rating.summary import summary
 
     doc = summary(key)
     if as_json:
         emit_json(doc)
         return EXIT_OK
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
 
     width = terminal_width()

@@ -96,6 +96,7 @@ def reach(
     file, the scenarios that loaded it (--verbose: every (scenario, file) cell). Exits 1 when a scenario gave
     no usable answer (class error), 0 otherwise.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.reach import ReachOptions, run_reach
     from dokimi.harness.profile import load_profile
     from dokimi.repo.manifest import load_manifest
@@ -171,6 +172,7 @@ def _render_summary(document: GuidanceReach) -> None:
     """Per guidance file: in how many of the scenarios that ran it was loaded (both tokens), truncated,
     fetched (only after a tool read it) or not loaded, and where it was loaded; then the scenarios that gave
     no usable answer. The full table is ``--verbose``."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, print_lines, render_table
 
     _heading(document)

@@ -53,6 +53,7 @@ def regrade(
     --from-files runs no container: the verdict of each sampled cell is recomputed from the files its
     grading left, with the same gate function as the run.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.run import _caches
     from dokimi.grading.regrade import regrade_batch, regrade_document, regrade_from_files
 

@@ -61,6 +61,7 @@ def report(
     failed), a result.json that does not validate makes the cell invalid. Score-only tasks show their mean
     score. Cells that differ in effort or mode are never pooled. --json prints a repo_report.v1 document.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.report import build_report, check_k, parse_cutoffs
     from dokimi.batch import load_batch, why_not_a_batch
     from dokimi.errors import UsageError
@@ -73,6 +74,7 @@ def report(
         raise UsageError(f"{batch}: {why}", hint="give <out>/<batch>, the directory repo run wrote")
     doc = build_report(loaded, cutoffs=parsed, path=str(batch), k=k)
     if html_file is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.analysis.site import write_report_site
         from dokimi.cli._common import note
 
@@ -81,6 +83,7 @@ def report(
 
 
 def _print(doc: object) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.schemas.report import ReportDoc
 
@@ -88,6 +91,7 @@ def _print(doc: object) -> None:
     counts = doc.counts
     lines = []
     if doc.dry_run:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.analysis.report import DRY_RUN_BANNER
 
         lines += [*fit_line(DRY_RUN_BANNER, terminal_width()), ""]
@@ -183,6 +187,7 @@ def _print(doc: object) -> None:
 def _pivot(doc: object) -> list[str]:
     """Pass counts and rates with the arms in columns, one row per task: the first thing to read when the
     batch has several arms and one model, effort, mode and cutoff."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, render_table
     from dokimi.schemas.report import ReportDoc
 
@@ -206,6 +211,7 @@ def _pivot(doc: object) -> list[str]:
 
 def _reliability_lines(doc: ReportDoc) -> list[str]:
     """Per arm: pass@k and pass^k, the means over the tasks with at least k gated cells."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, render_table
 
     gated = [a for a in doc.arms if a.gated]
@@ -246,6 +252,7 @@ def _guidance_lines(doc: object) -> list[str]:
     """Per arm: tasks whose agent started with any guidance file (from meta.json), the distinct files, and
     the generator's cost for guidance:generated; when some arm had skills, the skills apart (distinct skills,
     tasks with a skill), and the files column then counts the instruction files only."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, render_table
     from dokimi.repo.workspace import skill_directory
     from dokimi.schemas.report import ReportDoc

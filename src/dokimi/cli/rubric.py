@@ -83,6 +83,7 @@ def check(
     blocker passing, each calibration.lazy diff must fail the blocker it
     targets (also with a persuasive reviewer comment inserted), and each calibration.alt diff must be
     mergeable. Exit 1 if any expectation fails."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.merge.calibrate import CheckInputs
     from dokimi.checks.merge.judge import JudgeOptions, require_full_model_id
     from dokimi.repo.manifest import load_manifest
@@ -105,6 +106,7 @@ def check(
         )
         report = check_rubrics_with_oracle(repo, loaded, inputs, OracleImage(image=image))
     if out is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.rundir import RUBRIC_CHECK_JSON
         from dokimi.schemas._base import make_output_dir, write_document
         from dokimi.schemas.rubric_check import RubricCheckDoc

@@ -131,6 +131,7 @@ def mine(
     comments into rules, and a new rule is written when seen on at least --min-prs pull requests from
     --min-reviewers reviewers. An existing rules file keeps its ids, texts and triage; new rules are
     candidates until `repo rules triage`."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.merge.judge import JudgeOptions, ask_model, require_full_model_id
     from dokimi.repo.rules_mining import MineRequest, MiningSettings, ModelAnswer, mine_repository
     from dokimi.source.git import toplevel

@@ -45,6 +45,7 @@ def _caches(values: tuple[str, ...]) -> dict[str, Path]:
 
 
 def _resolve(values: tuple[str, ...]) -> dict[str, str]:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     import ipaddress
 
     out: dict[str, str] = {}
@@ -63,6 +64,7 @@ def _resolve(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, Any]:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.gateway.prices import parse_price
 
     out: dict[str, Any] = {}
@@ -87,6 +89,7 @@ class _Reporter:
 
     def __enter__(self) -> _Reporter:
         if self.live:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             from dokimi.cli._common import progress_bar
 
             self.bar = progress_bar()
@@ -148,6 +151,7 @@ def _spend(run: BatchRun) -> str:
 
 
 def _print_table(run: BatchRun) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.runner.run import group_rows
 
@@ -187,6 +191,7 @@ def _print_table(run: BatchRun) -> None:
         width,
     )
     if run.executor == "ray":
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.runner.run import node_rows
 
         lost = run.count("lost")
@@ -201,6 +206,7 @@ def _print_table(run: BatchRun) -> None:
 
 def _stopped_note(root: Path) -> str:
     """What a user reads after Ctrl-C or SIGTERM: what is kept, and how to go on."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.batch import load_batch
     from dokimi.errors import DokimiError
 
@@ -228,6 +234,7 @@ _RUN_FILE_PATHS = frozenset({"bin", "out", "manifest_file"})
 def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     """The command's parameters with the run file's values filled in wherever the command line did not give
     the option (an option on the command line wins). Paths in the file are relative to its directory."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from click.core import ParameterSource
 
     from dokimi.schemas._base import read_document
@@ -454,6 +461,7 @@ def run(
     1 when some are still missing (rerun to fill them), 2 on a usage or environment problem. --json prints a
     repo_run.v1 document.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.runner.dryrun import parse_script_options
     from dokimi.runner.plan import parse_list
     from dokimi.runner.run import RunOptions, run_batch, run_summary
@@ -522,6 +530,7 @@ def run(
         ray_address=ray_address,
         shared_out=shared_out,
     )
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.process import Terminated
 
     root = out / batch

@@ -93,6 +93,7 @@ def scan(
         raise click.UsageError("give --static or --run-static, not both")
     with contextlib.ExitStack() as stack:
         if run_static:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             import tempfile
 
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="dokimi-static."))
@@ -115,6 +116,7 @@ def _run_static(
 ) -> Path:
     """Run the manifest's static entry point in the image; its document is kept beside --out (as
     ``<out>.static.json``) when one is given, else it lives in ``out_dir``, which the caller removes."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.static import run_static
     from dokimi.schemas._base import write_output

@@ -102,6 +102,7 @@ def run_scan(
     return the exit code. ``run_timeout_s``: ``--run``, each command of the guidance run in the image with
     that timeout (dokimi.runner.scan_run)."""
     start_listing(source)
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.scan import render_text, scan_result, to_sarif, view_of_document, view_of_result
     from dokimi.checks.scan.report import summary_line, use_color
 
@@ -109,6 +110,7 @@ def run_scan(
     if scanned.defaulted:
         note(f"no manifest: scanning the default guidance globs {', '.join(scanned.globs)}")
     if run_timeout_s is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.checks.scan.engine import guidance_commands
         from dokimi.runner.scan_run import run_guidance_commands
 
@@ -128,11 +130,13 @@ def run_scan(
         # the text and SARIF outputs need no document: no pydantic models to build (a fast pre-commit hook)
         view = view_of_result(scanned.result)
     else:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.checks.scan import merge_static, static_not_merged
         from dokimi.schemas._base import dump_document, write_output
 
         document = scanned.document()
         if static_path is not None:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             from dokimi.errors import DocumentError
             from dokimi.schemas._base import read_document
             from dokimi.schemas.static import RepoStatic
@@ -150,6 +154,7 @@ def run_scan(
             sys.stdout.write(dump_document(document))
         view = view_of_document(document)
     if fmt == "sarif":
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         import json
 
         sys.stdout.write(json.dumps(to_sarif(view), indent=2, sort_keys=True) + "\n")
@@ -170,6 +175,7 @@ def start_listing(source: str) -> None:
     The scan then collects what it asks for; anything else is the usual way."""
     path = Path(source)
     if path.is_dir():
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.source.git import start_worktree_listing
 
         start_worktree_listing(path.resolve())
@@ -177,6 +183,7 @@ def start_listing(source: str) -> None:
 
 def note(message: str) -> None:
     """One line for the human on stderr (what dokimi.cli._common.note writes, without importing click)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.controls import escape_controls
 
     sys.stderr.write(escape_controls(message) + "\n")

@@ -18,6 +18,7 @@ def schema(name: str | None, list_names: bool) -> int:
 
     NAME is a registry name (repo_grade.v1, task.json, events.jsonl, ...) or its schema file's stem (task,
     events). The same text is committed under schemas/<stem>.schema.json."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.schemas import SCHEMAS
     from dokimi.schemas.export import resolve_name, schema_file_name, schema_text
 

@@ -14,6 +14,7 @@ def setup() -> int:
     """Start the docker daemon if none answers and build the base image offline from the Debian mirror named
     in the machine's apt sources (about a minute the first time, about a second when it is there).
     Idempotent. Needs root or sudo for the daemon and debootstrap."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli._common import note
     from dokimi.process import Bounds, run
     from dokimi.setup import script_path

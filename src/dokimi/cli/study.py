@@ -34,6 +34,7 @@ def study() -> None:
 
 
 def _deliver(report: object, as_json: bool) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.study import render_markdown, write_study_report
     from dokimi.schemas.study import StudyReport
 
@@ -78,6 +79,7 @@ def run(
     as_json: bool,
 ) -> int:
     """Run the study's batch, then write its report."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.study import build_study_report, load_study, run_options
     from dokimi.cli.run import _Reporter
     from dokimi.runner.dryrun import parse_script_options
@@ -111,6 +113,7 @@ def run(
 @json_option
 def report(study_file: Path, out: Path | None, as_json: bool) -> int:
     """Write the study's report from its batch (no git, no docker)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.study import build_study_report, load_study
 
     spec = load_study(study_file)

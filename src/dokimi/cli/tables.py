@@ -196,6 +196,7 @@ def _pad(text: str, width: int, right: bool) -> str:
 def fit_line(text: str, width: int | None = None, *, indent: str = "  ") -> list[str]:
     """A line of prose broken to ``width``: between the parts of a list (after ``, `` or ``; ``) where it can,
     else at spaces; a word (a name, a path) is never cut."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     import re
     import textwrap
 

@@ -80,6 +80,7 @@ def new(
     message, minus what gives the fix away, the draft prompt. With a built-in grade, the null and oracle
     workspaces are then graded to find FAIL_TO_PASS and PASS_TO_PASS test ids, and tasks check runs on the
     task. Edit the prompt in task.json afterwards."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.errors import UsageError
     from dokimi.repo.builtin_graders import is_builtin
     from dokimi.repo.manifest import load_manifest
@@ -98,6 +99,7 @@ def new(
     if not TASK_ID.match(task_id):
         raise click.UsageError(f"{task_id!r}: a task id is letters, digits, '.', '_' and '-'")
     globs = list(test_globs) or list(DEFAULT_TEST_GLOBS)
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.source.git import toplevel
 
     repo_dir = toplevel(repo_dir) or repo_dir  # run from a subdirectory: the task goes under the root's tasks
@@ -121,6 +123,7 @@ def new(
         directory = repo_dir / m.tasks / task_id
         prompt = draft_prompt(fix.message, [*fix.test_paths, *fix.code_paths])
         data = write_task(directory, task_id, fix, prompt=prompt, grader=grader, tests=tests, oracle=oracle)
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.mining import MinedTask
 
     mined = MinedTask(task_id, directory, fix, prompt)
@@ -158,6 +161,7 @@ def _check(
 ) -> Any:
     """repo tasks check on one task, from a freshly opened working tree (it holds the new files): under
     guidance:raw alone to find the tests (``discovery``), else under every arm tasks check proves."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.manifest import load_manifest
     from dokimi.repo.workspace import ARM_RAW
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
@@ -180,6 +184,7 @@ def _check(
 def _half_made_removed(mined: MinedTask) -> Iterator[None]:
     """The null and oracle run directories go to an evidence directory; when mining stops half-way (an error,
     Ctrl-C), the task directory is removed, its patches kept with the evidence, and both paths are said."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.mining import evidence_directory, keep_patches
 
     mined.evidence = evidence_directory(mined.task_id)
@@ -208,6 +213,7 @@ def _discover_and_check(
     mined: MinedTask,
     data: dict[str, Any],
 ) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.mining import discover, keep_patches, write_task_json
 
     assert mined.evidence is not None
@@ -238,6 +244,7 @@ def _discover_and_check(
 def _has_test_ids(grade: str) -> bool:
     """builtin:pytest, and builtin:command with a JUnit {report}, grade by test ids; builtin:command without
     one grades by its exit code alone."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.builtin_graders import uses_report
 
     return grade.split()[0] == "builtin:pytest" or uses_report(grade)
@@ -251,6 +258,7 @@ def _record_check(mined: MinedTask, report: Any) -> None:
 
 
 def _summary(mined: MinedTask) -> Any:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.schemas.task_new import CollectionError, TaskNew
 
     return TaskNew(

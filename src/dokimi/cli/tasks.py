@@ -142,6 +142,7 @@ def check(
     the oracle's passes it (score-only tasks reach score.max), grade.json is valid, and the agent's container
     sees neither the tasks nor {source_dir}; under every guidance arm checked, and with the tests saying
     under each arm what they say under guidance:raw. Exit 1 if any task is broken or unsupported."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
@@ -193,6 +194,7 @@ def _arms_and_harness(
     """--arm (comma-separated or repeated) wins over the run file's arms; --harness over its harness."""
     named = [a.strip() for value in arms for a in value.split(",") if a.strip()]
     if run_file is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.schemas._base import read_document
         from dokimi.schemas.run_file import RunFile
 
@@ -242,6 +244,7 @@ def _phase_cell(phase: Any) -> str:
 
 
 def _table(report: Any) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.cli.tables import Col, color_on, colored, fit_line, print_lines, render_table, terminal_width
 
     width = terminal_width()
@@ -297,6 +300,7 @@ def _arms_cell(task: Any) -> str:
 def _judge(model: str | None, binary: str | None) -> JudgeSettings | None:
     if model is None:
         return None
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.merge import JudgeOptions, require_full_model_id
     from dokimi.grading.environment import JudgeSettings
 

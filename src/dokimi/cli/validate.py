@@ -41,6 +41,7 @@ def validate(
     per finding, then a summary; --json prints a repo_validation.v1 document. Exit 0 valid (warnings allowed,
     unless --strict), 1 invalid, 2 could not run.
     """
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.validate import validate_repo
     from dokimi.source import open_source
 

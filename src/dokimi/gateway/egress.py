@@ -47,6 +47,7 @@ from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
 from dokimi.gateway.capture_proxy import ServedHTTP
+from dokimi.schemas.gateway import EgressRecord
 
 __all__ = [
     "EGRESS_LOG",
@@ -366,8 +367,6 @@ class EgressProxy:
             cell.refused += 0 if record["allowed"] else 1
             record.setdefault("t", round(time.monotonic() - cell.opened, 3))
             if self._cells.get(cell.token) is cell:
-                from dokimi.schemas.gateway import EgressRecord
-
                 cell.write(EgressRecord.model_validate(record).model_dump(mode="json", exclude_none=True))
 
 

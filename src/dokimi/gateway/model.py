@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from dokimi.gateway.apis import API_NAMES, GENERATE, Api, Route, apis_named, route_of
 from dokimi.gateway.budget import Budget, BudgetSpent, Hold
@@ -60,6 +61,7 @@ from dokimi.gateway.capture_proxy import Admission, CaptureProxy, ProxiedRequest
 from dokimi.gateway.prices import PRICES, Price, Usage, price_for, price_of, worst_cost
 from dokimi.gateway.relay import Decoder, Scrubber, UnreadableEncoding, scrub_text
 from dokimi.gateway.usage import UsageMeter, sse_payloads
+from dokimi.schemas.gateway import GatewayRecord
 
 __all__ = [
     "DUMMY_PATTERN",
@@ -122,8 +124,6 @@ def _credential_values(
 
 
 def _query(path: str) -> list[tuple[str, str]]:
-    from urllib.parse import parse_qsl, urlsplit
-
     return parse_qsl(urlsplit(path).query, keep_blank_values=True)
 
 
@@ -163,8 +163,6 @@ def swap_credentials(
     Authorization), empty ones are dropped, and the upstream is asked for an uncompressed answer. Nothing
     else is changed: a dummy elsewhere stays a dummy. A dummy whose variable has no real value on the host
     stays as it is (the upstream then refuses it)."""
-    from urllib.parse import urlencode, urlsplit
-
     names = {name for api in apis for name in api.credential_headers}
     params = {name for api in apis for name in api.credential_query}
     out: list[tuple[str, str]] = []
@@ -454,8 +452,6 @@ class ModelGateway(CaptureProxy):
     # --- CaptureProxy hooks ---------------------------------------------------------------------------
 
     def _screen(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> _Screened:
-        from urllib.parse import urlsplit
-
         keys = find_cell_key(self.apis, path, headers)
         if not keys:
             where = ", ".join(sorted({h for api in self.apis for h in api.credential_headers}))
@@ -561,8 +557,6 @@ class ModelGateway(CaptureProxy):
                     f.write(self._scrub(json.dumps(line, sort_keys=True)) + "\n")
 
     def _record_refusal(self, cell: GatewayCell, method: str, path: str, refusal: Refusal) -> None:
-        from dokimi.schemas.gateway import GatewayRecord
-
         with self._lock:
             cell.usage.requests += 1
             cell.usage.refused += 1
@@ -619,8 +613,6 @@ class ModelGateway(CaptureProxy):
     def _record(
         self, req: ProxiedRequest, ticket: _Ticket, usage: Usage | None, cost: float | None, basis: str | None
     ) -> None:
-        from dokimi.schemas.gateway import GatewayRecord
-
         cell = ticket.cell
         request_cut = _bounded(len(req.raw), req.raw, cell)
         response_cut = _bounded(req.response_bytes, bytes(req.response or b""), cell)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from dokimi import process
 from dokimi.constants import LABEL_BATCH, LABEL_MANAGED
 from dokimi.errors import ContainerError, PrerequisiteError
+from dokimi.sandbox.container import container_name
+from dokimi.sandbox.docker import docker
 
 __all__ = [
     "BatchNetwork",
@@ -52,14 +54,10 @@ class BatchNetwork:
 
 
 def network_name(batch: str) -> str:
-    from dokimi.sandbox.container import container_name
-
     return container_name(batch, "net", "internal")
 
 
 def _docker(args: Sequence[str], *, check: bool = True) -> process.Completed:
-    from dokimi.sandbox.docker import docker
-
     return docker(args, check=check)
 
 

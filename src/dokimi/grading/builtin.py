@@ -22,6 +22,7 @@ during the run by code that is not pytest's or a conftest.py of the tree (``deta
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,9 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
+from dokimi.sandbox.container import give_to_container_user, run_container
+from dokimi.sandbox.specs import builtin_tests_spec
+from dokimi.support.builtin_grade import NOT_RUN, NOT_RUN_EXIT
 from dokimi.support.pytest_stream import MAX_STREAM_BYTES, Stream, parse_stream
 
 if TYPE_CHECKING:
@@ -109,8 +113,6 @@ def read_prepared(path: Path, trusted: Path) -> Prepared | str:
 
 
 def _fresh_dir(path: Path, trusted: Path) -> None:
-    from dokimi.sandbox.container import give_to_container_user
-
     safefs.remove(path, trusted=trusted)
     safefs.makedirs(path, trusted=trusted)
     give_to_container_user(path)
@@ -146,9 +148,6 @@ def after_prepare(
     is why it failed, or None): the tests in their own container, then the verdict; grade.json is written
     here. The prepare step's logs move to builtin-tests/; grade.stdout and grade.stderr are the tests' (all
     of their output is in grade.stderr)."""
-    from dokimi.sandbox.container import run_container
-    from dokimi.sandbox.specs import builtin_tests_spec
-
     command = str(environment.entry_points.grade)
     grader = f"builtin:{parse_builtin(command, 'grade').name}"
     work = run_dir / BUILTIN_TESTS
@@ -189,8 +188,6 @@ def after_prepare(
 
 def _command_not_run(ran: ContainerResult) -> str | None:
     """builtin:command's step saying the image has no such command, or None."""
-    from dokimi.support.builtin_grade import NOT_RUN, NOT_RUN_EXIT
-
     if ran.returncode != NOT_RUN_EXIT:
         return None
     lines = [line for line in ran.stderr.splitlines() if line.startswith(NOT_RUN)]
@@ -233,8 +230,6 @@ def _pytest_report(out: Path, trusted: Path, code: int | None) -> Report:
 
 def _junit_report(out: Path, trusted: Path, code: int | None, *, aliases: bool) -> Report:
     """builtin:command's JUnit report at ``{report}``, read as untrusted input."""
-    import xml.etree.ElementTree as ET
-
     try:
         data = safefs.read_bytes(out / JUNIT_REPORT, trusted=trusted, limit=MAX_JUNIT_BYTES)
         return Report(junit_outcomes(data, aliases=aliases), f"the command exited {code}")

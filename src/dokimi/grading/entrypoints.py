@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Literal
 from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
 from dokimi.errors import DocumentError, UsageError
+from dokimi.grading import builtin
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged, run_sealed
 from dokimi.grading.gate import GateVerdict, evaluate_gate
+from dokimi.harness.runas import harness_identity
 from dokimi.repo.builtin_graders import builtin_argv, is_builtin
 from dokimi.repo.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 from dokimi.rundir import (
@@ -50,9 +52,12 @@ from dokimi.rundir import (
 )
 from dokimi.sandbox.container import ContainerResult
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec, uses_placeholder
+from dokimi.schemas._base import read_document, write_document
+from dokimi.schemas.grade import RepoGrade
+from dokimi.schemas.grading import GradeRun
+from dokimi.support import support_dir
 
 if TYPE_CHECKING:
-    from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
 
@@ -258,9 +263,6 @@ move_agent_git = reduce_git_dir
 
 def read_grade(path: Path) -> tuple[RepoGrade | None, str | None]:
     """grade.json as untrusted input: (the document, None), or (None, why it cannot be used)."""
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.grade import RepoGrade
-
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -342,8 +344,6 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
-    from dokimi.support import support_dir
-
     mounts = GradeMounts(environment.eval_content, mount_source, support_dir())
     spec = grade_spec(
         environment.containers_for(task),
@@ -375,8 +375,6 @@ def run_entry_point(
 def _give_top_level(run_dir: Path) -> None:
     """The run directory itself and the directories dokimi made in it become the container user's (the
     workspace was handed over when it was prepared)."""
-    from dokimi.harness.runas import harness_identity
-
     who = harness_identity()
     if who is None:
         return
@@ -405,17 +403,12 @@ def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name:
     (grade_run.json), read grade.json and evaluate the gate. A non-zero exit or a timeout is a grader failure
     even when a grade.json was written. A built-in grader runs its tests in a container of their own and
     dokimi writes grade.json (:mod:`dokimi.grading.builtin`)."""
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.grading import GradeRun
-
     move_agent_git(run_dir)
     for stale in (run_dir / GRADE_JSON, run_dir / GRADE_RUN_JSON):
         if os.path.lexists(stale):
             stale.unlink()
     try:
         if is_builtin(entry_command(environment, "grade")):
-            from dokimi.grading import builtin
-
             builtin.begin(run_dir)
             entry = run_entry_point(environment, run_dir, task, "grade", name=name)
             tests = builtin.after_prepare(

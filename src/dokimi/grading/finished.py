@@ -10,14 +10,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi.batch import read_pin
 from dokimi.errors import DocumentError, UsageError
+from dokimi.grading.entrypoints import needs_source_dir
 from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.reference import stored_references
 from dokimi.rundir import BatchLayout
+from dokimi.sandbox.docker import image_exists, require_docker
+from dokimi.sandbox.specs import resolve_caches
+from dokimi.schemas._base import read_document
+from dokimi.schemas.manifest import RepoManifest
+from dokimi.source import open_source
 
 if TYPE_CHECKING:
     from dokimi.sandbox.specs import CacheMount
     from dokimi.schemas.batch import BatchPin
-    from dokimi.schemas.manifest import RepoManifest
 
 __all__ = ["FinishedBatch", "open_finished_batch"]
 
@@ -34,12 +41,8 @@ class FinishedBatch:
     def with_source_dir(self, command: str, given: Path | None) -> FinishedBatch:
         """The batch with {source_dir} set for an entry point that names it: ``given``, else the git directory
         of the batch's source (opened from the pin)."""
-        from dokimi.grading.entrypoints import needs_source_dir
-
         source_dir = given
         if source_dir is None and needs_source_dir(command):
-            from dokimi.source import open_source
-
             with open_source(self.pin.source) as repo:
                 source_dir = repo.git_dir
         if source_dir == self.environment.source_dir:
@@ -58,10 +61,6 @@ def open_finished_batch(
     """Read the batch at ``root`` (pin, manifest copy, exported eval_dir). With ``containers``: docker must
     run and the batch's image must be on it, and the caches are resolved. Raises UsageError naming what is
     missing."""
-    from dokimi.batch import read_pin
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.manifest import RepoManifest
-
     layout = BatchLayout(Path(root).absolute())
     pin, why = read_pin(layout.root)
     if pin is None:
@@ -78,9 +77,6 @@ def open_finished_batch(
         )
     cache_mounts: tuple[CacheMount, ...] = ()
     if containers:
-        from dokimi.sandbox.docker import image_exists, require_docker
-        from dokimi.sandbox.specs import resolve_caches
-
         require_docker()
         if not image_exists(pin.image):
             raise UsageError(
@@ -88,8 +84,6 @@ def open_finished_batch(
                 hint="rebuild it with `repo run` on the batch's eval tree (a rerun skips finished cells)",
             )
         cache_mounts = tuple(resolve_caches(manifest.image, manifest.id, overrides=caches))
-    from dokimi.grading.reference import stored_references
-
     environment = GradeEnvironment.for_manifest(
         manifest,
         image=pin.image,

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dokimi.schemas.grade import grade_problems
+
 if TYPE_CHECKING:
     from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.task import Task
@@ -89,8 +91,6 @@ def evaluate_gate(
     """The verdict of one run. ``error`` is why grading failed before a grade.json could be used (exit code,
     timeout, invalid document); ``extra_metrics`` are framework metrics (mergeable, merge_score) that gate
     entries may name."""
-    from dokimi.schemas.grade import grade_problems
-
     if error is not None or grade is None:
         return grader_failure(task, error or "the grader wrote no grade.json")
     problems = grade_problems(grade, task)

@@ -21,13 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi import safefs
+from dokimi.errors import DokimiError, UsageError
 from dokimi.grading import merge
-from dokimi.grading.entrypoints import GradeOutcome, grade_run
+from dokimi.grading.entrypoints import GradeOutcome, grade_run, reduce_git_dir
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged
 from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
 from dokimi.grading.perf import PrepareWorkspace, perf_metrics
 from dokimi.grading.verdict import gate_over
+from dokimi.rundir import WORKSPACE
+from dokimi.sandbox.specs import workspace_cap_bytes
 
 if TYPE_CHECKING:
     from dokimi.schemas.rubric import RepoRubric
@@ -68,11 +72,6 @@ class GradedCell:
 def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
     """A workspace over ``image.limits.workspace_mb`` after the agent is not graded, diffed or copied: a
     host-side failure of the cell (a grader failure), with the size."""
-    from dokimi import safefs
-    from dokimi.errors import UsageError
-    from dokimi.rundir import WORKSPACE
-    from dokimi.sandbox.specs import workspace_cap_bytes
-
     cap = workspace_cap_bytes(environment.containers.image_config)
     size = safefs.tree_size(run_dir / WORKSPACE, trusted=run_dir, stop_above=cap)
     if size > cap:
@@ -85,8 +84,6 @@ def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
 def keep_diff_to_show(run_dir: Path, start_sha: str) -> None:
     """The agent's diff of a task without a rubric, kept for the reader only: no verdict reads it, so a diff
     that cannot be taken (a workspace git cannot read) is not kept, and the grade goes on."""
-    from dokimi.errors import DokimiError
-
     try:
         merge.keep_workspace_diff(run_dir, start_sha, ignored_before=None)
     except (DokimiError, OSError):
@@ -104,8 +101,6 @@ def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: 
 
 
 def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
-    from dokimi.grading.entrypoints import reduce_git_dir
-
     check_workspace_size(environment, run_dir)
     reduce_git_dir(run_dir)  # before dokimi's own diff reads .git on the host, and before grade
     checks = None

@@ -37,7 +37,10 @@ from dokimi.checks.merge import (
     run_judge,
     take_workspace_diff,
 )
+from dokimi.checks.merge.diff import ChangedFile
+from dokimi.errors import DocumentError
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
+from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.repo.rules import rules_for_judge
 from dokimi.rundir import (
     MERGE_JSON,
@@ -157,9 +160,6 @@ def checks_of_diff(
 def stored_diff(run_dir: Path) -> WorkspaceDiff | None:
     """The workspace diff a cell stored before its grade (workspace_diff.json and workspace.diff), or None
     when it has none or they cannot be read."""
-    from dokimi.checks.merge.diff import ChangedFile
-    from dokimi.errors import DocumentError
-
     record, text = run_dir / WORKSPACE_DIFF_JSON, run_dir / WORKSPACE_DIFF
     if record.is_symlink() or text.is_symlink() or not record.is_file() or not text.is_file():
         return None
@@ -180,8 +180,6 @@ def list_agent_tests(
 ) -> None:
     """The agent's test ids (``tests.list`` in its workspace, before grade restores the hidden tests), into
     ``checks``; run only when the manifest has the command and it listed the task's base."""
-    from dokimi.grading.testlist import list_command, run_tests_list
-
     reference = environment.references.get(task.id)
     if list_command(environment) is None or reference is None or reference.base_tests is None:
         return
@@ -190,8 +188,6 @@ def list_agent_tests(
 
 def stored_tests_list(run_dir: Path) -> TestsListDoc | None:
     """The agent's test list a cell stored before its grade (tests_list.json), or None."""
-    from dokimi.errors import DocumentError
-
     path = run_dir / TESTS_LIST_JSON
     if path.is_symlink() or not path.is_file():
         return None

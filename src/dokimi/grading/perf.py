@@ -32,7 +32,6 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from dokimi import safefs
 from dokimi.checks.perf.protocol import (
@@ -46,9 +45,13 @@ from dokimi.checks.perf.protocol import (
 )
 from dokimi.checks.perf.spec import TaskPerf, perf_env, task_perf
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
-from dokimi.errors import DocumentError, UsageError
-from dokimi.grading.entrypoints import run_entry_point
+from dokimi.errors import DocumentError, DokimiError, UsageError
+from dokimi.grading.entrypoints import needs_source_dir, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
+from dokimi.grading.evidence import run_sealed
+from dokimi.grading.finished import open_finished_batch
+from dokimi.harness.profile import load_profile
+from dokimi.repo.workspace import ARM_NONE, OVERLAY_ARMS, WorkspaceSource, arm_kind, prepare_workspace
 from dokimi.rundir import (
     GRADE_HOME,
     META_JSON,
@@ -61,13 +64,17 @@ from dokimi.rundir import (
     TASK_JSON,
     WORKSPACE,
     RunDir,
+    batch_root_of,
+    task_dir,
 )
-from dokimi.sandbox.specs import command_argv
-
-if TYPE_CHECKING:
-    from dokimi.schemas.grading import PerfCheckDoc
-    from dokimi.schemas.perf import RepoPerf
-    from dokimi.schemas.task import Task
+from dokimi.sandbox.container import Mount, container_name, give_to_container_user
+from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
+from dokimi.schemas._base import read_document, write_document
+from dokimi.schemas.grading import PerfCheckDoc
+from dokimi.schemas.meta import Meta
+from dokimi.schemas.perf import RepoPerf
+from dokimi.schemas.task import Task
+from dokimi.source import open_source
 
 __all__ = [
     "PerfCheck",
@@ -113,9 +120,6 @@ def perf_argv(command: str, *, variant: str, out: PurePosixPath, task: str) -> l
 
 def read_perf(path: Path) -> tuple[RepoPerf | None, str | None]:
     """A repo_perf.v1 document as untrusted input: (document, None) or (None, why it cannot be used)."""
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.perf import RepoPerf
-
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -183,10 +187,6 @@ def run_perf_check(
 ) -> PerfCheck:
     """Measure the cell at ``run_dir`` against the oracle variant at ``oracle_run_dir`` (see the module
     docstring), evaluate the protocol, write ``{run_dir}/perf/check.json`` and return the check."""
-    from dokimi.grading.evidence import run_sealed
-    from dokimi.sandbox.container import Mount, give_to_container_user
-    from dokimi.sandbox.specs import GradeMounts, fresh_grade_home, grade_spec
-
     perf = task_perf(task)
     command = environment.entry_points.perf
     if perf is None or command is None:
@@ -281,9 +281,6 @@ def run_perf_check(
     else:
         report = evaluate(measurements, perf.tolerance, sizes=perf.sizes, floor=noise_floor)
     check = PerfCheck(report, invocations)
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.grading import PerfCheckDoc
-
     document = PerfCheckDoc.model_validate(
         {
             "task": task.id,
@@ -306,8 +303,6 @@ def oracle_variant_arm(arm: str) -> str:
     """The arm the oracle variant is prepared with: the cell's, except for an overlay arm, whose guidance
     files are not kept with the batch; guidance does not change what the oracle measures, so its variant is
     the base's code without guidance."""
-    from dokimi.repo.workspace import ARM_NONE, OVERLAY_ARMS, arm_kind
-
     return ARM_NONE if arm_kind(arm) in OVERLAY_ARMS else arm
 
 
@@ -318,8 +313,6 @@ def prepare_oracle_variant(
     base, patches and arm, under whatever lock the caller needs), with the cell's task.json and meta.json
     beside it, and the ``oracle`` entry point applied. Returns its run directory (:func:`oracle_variant_dir`).
     Raises UsageError when the oracle fails."""
-    from dokimi.sandbox.container import give_to_container_user
-
     target = oracle_variant_dir(run_dir)
     _fresh(target, run_dir)
     prepare(target / WORKSPACE)
@@ -370,13 +363,6 @@ def check_finished_cell(
     image with its exported eval_dir. The oracle variant under ``{run_dir}/perf/oracle`` is reused when it
     exists, otherwise prepared from the batch's source (same task, base and arm). result.json is not
     changed. Raises UsageError when the cell, the batch or the task cannot be checked."""
-    from dokimi.grading.finished import open_finished_batch
-    from dokimi.rundir import batch_root_of, task_dir
-    from dokimi.sandbox.container import container_name
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.meta import Meta
-    from dokimi.schemas.task import Task
-
     run_dir = Path(run_dir).absolute()
     cell = RunDir(run_dir)
     root = batch_root_of(run_dir)
@@ -400,17 +386,10 @@ def check_finished_cell(
     oracle = oracle_variant_dir(run_dir)
     environment = finished.environment
     if not (oracle / WORKSPACE).is_dir():
-        from dokimi.errors import DokimiError
-        from dokimi.harness.profile import load_profile
-        from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
-        from dokimi.source import open_source
-
         try:
             profile = load_profile(meta.harness)
         except DokimiError:
             profile = None
-        from dokimi.grading.entrypoints import needs_source_dir
-
         with open_source(finished.pin.source) as repo:
             if needs_source_dir(entry.oracle):
                 environment = replace(environment, source_dir=source_dir or repo.git_dir)

@@ -21,6 +21,7 @@ with the name of what moved. The sample is drawn from the finished cells sorted 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -29,15 +30,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dokimi import safefs
+from dokimi.batch import batch_writer, load_batch
+from dokimi.checks.merge import JudgeOptions
+from dokimi.errors import DocumentError, DokimiError
+from dokimi.grading import merge
+from dokimi.grading.entrypoints import grade_run
+from dokimi.grading.environment import JudgeSettings
+from dokimi.grading.finished import open_finished_batch
+from dokimi.grading.verdict import gate_over, read_merge, read_perf_check, verdict_from_files
+from dokimi.repo.rules import load_review_rules
 from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, META_JSON, TASK_JSON, WORKSPACE, task_dir
+from dokimi.sandbox.container import container_identity, container_name
+from dokimi.sandbox.specs import workspace_cap_bytes
+from dokimi.schemas._base import read_document
+from dokimi.schemas.meta import Meta
+from dokimi.schemas.regrade import RegradedCellDoc, RegradeDoc, RegradeMismatch
+from dokimi.schemas.result import Result
+from dokimi.schemas.task import Task
 
 if TYPE_CHECKING:
     from dokimi.batch import Cell
     from dokimi.grading.environment import GradeEnvironment
     from dokimi.grading.finished import FinishedBatch
     from dokimi.schemas.grading import MergeDoc
-    from dokimi.schemas.regrade import RegradeDoc
-    from dokimi.schemas.result import Result
 
 __all__ = [
     "GRADE_INPUTS",
@@ -128,9 +144,6 @@ def copy_grade_inputs(
     agent-git/ before the original grade; they are not restored, so the regrade sees what the grade saw.
     ``trusted`` is the directory dokimi made above both (the batch); returns what was left out.
     """
-    from dokimi import safefs
-    from dokimi.sandbox.container import container_identity
-
     root = trusted or Path(os.path.commonpath([run_dir.absolute(), scratch.absolute()]))
     who = container_identity()
     owner = (who.uid, who.gid) if os.getuid() == 0 else None
@@ -189,8 +202,6 @@ class RegradeReport:
 
 def regrade_document(report: RegradeReport) -> RegradeDoc:
     """The repo_regrade.v1 document of a regrade (what ``repo regrade --json`` prints)."""
-    from dokimi.schemas.regrade import RegradedCellDoc, RegradeDoc, RegradeMismatch
-
     return RegradeDoc(
         schema="repo_regrade.v1",
         batch=str(report.batch),
@@ -219,8 +230,6 @@ def regrade_document(report: RegradeReport) -> RegradeDoc:
 def regraded_result(original: Result, verdict: Any, metrics: dict[str, Any]) -> Result:
     """The original result with the verdict of the regrade in place of its own (everything the agent's run
     reported stays as it was)."""
-    from dokimi.schemas.result import Result
-
     data = original.model_dump(mode="json", by_alias=True)
     data.update(
         gated=verdict.gated,
@@ -247,12 +256,8 @@ def regrade_batch(
     """Regrade ``sample`` finished cells of the batch at ``root`` (all of them when None); see the module
     docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image),
     and BatchLocked when a ``repo run`` or another regrade writes the batch."""
-    from dokimi.batch import batch_writer
-
     root = Path(root).absolute()
     if not root.is_dir():
-        from dokimi.errors import DocumentError
-
         raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
     with batch_writer(root, "repo regrade"):
         return _regrade(
@@ -276,12 +281,6 @@ def regrade_from_files(root: Path, *, sample: int | None, seed: int) -> RegradeR
     """``repo regrade --from-files``: recompute each sampled cell's verdict from the files its grading left
     (grade_run.json, grade.json, merge.json, perf/check.json) with the same gate function as the run, and no
     container. Nothing is written."""
-    from dokimi.batch import load_batch
-    from dokimi.errors import DokimiError
-    from dokimi.grading.verdict import verdict_from_files
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.task import Task
-
     root = Path(root).absolute()
     batch = load_batch(root)
     finished = batch.finished()
@@ -303,11 +302,6 @@ def regrade_from_files(root: Path, *, sample: int | None, seed: int) -> RegradeR
 
 
 def _regrade(root: Path, request: RegradeRequest, *, progress: Callable[[str], None] | None) -> RegradeReport:
-    from dokimi import safefs
-    from dokimi.batch import load_batch
-    from dokimi.errors import DokimiError
-    from dokimi.grading.finished import open_finished_batch
-
     batch = load_batch(root)
     opened = open_finished_batch(root, caches=request.caches, hint="regrade a batch that repo run wrote")
     grade_command = opened.environment.entry_points.grade
@@ -342,16 +336,6 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
     scope check and the judge again on the diff the cell stored before its grade, the judge's verdict cache
     bypassed (the regrade sample measures whether the judge repeats itself). The perf check is not rerun:
     its measurement is carried over."""
-    from dokimi import safefs
-    from dokimi.grading import merge
-    from dokimi.grading.entrypoints import grade_run
-    from dokimi.grading.verdict import gate_over, read_merge, read_perf_check
-    from dokimi.sandbox.container import container_name
-    from dokimi.sandbox.specs import workspace_cap_bytes
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.meta import Meta
-    from dokimi.schemas.task import Task
-
     assert cell.result is not None
     root = opened.layout.root
     safefs.remove(scratch, trusted=root)
@@ -381,11 +365,6 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
 def _rejudging(opened: FinishedBatch, original: MergeDoc | None, judge_bin: str | None) -> GradeEnvironment:
     """The batch's grade environment with the judge that judged the cell (its model from merge.json), its
     cache bypassed; without a judge verdict in merge.json, no judge."""
-    import dataclasses
-
-    from dokimi.checks.merge import JudgeOptions
-    from dokimi.grading.environment import JudgeSettings
-    from dokimi.repo.rules import load_review_rules
 
     judged = original.judge if original is not None else None
     model = judged.get("model") if isinstance(judged, dict) else None

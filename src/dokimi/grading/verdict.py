@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from dokimi.errors import DocumentError
+from dokimi.grading.entrypoints import read_grade
 from dokimi.grading.gate import GateVerdict, MetricValue, evaluate_gate
 from dokimi.rundir import GRADE_JSON, GRADE_RUN_JSON, MERGE_JSON, PERF_CHECK_JSON, PERF_DIR
+from dokimi.schemas._base import read_document
+from dokimi.schemas.grading import GradeRun, MergeDoc, PerfCheckDoc
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from dokimi.schemas.grade import RepoGrade
-    from dokimi.schemas.grading import GradeRun, MergeDoc, PerfCheckDoc
     from dokimi.schemas.result import Result
     from dokimi.schemas.task import Task
 
@@ -61,8 +63,6 @@ class FileVerdict:
 def _framework_document(path: Path, model: type[M]) -> M | None:
     """A document the framework wrote into the run directory, or None when it is absent. The directory is
     shared with the grader, so a link or a non-file in its place counts as absent."""
-    from dokimi.schemas._base import read_document
-
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -76,20 +76,14 @@ def _framework_document(path: Path, model: type[M]) -> M | None:
 
 
 def read_grade_run(run_dir: Path) -> GradeRun | None:
-    from dokimi.schemas.grading import GradeRun
-
     return _framework_document(run_dir / GRADE_RUN_JSON, GradeRun)
 
 
 def read_merge(run_dir: Path) -> MergeDoc | None:
-    from dokimi.schemas.grading import MergeDoc
-
     return _framework_document(run_dir / MERGE_JSON, MergeDoc)
 
 
 def read_perf_check(run_dir: Path) -> PerfCheckDoc | None:
-    from dokimi.schemas.grading import PerfCheckDoc
-
     return _framework_document(run_dir / PERF_DIR / PERF_CHECK_JSON, PerfCheckDoc)
 
 
@@ -121,8 +115,6 @@ def gate_over(
 def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
     """:func:`gate_over` the files grading left in ``run_dir`` (see the module docstring): grade_run.json,
     then grade.json (untrusted), merge.json and perf/check.json."""
-    from dokimi.grading.entrypoints import read_grade
-
     ran = read_grade_run(run_dir)
     grade: RepoGrade | None = None
     error = ran.failure if ran is not None else None

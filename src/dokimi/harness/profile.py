@@ -20,7 +20,9 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from dokimi.errors import DocumentError, UsageError
-from dokimi.schemas._base import Loc, Marked, decode_text, parse_yaml, validate_marked
+from dokimi.harness.locate import locate_harness
+from dokimi.harness.trace import TRACE_CONVERTERS
+from dokimi.schemas._base import Loc, Marked, decode_text, format_loc, parse_yaml, read_raw, validate_marked
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 
 __all__ = [
@@ -245,8 +247,6 @@ def check_config_file_names(profile: HarnessProfile) -> list[ProfileProblem]:
 
 def check_trace_converter_known(profile: HarnessProfile) -> list[ProfileProblem]:
     """``trace`` names a converter dokimi has."""
-    from dokimi.harness.trace import TRACE_CONVERTERS
-
     if profile.trace in TRACE_CONVERTERS:
         return []
     known = ", ".join(sorted(TRACE_CONVERTERS))
@@ -328,8 +328,6 @@ def parse_profile(text: str, path: str) -> HarnessProfile:
     problems = profile_problems(profile)
     if problems:
         first = problems[0]
-        from dokimi.schemas._base import format_loc
-
         message = first.message
         if len(problems) > 1:
             message += f" (and {len(problems) - 1} more: " + "; ".join(p.message for p in problems[1:4]) + ")"
@@ -357,8 +355,6 @@ def load_profile(name_or_path: str | Path) -> HarnessProfile:
         resource = resources.files(PROFILES_PACKAGE) / f"{text_name}.yaml"
         label = f"<built-in>/{text_name}.yaml"
         return parse_profile(decode_text(resource.read_bytes(), label), label)
-    from dokimi.schemas._base import read_raw
-
     path = Path(name_or_path)
     if not path.exists() and not path.is_symlink():
         raise DocumentError("no such profile file", path=str(path))
@@ -579,6 +575,4 @@ def version_argv(profile: HarnessProfile, bin: str) -> list[str]:
 def resolve_bin(profile: HarnessProfile, override: str | Path | None = None) -> Path:
     """The executable to run: the one lookup doctor shares (:func:`dokimi.harness.locate.locate_harness`):
     ``--bin``, then the harness's environment variable, then the pinned install, then ``bin`` on PATH."""
-    from dokimi.harness.locate import locate_harness
-
     return locate_harness(profile.name, profile.bin, override).path

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dokimi import safefs
 from dokimi.errors import PrerequisiteError, UsageError
+from dokimi.harness.runtime import is_node_script, is_python_script, package_root
 
 DEFAULT_UID = 1000
 UID_ENV = "DOKIMI_HARNESS_UID"
@@ -67,8 +69,6 @@ def give_to(path: Path, who: RunAs | None) -> None:
     link an agent left in a directory being handed over changes only the link (:mod:`dokimi.safefs`)."""
     if who is None:
         return
-    from dokimi import safefs
-
     path = Path(os.path.abspath(path))
     safefs.chown_tree(path, who.uid, who.gid, trusted=path.parent)
 
@@ -111,8 +111,6 @@ def _package_root(real: Path) -> Path | None:
     packages), or ``<root>`` of a ``<root>/bin/<exe>`` layout with a ``*-resources`` directory beside ``bin``
     (Codex: ``codex-resources/bwrap`` is its sandbox, found relative to the executable); None for a
     self-contained binary."""
-    from dokimi.harness.runtime import is_node_script, is_python_script, package_root
-
     if is_node_script(real):  # a Node program needs its whole npm prefix (every dependency)
         return package_root(real)
     if is_python_script(real):  # a Python launcher: its packages are in the directory beside it

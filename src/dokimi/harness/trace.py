@@ -20,12 +20,14 @@ import io
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from dokimi.errors import UsageError
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL
 from dokimi.schemas._base import load_json
 
@@ -482,8 +484,6 @@ _SHELL_WRAPPERS = ("/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/sh", "bash
 
 def unwrap_shell(command: str) -> str:
     """The script of a ``/bin/bash -lc 'SCRIPT'`` command line (how Codex reports what it ran), else as is."""
-    import shlex
-
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -912,8 +912,6 @@ def _converter(trace: str) -> Converter:
     try:
         return TRACE_CONVERTERS[trace]
     except KeyError:
-        from dokimi.errors import UsageError
-
         known = ", ".join(sorted(TRACE_CONVERTERS))
         raise UsageError(
             f"unknown trace converter {trace!r}", key="trace", hint=f"use one of: {known}"

@@ -33,6 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from dokimi.batch import slug
+from dokimi.harness.profile import builtin_profiles, load_profile
+
 #: What a redacted marker is replaced with: the same token for every category, so the token itself tells
 #: the rater nothing about what was there.
 REDACTED = "[redacted]"
@@ -207,8 +210,6 @@ def marker_set(
     extra: Iterable[str] = (),
 ) -> MarkerSet:
     """The markers of one batch plus the built-in ones."""
-    from dokimi.batch import slug
-
     markers = MarkerSet()
     arms, models = [*BUILTIN_ARMS, *arms], list(models)
     for arm in arms:
@@ -231,7 +232,6 @@ def marker_set(
 def cell_path_pattern(arms: Iterable[str], models: Iterable[str]) -> str:
     """A cell path ``<task>/<arm>/<model>/<effort>/rep<N>`` (dokimi.batch layout) with anything before it
     up to whitespace: one pattern, however many cells the batch has."""
-    from dokimi.batch import slug
 
     def alternation(values: Iterable[str]) -> str:
         return "|".join(re.escape(v) for v in sorted({slug(v) for v in values}, key=lambda v: (-len(v), v)))
@@ -241,8 +241,6 @@ def cell_path_pattern(arms: Iterable[str], models: Iterable[str]) -> str:
 
 def builtin_profile_markers() -> tuple[list[str], list[str]]:
     """(harness names, guidance file names) of every built-in harness profile."""
-    from dokimi.harness.profile import builtin_profiles, load_profile
-
     names: list[str] = []
     guidance: list[str] = []
     for name in builtin_profiles():

@@ -23,11 +23,15 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi import safefs
+from dokimi.batch import load_batch
+from dokimi.checks.merge.diff import take_workspace_diff
 from dokimi.errors import DokimiError, UsageError
 from dokimi.rating.blinding import (
     Finding,
@@ -38,6 +42,7 @@ from dokimi.rating.blinding import (
     scrub_diff,
     scrub_text,
 )
+from dokimi.rating.scores import read_key
 from dokimi.rundir import (
     ANSWER_TXT,
     GRADE_JSON,
@@ -49,11 +54,12 @@ from dokimi.rundir import (
     entry_stderr,
     entry_stdout,
 )
-from dokimi.schemas._base import make_output_dir
+from dokimi.schemas._base import make_output_dir, read_document, write_document, write_text_atomic
+from dokimi.schemas.rating import KeyEntry, MarkerFinding, RatingKey
+from dokimi.schemas.task import Task
 
 if TYPE_CHECKING:
     from dokimi.batch import Batch, Cell
-    from dokimi.schemas.rating import KeyEntry, RatingKey
 
 BLINDED_DIR = "blinded"
 WITHHELD_DIR = "withheld"
@@ -224,8 +230,6 @@ def cell_text(cell: Cell, name: str) -> str | None:
     """A file of the cell's run directory as text, or None when it is absent or is not a regular file dokimi
     may read (a link a grader left, a FIFO, a device, over the size limit): a grader's ``answer.txt ->
     /root/secret`` is never read into an export."""
-    from dokimi import safefs
-
     try:
         return safefs.read_text(cell.dir / name, trusted=cell.dir, limit=MAX_CELL_FILE_BYTES)
     except (FileNotFoundError, safefs.UnsafePathError):
@@ -243,8 +247,6 @@ def cell_diff(cell: Cell) -> str:
         raise DokimiError(
             "no workspace.diff and no valid meta.json (start_sha) to compute it from", path=str(cell.dir)
         )
-    from dokimi.checks.merge.diff import take_workspace_diff
-
     return take_workspace_diff(cell.dir / WORKSPACE, meta.start_sha).text
 
 
@@ -255,9 +257,6 @@ def _task_text(cell: Cell) -> str:
     task_id = cell.result.task if cell.result is not None else ""
     prompt = ""
     if os.path.lexists(path):
-        from dokimi.schemas._base import read_document
-        from dokimi.schemas.task import Task
-
         try:
             prompt = read_document(path, Task, trusted=cell.dir).prompt
         except DokimiError:
@@ -306,8 +305,6 @@ def _write_artifact(root: Path, files: dict[str, str]) -> None:
 
 
 def key_entry(cell: Cell, status: str, findings: Sequence[Finding]) -> KeyEntry:
-    from dokimi.schemas.rating import KeyEntry, MarkerFinding
-
     result = cell.result
     assert result is not None
     return KeyEntry(
@@ -340,8 +337,6 @@ def place_artifact(out: Path, run_id: str, cell: Cell, artifact: _Artifact) -> K
 
 def write_ids(out: Path, key: RatingKey) -> None:
     """blinded/ids.txt and README.md: what raters score."""
-    from dokimi.schemas._base import write_text_atomic
-
     blinded = out / BLINDED_DIR
     ids = sorted(i for i, e in key.artifacts.items() if e.status == "blinded")
     write_text_atomic(blinded / "ids.txt", "".join(f"{i}\n" for i in ids))
@@ -364,10 +359,6 @@ def export_batch(
     key_path: Path | None = None,
 ) -> ExportReport:
     """Blind every finished cell of ``batch_dir`` (or a seeded sample of ``sample``) into ``out``."""
-    from dokimi.batch import load_batch
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.rating import RatingKey
-
     key_path = key_path or out / KEY_JSON
     key_outside_raters_dir(key_path, out)
     if sample is not None and sample < 1:
@@ -453,11 +444,6 @@ def _read_artifact(root: Path) -> dict[str, str]:
 def reblind(key_path: Path, run_id: str, *, markers: Sequence[str] = ()) -> ReblindReport:
     """Blind the cell behind ``run_id`` again with ``markers`` added, under a new id (the raters who saw the
     leaked artifact scored the old id; the old id is retired). Refused when it would change nothing."""
-    import shutil
-
-    from dokimi.batch import load_batch
-    from dokimi.rating.scores import read_key
-    from dokimi.schemas._base import write_document
 
     key = read_key(key_path)
     entry = key.artifacts.get(run_id)

@@ -28,6 +28,15 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel
 
 from dokimi.errors import DocumentError, UsageError
+from dokimi.schemas._base import (
+    Marked,
+    decode_text,
+    parse_json,
+    read_document,
+    read_raw,
+    validate_marked,
+    write_text_atomic,
+)
 from dokimi.schemas.rating import (
     OUTCOMES,
     AdjudicatedRow,
@@ -50,16 +59,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_key(path: Path) -> RatingKey:
-    from dokimi.schemas._base import read_document
-
     return read_document(path, RatingKey)
 
 
 def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
     """Every non-blank line of a JSON Lines file validated against ``model``, with its line number.
     A bad line raises DocumentError naming ``file:line`` and the key."""
-    from dokimi.schemas._base import Marked, decode_text, parse_json, read_raw, validate_marked
-
     raw = read_raw(path)
     rows: list[tuple[int, M]] = []
     for number, line in enumerate(decode_text(raw, str(path)).splitlines(), 1):
@@ -77,8 +82,6 @@ def read_rows(path: Path, model: type[M]) -> list[tuple[int, M]]:
 
 def write_rows(path: Path, rows: Sequence[BaseModel]) -> None:
     """One compact, sorted-key JSON object per line."""
-    from dokimi.schemas._base import write_text_atomic
-
     text = "".join(
         json.dumps(r.model_dump(mode="json", by_alias=True), sort_keys=True, ensure_ascii=False) + "\n"
         for r in rows

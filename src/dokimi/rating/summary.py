@@ -31,6 +31,7 @@ from dokimi.schemas.rating import (
     RatingResult,
     RatingSummary,
 )
+from dokimi.stats import cohen_kappa, wilson_interval
 
 #: The summarized metric that is not a rater field.
 RFR = "rfr"
@@ -53,8 +54,6 @@ def condition_of(key: RatingKey, run_id: str) -> tuple[str, str, str | None]:
 
 def condition_rates(key: RatingKey, final: Sequence[RatingResult]) -> list[ConditionRate]:
     """Per (arm, model, effort) and outcome (the six, then rfr): k of n with a Wilson 95% interval."""
-    from dokimi.stats import wilson_interval
-
     groups: dict[tuple[str, str, str | None], list[RatingResult]] = defaultdict(list)
     for result in final:
         groups[condition_of(key, result.run_id)].append(result)
@@ -85,8 +84,6 @@ def condition_rates(key: RatingKey, final: Sequence[RatingResult]) -> list[Condi
 
 def kappas(scores: Sequence[RaterScore]) -> list[KappaRow]:
     """Cohen's kappa per outcome for every pair of raters with runs in common (scored rows only)."""
-    from dokimi.stats import cohen_kappa
-
     by_rater: dict[str, dict[str, RaterScore]] = defaultdict(dict)
     for score in scores:
         if score.blinding_leak is None:

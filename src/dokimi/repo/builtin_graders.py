@@ -33,6 +33,8 @@ from dokimi.constants import (
 )
 from dokimi.errors import UsageError
 from dokimi.rundir import BUILTIN_TESTS, JUNIT_REPORT, PYTEST_STREAM
+from dokimi.sandbox.specs import substitute
+from dokimi.schemas._base import did_you_mean
 
 PREFIX = "builtin:"
 SCRIPT = "builtin_grade.py"
@@ -67,8 +69,6 @@ def builtin_problem(command: str, kind: str) -> str | None:
     text = command.strip()[len(PREFIX) :]
     name, _, rest = text.partition(" ")
     if name not in BUILTINS:
-        from dokimi.schemas._base import did_you_mean
-
         close = did_you_mean(name, list(BUILTINS))
         known = ", ".join(f"builtin:{n}" for n in BUILTINS)
         return f"unknown built-in {PREFIX}{name}" + (
@@ -138,8 +138,6 @@ def builtin_tests_argv(
     plugins); builtin:command runs the command (``{run_dir}`` and ``{task}`` substituted, ``{report}``
     becoming /eval/out/report.xml) in place of builtin_grade.py's ``command`` step, which cleans its
     environment."""
-    from dokimi.sandbox.specs import substitute
-
     builtin = parse_builtin(command, "grade")
     if builtin.name == "pytest":
         runner = str(CONTAINER_SUPPORT / STREAM_RUNNER)

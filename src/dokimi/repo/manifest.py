@@ -19,11 +19,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dokimi import safefs
 from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.errors import DocumentError, DokimiError, ManifestError, SourceError
 from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.rundir import TASK_JSON
-from dokimi.schemas._base import Marked, decode_text, load_json, parse_json, parse_yaml, validation_errors
+from dokimi.schemas._base import (
+    MAX_DOCUMENT_BYTES,
+    Marked,
+    decode_text,
+    load_json,
+    parse_json,
+    parse_yaml,
+    validation_errors,
+)
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.task import Task, misspelled_task_keys
 from dokimi.source.snapshot import Snapshot, normalize
@@ -79,9 +88,6 @@ def read_manifest_marked(
         raise ManifestError("give --manifest or --manifest-file, not both")
     if manifest_file is not None:
         name = str(manifest_file)
-        from dokimi import safefs
-        from dokimi.schemas._base import MAX_DOCUMENT_BYTES
-
         try:
             raw = safefs.read_plain(Path(manifest_file), limit=MAX_DOCUMENT_BYTES)
         except FileNotFoundError:

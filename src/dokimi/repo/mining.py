@@ -17,14 +17,19 @@ import json
 import posixpath
 import re
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dokimi import safefs
+from dokimi.controls import strip_controls
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import match_any
-from dokimi.rundir import ORACLE_PATCH, TASK_JSON
+from dokimi.home import cache_directory
+from dokimi.rundir import GRADE_JSON, ORACLE_PATCH, TASK_JSON, entry_stderr, tasks_check_run_dir
+from dokimi.schemas._base import load_json
 from dokimi.source.git import run_git
 
 #: Which changed files are tests (the hidden part) when ``--tests`` is not given.
@@ -140,8 +145,6 @@ def draft_prompt(message: str, changed: Sequence[str]) -> str:
     issue references, and lines naming a changed file or holding code (indented, fenced, in backticks); and
     minus its terminal escapes and other control characters (:func:`dokimi.controls.strip_controls`): a
     commit message is text the repository's authors wrote, and task.json keeps none of them."""
-    from dokimi.controls import strip_controls
-
     message = strip_controls(message)
     names = {p for path in changed for p in (path, posixpath.basename(path), posixpath.splitext(path)[0])}
     kept: list[str] = []
@@ -227,9 +230,6 @@ class Discovery:
 
 
 def _stderr_tail(run_dir: Path, lines: int = 15) -> str:
-    from dokimi import safefs
-    from dokimi.rundir import entry_stderr
-
     path = run_dir / entry_stderr("grade")
     try:  # what the code under test printed: read as hostile
         text = safefs.read_text(path, trusted=run_dir)
@@ -241,10 +241,6 @@ def _stderr_tail(run_dir: Path, lines: int = 15) -> str:
 def _phase_outcomes(out: Path, task_id: str, phase: str) -> PhaseOutcomes:
     """``details.outcomes`` and ``details.collection_errors`` of the discovery grade of one phase, from the
     tasks check's run directory; a DokimiError naming the kept grader output when there are none."""
-    from dokimi import safefs
-    from dokimi.rundir import GRADE_JSON, entry_stderr, tasks_check_run_dir
-    from dokimi.schemas._base import load_json
-
     run_dir = tasks_check_run_dir(out, task_id, phase)
     path = run_dir / GRADE_JSON
     stderr = run_dir / entry_stderr("grade")
@@ -303,9 +299,6 @@ def discover(task: dict[str, Any], run_check: CheckFn, evidence: Path) -> Discov
 def evidence_directory(task_id: str) -> Path:
     """Where ``repo task new`` keeps the null and oracle run directories (grade.json, grade.stderr, the
     workspaces) of one mining: under dokimi's cache, removed again when the task comes out sound."""
-    import time
-
-    from dokimi.home import cache_directory
 
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     directory = cache_directory() / "task-new" / f"{stamp}-{task_id}"

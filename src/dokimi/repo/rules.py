@@ -39,6 +39,7 @@ from dokimi.schemas.review_rules import (
     review_rules_problems,
     rules_for_diff,
 )
+from dokimi.stats import wilson_interval
 
 __all__ = [
     "MIN_PRS_FOR_BLOCKER",
@@ -131,8 +132,6 @@ class Share:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        from dokimi.stats import wilson_interval
-
         return wilson_interval(self.k, self.n)
 
 

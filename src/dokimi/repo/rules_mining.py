@@ -39,8 +39,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dokimi.controls import strip_controls
-from dokimi.errors import DokimiError
-from dokimi.schemas.review_comments import ReviewCommentLine
+from dokimi.errors import DokimiError, UsageError
+from dokimi.repo.manifest import load_manifest, load_tasks
+from dokimi.repo.rules import load_rules_file
+from dokimi.rundir import REVIEW_RULES_JSON
+from dokimi.schemas._base import write_document
+from dokimi.schemas.review_comments import ReviewCommentLine, read_review_comments
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
     MIN_REVIEWERS_FOR_BLOCKER,
@@ -48,6 +52,8 @@ from dokimi.schemas.review_rules import (
     ReviewRule,
     RuleStatus,
 )
+from dokimi.schemas.rules_reports import RulesMining
+from dokimi.source import open_source
 
 __all__ = [
     "Exclusions",
@@ -583,8 +589,6 @@ def mine_rules(
 def task_sources(tasks: Iterable[Any]) -> dict[int, list[str]]:
     """Pull request -> the tasks made from it or replaying it (task.json's ``source_pr``). Every task must
     be readable: a task.json that does not validate could name a pull request the guard would then miss."""
-    from dokimi.errors import UsageError
-
     sources: dict[int, list[str]] = {}
     for loaded in tasks:
         if loaded.task is None:
@@ -616,8 +620,6 @@ def mining_report(
     result: MiningResult, out: str, previous_cut: dt.date | None, settings: MiningSettings
 ) -> Any:
     """The mining as a repo_rules_mining.v1 document."""
-    from dokimi.schemas.rules_reports import RulesMining
-
     statuses = {rule.id: rule.status.value for rule in result.rules.rules}
     rows = [
         {
@@ -661,14 +663,6 @@ def mine_repository(
 ) -> Any:
     """Mine a working tree's review comments into its rules file (written atomically) and return the
     repo_rules_mining.v1 report. The previous rules file, when there is one, keeps its ids."""
-    from dokimi.errors import UsageError
-    from dokimi.repo.manifest import load_manifest, load_tasks
-    from dokimi.repo.rules import load_rules_file
-    from dokimi.rundir import REVIEW_RULES_JSON
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.review_comments import read_review_comments
-    from dokimi.source import open_source
-
     with open_source(str(request.repo_dir)) as repo:
         snapshot = repo.eval_snapshot()
         loaded = load_manifest(snapshot, manifest=request.manifest, manifest_file=None, required=True)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from dokimi.constants import BASE_IMAGE, DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
 from dokimi.errors import UsageError
+from dokimi.globs import match_glob
+from dokimi.schemas.export import schema_text
 
 SCHEMA_FILE = "repo_manifest.v1.schema.json"
 PYTEST_GRADE = "builtin:pytest"
@@ -132,8 +134,6 @@ def guidance_globs_for(directory: Path) -> tuple[list[str], str]:
     """The default guidance globs that match a file of ``directory`` (a glob that matches nothing at any task
     base only adds a warning), with a comment saying which were left out; ``**/AGENTS.md`` when none
     matches."""
-    from dokimi.globs import match_glob
-
     files = [
         str(p.relative_to(directory))
         for p in directory.rglob("*")
@@ -150,8 +150,6 @@ def guidance_globs_for(directory: Path) -> tuple[list[str], str]:
 def init_repo(directory: Path, *, eval_dir: str = DEFAULT_EVAL_DIR, grade: str | None = None) -> InitResult:
     """Write the manifest, the Dockerfile, the manifest's JSON Schema and the tasks directory under
     ``directory/eval_dir``. Raises UsageError, writing nothing, when one of the files exists."""
-    from dokimi.schemas.export import schema_text
-
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such directory")
     if eval_dir.startswith("/") or ".." in eval_dir.split("/") or eval_dir.strip("/") in ("", "."):

@@ -40,10 +40,20 @@ from dokimi import safefs
 from dokimi.batch import CellKey
 from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT, DRY_RUN_MOUNT
 from dokimi.errors import DokimiError
+from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
+from dokimi.gateway.model import RECORD_FILE
+from dokimi.gateway.prices import CHECKED
+from dokimi.gateway.sealed import observed_usage, passes_into_sealed_container
 from dokimi.grading import merge as mergegrade
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.gate import grader_failure, not_graded
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
+from dokimi.grading.perf import oracle_variant_arm
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation
+from dokimi.harness.runtime import container_launcher
+from dokimi.harness.trace import END_OF_RUN_MARKER, convert_file, write_conversion
+from dokimi.process import shutting_down
+from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     AGENT_CONFIG,
     AGENT_HOME,
@@ -57,7 +67,11 @@ from dokimi.rundir import (
     task_dir,
 )
 from dokimi.runner.plan import CellLimits
-from dokimi.sandbox.specs import CacheMount, ContainerSettings
+from dokimi.sandbox.container import Mount, container_name, give_to_container_user, run_container
+from dokimi.sandbox.specs import CacheMount, ContainerSettings, agent_spec
+from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas.meta import Meta
+from dokimi.schemas.result import Result
 
 if TYPE_CHECKING:
     from dokimi.gateway.boundary import ModelReach
@@ -67,7 +81,6 @@ if TYPE_CHECKING:
     from dokimi.repo.workspace import GuidanceOverlay, PreparedWorkspace
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
-    from dokimi.schemas.result import Result
     from dokimi.schemas.rubric import RepoRubric
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
@@ -171,8 +184,6 @@ class CellContext:
 
     def overlay(self, key: CellKey) -> GuidanceOverlay | None:
         """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
-        from dokimi.repo.workspace import ARM_GENERATED
-
         if key.arm == ARM_GENERATED:
             return self.generated.get((key.task, key.model))
         return self.overlays.get(key.arm)
@@ -210,10 +221,6 @@ def build_result(
     in a sealed run the gateway's account is the cost and turns (:func:`dokimi.gateway.sealed.observed_usage`)
     and a cell whose upstream failed it is an infra error, one that got no model answer by its own doing a
     failure with its reason (:func:`model_reach`)."""
-    from dokimi.gateway.prices import CHECKED
-    from dokimi.gateway.sealed import observed_usage
-    from dokimi.schemas.result import Result
-
     verdict = graded.verdict
     account = agent.account
     infra = agent.infra_reason
@@ -286,9 +293,6 @@ def reset_run_dir(run_dir: Path) -> None:
 
 
 def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
-    from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
-    from dokimi.sandbox.container import give_to_container_user
-
     with ctx.prep_lock:
         prepared = prepare_workspace(
             WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
@@ -317,9 +321,6 @@ def agent_argv_and_env(
     caller's environment: its endpoint, dummy credentials and proxy variables come from the seal.
     ``capture`` (dry run) is where the scripted model server records the request bodies, as the container
     sees it."""
-    from dokimi.harness.profile import AgentRequest, Placement, build_invocation
-    from dokimi.harness.runtime import container_launcher
-
     task = ctx.task(key.task)
     limits = ctx.limits[key.task]
     launcher = container_launcher(ctx.harness_bin)
@@ -374,8 +375,6 @@ def end_of_run(argv: list[str]) -> list[str]:
     """The agent container's command: the harness under dokimi's end-of-run wrapper, which ends every other
     process of the agent's uid once the harness exited and then prints the end-of-run marker; the trace is
     read up to that line only (:func:`dokimi.harness.trace.convert_file`)."""
-    from dokimi.harness.trace import END_OF_RUN_MARKER
-
     return ["/bin/sh", str(CONTAINER_SUPPORT / END_OF_RUN_SCRIPT), END_OF_RUN_MARKER, "--", *argv]
 
 
@@ -456,9 +455,6 @@ def _run_agent_container(
     seal_env: Mapping[str, str] | None = None,
     capture: str | None = None,
 ) -> AgentRun:
-    from dokimi.sandbox.container import Mount, container_name, run_container
-    from dokimi.sandbox.specs import agent_spec
-
     argv, env = agent_argv_and_env(ctx, key, run_dir, prompt=prompt, seal_env=seal_env, capture=capture)
     spec = agent_spec(
         ctx.agent_containers,
@@ -483,10 +479,6 @@ def _run_agent_container(
 
 def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: PreparedWorkspace) -> Conversion:
     """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited."""
-    from dokimi.harness.trace import convert_file, write_conversion
-    from dokimi.schemas._base import write_document, write_text_atomic
-    from dokimi.schemas.meta import Meta
-
     task = ctx.task(key.task)
     conversion = convert_file(run_dir / AGENT_STDOUT, ctx.profile.trace)
     write_conversion(conversion, run_dir)
@@ -522,8 +514,6 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
 def cancelled(ctx: CellContext) -> bool:
     """The run is being stopped (Ctrl-C, SIGTERM, SIGHUP, or the caller's ``cancel``): what ends now ended
     because of it, and must not become a result."""
-    from dokimi.process import shutting_down
-
     return ctx.cancel.is_set() or shutting_down()
 
 
@@ -540,8 +530,6 @@ class _NotGraded(Exception):
 def sealed_environ(profile: HarnessProfile, environ: Mapping[str, str]) -> dict[str, str]:
     """What a sealed cell's harness may read of the caller's environment (through env_allow, as ever): no
     credential (see :func:`dokimi.gateway.sealed.passes_into_sealed_container`), no endpoint, no proxy."""
-    from dokimi.gateway.sealed import passes_into_sealed_container
-
     return {k: v for k, v in environ.items() if passes_into_sealed_container(profile, k)}
 
 
@@ -551,9 +539,6 @@ def model_reach(run_dir: Path, agent: AgentRun) -> ModelReach | None:
     None for an unsealed cell (dry run, --agent-network): there is no gateway to tell."""
     if agent.account is None:
         return None
-    from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
-    from dokimi.gateway.model import RECORD_FILE
-
     return infra_only_when_upstream_failed(
         read_gateway_records(run_dir / RECORD_FILE),
         agent_rc=agent.rc,
@@ -573,10 +558,6 @@ def cell_facts(
     ignored_before: set[str],
 ) -> CellFacts:
     """What grading needs from the agent's side of the cell."""
-    from dokimi.grading.perf import oracle_variant_arm
-    from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
-    from dokimi.sandbox.container import container_name
-
     rel = ctx.layout.rel(key.path(ctx.root))
     task = ctx.task(key.task)
 
@@ -663,7 +644,5 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         agent_network=ctx.agent_network,
         base_date=prepared.base_date,
     )
-    from dokimi.schemas._base import write_document
-
     write_document(run_dir / RESULT_JSON, result)
     return CellOutcome(key, "finished", result=result, seconds=time.monotonic() - start)

@@ -35,13 +35,23 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dokimi.batch import CellKey, slug
 from dokimi.errors import UsageError
+from dokimi.grading.entrypoints import run_entry_point
+from dokimi.repo.workspace import ARM_GENERATED, ARM_NONE
+from dokimi.rundir import ANSWER_TXT, META_JSON, TASK_JSON, WORKSPACE
+from dokimi.runner.cell import prepare, reset_run_dir
+from dokimi.sandbox.container import container_name
+from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas.meta import Meta
+from dokimi.source.git import run_git
+from dokimi.support.mockmodel import ScriptError, load_script, parse_script
 
 if TYPE_CHECKING:
-    from dokimi.batch import CellKey
     from dokimi.runner.cell import CellContext
     from dokimi.schemas.profile import ScriptTool
 
@@ -157,9 +167,6 @@ def search_replace_script(changes: Sequence[FileChange], answer: str) -> list[di
 
 def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
     """Write a script (a JSON list of turns) after checking it plays."""
-    from dokimi.schemas._base import write_text_atomic
-    from dokimi.support.mockmodel import ScriptError, parse_script
-
     try:
         parse_script(list(turns), source=str(path))
     except ScriptError as exc:  # a bug: the scripts dokimi writes always play
@@ -170,8 +177,6 @@ def write_script(path: Path, turns: Sequence[Mapping[str, Any]]) -> Path:
 
 def check_script_file(path: Path) -> Path:
     """A --dry-run-script file must exist and play (the mock model's own parser); UsageError otherwise."""
-    from dokimi.support.mockmodel import ScriptError, load_script
-
     if path.suffix in (".yaml", ".yml"):
         raise UsageError(
             f"--dry-run-script {path}: the server inside the container reads JSON only",
@@ -216,8 +221,6 @@ ORACLE_MODEL = "dry-run-oracle"
 def oracle_diff(workspace: Path, start_sha: str) -> bytes:
     """What changed in ``workspace`` since ``start_sha``: every file, new and deleted ones included, binary
     safe (``git add -A`` into the index, then ``git diff --cached --binary``)."""
-    from dokimi.source.git import run_git
-
     base = [
         "-c",
         "safe.directory=*",
@@ -239,8 +242,6 @@ def oracle_diff(workspace: Path, start_sha: str) -> bytes:
 def oracle_changes(workspace: Path, start_sha: str) -> list[FileChange]:
     """Every file the index (after :func:`oracle_diff`'s ``git add -A``) changes since ``start_sha``, with its
     content before and after: one ``git diff --name-status`` and one ``git cat-file --batch`` for them all."""
-    from dokimi.source.git import run_git
-
     base = ["-c", "safe.directory=*", "--git-dir", str(workspace / ".git"), "--work-tree", str(workspace)]
     listed = run_git(
         [*base, "diff", "--cached", "--name-status", "--no-renames", "-z", start_sha],
@@ -286,15 +287,6 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     """Run the task's oracle on a scratch run directory prepared like a cell of ``arm`` and write the script
     that makes the agent do the same (see the module docstring). Reused when ``dest`` exists already: the
     batch is pinned to its eval tree, so the oracle is the same."""
-    from dokimi.batch import CellKey
-    from dokimi.grading.entrypoints import run_entry_point
-    from dokimi.repo.workspace import ARM_GENERATED, ARM_NONE
-    from dokimi.rundir import ANSWER_TXT, META_JSON, TASK_JSON, WORKSPACE
-    from dokimi.runner.cell import prepare, reset_run_dir
-    from dokimi.sandbox.container import container_name
-    from dokimi.schemas._base import write_document, write_text_atomic
-    from dokimi.schemas.meta import Meta
-
     if dest.is_file():
         return dest
     assert ctx.manifest.entry_points is not None
@@ -356,9 +348,6 @@ def dry_run_scripts(
 ) -> dict[tuple[str, str], Path]:
     """The script of every (task, arm) among ``cells``: the explicit one, else one derived from the oracle
     (``<directory>/<task>/<arm>.json``), derived on ``jobs`` threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from dokimi.batch import slug
 
     chosen: dict[tuple[str, str], Path] = {}
     derive: list[tuple[str, str]] = []

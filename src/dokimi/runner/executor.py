@@ -21,6 +21,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from dokimi import process
+from dokimi.runner.cell import run_cell
+from dokimi.sandbox.docker import remove_batch_containers
+
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
     from dokimi.runner.cell import CellContext, CellOutcome
@@ -61,8 +65,6 @@ class LocalExecutor:
         jobs: int,
         cell_function: Callable[[CellContext, CellKey], CellOutcome] | None = None,
     ) -> None:
-        from dokimi.runner.cell import run_cell
-
         self.ctx = ctx
         self.jobs = jobs
         self.cell_function = cell_function or run_cell
@@ -91,9 +93,6 @@ class LocalExecutor:
 
 def stop_local_containers(batch: str) -> None:
     """Kill this machine's children and the batch's containers on its docker daemon; never raises."""
-    from dokimi import process
-    from dokimi.sandbox.docker import remove_batch_containers
-
     process.kill_all_groups()
     try:
         remove_batch_containers(batch)

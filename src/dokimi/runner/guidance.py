@@ -18,19 +18,37 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dokimi import globs
+from dokimi.batch import EVAL_DIR_NAME, CellKey, slug
 from dokimi.errors import DokimiError, UsageError
+from dokimi.gateway.sealed import observed_usage
+from dokimi.harness.trace import convert_file
+from dokimi.repo.workspace import (
+    ARM_GENERATED,
+    ARM_NONE,
+    GuidanceFile,
+    GuidanceOverlay,
+    arm_kind,
+    arm_revision,
+    blob_sha,
+    guidance_patterns,
+    overlay_from_snapshot,
+)
 from dokimi.rundir import AGENT_STDOUT, WORKSPACE, BatchLayout
+from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
+from dokimi.runner.dryrun import write_script
+from dokimi.safefs import UnsafePathError, read_bytes
+from dokimi.schemas._base import read_document, write_document
+from dokimi.schemas.generated import Generated
 
 if TYPE_CHECKING:
-    from dokimi.batch import CellKey
-    from dokimi.repo.workspace import GuidanceOverlay
     from dokimi.runner.cell import CellContext
-    from dokimi.schemas.generated import Generated
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.source import Repo
 
@@ -65,8 +83,6 @@ DRY_RUN_GUIDANCE_TEXT = (
 def build_overlays(repo: Repo, manifest: RepoManifest, arms: Sequence[str]) -> dict[str, GuidanceOverlay]:
     """The overlay of every guidance:tree and guidance:at=REV arm among ``arms``; UsageError for an arm dokimi
     cannot build or a REV that does not resolve to a commit of the source."""
-    from dokimi.repo.workspace import arm_kind, arm_revision, overlay_from_snapshot
-
     overlays: dict[str, GuidanceOverlay] = {}
     globs = manifest.guidance.globs
     eval_dir = manifest.eval_dir or ""
@@ -92,8 +108,6 @@ def build_overlays(repo: Repo, manifest: RepoManifest, arms: Sequence[str]) -> d
 
 
 def _pair_dir(root: Path, task: str, model: str) -> Path:
-    from dokimi.batch import EVAL_DIR_NAME, slug
-
     return root / EVAL_DIR_NAME / GENERATED_DIR / slug(task) / slug(model)
 
 
@@ -101,10 +115,6 @@ def read_generated(directory: Path) -> tuple[Generated, GuidanceOverlay] | None:
     """The record and the files of one (task, model) generation, or None when it is absent or unreadable
     (then it is generated again). The files are read without following links, and only those the record
     lists with a matching blob SHA count: anything else under the directory is ignored."""
-    from dokimi.repo.workspace import GuidanceFile, GuidanceOverlay, blob_sha
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.generated import Generated
-
     record_path = directory / GENERATED_JSON
     if not record_path.is_file():
         return None
@@ -167,14 +177,6 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
     limits, with the profile's ``guidance_init`` as its prompt. Every file of the result that the guidance
     globs or the harness's guidance names match, and that the generator added or changed, is kept. An
     existing record is reused."""
-    from dokimi.batch import CellKey
-    from dokimi.gateway.sealed import observed_usage
-    from dokimi.harness.trace import convert_file
-    from dokimi.repo.workspace import ARM_NONE, blob_sha, guidance_patterns
-    from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.generated import Generated
-
     directory = _pair_dir(ctx.root, task_id, model)
     if read_generated(directory) is not None:
         return directory
@@ -245,8 +247,6 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
 def _keep_capture(scratch: Path, directory: Path) -> None:
     """Copy the dry run's request capture out of the container's HOME (written inside the agent's container:
     read without following links, size-capped; absent when the server never started)."""
-    from dokimi.safefs import UnsafePathError, read_bytes
-
     home = scratch / "home"
     try:
         data = read_bytes(home / Path(DRY_RUN_CAPTURE_IN_CONTAINER).name, trusted=home, limit=CAPTURE_LIMIT)
@@ -262,11 +262,6 @@ def _changed_guidance(
     changed against ``before`` (path -> blob SHA). The generator ran as the agent: links are kept as links
     (never followed), only regular files up to :data:`MAX_GUIDANCE_BYTES` are read (a FIFO, a device or a
     huge file is skipped), and .git and linked directories are not entered."""
-    import stat
-
-    from dokimi import globs
-    from dokimi.repo.workspace import blob_sha
-    from dokimi.safefs import UnsafePathError, read_bytes
 
     found: list[tuple[str, str, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(workspace):
@@ -305,8 +300,6 @@ def generated_overlays(
 ) -> dict[tuple[str, str], GuidanceOverlay]:
     """The generated guidance of every (task, model) among the guidance:generated ``cells``: generated once
     (one pair at a time: the generator shares the batch's machine with nothing else yet) and reused."""
-    from dokimi.repo.workspace import ARM_GENERATED
-
     pairs = sorted({(c.task, c.model) for c in cells if c.arm == ARM_GENERATED})
     if not pairs:
         return {}
@@ -326,8 +319,6 @@ def generated_overlays(
 
 def write_dry_run_generator_script(directory: Path) -> Path:
     """The dry-run generator script as a file the agent's container mounts."""
-    from dokimi.runner.dryrun import write_script
-
     directory.mkdir(parents=True, exist_ok=True)
     path = write_script(directory / "generator.json", dry_run_generator_script())
     os.chmod(path, 0o644)

@@ -19,16 +19,20 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi.batch import EVAL_DIR_NAME, CellKey
 from dokimi.constants import MAX_CELLS, MAX_REPS
-from dokimi.errors import UsageError
+from dokimi.errors import DocumentError, UsageError
+from dokimi.gateway.budget import Budget
+from dokimi.grading.gate import gate_key
+from dokimi.rundir import RUBRIC_CHECK_JSON, TASKS_CHECK_JSON
+from dokimi.schemas._base import read_document
+from dokimi.schemas.rubric_check import RubricCheckDoc
+from dokimi.schemas.tasks_check import TasksCheck
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from dokimi.gateway.budget import Budget
     from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.result import Result
     from dokimi.schemas.task import Task
@@ -125,8 +129,6 @@ def check_cell_count(
 def check_cell_paths(cells: Sequence[CellKey]) -> list[CellKey]:
     """Refuse two different cells with one run directory: path components are slugs (``a:b`` and ``a_b``
     are both ``a_b``; no effort and the effort ``default`` are both ``default``)."""
-    from pathlib import Path
-
     seen: dict[Path, CellKey] = {}
     for key in cells:
         other = seen.setdefault(key.path(Path()), key)
@@ -358,8 +360,6 @@ class SpendLedger:
 
 def batch_budget(cap_usd: float | None, spent_usd: float = 0.0) -> Budget:
     """The batch's budget: ``--max-batch-usd`` (None: no cap), starting at what earlier runs spent."""
-    from dokimi.gateway.budget import Budget
-
     return Budget(cap_usd, spent_usd=spent_usd, name="the batch budget (--max-batch-usd)")
 
 
@@ -368,11 +368,6 @@ def tasks_check_refusal(out: Path, tree: str | None, task_ids: Sequence[str]) ->
     tasks-check.json) found them broken or unsupported on the same eval tree, and a task is excluded from paid
     runs until it is fixed. None when there is no such report, it is for another tree (or a working tree),
     or every task passed it."""
-    from dokimi.errors import DocumentError
-    from dokimi.rundir import TASKS_CHECK_JSON
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.tasks_check import TasksCheck
-
     path = out / TASKS_CHECK_JSON
     if tree is None or not path.is_file() or path.is_symlink():
         return None
@@ -395,12 +390,6 @@ def rubric_admission_refusal(out: Path, tree: str | None, tasks: Sequence[Task])
     """Why a paid run refuses a task gated on ``mergeable``: the last ``repo rubric check`` written to
     ``out`` (rubric-check.json) checked its rubric on the same eval tree and did not admit it. None without
     such a record (or for another tree, or a working tree)."""
-    from dokimi.errors import DocumentError
-    from dokimi.grading.gate import gate_key
-    from dokimi.rundir import RUBRIC_CHECK_JSON
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.rubric_check import RubricCheckDoc
-
     path = out / RUBRIC_CHECK_JSON
     if tree is None or not path.is_file() or path.is_symlink():
         return None

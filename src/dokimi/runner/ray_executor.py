@@ -32,6 +32,7 @@ import dataclasses
 import fcntl
 import hashlib
 import io
+import ipaddress
 import json
 import logging
 import os
@@ -48,15 +49,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dokimi import __version__
+from dokimi import __version__, process, safefs
 from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
 from dokimi.constants import RESULT_JSON
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
+from dokimi.harness.profile import resolve_bin
+from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, NOT_RETURNED, SUPPORT_DIR
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
 from dokimi.runner.packing import add_tree
+from dokimi.sandbox.docker import DOCKER, image_inspect, image_labels, remove_batch_containers
+from dokimi.sandbox.harness_version import harness_version_in_image
+from dokimi.sandbox.image import LABEL_CONTEXT_DIGEST, build_image, context_digest
 from dokimi.sandbox.specs import workspace_cap_bytes
+from dokimi.schemas._base import write_document
+from dokimi.source import open_source
+from dokimi.source.fetch import default_directory
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -164,8 +173,6 @@ def pack_run_dir(run_dir: Path, cap: int) -> bytes:
     add up to more than ``cap`` bytes (``image.limits.workspace_mb``), counted by their length, sparse or
     not: NOT_RETURNED in the run directory names each with its size. A sparse file within the cap travels
     as its data only (dokimi.runner.packing)."""
-    from dokimi import safefs
-
     skip = {RESULT_JSON}
     left: list[str] = []
     for name in sorted(os.listdir(run_dir)):
@@ -242,8 +249,6 @@ def make_portable(
 
 def install_cell(root: Path, key: CellKey, returned: NodeReturn) -> None:
     """The run directory a node handed back, into the batch: files first, result.json last (atomically)."""
-    from dokimi.schemas._base import write_document
-
     if returned.files is None and returned.attempt is None:
         return
     dest = key.path(root)
@@ -285,6 +290,7 @@ class RayExecutor:
     name: ExecutorName = "ray"
 
     def __init__(self, ctx: CellContext, portable: PortableBatch, slots: int) -> None:
+        # Ray is an extra and takes seconds to import
         import ray
 
         self.ctx = ctx
@@ -331,6 +337,7 @@ class RayExecutor:
         return self.pool.submit(self._collect, key, ref)
 
     def _collect(self, key: CellKey, ref: Any) -> CellOutcome:
+        # Ray is an extra and takes seconds to import
         import ray.exceptions as rex
 
         try:
@@ -359,6 +366,7 @@ class RayExecutor:
     def stop(self) -> None:
         """Cancel the running tasks (their workers are killed) and remove the batch's containers on every
         node, since a killed worker leaves its docker containers running; never raises."""
+        # Ray is an extra and takes seconds to import
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -384,6 +392,7 @@ class RayExecutor:
         stop_local_containers(self.ctx.batch)
 
     def close(self) -> None:
+        # Ray is an extra and takes seconds to import
         import ray
 
         self.closing.set()
@@ -430,6 +439,7 @@ def join_cluster(address: str | None) -> Any:
 def _warm_up(ray: Any) -> None:
     """One :func:`warm_worker` task per live node, not waited for: Ray keeps the worker process it starts for
     the cells of this run, which then find dokimi imported."""
+    # Ray is an extra and takes seconds to import
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     try:
@@ -456,8 +466,6 @@ def _host_port(address: str) -> tuple[str, int] | None:
 
 
 def _is_loopback(address: str) -> bool:
-    import ipaddress
-
     parsed = _host_port(address)
     if parsed is None:
         return False
@@ -488,6 +496,7 @@ def keep_stdout_clean() -> None:
     """Ray's driver prints the cluster's error notices (a raylet that died, a worker that crashed) on stdout,
     where ``repo run --json`` writes its document: they go to stderr instead. Ray has no option for it; its
     notice printer is replaced by one that marks every notice an error (a no-op on a Ray without it)."""
+    # Ray is an extra and takes seconds to import
     import ray._private.worker as ray_worker
 
     original = getattr(ray_worker, "print_to_stdstream", None)
@@ -503,6 +512,7 @@ def keep_stdout_clean() -> None:
 
 def import_ray() -> Any:
     try:
+        # Ray is an extra and takes seconds to import
         import ray
     except ImportError:
         raise PrerequisiteError(
@@ -514,8 +524,6 @@ def import_ray() -> Any:
 
 def remove_containers_on_node(batch: str) -> int:
     """The batch's containers on this node's docker daemon, removed (a cancelled run)."""
-    from dokimi.sandbox.docker import remove_batch_containers
-
     return len(remove_batch_containers(batch))
 
 
@@ -542,6 +550,7 @@ _STATES_LOCK = threading.Lock()
 
 def node_label() -> str:
     """``<host>/<node id prefix>``: which node ran a cell (two nodes may share a host)."""
+    # Ray is an extra and takes seconds to import
     import ray
 
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
@@ -551,8 +560,6 @@ def node_base_dir() -> Path:
     configured = os.environ.get(NODE_DIR_ENV)
     if configured:
         return Path(configured)
-    from dokimi.source.fetch import default_directory
-
     return default_directory() / "ray-nodes"
 
 
@@ -612,8 +619,6 @@ def pin_differences(portable: PortableBatch, facts: NodeFacts, *, harness_versio
 def check_node(portable: PortableBatch, ctx: CellContext, base: Path) -> None:
     """The batch pin, checked on this node before its first cell (see the module docstring); raises
     NodeSetupError naming what differs."""
-    from dokimi.sandbox.image import context_digest
-
     where = f"node {node_label()}"
     facts = NodeFacts(__version__, ctx.repo.rev, "sha256:" + context_digest(ctx.eval_content), None)
     _refuse_difference(where, pin_differences(portable, facts, harness_version=ctx.harness_version))
@@ -636,9 +641,6 @@ def _refuse_difference(where: str, difference: str | None) -> None:
 def node_harness_version(ctx: CellContext, base: Path) -> str:
     """The harness version inside the image on this node. It depends on the image and the executable only,
     so a node keeps it per (image id, executable path, size, mtime) and asks again only when one changes."""
-    from dokimi.sandbox.docker import image_inspect
-    from dokimi.sandbox.harness_version import harness_version_in_image
-
     image_id = str((image_inspect(ctx.image) or {}).get("Id") or "")
     real = ctx.harness_bin.resolve()
     st = real.stat()
@@ -674,9 +676,6 @@ def node_harness_version(ctx: CellContext, base: Path) -> str:
 def node_harness_bin(portable: PortableBatch, profile: Any) -> Path:
     """This node's harness executable, found as the driver found its own, made executable by the container
     user."""
-    from dokimi.harness.profile import resolve_bin
-    from dokimi.harness.runas import harness_identity, reachable_binary
-
     try:
         return reachable_binary(resolve_bin(profile, portable.bin_option), harness_identity())
     except DokimiError as exc:
@@ -689,10 +688,6 @@ def node_harness_bin(portable: PortableBatch, profile: Any) -> Path:
 def _node_image(portable: PortableBatch, ctx: CellContext, base: Path, where: str) -> None:
     """The batch's image on this node: built from the eval tree when missing, or pulled when the user named
     it; its context digest must be the pinned one."""
-    from dokimi import process
-    from dokimi.sandbox.docker import DOCKER, image_inspect, image_labels
-    from dokimi.sandbox.image import LABEL_CONTEXT_DIGEST, build_image
-
     pin = portable.pin
     if pin.image_pin == "image":
         if image_inspect(ctx.image) is None:
@@ -720,12 +715,11 @@ def _node_image(portable: PortableBatch, ctx: CellContext, base: Path, where: st
 
 def _node_state(portable: PortableBatch) -> NodeState:
     """This process's state for the batch, set up (and the node checked) on first use."""
-    from dokimi.source import open_source
-
     with _STATES_LOCK:
         state = _STATES.get(portable.token)
         if state is not None:
             return state
+        # Ray is an extra and takes seconds to import
         import ray
 
         node_id = ray.get_runtime_context().get_node_id()

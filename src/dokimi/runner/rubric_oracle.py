@@ -22,9 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dokimi.checks.merge.calibrate import check_rubrics
 from dokimi.errors import UsageError
+from dokimi.grading.entrypoints import run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
+from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
 from dokimi.rundir import CONTENT_DIR, META_JSON, TASK_JSON, WORKSPACE, task_dir
+from dokimi.sandbox.container import container_name
+from dokimi.sandbox.docker import require_docker
+from dokimi.sandbox.image import build_image, use_image
+from dokimi.sandbox.specs import image_env, prepare_agent_dirs
+from dokimi.schemas._base import write_document
+from dokimi.schemas.meta import no_agent_meta
+from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
     from dokimi.checks.merge.calibrate import CheckInputs, RubricCheck
@@ -69,11 +79,6 @@ class ContainerOracle:
         """The grade environment, made on first use: the exported eval_dir and the image."""
         if self._environment is not None:
             return self._environment
-        from dokimi.grading.entrypoints import source_dir_for
-        from dokimi.sandbox.docker import require_docker
-        from dokimi.sandbox.image import build_image, use_image
-        from dokimi.source.export import export_tree_as_stored
-
         manifest = self.manifest
         assert manifest.entry_points is not None and manifest.entry_points.oracle
         require_docker()
@@ -96,13 +101,6 @@ class ContainerOracle:
     def __call__(self, task: Task, run_dir: Path) -> None:
         """Prepare ``run_dir/workspace`` as a cell's, with task.json and meta.json beside it, and run the
         oracle there."""
-        from dokimi.grading.entrypoints import run_entry_point
-        from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
-        from dokimi.sandbox.container import container_name
-        from dokimi.sandbox.specs import image_env, prepare_agent_dirs
-        from dokimi.schemas._base import write_document
-        from dokimi.schemas.meta import no_agent_meta
-
         environment = self.environment()
         manifest = self.manifest
         assert manifest.eval_dir is not None
@@ -149,8 +147,6 @@ def check_rubrics_with_oracle(
     repo: Repo, loaded: LoadedManifest, inputs: CheckInputs, options: OracleImage | None = None
 ) -> RubricCheck:
     """``repo rubric check`` with the oracle row's change made by the repository's oracle entry point."""
-    from dokimi.checks.merge.calibrate import check_rubrics
-
     with container_oracle(repo, loaded, options or OracleImage()) as oracle:
         if oracle is not None:
             inputs = dataclasses.replace(inputs, oracle=oracle)

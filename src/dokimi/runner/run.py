@@ -32,6 +32,7 @@ result.json for an unfinished cell.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import threading
@@ -41,20 +42,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import dokimi.support.mockmodel
 from dokimi import __version__
-from dokimi.batch import CellKey, load_batch, read_pin, read_plan, write_plan
+from dokimi.batch import CellKey, batch_writer, load_batch, read_cell, read_pin, read_plan, write_plan
+from dokimi.checks.merge import JudgeOptions, require_full_model_id
 from dokimi.errors import ContainerError, UsageError
+from dokimi.gateway.prices import Price, with_prices
+from dokimi.gateway.sealed import SealedBatch, gateway_upstream, unpriced_models
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
+from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
+from dokimi.harness.runas import harness_identity, reachable_binary
+from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.repo.rules import load_review_rules
-from dokimi.repo.workspace import ARM_GENERATED
+from dokimi.repo.workspace import ARM_GENERATED, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
+from dokimi.runner import dryrun_agent
 from dokimi.runner.cell import CellContext, CellOutcome
 from dokimi.runner.dispatch import ExecutorSettings, cluster_session, open_executor
+from dokimi.runner.dryrun import dry_run_scripts
 from dokimi.runner.executor import ExecutorName
+from dokimi.runner.guidance import build_overlays, generated_overlays, write_dry_run_generator_script
 from dokimi.runner.plan import (
+    DEFAULT_BUDGET_USD,
     SpendLedger,
     batch_budget,
     cell_limits,
+    charge_of,
     check_batch_name,
     check_cell_count,
     check_cell_paths,
@@ -65,19 +78,27 @@ from dokimi.runner.plan import (
     tasks_check_refusal,
 )
 from dokimi.runner.references import with_references
+from dokimi.sandbox.container import container_name
+from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.harness_version import harness_version_in_image
+from dokimi.sandbox.image import build_image, context_digest, use_image
+from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, isolation_probe
+from dokimi.sandbox.specs import agent_spec, docker_network, resolve_caches
+from dokimi.schemas._base import write_document, write_text_atomic
+from dokimi.schemas.batch import BatchPin
+from dokimi.schemas.meta import GuidanceFileRecord
+from dokimi.schemas.run_summary import NodeCounts, RunFailure, RunGroup, RunSummary
+from dokimi.source import open_source
+from dokimi.source.export import export_tree_as_stored
+from dokimi.support import support_dir
 
 if TYPE_CHECKING:
     from dokimi.gateway.budget import Budget
-    from dokimi.gateway.prices import Price
     from dokimi.repo.manifest import LoadedTask
     from dokimi.repo.workspace import GuidanceOverlay
-    from dokimi.schemas.batch import BatchPin
     from dokimi.schemas.manifest import RepoManifest
-    from dokimi.schemas.meta import GuidanceFileRecord
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
-    from dokimi.schemas.run_summary import NodeCounts, RunGroup, RunSummary
     from dokimi.source import Repo
 
 __all__ = [
@@ -216,8 +237,6 @@ class BatchRun:
 def group_rows(run: BatchRun) -> list[RunGroup]:
     """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed; a
     score-only task's cells give their mean score instead of a pass count."""
-    from dokimi.schemas.run_summary import RunGroup
-
     counters = (
         "cells", "ran", "skipped", "passed", "graded", "scored", "grader_failures", "infra_errors", "failed",
         "not_started",
@@ -258,8 +277,6 @@ def _mean(values: Sequence[float] | None) -> float | None:
 def node_rows(run: BatchRun) -> list[NodeCounts]:
     """What each machine ran in this run, sorted by name (skipped cells ran nowhere now; a lost cell's node
     is gone)."""
-    from dokimi.schemas.run_summary import NodeCounts
-
     rows: dict[str, dict[str, Any]] = {}
     for outcome in run.outcomes:
         if outcome.node is None or outcome.status not in ("finished", "failed", "interrupted"):
@@ -279,8 +296,6 @@ def node_rows(run: BatchRun) -> list[NodeCounts]:
 
 def run_summary(run: BatchRun) -> RunSummary:
     """The repo_run.v1 document of one run (what ``repo run --json`` prints)."""
-    from dokimi.schemas.run_summary import RunFailure, RunSummary
-
     return RunSummary(
         schema="repo_run.v1",
         infra_errors=run.infra_errors,
@@ -317,8 +332,6 @@ def run_summary(run: BatchRun) -> RunSummary:
 
 
 def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedTask], list[str]]:
-    from dokimi.repo.manifest import load_manifest, load_tasks
-
     loaded = load_manifest(
         repo.eval_snapshot(), manifest=opts.manifest, manifest_file=opts.manifest_file, required=True
     )
@@ -354,9 +367,6 @@ def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedT
 def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tuple[Path, str]:
     """eval_dir of the eval tree into a staging directory under ``<batch>/_eval``; returns it and its digest.
     :func:`publish_eval_dir` makes it the batch's content once the pin allows it."""
-    from dokimi.sandbox.image import context_digest
-    from dokimi.source.export import export_tree_as_stored
-
     eval_root.mkdir(parents=True, exist_ok=True)
     staging = eval_root / f".{CONTENT_DIR}.{os.getpid()}.{threading.get_ident()}"
     if staging.exists():
@@ -367,8 +377,6 @@ def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tupl
 
 def publish_eval_dir(staging: Path, digest: str, eval_root: Path) -> Path:
     """``<batch>/_eval/content`` from the staging export: kept as it is when it holds the same content."""
-    from dokimi.sandbox.image import context_digest
-
     content = eval_root / CONTENT_DIR
     if content.is_dir() and "sha256:" + context_digest(content) == digest:
         shutil.rmtree(staging)
@@ -393,10 +401,6 @@ def _world_readable(root: Path) -> None:
 def compose_support_dir(target: Path) -> Path:
     """/eval/support: dokimi's helper scripts (dokimi.support), the scripted model server and the dry-run
     launcher, all standard-library-only files."""
-    import dokimi.support.mockmodel
-    from dokimi.runner import dryrun_agent
-    from dokimi.support import support_dir
-
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -416,8 +420,6 @@ def compose_support_dir(target: Path) -> Path:
 def batch_prices(old: BatchPin | None, given: Mapping[str, Price], batch: str) -> dict[str, Price]:
     """The prices of a batch: those its batch.json recorded, and the run's ``--price``; a different price
     for a model the batch already priced is refused (one batch, one price per model)."""
-    from dokimi.gateway.prices import Price
-
     prices = {} if old is None else {m: Price(**p.model_dump()) for m, p in old.prices.items()}
     for model, price in given.items():
         if model in prices and prices[model] != price:
@@ -435,9 +437,6 @@ def batch_prices(old: BatchPin | None, given: Mapping[str, Price], batch: str) -
 def check_priced(models: Sequence[str], prices: Mapping[str, Price]) -> None:
     """Refuse a sealed run of a model neither the price table nor ``--price`` knows: its model gateway
     could not count what the cell spends, nor hold it to its cap."""
-    from dokimi.gateway.prices import with_prices
-    from dokimi.gateway.sealed import unpriced_models
-
     missing = unpriced_models(models, with_prices(prices))
     if missing:
         raise UsageError(
@@ -459,8 +458,6 @@ def make_pin(
     *,
     dry_run: bool = False,
 ) -> BatchPin:
-    from dokimi.schemas.batch import BatchPin
-
     return BatchPin.model_validate(
         {
             "schema": "repo_batch.v1",
@@ -488,8 +485,6 @@ def _prefixed(digest: str) -> str:
 def pinned_guidance(overlays: Mapping[str, GuidanceOverlay]) -> dict[str, list[GuidanceFileRecord]]:
     """The batch pin's guidance: per overlay arm (guidance:tree, guidance:at=REV), its files as meta.json
     records them (path, mode, blob SHA), sorted by path."""
-    from dokimi.schemas.meta import GuidanceFileRecord
-
     return {
         arm: [
             GuidanceFileRecord(path=f.path, mode=f.mode, sha=f.sha)
@@ -501,8 +496,6 @@ def pinned_guidance(overlays: Mapping[str, GuidanceOverlay]) -> dict[str, list[G
 
 def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
     """Write the pin of a new batch; refuse a run from another eval tree into an existing one."""
-    from dokimi.schemas._base import write_document
-
     old, error = read_pin(root)
     if old is None and error is not None and BatchLayout(root).pin.exists():
         raise UsageError(f"batch {batch}: its pin cannot be read: {error}", hint="start a new batch")
@@ -522,10 +515,6 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
 
 def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) -> None:
     """The isolation probe with the agent's mounts; refuses the batch when the agent could see too much."""
-    from dokimi.sandbox.container import container_name
-    from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, isolation_probe
-    from dokimi.sandbox.specs import agent_spec
-
     run_dir = scratch / "probe"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -555,8 +544,6 @@ def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) ->
 
 def check_efforts(profile: HarnessProfile, efforts: Sequence[str]) -> None:
     """Refuse, before any cell, an effort the profile cannot pass (the profile carries the effort)."""
-    from dokimi.harness.profile import AgentRequest, Placement, build_invocation
-
     for effort in efforts:
         build_invocation(
             profile,
@@ -575,14 +562,10 @@ def _agent_network(opts: RunOptions, manifest: RepoManifest, profile: HarnessPro
     the container), and so for a harness whose profile declares no model route at all (neither
     endpoint_env nor egress: it calls no model), else :data:`SEALED`: the batch's internal network, the model
     gateway and the egress proxy."""
-    from dokimi.sandbox.specs import docker_network
-
     if opts.agent_network:
         return opts.agent_network
     if opts.dry_run or not (profile.endpoint_env or profile.egress):
         return docker_network(manifest.image.network if manifest.image else "none")
-    from dokimi.gateway.sealed import gateway_upstream
-
     gateway_upstream(profile, os.environ)  # refuse a harness the gateway cannot serve before any work
     return SEALED
 
@@ -604,8 +587,6 @@ def judge_settings(opts: RunOptions, root: Path, *, second: bool = False) -> Jud
     model = opts.second_judge_model if second else opts.judge_model
     if model is None:
         return None
-    from dokimi.checks.merge import JudgeOptions, require_full_model_id
-
     require_full_model_id(model)
     if second and opts.judge_model is None:
         raise UsageError("--second-judge-model needs --judge-model: the second judge only measures agreement")
@@ -628,8 +609,6 @@ def check_run_options(opts: RunOptions) -> None:
     """What no batch can run with: no arm or model (an empty ``--arm ''``), no worker, and a limit that is
     not a finite number above zero (``--timeout nan`` would switch the timeout off, ``--budget nan`` the
     budget)."""
-    import math
-
     if opts.jobs is not None and opts.jobs < 1:
         raise UsageError(f"-j {opts.jobs}: at least one worker")
     for option, values in (("--arm", opts.arms), ("--model", opts.models)):
@@ -655,14 +634,6 @@ def prepare_batch(
     progress: Progress,
 ) -> PreparedBatch:
     """Steps 1-8 of the module docstring; returns the context every cell runs with."""
-    from dokimi.harness.profile import load_profile, resolve_bin
-    from dokimi.harness.runas import harness_identity, reachable_binary
-    from dokimi.repo.workspace import check_arm
-    from dokimi.runner.guidance import build_overlays
-    from dokimi.sandbox.docker import require_docker
-    from dokimi.sandbox.image import build_image, use_image
-    from dokimi.sandbox.specs import resolve_caches
-
     check_batch_name(opts.batch)
     check_run_options(opts)
     for arm in opts.arms:
@@ -752,8 +723,6 @@ def prepare_batch(
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    from dokimi.schemas._base import write_text_atomic
-
     write_text_atomic(
         layout.manifest_copy,
         manifest.model_dump_json(by_alias=True, exclude_none=False, indent=2) + "\n",
@@ -816,9 +785,6 @@ def prepare_batch(
         None if opts.dry_run else opts.max_batch_usd, _spent_so_far(root, limits, opts.budget_usd)
     )
     if network == SEALED:
-        from dokimi.gateway.prices import with_prices
-        from dokimi.gateway.sealed import SealedBatch
-
         progress.note("starting the batch network, the model gateway and the egress proxy")
         sealed = SealedBatch(
             opts.batch,
@@ -863,15 +829,11 @@ def _prepare_cells(
     write_plan(root, check_cell_paths([*(earlier or []), *cells]))
     todo_cells = [c for c in cells if opts.force or not _finished(root, c)]
     if any(c.arm == ARM_GENERATED for c in todo_cells):
-        from dokimi.runner.guidance import generated_overlays, write_dry_run_generator_script
-
         script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)
     ctx = with_references(ctx, todo_cells, progress.note)
     if opts.dry_run:
-        from dokimi.runner.dryrun import dry_run_scripts
-
         todo = [c for c in cells if opts.force or not _finished(root, c)]
         scripts = dry_run_scripts(
             ctx, todo, opts.dry_run_scripts, layout.dry_run, progress.note, jobs=opts.jobs or 1
@@ -887,8 +849,6 @@ def _replace_ctx(ctx: CellContext, **changes: Any) -> CellContext:
 def finished_result(root: Path, key: CellKey) -> Result | None:
     """The cell's result.json when it validates and names the cell (the only proof a cell is done). An
     infra_error cell was failed by the model's API: it is not done, and runs again like a missing cell."""
-    from dokimi.batch import read_cell
-
     path = key.path(root)
     if not (path / RESULT_JSON).is_file():
         return None
@@ -903,8 +863,6 @@ def _finished(root: Path, key: CellKey) -> bool:
 def _spent_so_far(root: Path, limits: Mapping[str, Any], budget_usd: float | None) -> float:
     """What the batch's cells with a result.json cost (infra errors and the judge included); a cell with no
     known cost is charged its cap."""
-    from dokimi.runner.plan import DEFAULT_BUDGET_USD, charge_of
-
     total = 0.0
     for result in load_batch(root).all_results():
         cap = limits[result.task].budget_usd if result.task in limits else (budget_usd or DEFAULT_BUDGET_USD)
@@ -1003,12 +961,8 @@ def run_batch(
     cancel: threading.Event | None = None,
 ) -> BatchRun:
     """Prepare the batch and run its cells (see the module docstring)."""
-    from dokimi.source import open_source
-
     progress = progress or QuietProgress()
     cancel = cancel or threading.Event()
-    from dokimi.batch import batch_writer
-
     check_batch_name(opts.batch)
 
     with (

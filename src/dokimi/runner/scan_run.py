@@ -30,6 +30,15 @@ from dokimi.checks.scan.engine import GuidanceCommand
 from dokimi.checks.scan.shell import HEREDOC
 from dokimi.checks.scan.verdict import Draft, Verdict, fail, ok, unresolved
 from dokimi.errors import ContainerError, UsageError
+from dokimi.repo.manifest import load_manifest
+from dokimi.repo.workspace import init_and_commit
+from dokimi.rundir import WORKSPACE
+from dokimi.sandbox.container import container_name, run_container
+from dokimi.sandbox.docker import require_docker
+from dokimi.sandbox.image import build_image
+from dokimi.sandbox.specs import ContainerSettings, agent_spec, resolve_caches
+from dokimi.source import open_source
+from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
     from dokimi.sandbox.container import ContainerResult
@@ -53,16 +62,6 @@ def run_guidance_commands(
     progress: Callable[[str], None] | None = None,
 ) -> list[Draft]:
     """Run ``commands`` in the image of ``source``'s manifest and return one claim each."""
-    from dokimi.repo.manifest import load_manifest
-    from dokimi.repo.workspace import init_and_commit
-    from dokimi.rundir import WORKSPACE
-    from dokimi.sandbox.container import container_name, run_container
-    from dokimi.sandbox.docker import require_docker
-    from dokimi.sandbox.image import build_image
-    from dokimi.sandbox.specs import ContainerSettings, agent_spec, resolve_caches
-    from dokimi.source import open_source
-    from dokimi.source.export import export_tree_as_stored
-
     say = progress or (lambda _message: None)
     with open_source(source) as repo:
         snapshot = repo.eval_snapshot()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from dokimi.errors import DokimiError, UsageError
+from dokimi.errors import ContainerError, DokimiError, UsageError, WorkspaceError
 from dokimi.globs import is_glob
 from dokimi.grading.entrypoints import GradeOutcome, run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeSettings
@@ -42,14 +42,19 @@ from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
 from dokimi.grading.testlist import list_command, run_tests_list
+from dokimi.harness.profile import load_profile
+from dokimi.repo.manifest import load_tasks
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import (
+    ARM_BRIDGE,
+    ARM_GENERATED,
     ARM_NONE,
     ARM_RAW,
     ARM_TREE,
     GuidanceOverlay,
     WorkspaceSource,
     arm_kind,
+    check_arm,
     prepare_workspace,
 )
 from dokimi.rundir import (
@@ -71,6 +76,7 @@ from dokimi.sandbox.image import BUILD_TIMEOUT_S, BuiltImage, build_image, use_i
 from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_probe
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import make_output_dir, write_document, write_text_atomic
+from dokimi.schemas.meta import no_agent_meta
 from dokimi.schemas.tasks_check import ArmCheck, CheckItem, PhaseReport, TaskReport, TasksCheck
 from dokimi.source.export import export_tree_as_stored
 
@@ -137,8 +143,6 @@ DEFAULT_ARMS = (ARM_RAW, ARM_NONE, ARM_TREE)
 def checked_arms(named: Sequence[str]) -> list[str]:
     """guidance:raw first, then each named arm once (default :data:`DEFAULT_ARMS`); guidance:generated is
     written by a model during the run and cannot be checked here, so it is refused."""
-    from dokimi.repo.workspace import ARM_GENERATED, check_arm
-
     arms = [BASELINE_ARM, *(check_arm(a) for a in (named or DEFAULT_ARMS))]
     if ARM_GENERATED in arms:
         raise UsageError(
@@ -208,8 +212,6 @@ def check_tasks(
     ``on_image`` gets the image once it is built or found, ``on_total`` the number of progress steps (two per
     task and arm), ``progress`` each finished step, ``on_build`` each step of an image build.
     """
-    from dokimi.repo.manifest import load_tasks
-
     options = options or CheckOptions()
     manifest = require_runnable(loaded.manifest)
     assert manifest.eval_dir is not None and manifest.entry_points is not None
@@ -313,12 +315,8 @@ def check_tasks(
 
 def _bridge_profile(options: CheckOptions, arms: Sequence[str]) -> object | None:
     """The harness profile guidance:bridge needs (``options.harness``, default claude-code), else None."""
-    from dokimi.repo.workspace import ARM_BRIDGE
-
     if ARM_BRIDGE not in arms:
         return None
-    from dokimi.harness.profile import load_profile
-
     return load_profile(options.harness or "claude-code")
 
 
@@ -439,8 +437,6 @@ def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
 def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
     """The inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
     answer."""
-    from dokimi.schemas.meta import no_agent_meta
-
     shutil.copyfile(_task_dir_in_content(ctx, task.id) / TASK_JSON, run_dir / TASK_JSON)
     meta = no_agent_meta(meta_fields, task=task.id, mode=task.mode)
     write_document(run_dir / META_JSON, meta)
@@ -489,8 +485,6 @@ def _publish(ctx: _Context, key: tuple[str, str, str], outcome: _PhaseOutcome) -
 
 
 def _step_of(exc: DokimiError) -> str:
-    from dokimi.errors import ContainerError, WorkspaceError
-
     if isinstance(exc, WorkspaceError):
         return WORKSPACE
     if isinstance(exc, ContainerError):

@@ -35,12 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from dokimi import process
+from dokimi import process, safefs
 from dokimi.constants import CONTAINER_PREFIX, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import ContainerError
 from dokimi.harness.runas import RunAs, give_to, harness_identity
 from dokimi.sandbox.docker import DOCKER, kill_container, remove_container
 from dokimi.sandbox.owner import owner_lock
+from dokimi.source.fetch import default_directory
 
 DEFAULT_PIDS_LIMIT = 4096
 #: docker ``--memory`` of a container whose repository sets no ``image.limits.memory``.
@@ -212,8 +213,6 @@ def private_env_root() -> Path:
     """``<DOKIMI_HOME>/private-env`` (mode 0700), where env files live while their container runs. A
     process's own directory is ``<pid>-<random>``; the first container dokimi starts removes those of
     processes that are gone (a dokimi killed with SIGKILL could not remove its own)."""
-    from dokimi.source.fetch import default_directory
-
     root = default_directory() / PRIVATE_ENV_DIR
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)
@@ -226,8 +225,6 @@ def private_env_root() -> Path:
 
 def sweep_stale_env_dirs(root: Path) -> list[str]:
     """Remove the env directories of dokimi processes that no longer run; returns their names."""
-    from dokimi import safefs
-
     removed = []
     for entry in sorted(os.listdir(root)):
         pid_text = entry.split("-", 1)[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,8 +42,6 @@ def buildkit_docker() -> str | None:
     """A docker CLI on PATH that builds with BuildKit (``DOCKER_BUILDKIT=1 docker build``): the first one
     with the buildx plugin, or one older than 23.0, which has BuildKit built in; None when there is none (a
     newer CLI without buildx only has the legacy builder, which knows no build secret)."""
-    import shutil
-
     first = shutil.which(DOCKER)
     others = [os.path.join(d, DOCKER) for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     candidates = [

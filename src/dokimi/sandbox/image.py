@@ -37,10 +37,13 @@ from typing import TYPE_CHECKING, Literal
 
 from dokimi import process
 from dokimi.constants import LABEL_MANAGED
-from dokimi.errors import ContainerError, UsageError
+from dokimi.errors import ContainerError, SourceError, UsageError
+from dokimi.globs import is_glob, match_glob
 from dokimi.sandbox.docker import DOCKER, buildkit_docker, image_inspect, image_labels
 from dokimi.sandbox.hostconfig import SECRET_ID, HostBuildConfig, host_build_config
+from dokimi.schemas._base import load_json
 from dokimi.source.export import export_tree_as_stored
+from dokimi.source.fetch import default_directory
 
 if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
@@ -139,8 +142,6 @@ def dockerfile_sources(text: str) -> list[str] | None:
             continue
         kind, rest = match.group(1).upper(), match.group(2).strip()
         if rest.startswith("["):
-            from dokimi.schemas._base import load_json
-
             try:
                 words = [str(w) for w in load_json(rest)]
             except ValueError:
@@ -174,8 +175,6 @@ def dockerfile_sources(text: str) -> list[str] | None:
 def _named_by(path: str, sources: list[str]) -> bool:
     """Whether a tree path is a source the Dockerfile names, or lies inside one (a glob matches per segment,
     as docker's does)."""
-    from dokimi.globs import is_glob, match_glob
-
     for source in sources:
         if not is_glob(source):
             if path == source or path.startswith(source + "/"):
@@ -210,8 +209,6 @@ def context_selector(manifest: RepoManifest, dockerfile_text: str | None) -> Cal
 
 def export_build_context(repo: Repo, manifest: RepoManifest, dest: Path) -> str:
     """Export the build context (see the module docstring) into ``dest``; returns the context digest."""
-    from dokimi.errors import SourceError
-
     snapshot = repo.eval_snapshot()
     exclude = [manifest.tasks] if manifest.tasks else []
     text: str | None = None
@@ -228,8 +225,6 @@ def export_build_context(repo: Repo, manifest: RepoManifest, dest: Path) -> str:
 
 def build_log_path(manifest_id: str, tag: str) -> Path:
     """Where the log of a build of ``tag`` is kept (one file per build, newest name last)."""
-    from dokimi.source.fetch import default_directory
-
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", tag)
     return default_directory() / "build-logs" / f"{stamp}-{name}.log"

@@ -24,6 +24,8 @@ import threading
 from enum import StrEnum
 from pathlib import Path
 
+from dokimi.home import cache_directory
+
 __all__ = ["OWNERS_DIR", "Owner", "owner_lock", "owner_of"]
 
 OWNERS_DIR = "owners"
@@ -50,8 +52,6 @@ def owner_lock() -> Path:
     """The lock file of this process, taken (``flock``, exclusive) on the first call and held until the
     process ends. A forked child that starts containers takes its own."""
     global _held, _held_file
-    from dokimi.home import cache_directory
-
     with _lock:
         if _held is not None and _held[0] == os.getpid():
             return _held[1]

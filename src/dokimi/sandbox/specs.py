@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from dokimi import safefs
 from dokimi.constants import (
     CONTAINER_EVAL_DIR,
     CONTAINER_RUN_DIR,
@@ -36,8 +37,22 @@ from dokimi.constants import (
     CONTAINER_WORKSPACE,
 )
 from dokimi.errors import UsageError
-from dokimi.rundir import AGENT_CONFIG, AGENT_HOME, GRADE_HOME, RUN_DIR_ENTRIES, WORKSPACE
+from dokimi.harness.runtime import harness_mounts
+from dokimi.rundir import (
+    AGENT_CONFIG,
+    AGENT_HOME,
+    BUILTIN_HOME,
+    BUILTIN_OUT,
+    BUILTIN_TESTS,
+    BUILTIN_TREE,
+    GRADE_HOME,
+    RUN_DIR_ENTRIES,
+    WORKSPACE,
+)
 from dokimi.sandbox.container import ContainerSpec, Mount, give_to_container_user
+from dokimi.schemas.manifest import Limits
+from dokimi.source.fetch import default_directory
+from dokimi.support import support_dir
 
 if TYPE_CHECKING:
     from dokimi.schemas.manifest import Image
@@ -143,8 +158,6 @@ class ContainerSettings:
 
 def default_cache_root() -> Path:
     """``<DOKIMI_HOME or ~/.cache/dokimi>/caches``."""
-    from dokimi.source.fetch import default_directory
-
     return default_directory() / "caches"
 
 
@@ -254,8 +267,6 @@ def agent_mounts(
     mounts += [Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in scratch]
     mounts += _cache_mounts(caches)
     if harness_bin is not None:  # a binary, or a Node program's npm prefix and the pinned Node
-        from dokimi.harness.runtime import harness_mounts
-
         mounts.extend(Mount(src, dst, read_only=True) for src, dst in harness_mounts(harness_bin))
     if support_dir is not None:
         mounts.append(Mount(support_dir, CONTAINER_SUPPORT, read_only=True))
@@ -306,16 +317,12 @@ def agent_spec(
 
 def limit_options(image_config: Image | None) -> dict[str, Any]:
     """The ContainerSpec fields of ``image.limits`` (the defaults when the manifest sets none)."""
-    from dokimi.schemas.manifest import Limits
-
     limits = image_config.limits if image_config is not None else Limits()
     return {"memory": limits.memory, "pids_limit": limits.pids}
 
 
 def workspace_cap_bytes(image_config: Image | None) -> int:
     """``image.limits.workspace_mb`` in bytes (the default when the manifest sets none)."""
-    from dokimi.schemas.manifest import Limits
-
     limits = image_config.limits if image_config is not None else Limits()
     return limits.workspace_mb * 1024 * 1024
 
@@ -346,8 +353,6 @@ def grade_git_env() -> dict[str, str]:
 def fresh_grade_home(run_dir: Path) -> Path:
     """{run_dir}/grade-home, emptied (a link or file in its place is removed, never followed), with the
     neutral global git config in it."""
-    from dokimi import safefs
-
     home = run_dir / GRADE_HOME
     safefs.remove(home, trusted=run_dir)
     home.mkdir()
@@ -365,9 +370,6 @@ def builtin_tests_spec(
     scripts read-only. Nothing else: no {eval_dir}, no {source_dir}, none of dokimi's files in the run
     directory, so the code under test reaches only its own tree and its report. Plugin autoload of pytest is
     off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
-    from dokimi.rundir import BUILTIN_HOME, BUILTIN_OUT, BUILTIN_TESTS, BUILTIN_TREE
-    from dokimi.support import support_dir
-
     configured = image_env(settings.image_config, task=task)
     make_scratch_dirs(run_dir, configured.scratch)
     work = run_dir / BUILTIN_TESTS

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import stat
 import tempfile
 import typing
@@ -23,6 +24,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dokimi import safefs
+from dokimi.controls import json_safe
 from dokimi.errors import DocumentError, DokimiError
 
 Loc = tuple[str | int, ...]
@@ -111,6 +114,7 @@ def _finite(value: float, loc: Loc, budget: _Budget) -> float:
 
 def _yaml_marks(node: Any, loc: Loc, lines: dict[Loc, int], budget: _Budget) -> Any:
     """Convert a ruamel round-trip tree to plain Python, recording the line of every key and item."""
+    # ruamel.yaml costs a start ~30 ms; only YAML input needs it
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     budget.take(loc)
@@ -163,8 +167,6 @@ def _check_plain(data: Any, path: str, *, finite: bool = False) -> None:
 def _nesting_depth(text: str) -> int:
     """The deepest bracket nesting of JSON or flow YAML text, counted before parsing (strings skipped), so
     that input nested deeper than the parser's recursion limit is refused instead of crashing it."""
-    import re
-
     depth = deepest = 0
     for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
         char = token.group()
@@ -209,6 +211,7 @@ YAML_TAB_HINT = "YAML indents with spaces, never tabs: replace the tab on that l
 
 def parse_yaml(text: str, path: str) -> Marked:
     """YAML (safe constructs only) with line marks; duplicate keys and syntax errors name file:line."""
+    # ruamel.yaml costs a start ~30 ms; only YAML input needs it
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import DuplicateKeyError
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -330,8 +333,6 @@ def format_loc(loc: Iterable[str | int]) -> str:
 
 def _parse_key(key: str) -> list[str | int]:
     """The inverse of :func:`format_loc`, for looking up a line."""
-    import re
-
     return [int(p[1:-1]) if p.startswith("[") else p for p in re.findall(r"\[\d+\]|[^.\[]+", key)]
 
 
@@ -435,8 +436,6 @@ def read_raw(path: str | Path, *, trusted: Path | None = None, limit: int = MAX_
     """The bytes of a document file, as :func:`read_document` reads them: with ``trusted`` no link below it
     is followed; without it a link the user made is followed. Only a regular file of at most ``limit``
     bytes is read: a FIFO, a device, a directory or a larger file is a DocumentError, never a hang."""
-    from dokimi import safefs
-
     name = str(path)
     try:
         if trusted is not None:
@@ -465,8 +464,6 @@ def read_document(
 
 def dump_document(document: BaseModel | dict[str, Any]) -> str:
     """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
-    from dokimi.controls import json_safe
-
     data = document.model_dump(mode="json", by_alias=True) if isinstance(document, BaseModel) else document
     return json_safe(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
 

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, RootModel, StrictBool, StrictInt, ValidationError
 
 from dokimi.errors import DocumentError
-from dokimi.schemas._base import Document, format_loc, parse_json
+from dokimi.schemas._base import Document, decode_text, format_loc, parse_json, read_raw
 
 Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
@@ -120,7 +120,5 @@ def parse_events(lines: Iterable[str], *, path: str = "events.jsonl") -> list[An
 
 def read_events(path: str | Path, *, trusted: Path | None = None) -> list[AnyEvent]:
     """Read and validate an events.jsonl file (a regular file, never a link below ``trusted``)."""
-    from dokimi.schemas._base import decode_text, read_raw
-
     text = decode_text(read_raw(path, trusted=trusted), str(path))
     return parse_events(text.splitlines(), path=str(path))

@@ -9,6 +9,7 @@ dokimi.schemas.export [DIR]`` (or ``scripts/export-schemas.py``) after changing 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -105,8 +106,6 @@ def default_directory() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dokimi.schemas.export [--check] [DIR]``: 0 done / up to date, 1 stale (with --check)."""
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="python -m dokimi.schemas.export", description="Write every registered document's JSON Schema."
     )

@@ -145,6 +145,7 @@ def open_source(spec: SourceSpec | str, *, cache_dir: Path | None = None) -> Rep
     if isinstance(spec, str):
         spec = parse_source(spec)
     if spec.kind == "url_rev":
+        # fetch imports hashlib and tempfile, which a scan of a working tree never needs
         from dokimi.source.fetch import ensure_clone
 
         assert spec.url is not None and spec.rev is not None

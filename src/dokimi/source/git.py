@@ -8,6 +8,7 @@ runs. Failures go through :func:`diagnose` into a SourceError that names the fix
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -92,8 +93,6 @@ def start_ahead(args: Sequence[str], *, git_dir: Path | None = None, cwd: Path |
     except (OSError, PrerequisiteError):
         return  # asked for later, it fails the usual way
     if not _AHEAD:
-        import atexit
-
         atexit.register(stop_ahead)
     _AHEAD[key] = (proc, env)
 
@@ -218,7 +217,7 @@ def _streaming(
 def _widen_pipe(stream: IO[bytes]) -> None:
     """Ask for a 1 MB pipe where the system allows it (Linux); otherwise keep the default."""
     try:
-        import fcntl
+        import fcntl  # POSIX only
 
         fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)  # type: ignore[attr-defined,unused-ignore]
     except (ImportError, AttributeError, OSError):

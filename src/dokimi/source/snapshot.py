@@ -238,6 +238,7 @@ class Snapshot:
         if self.git_dir is None:
             raise SourceError(f"{self.label}: no git repository to read blobs from")
         if self.promisor and self.rev is not None:
+            # fetch imports hashlib and tempfile, which a scan of a working tree never needs
             from dokimi.source.fetch import prefetch_blobs
 
             prefetch_blobs(self.git_dir, oids, commit=self.rev)

@@ -44,6 +44,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -303,6 +304,7 @@ def parse_script(data: Any, *, source: str = "<script>") -> list[Turn]:
 def _load_yaml(text: str, path: Path) -> Any:
     """YAML through ruamel.yaml (dokimi's YAML library); the standalone server needs JSON scripts only."""
     try:
+        # ruamel.yaml costs a start ~30 ms; only YAML input needs it
         from ruamel.yaml import YAML
         from ruamel.yaml.error import YAMLError
     except ImportError as e:
@@ -318,8 +320,6 @@ MAX_SCRIPT_BYTES = 64 * 1024 * 1024
 
 def _read_script(p: Path) -> str:
     """The script's text: a regular file only (a FIFO would block forever), at most MAX_SCRIPT_BYTES."""
-    import stat
-
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:

@@ -148,7 +148,7 @@ def run(stream: str, root: str, paths: list[str], plugins: list[str], args: list
     fd = os.open(stream, flags, 0o600)
     os.dup2(2, 1)  # everything the run prints goes to stderr (grade.stderr), as the grader's own output
     conftests = conftest_files(root)
-    import pytest
+    import pytest  # the grade container's, imported once its environment is set (plugin autoload off)
 
     installed = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
     at = installed[0] if installed else len(sys.path)

@@ -48,11 +48,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dokimi import process
 from dokimi.checks.merge.diff import WorkspaceDiff
+from dokimi.checks.reach import harness_version, refuse_guidance_ancestors
 from dokimi.errors import DokimiError, UsageError
-from dokimi.schemas._base import load_json
+from dokimi.harness.profile import build_env, load_profile, resolve_bin
+from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
+from dokimi.harness.trace import convert_file
+from dokimi.schemas._base import load_json, write_text_atomic
 from dokimi.schemas.review_rules import RepoReviewRules, ReviewRule, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
+from dokimi.source.git import toplevel
 
 JUDGE_FORMAT = "dokimi-judge.v2"
 """Version of the prompt and answer format; part of the cache key."""
@@ -553,8 +559,6 @@ def read_cached(cache_dir: Path, key: str) -> JudgeVerdict | None:
 
 
 def write_cached(cache_dir: Path, key: str, verdict: JudgeVerdict) -> None:
-    from dokimi.schemas._base import write_text_atomic
-
     write_text_atomic(cache_path(cache_dir, key), json.dumps(verdict.to_json(), sort_keys=True, indent=1))
 
 
@@ -587,9 +591,6 @@ def judge_argv(binary: str, model: str, *, effort: str | None = None) -> list[st
 
 
 def _refuse_checkout(directory: Path) -> None:
-    from dokimi.checks.reach import refuse_guidance_ancestors
-    from dokimi.source.git import toplevel
-
     refuse_guidance_ancestors(directory, ["CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"])
     top = toplevel(directory)
     if top is not None:
@@ -629,11 +630,6 @@ class JudgeOptions:
 
 
 def _call(prompt: str, model: str, options: JudgeOptions, binary: Path, profile: Any) -> JudgeCall:
-    from dokimi import process
-    from dokimi.harness.profile import build_env
-    from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
-    from dokimi.harness.trace import convert_file
-
     who = harness_identity()
     run_binary = reachable_binary(binary, who)
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-judge-", dir=options.workdir))
@@ -707,8 +703,6 @@ def decoding_params(profile_name: str, harness_version: str, effort: str | None)
 
 def _judge_harness(model: str, options: JudgeOptions) -> tuple[Any, Path]:
     """The judge's profile and binary, after checking the model id and that the profile is Claude Code's."""
-    from dokimi.harness.profile import load_profile, resolve_bin
-
     require_full_model_id(model)
     profile = load_profile(options.profile)
     if profile.trace != "claude-stream-json":
@@ -722,8 +716,6 @@ def _judge_harness(model: str, options: JudgeOptions) -> tuple[Any, Path]:
 def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | None = None) -> JudgeVerdict:
     """Judge one rendered input with Claude Code, isolated (module docstring). A failure to produce verdicts
     for every id is returned as a verdict with ``failure`` set; a missing binary or a bad model id raises."""
-    from dokimi.checks.reach import harness_version
-
     options = options or JudgeOptions()
     profile, binary = _judge_harness(model, options)
     key = cache_key(

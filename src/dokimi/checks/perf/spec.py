@@ -13,7 +13,16 @@ import json
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 from dokimi.errors import DocumentError
 from dokimi.schemas._base import format_loc
@@ -68,8 +77,6 @@ class TaskPerf(BaseModel):
 
 def perf_problems(data: object) -> list[tuple[tuple[str | int, ...], str]]:
     """Every problem of a task.json ``perf`` value: (location from the task's root, message)."""
-    from pydantic import ValidationError
-
     try:
         TaskPerf.model_validate(data)
     except ValidationError as exc:

@@ -94,6 +94,7 @@ def scan_result(
     """:func:`scan_repo` without the document: the scan's plain result, for the text output. With
     ``cache_items`` (the command), the Markdown items of guidance texts parsed by earlier runs are reused
     (:mod:`dokimi.checks.scan.items_cache`)."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.source import git
 
     # Python's collector stays off from the listing to the result (see git.nogc): the listing and the scan
@@ -107,6 +108,7 @@ def scan_result(
 def _scan_repo(
     source: str, manifest: str | None, manifest_file: Path | None, cache_items: bool
 ) -> ScannedRepo:
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.source import open_source
 
     with open_source(source) as repo:
@@ -152,6 +154,7 @@ def _scan_repo(
 def _items_cache(repository: str) -> ItemsCache | None:
     """The cache of Markdown items of this repository, or None where there is no place for one (no home
     directory to find the cache in): the scan then parses every file, as without it."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.checks.scan.items_cache import ItemsCache, cache_file
 
     try:
@@ -164,12 +167,14 @@ def _manifest_keys(snapshot: Snapshot, manifest: str | None, manifest_file: Path
     """What the scan takes from the manifest; None when there is none (the default globs apply)."""
     if manifest is None and manifest_file is None and not snapshot.is_file(DEFAULT_MANIFEST):
         return None  # without loading the manifest's models
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.checks.scan.plain_manifest import ScanKeys, plain_scan_keys
 
     plain = plain_scan_keys(snapshot, manifest=manifest, manifest_file=manifest_file)
     if plain is not None:
         # plain YAML that fits the model: read without the YAML library or the models
         return plain
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.repo.manifest import load_manifest
 
     loaded = load_manifest(snapshot, manifest=manifest, manifest_file=manifest_file, required=False)
@@ -178,6 +183,7 @@ def _manifest_keys(snapshot: Snapshot, manifest: str | None, manifest_file: Path
         return None
     systems = list(model.build_systems) if model is not None and model.build_systems else None
     url = model.source.url if model is not None and model.source is not None else None
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.checks.scan.suppress import IgnoreEntry
 
     ignore = [IgnoreEntry(**entry.model_dump()) for entry in model.scan.ignore] if model is not None else []

@@ -143,6 +143,7 @@ class ScanResult:
 
     def add_claims(self, drafts: list[Draft]) -> None:
         """Add claims made after the scan (``repo scan --run``), the suppressions applied to all anew."""
+        # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
         from dokimi.checks.scan.suppress import apply_suppressions
 
         every = sorted(
@@ -451,6 +452,7 @@ def workflow_files(tree: Tree) -> list[str]:
 
 def not_a_path_(location: str, line: str, bases: list[str], tree: Tree) -> str | None:
     """:func:`dokimi.checks.scan.nonpaths.not_a_path`, its module imported on the first path not found."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.checks.scan.nonpaths import not_a_path
 
     return not_a_path(location, line, bases, tree)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
@@ -42,8 +43,6 @@ def resolve_fragment(fragment: str, anchors: list[str], where: str) -> Verdict:
     same_but_case = next((a for a in anchors if a.lower() == lowered), None)
     if same_but_case is not None:
         return unresolved(f"{where} has #{same_but_case}, which differs from #{wanted} in case only")
-    import difflib
-
     close = difflib.get_close_matches(wanted, sorted(set(anchors)), n=1, cutoff=0.6)
     return fail(
         f"{where} has no heading or anchor #{wanted}",

@@ -12,10 +12,12 @@ prefix must be at least ``pkg.mod`` and importable under that name (``image.env`
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import posixpath
 import re
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
@@ -71,6 +73,7 @@ def search_words(
     common = ["-z", "-o", "-w", "--no-color", "-H", "--threads", str(grep_threads())]
     if snapshot.rev is not None and snapshot.git_dir is not None:
         if snapshot.promisor:
+            # fetch imports hashlib and tempfile, which a scan of a working tree never needs
             from dokimi.source.fetch import prefetch_blobs
 
             oids = [e.oid for e in snapshot.entries.values() if e.kind == "blob" and e.oid]
@@ -260,8 +263,6 @@ def resolve_python_module(name: str, bases: list[str] | None, tree: Tree) -> Ver
     src layout, installed in the image); a dotted name anywhere it is importable under that name. fail: a
     package there without ``__main__.py``, which python refuses to run. unresolved: anything else (an
     installed package?), and a one-word module found only elsewhere in the tree."""
-    import sys
-
     if name.split(".", 1)[0] in sys.stdlib_module_names:
         return ok("a module of the standard library")
     rel = name.replace(".", "/")
@@ -322,8 +323,6 @@ def resolve_identifier(
         if re.search(rf"(?<![A-Za-z0-9_]){re.escape(member)}(?![A-Za-z0-9_])", module_text):
             return ok(f"{member} is in {path}")
         defined = sorted({a or b for a, b in DEFINED.findall(module_text)})
-        import difflib
-
         close = difflib.get_close_matches(member, defined, n=1)
         return fail(
             f"the module {prefix} ({path}) never spells {member}",

@@ -24,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from dokimi.checks.scan import markdown
 from dokimi.checks.scan.markdown import CodeSpan, Fence, Link, MarkdownItems, extract
 from dokimi.home import cache_directory
 
@@ -54,9 +55,8 @@ def cache_file(repository: str) -> Path:
 
 def parser_stamp() -> tuple[object, ...]:
     """What the items were made by: this layout, dokimi's Markdown module, markdown-it's package, Python."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     import importlib.util
-
-    from dokimi.checks.scan import markdown
 
     stamp: list[object] = [FORMAT, sys.hexversion]
     spec = importlib.util.find_spec("markdown_it")

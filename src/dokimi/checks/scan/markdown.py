@@ -10,10 +10,15 @@ and a link that uses it is not reported again. HTML, inline or as a block, gives
 
 from __future__ import annotations
 
+import html
+import logging
 import re
+import sys
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import unquote
 
 if TYPE_CHECKING:  # markdown-it is imported on the first parse (a scan whose items are cached needs none)
     from markdown_it import MarkdownIt
@@ -134,9 +139,6 @@ def split_cells(row: str) -> list[str]:
 def _quiet_and_quick() -> None:
     """The parse without markdown-it's debug tracing of block rules, and with :func:`split_cells` for its
     table rows: the same tokens, fewer Python steps."""
-    import logging
-    import sys
-
     for name in TRACING_RULES:
         logger = logging.getLogger(f"markdown_it.rules_block.{name}")
         setattr(logger, "debug", _ignore)  # noqa: B010 - an instance attribute over the method
@@ -147,6 +149,7 @@ def _quiet_and_quick() -> None:
 
 
 def _parser() -> MarkdownIt:
+    # markdown-it costs a scan ~20 ms; unchanged guidance is never parsed
     from markdown_it import MarkdownIt
 
     _quiet_and_quick()
@@ -258,8 +261,6 @@ def html_items(html: str, line: int, items: MarkdownItems) -> None:
 def _unescape(value: str) -> str:
     if "&" not in value:
         return value
-    import html
-
     return html.unescape(value)
 
 
@@ -270,6 +271,7 @@ def heading_text(source: str) -> str:
     if not any(ch in source for ch in "*_`[<&\\!"):
         return source  # nothing but text
     if _HEADINGS is None:
+        # markdown-it costs a scan ~20 ms; unchanged guidance is never parsed
         from markdown_it import MarkdownIt
 
         _HEADINGS = MarkdownIt("commonmark")
@@ -290,8 +292,6 @@ def github_slug(text: str) -> str:
     lowered = text.lower()
     if lowered.isascii():
         return re.sub(ASCII_DROPPED, "", lowered).replace(" ", "-")
-    import unicodedata
-
     kept = [ch for ch in lowered if ch in " -_" or unicodedata.category(ch)[0] in "LNM"]
     return "".join(kept).replace(" ", "-")
 
@@ -312,6 +312,4 @@ class Slugger:
 
 
 def _decode(href: str) -> str:
-    from urllib.parse import unquote
-
     return unquote(href)

@@ -422,6 +422,7 @@ def ci_files(command: CiCommand, tree: Tree) -> set[str] | None:
 
 def parity_claims(config_text: str, workflows: dict[str, str], tree: Tree) -> list[Draft]:
     """One claim per CI command that runs a tool a pre-commit hook runs (see the module's docstring)."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.errors import DocumentError
     from dokimi.schemas._base import parse_yaml
 

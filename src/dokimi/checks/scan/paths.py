@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import bisect
+import difflib
 import functools
 import itertools
 import posixpath
@@ -23,7 +24,7 @@ import re
 from collections.abc import Callable
 from functools import cached_property
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from dokimi.checks.scan.verdict import FAIL, OK, OK_BASENAME, OK_SUFFIX, Verdict, fail, ok, unresolved
 from dokimi.source.snapshot import Snapshot, normalize
@@ -202,8 +203,6 @@ class Tree:
         if moved:
             return _closest(missing, moved)
         siblings = self.children(parent) if self.is_dir(parent) else []
-        import difflib
-
         close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.6)
         if close:
             return join(parent, close[0])
@@ -214,8 +213,6 @@ class Tree:
 
 
 def _closest(target: str, candidates: list[str]) -> str:
-    import difflib
-
     return max(sorted(candidates), key=lambda c: difflib.SequenceMatcher(None, target, c).ratio())
 
 
@@ -657,8 +654,6 @@ def _absolute_link(
     name = segs[1][:-4] if segs[1].endswith(".git") else segs[1]
     if name.lower() != source.name or segs[2] not in ("blob", "tree"):
         return None
-    from urllib.parse import unquote
-
     return resolve_blob_tree_link(segs[2], [unquote(s) for s in segs[3:]], tree, default_branches)
 
 

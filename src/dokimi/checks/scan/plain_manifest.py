@@ -71,6 +71,7 @@ def _read(snapshot: Snapshot, manifest: str | None, manifest_file: Path | None) 
         return None
     try:
         if manifest_file is not None:
+            # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
             from dokimi import safefs
 
             return str(manifest_file), safefs.read_plain(manifest_file, limit=MAX_PLAIN_BYTES)

@@ -44,6 +44,7 @@ def build_readiness(
     also_scan: list[str],
     defaulted: bool,
 ) -> RepoReadiness:
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.schemas.readiness import BuildSystems, Claim, Gate, GuidanceFile, RepoReadiness, Warning_
 
     claims = [
@@ -83,6 +84,7 @@ def build_readiness(
 def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> RepoReadiness:
     """A repository claim replaces the framework claim on the same (file, line, claim text); by_source keeps
     both sides' counts from before the merge."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.schemas.readiness import Claim, StaticMerge
 
     repo_claims = []
@@ -130,6 +132,7 @@ def merge_static(document: RepoReadiness, static: RepoStatic, *, path: str) -> R
 
 
 def static_not_merged(document: RepoReadiness, *, path: str, error: str) -> RepoReadiness:
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.schemas.readiness import StaticMerge, Warning_
 
     warning = Warning_(
@@ -147,6 +150,7 @@ def static_not_merged(document: RepoReadiness, *, path: str, error: str) -> Repo
 def with_gate(document: RepoReadiness) -> RepoReadiness:
     """--fail-on-fail: any fail claim, a missing also_scan file, an unreadable guidance file, no guidance
     matched (incomplete), or an invalid --static document. A glob with no match does not fail it."""
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.schemas.readiness import Gate
 
     reasons = gate_reasons(document.counts.get("fail", 0), document.warnings)

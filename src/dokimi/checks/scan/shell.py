@@ -123,6 +123,7 @@ class ShellSyntaxError(ValueError):
 @functools.lru_cache(maxsize=1)
 def _parser() -> Any:
     """One tree-sitter parser for bash, built on first use (about 1 ms)."""
+    # tree-sitter only for the lines the plain reader cannot take
     import tree_sitter
 
     return tree_sitter.Parser(tree_sitter.Language(_bash_language()))
@@ -133,6 +134,7 @@ def _bash_language() -> object:
     ``__init__`` imports importlib.resources (and through it tempfile) for highlighting queries the scan
     never reads, a few milliseconds of a pre-commit run. Otherwise the package, as usual."""
     try:
+        # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
         from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, PathFinder
         from importlib.util import module_from_spec, spec_from_file_location
 
@@ -149,6 +151,7 @@ def _bash_language() -> object:
                         return module.language()
     except (ImportError, OSError, AttributeError):
         pass
+    # tree-sitter only for the lines the plain reader cannot take
     import tree_sitter_bash
 
     return tree_sitter_bash.language()

@@ -19,6 +19,7 @@ A skill is a directory holding a ``SKILL.md`` (the Agent Skills format every sup
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from collections.abc import Collection, Container, Iterator, Mapping
@@ -128,8 +129,6 @@ def resolve_skill(name: str, skills: Mapping[str, str], *, prose: bool = False) 
         return ok(f"the skill {posixpath.dirname(found)}")
     if name in HARNESS_SKILLS:
         return unresolved("a skill the harness ships itself, not in the tree")
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(skills), n=1, cutoff=CLOSE_IN_PROSE if prose else 0.6)
     if prose and not close:
         return None

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from dokimi.checks.scan.markdown import CODE_SPAN
 from dokimi.checks.scan.verdict import Draft, WarningRecord
+from dokimi.globs import match_glob
 
 MARKER = re.compile(r"<!--\s*dokimi:\s*ignore(-start|-end)?(?:\s+(.*?))?\s*-->")
 FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -132,8 +133,6 @@ def silences(rule: Rule, draft: Draft) -> bool:
     or the claim) or its kind and claim (manifest: both)."""
     if rule.file is not None:
         if rule.file_glob:
-            from dokimi.globs import match_glob
-
             if not match_glob(rule.file, draft.file):
                 return False
         elif rule.file != draft.file:

@@ -9,12 +9,14 @@ checked.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import posixpath
 import re
 from functools import partial
 
 from dokimi.checks.scan.adapters.base import Check, Ctx, Inputs
-from dokimi.checks.scan.paths import Tree
+from dokimi.checks.scan.paths import Tree, bases_of, did_you_mean
 from dokimi.checks.scan.shell import Word
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
 
@@ -190,8 +192,6 @@ class BazelAdapter:
     # --- Starlark fences -----------------------------------------------------------------------------------
 
     def starlark_checks(self, lines: list[str], first_line: int, file: str, tree: Tree) -> list[Check]:
-        import ast
-
         try:
             module = ast.parse("\n".join(lines))
         except SyntaxError:
@@ -253,8 +253,6 @@ def bases_or_file(ctx: Ctx) -> list[str]:
             if not base:
                 return out
             base = posixpath.dirname(base)
-    from dokimi.checks.scan.paths import bases_of
-
     return bases_of(ctx.file)
 
 
@@ -263,8 +261,6 @@ def _package_dir_verdict(pkg_dir: str, tree: Tree) -> Verdict:
         return ok(f"package directory {pkg_dir or '(root)'}")
     parent = posixpath.dirname(pkg_dir)
     if tree.is_dir(parent):
-        from dokimi.checks.scan.paths import did_you_mean
-
         return fail(f"no package directory {pkg_dir}", did_you_mean(tree.suggest_path(pkg_dir)))
     return unresolved(f"no directory {pkg_dir} in the tree")
 
@@ -306,8 +302,6 @@ def check_target(build: str, pkg_dir: str, name: str, inputs: Inputs) -> Verdict
         return ok(f"a source file of package {pkg_dir or '(root)'}")
     if dynamic:
         return unresolved(f"not spelled out in {build}, but {dynamic[0]}")
-    import difflib
-
     close = difflib.get_close_matches(name, sorted(names), n=1)
     return fail(f"{build} names no target {name}", f"did you mean :{close[0]}?" if close else None)
 
@@ -349,8 +343,6 @@ def check_config(value: str, workspace: str | None, inputs: Inputs) -> Verdict:
         return ok("a config of .bazelrc or its imports")
     if problems and problems[0] != "no .bazelrc":
         return unresolved(f"not found, and {problems[0]}")
-    import difflib
-
     close = difflib.get_close_matches(value, sorted(configs), n=1)
     where = "there is no .bazelrc" if problems else ".bazelrc and its imports define no such config"
     return fail(where, f"did you mean --config={close[0]}?" if close else None)
@@ -369,8 +361,6 @@ def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict
     assert isinstance(cached, dict)
     defs: dict[str, tuple[str, list[str], bool]] = cached
     if not defs:
-        import ast
-
         for path, text in sorted(inputs.texts.items()):
             if not path.endswith(".bzl"):
                 continue
@@ -392,8 +382,6 @@ def check_macro(name: str, keywords: tuple[str, ...], inputs: Inputs) -> Verdict
     path, params, any_kw = defs[name]
     unknown = [k for k in keywords if k not in params and k != "name"]
     if unknown and not any_kw:
-        import difflib
-
         close = difflib.get_close_matches(unknown[0], params, n=1)
         return fail(
             f"{name} in {path} takes no argument {unknown[0]}", f"did you mean {close[0]}?" if close else None

@@ -9,6 +9,7 @@ package's own find module may read it. Any other is fail: no CMake source reads 
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from functools import partial
@@ -124,8 +125,6 @@ class CMakeAdapter:
         if prefix in packages:
             return unresolved(f"not in the CMake sources; find_package({prefix}) may read it")
         candidates = sorted(w for w in words if w.isupper() and "_" in w)
-        import difflib
-
         close = difflib.get_close_matches(key, candidates, n=1)
         return fail(
             "no CMake source reads it (CMake would warn that it was not used)",
@@ -140,10 +139,11 @@ class CMakeAdapter:
         }
         if not any(posixpath.basename(p) in PRESET_FILES for p in files):
             return fail("no CMakePresets.json or CMakeUserPresets.json in the tree")
-        names: set[str] = set()
-        broken: list[str] = []
+        # schemas load pydantic: only a scan that checks a CMake preset needs them
         from dokimi.schemas._base import load_json
 
+        names: set[str] = set()
+        broken: list[str] = []
         for path, text in sorted(files.items()):
             try:
                 data = load_json(text)
@@ -160,8 +160,6 @@ class CMakeAdapter:
             return ok("a preset of the presets files")
         if broken:
             return unresolved(f"not found, and {broken[0]}")
-        import difflib
-
         close = difflib.get_close_matches(name, sorted(names), n=1)
         return fail(
             "no preset of that name in CMakePresets.json",

@@ -9,6 +9,7 @@ may read it.
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -139,8 +140,6 @@ class MakeAdapter:
             regex = re.escape(pattern).replace("%", ".+")
             if re.fullmatch(regex, target):
                 return unresolved(f"may be built by the pattern rule {pattern} at {where}")
-        import difflib
-
         close = difflib.get_close_matches(target, list(rules.targets), n=1)
         return fail(
             f"no makefile in the tree has a rule for {target}",

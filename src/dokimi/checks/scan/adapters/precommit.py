@@ -84,6 +84,7 @@ def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verd
     text = inputs.text(path)
     if text is None:
         return unresolved(f"{path} could not be read")
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     from dokimi.errors import DocumentError
     from dokimi.schemas._base import parse_yaml
 
@@ -100,6 +101,7 @@ def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verd
                         ids.setdefault(entry[key], key)
     if hook in ids:
         return ok(f"a hook {ids[hook]} in {path}")
+    # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
     import difflib
 
     close = difflib.get_close_matches(hook, sorted(ids), n=1)

@@ -7,6 +7,7 @@ A node whose name the test file never spells is fail; one spelled but not define
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import partial
 
@@ -144,8 +145,6 @@ def check_node(path: str, node: str, inputs: Inputs) -> Verdict:
         if found is None:
             word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
             names = sorted({b[2] for b in blocks if b[2].startswith(("test", "Test"))})
-            import difflib
-
             close = difflib.get_close_matches(name, names, n=1)
             fix = f"did you mean {close[0]}?" if close else None
             if depth > 0 and owner_bases.strip() not in ("", "object", "unittest.TestCase", "TestCase"):
