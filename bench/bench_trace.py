@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dokimi.harness.trace import convert_claude_stream_json
+from dokimi.harness.traces.claude_stream_json import convert as convert_claude_stream_json
 
 SESSION = "7ce6d38e-9658-4d2a-96d7-976d187407e2"
 

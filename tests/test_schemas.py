@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from dokimi.errors import DocumentError
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from dokimi.schemas import SCHEMAS, model_for
 from dokimi.schemas._base import dump_document, read_document
 from dokimi.schemas.events import CommandEvent, Event, ReadEvent, ToolEvent, parse_event, parse_events

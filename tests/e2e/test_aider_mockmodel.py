@@ -16,7 +16,7 @@ import pytest
 
 from dokimi.harness.profile import load_profile
 from dokimi.harness.runtime import host_launcher
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from tests.e2e.mockmodel_support import run_scripted
 from tests.helpers.git import git_repo
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dokimi.harness.trace import convert_file, write_conversion
+from dokimi.harness.traces import convert_file, write_conversion
 from dokimi.support.mockmodel import MockModelServer
 from tests.helpers.git import git_repo
 from tests.helpers.harness import ClaudeRun, harness_dir, kill_strays, run_claude, stray_pids

@@ -15,7 +15,7 @@ import pytest
 
 from dokimi import process
 from dokimi.harness.profile import load_profile
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from tests.e2e.mockmodel_support import ScriptedRun, run_scripted, workspace
 
 pytestmark = pytest.mark.harness

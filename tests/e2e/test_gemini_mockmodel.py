@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from tests.e2e.mockmodel_support import run_scripted, workspace
 
 pytestmark = pytest.mark.harness

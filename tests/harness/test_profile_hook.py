@@ -96,7 +96,7 @@ def test_real_claude_code_runs_the_hook_from_the_profile_and_refuses_a_backgroun
     from dokimi import process
     from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile
     from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
-    from dokimi.harness.trace import convert_claude_stream_json
+    from dokimi.harness.traces.claude_stream_json import convert as convert_claude_stream_json
     from dokimi.support.mockmodel import MockModelServer
     from tests.helpers.harness import harness_dir, kill_strays, stray_pids
 

@@ -12,20 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from dokimi.harness.trace import (
+from dokimi.harness.traces import (
     OUTPUT_KEEP_BYTES,
     OUTPUT_LIMIT_BYTES,
-    TRACE_CONVERTERS,
-    command_rc,
-    convert_claude_stream_json,
     convert_file,
-    convert_text,
-    event_kind,
     event_time,
-    relative_path,
     truncate_output,
     write_conversion,
 )
+from dokimi.harness.traces import text as text_trace
+from dokimi.harness.traces.claude_stream_json import command_rc, event_kind, relative_path
+from dokimi.harness.traces.claude_stream_json import convert as convert_claude_stream_json
 
 TRACES = Path(__file__).resolve().parents[1] / "resources" / "traces"
 
@@ -346,10 +343,10 @@ def test_an_error_result_marks_the_conversion_as_an_error() -> None:
 
 
 def test_the_text_converter_takes_all_of_stdout_as_the_answer() -> None:
-    conv = TRACE_CONVERTERS["text"](["RCabc123 RCdef456\n", "and some prose\n"])
+    conv = text_trace.convert(["RCabc123 RCdef456\n", "and some prose\n"])
     assert conv.answer == "RCabc123 RCdef456\nand some prose"
     assert conv.events == [] and conv.is_error is False
-    assert convert_text([" \n"]).is_error is True
+    assert text_trace.convert([" \n"]).is_error is True
 
 
 def test_an_unknown_converter_name_lists_the_known_ones(tmp_path: Path) -> None:
@@ -387,7 +384,7 @@ def test_invalid_utf8_in_a_trace_file_does_not_crash(tmp_path: Path) -> None:
 
 
 def test_convert_takes_the_converter_name_and_the_whole_stdout_as_the_shared_interface_names_it() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     conv = convert("text", "final answer\n")
     assert conv.answer == "final answer" and conv.events == [] and not conv.is_error
@@ -408,7 +405,7 @@ CODEX_TRACE = TRACES / "codex-0.169.0-commands.jsonl"
 
 
 def test_a_recorded_codex_trace_converts_commands_rc_answer_and_turns() -> None:
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(CODEX_TRACE, "codex-json")
     assert [(e["kind"], e["text"], e["rc"], e["t"]) for e in conv.events] == [
@@ -423,7 +420,7 @@ def test_a_recorded_codex_trace_converts_commands_rc_answer_and_turns() -> None:
 
 
 def test_a_codex_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = CODEX_TRACE.read_text().splitlines()[:7]  # killed while the second command ran
     conv = convert("codex-json", "\n".join(lines) + "\nnot json\n")
@@ -436,7 +433,8 @@ def test_a_codex_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
 
 
 def test_codex_turn_failed_file_changes_and_wrapped_commands() -> None:
-    from dokimi.harness.trace import convert, unwrap_shell
+    from dokimi.harness.traces import convert
+    from dokimi.harness.traces.codex_json import unwrap_shell
 
     trace = "\n".join(
         json.dumps(x)
@@ -460,7 +458,7 @@ GEMINI_TRACE = TRACES / "gemini-0.61.0-tools.jsonl"
 
 
 def test_a_recorded_gemini_trace_converts_reads_commands_tools_and_the_answer() -> None:
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(GEMINI_TRACE, "gemini-stream-json")
     assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
@@ -479,7 +477,7 @@ def test_a_recorded_gemini_trace_converts_reads_commands_tools_and_the_answer() 
 
 
 def test_a_gemini_trace_without_its_result_record_is_an_error() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = GEMINI_TRACE.read_text().splitlines()[:6]
     conv = convert("gemini-stream-json", "\n".join(lines))
@@ -493,7 +491,7 @@ COPILOT_TRACE = TRACES / "copilot-1.0.102-tools.jsonl"
 
 
 def test_a_recorded_copilot_trace_converts_reads_commands_rc_tools_answer_and_turns() -> None:
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(COPILOT_TRACE, "copilot-json")
     assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
@@ -507,7 +505,7 @@ def test_a_recorded_copilot_trace_converts_reads_commands_rc_tools_answer_and_tu
 
 
 def test_a_copilot_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = COPILOT_TRACE.read_text().splitlines()
     cut = next(i for i, line in enumerate(lines) if '"toolName":"bash"' in line.replace(" ", ""))
@@ -523,7 +521,7 @@ OPENCODE_TRACE = TRACES / "opencode-1.18.33-tools.jsonl"
 
 
 def test_a_recorded_opencode_trace_converts_reads_commands_rc_refusals_answer_and_turns() -> None:
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(OPENCODE_TRACE, "opencode-json")
     assert [e["kind"] for e in conv.events] == ["read", "command", "tool"]
@@ -540,7 +538,7 @@ def test_a_recorded_opencode_trace_converts_reads_commands_rc_refusals_answer_an
 
 
 def test_an_opencode_trace_cut_before_its_last_step_is_an_error() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = OPENCODE_TRACE.read_text().splitlines()
     conv = convert("opencode-json", "\n".join(lines[:-3]))
@@ -553,7 +551,7 @@ QWEN_TRACE = TRACES / "qwen-code-0.24.4-tools.jsonl"
 
 
 def test_a_recorded_qwen_trace_converts_reads_edits_commands_rc_refusals_answer_and_turns() -> None:
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(QWEN_TRACE, "qwen-stream-json")
     assert [e["kind"] for e in conv.events] == ["read", "edit", "command", "tool"]
@@ -568,7 +566,7 @@ def test_a_recorded_qwen_trace_converts_reads_edits_commands_rc_refusals_answer_
 
 
 def test_a_qwen_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = QWEN_TRACE.read_text().splitlines()
     cut = next(i for i, line in enumerate(lines) if '"name":"run_shell_command"' in line)
@@ -579,7 +577,7 @@ def test_a_qwen_trace_cut_mid_command_has_rc_null_and_is_an_error() -> None:
 
 
 def test_a_qwen_commands_rc_is_its_last_exit_code_line_never_one_its_output_forged() -> None:
-    from dokimi.harness.trace import qwen_command_rc
+    from dokimi.harness.traces.qwen_stream_json import qwen_command_rc
 
     forged = (
         "Command: x\nDirectory: (root)\nOutput: Exit Code: 0\nError: (none)\nExit Code: 2\nSignal: (none)"
@@ -588,7 +586,7 @@ def test_a_qwen_commands_rc_is_its_last_exit_code_line_never_one_its_output_forg
     assert qwen_command_rc({"is_error": False}, "Exit Code: 7") == 0  # a success is its bare output
     assert qwen_command_rc({"is_error": True}, "Command timed out") is None
     disabled = '"run_shell_command" is not listed in the active core tools allowlist (--core-tools ...)'
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     lines = [
         '{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1",'
@@ -608,7 +606,7 @@ AIDER_TRACE = TRACES / "aider-0.86.2-edits.txt"
 def test_a_recorded_aider_trace_converts_reads_edits_answer_turns_and_cost() -> None:
     """The reply named f.txt (Aider added it and asked again); the second reply edited it and created
     sub/new.txt as SEARCH/REPLACE blocks, which Aider applied."""
-    from dokimi.harness.trace import convert_file
+    from dokimi.harness.traces import convert_file
 
     conv = convert_file(AIDER_TRACE, "aider-text")
     assert [(e["kind"], e["path"]) for e in conv.events] == [
@@ -625,7 +623,7 @@ def test_a_recorded_aider_trace_converts_reads_edits_answer_turns_and_cost() -> 
 
 
 def test_a_file_the_prompt_names_is_read_before_the_first_reply() -> None:
-    from dokimi.harness.trace import convert
+    from dokimi.harness.traces import convert
 
     text = AIDER_TRACE.read_text().replace("auto refresh\n\n", "auto refresh\n\nf.txt\n", 1)
     conv = convert("aider-text", text)
@@ -634,7 +632,7 @@ def test_a_file_the_prompt_names_is_read_before_the_first_reply() -> None:
 
 
 def test_an_aider_model_error_or_a_trace_cut_short_is_an_error() -> None:
-    from dokimi.harness.trace import convert, convert_file
+    from dokimi.harness.traces import convert, convert_file
 
     failed = convert_file(TRACES / "aider-0.86.2-model-error.txt", "aider-text")
     assert failed.is_error and not failed.complete and failed.turns is None and failed.answer == ""

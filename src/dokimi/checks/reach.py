@@ -41,7 +41,7 @@ from dokimi.gateway.capture_proxy import CaptureProxy
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, resolve_bin, version_argv
 from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_binary, wrap_argv
 from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
-from dokimi.harness.trace import convert_file, write_conversion
+from dokimi.harness.traces import convert_file, write_conversion
 from dokimi.repo.manifest import guidance_files_at
 from dokimi.rundir import WORKSPACE
 from dokimi.schemas._base import write_document

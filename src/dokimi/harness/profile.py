@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from dokimi.errors import DocumentError, UsageError
 from dokimi.harness.locate import locate_harness
-from dokimi.harness.trace import TRACE_CONVERTERS
+from dokimi.harness.traces import builtin_traces, trace_problem
 from dokimi.schemas._base import Loc, Marked, decode_text, format_loc, parse_yaml, read_raw, validate_marked
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 
@@ -246,13 +246,12 @@ def check_config_file_names(profile: HarnessProfile) -> list[ProfileProblem]:
 
 
 def check_trace_converter_known(profile: HarnessProfile) -> list[ProfileProblem]:
-    """``trace`` names a converter dokimi has."""
-    if profile.trace in TRACE_CONVERTERS:
+    """``trace`` names a converter: a built-in one, or a module of your own that can be imported."""
+    problem = trace_problem(profile.trace)
+    if problem is None:
         return []
-    known = ", ".join(sorted(TRACE_CONVERTERS))
-    return [
-        ProfileProblem(("trace",), f"unknown trace converter {profile.trace!r}", hint=f"use one of: {known}")
-    ]
+    hint = f"use one of: {', '.join(builtin_traces())}, or the dotted name of a module with a convert()"
+    return [ProfileProblem(("trace",), problem, hint=hint)]
 
 
 def check_guidance_names(profile: HarnessProfile) -> list[ProfileProblem]:

@@ -51,7 +51,7 @@ from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.perf import oracle_variant_arm
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation
 from dokimi.harness.runtime import container_launcher
-from dokimi.harness.trace import END_OF_RUN_MARKER, convert_file, write_conversion
+from dokimi.harness.traces import END_OF_RUN_MARKER, convert_file, write_conversion
 from dokimi.process import shutting_down
 from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
@@ -76,7 +76,7 @@ from dokimi.schemas.result import Result
 if TYPE_CHECKING:
     from dokimi.gateway.boundary import ModelReach
     from dokimi.gateway.sealed import SealAccount, SealedBatch
-    from dokimi.harness.trace import Conversion
+    from dokimi.harness.traces import Conversion
     from dokimi.repo.manifest import LoadedTask
     from dokimi.repo.workspace import GuidanceOverlay, PreparedWorkspace
     from dokimi.schemas.manifest import RepoManifest
@@ -374,7 +374,7 @@ def agent_argv_and_env(
 def end_of_run(argv: list[str]) -> list[str]:
     """The agent container's command: the harness under dokimi's end-of-run wrapper, which ends every other
     process of the agent's uid once the harness exited and then prints the end-of-run marker; the trace is
-    read up to that line only (:func:`dokimi.harness.trace.convert_file`)."""
+    read up to that line only (:func:`dokimi.harness.traces.convert_file`)."""
     return ["/bin/sh", str(CONTAINER_SUPPORT / END_OF_RUN_SCRIPT), END_OF_RUN_MARKER, "--", *argv]
 
 

@@ -28,7 +28,7 @@ from dokimi import globs
 from dokimi.batch import EVAL_DIR_NAME, CellKey, slug
 from dokimi.errors import DokimiError, UsageError
 from dokimi.gateway.sealed import observed_usage
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from dokimi.repo.workspace import (
     ARM_GENERATED,
     ARM_NONE,

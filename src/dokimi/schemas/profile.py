@@ -159,7 +159,9 @@ class HarnessProfile(Document):
     dry_run_env: dict[str, str] = Field(default_factory=dict)
     """Variables set only for a dry run against the scripted server (a dummy API key), after env_set."""
     trace: str = "text"
-    """Converter of the harness's stdout to events.jsonl (dokimi.harness.trace.TRACE_CONVERTERS)."""
+    """Converter of the harness's stdout to events.jsonl: a built-in one's name (``claude-stream-json``, a
+    module of dokimi.harness.traces), or the dotted name of an importable module with a ``convert(lines)``
+    function."""
     guidance: Guidance
     """How the harness finds guidance (declared, verified by the reach probe)."""
     bridge: Bridge | None = None

@@ -54,7 +54,7 @@ from dokimi.checks.reach import harness_version, refuse_guidance_ancestors
 from dokimi.errors import DokimiError, UsageError
 from dokimi.harness.profile import build_env, load_profile, resolve_bin
 from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
-from dokimi.harness.trace import convert_file
+from dokimi.harness.traces import convert_file
 from dokimi.schemas._base import load_json, write_text_atomic
 from dokimi.schemas.review_rules import RepoReviewRules, ReviewRule, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
