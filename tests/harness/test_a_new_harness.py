@@ -96,7 +96,7 @@ def test_a_new_harness_executable_is_found_by_its_own_variable(
     executable.write_text("#!/bin/sh\necho 0.0.1\n")
     os.chmod(executable, 0o755)
     monkeypatch.setenv("DOKIMI_THROWAWAY_CLI_BIN", str(executable))
-    located = locate_harness("throwaway-cli", "throwaway")
+    located = locate_harness(load_profile(outside / "throwaway.yaml"))
     assert (located.path, located.origin) == (executable.resolve(), "environment")
 
 

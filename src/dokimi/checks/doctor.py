@@ -63,9 +63,9 @@ class DoctorReport(Document):
 def default_claude_bin() -> Path:
     """The Claude Code executable a run would use without ``--bin`` (the lookup runs share)."""
     try:
-        return locate_harness("claude-code", "claude").path
+        return locate_harness(load_profile("claude-code")).path
     except PrerequisiteError:
-        pinned = installed_path("claude-code")
+        pinned = installed_path(load_profile("claude-code"))
         assert pinned is not None
         return pinned
 
@@ -199,7 +199,7 @@ def check_claude(bin_path: Path | None) -> DoctorCheck:
     required), else DOKIMI_CLAUDE_BIN, the pinned install, or ``claude`` on PATH (recommended)."""
     required = bin_path is not None
     try:
-        located = locate_harness("claude-code", "claude", bin_path)
+        located = locate_harness(load_profile("claude-code"), bin_path)
     except PrerequisiteError as exc:
         return _check("claude code", False, required=required, detail=exc.message, fix=exc.hint)
     path = located.path
@@ -235,7 +235,7 @@ def check_harnesses() -> list[DoctorCheck]:
             continue
         fix = f"scripts/install-harness.sh {name} installs {pin.version if pin else 'it'}; or pass --bin"
         try:
-            located = locate_harness(name, profile.bin)
+            located = locate_harness(profile)
             launcher = host_launcher(located.path)
             argv = [*launcher[:-1], *version_argv(profile, launcher[-1])]
             result = process.run(argv, timeout=CHECK_TIMEOUT_S)

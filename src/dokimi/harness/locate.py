@@ -7,7 +7,8 @@ The order, first hit wins:
 2. the environment variable of the harness (``DOKIMI_CLAUDE_BIN`` for claude-code; for another profile
    ``DOKIMI_<NAME>_BIN``, the profile name upper-cased with ``-`` as ``_``);
 3. the pinned install of ``scripts/install-harness.sh`` under ``$DOKIMI_TOOLS`` (default
-   ``~/.cache/dokimi/tools``), when it is there;
+   ``~/.cache/dokimi/tools``), when it is there: ``<name>-<version>/<executable>``, all three read from the
+   profile (its ``verification`` block is the pin, the one place a harness's version is spelled);
 4. the profile's ``bin`` on PATH.
 
 The pinned install comes before PATH because a harness on PATH is often a different version, or a Node
@@ -20,24 +21,12 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dokimi.errors import PrerequisiteError
 
-#: The Claude Code version scripts/install-harness.sh installs.
-CLAUDE_CODE_VERSION = "2.1.328"
-
-#: What scripts/install-harness.sh installs per harness: (version, the executable under its prefix). The
-#: versions are the built-in profiles' ``verification.version`` (a test checks they agree).
-PINNED_INSTALLS: dict[str, tuple[str, str]] = {
-    "claude-code": (CLAUDE_CODE_VERSION, "node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
-    "codex": ("0.169.0", "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
-    "gemini-cli": ("0.61.0", "node_modules/@google/gemini-cli/bundle/gemini.js"),
-    "copilot": ("1.0.102", "node_modules/@github/copilot-linux-x64/copilot"),
-    "opencode": ("1.18.33", "node_modules/opencode-linux-x64/bin/opencode"),
-    "qwen-code": ("0.24.4", "node_modules/@qwen-code/qwen-code/cli-entry.js"),
-    "aider": ("0.86.2", "aider.py"),
-}
+if TYPE_CHECKING:
+    from dokimi.schemas.profile import HarnessProfile
 
 Origin = Literal["--bin", "environment", "installed", "PATH"]
 
@@ -65,24 +54,24 @@ def tools_dir() -> Path:
     return Path(os.environ.get("DOKIMI_TOOLS") or Path.home() / ".cache" / "dokimi" / "tools")
 
 
-def installed_path(harness: str) -> Path | None:
-    """The path scripts/install-harness.sh puts the pinned executable of ``harness`` at (None when the script
-    installs no such harness)."""
-    if harness not in PINNED_INSTALLS:
+def installed_path(profile: HarnessProfile) -> Path | None:
+    """The path scripts/install-harness.sh puts the pinned executable of ``profile`` at (None when the
+    profile names no install: no ``verification.executable``)."""
+    pin = profile.verification
+    if pin is None or pin.executable is None:
         return None
-    version, executable = PINNED_INSTALLS[harness]
-    return tools_dir() / f"{harness}-{version}" / executable
+    return tools_dir() / f"{profile.name}-{pin.version}" / pin.executable
 
 
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def _install_hint(harness: str, default_bin: str) -> str:
-    names = " or ".join(env_names(harness))
-    if installed_path(harness) is not None:
+def _install_hint(profile: HarnessProfile) -> str:
+    names = " or ".join(env_names(profile.name))
+    if installed_path(profile) is not None:
         return f"run scripts/install-harness.sh (then it is found), or pass --bin PATH, or set {names}"
-    return f"install {default_bin}, or pass --bin PATH, or set {names}"
+    return f"install {profile.bin}, or pass --bin PATH, or set {names}"
 
 
 def _from_value(value: str, origin: Origin, detail: str, hint: str) -> Located:
@@ -99,17 +88,18 @@ def _from_value(value: str, origin: Origin, detail: str, hint: str) -> Located:
     return Located(Path(found).resolve(), origin, detail)
 
 
-def locate_harness(harness: str, default_bin: str, override: str | Path | None = None) -> Located:
-    """The executable of the harness profile ``harness`` whose ``bin`` is ``default_bin``, looked up in the
-    order of this module's docstring. Raises PrerequisiteError naming every place it looked."""
-    hint = _install_hint(harness, default_bin)
+def locate_harness(profile: HarnessProfile, override: str | Path | None = None) -> Located:
+    """The executable of the harness ``profile``, looked up in the order of this module's docstring. Raises
+    PrerequisiteError naming every place it looked."""
+    harness, default_bin = profile.name, profile.bin
+    hint = _install_hint(profile)
     if override is not None and str(override):
         return _from_value(str(override), "--bin", "--bin", hint)
     for name in env_names(harness):
         value = os.environ.get(name)
         if value:
             return _from_value(value, "environment", name, hint)
-    pinned = installed_path(harness)
+    pinned = installed_path(profile)
     if pinned is not None and _executable(pinned):
         return Located(pinned.resolve(), "installed", str(tools_dir()))
     found = shutil.which(default_bin)

@@ -574,4 +574,4 @@ def version_argv(profile: HarnessProfile, bin: str) -> list[str]:
 def resolve_bin(profile: HarnessProfile, override: str | Path | None = None) -> Path:
     """The executable to run: the one lookup doctor shares (:func:`dokimi.harness.locate.locate_harness`):
     ``--bin``, then the harness's environment variable, then the pinned install, then ``bin`` on PATH."""
-    return locate_harness(profile.name, profile.bin, override).path
+    return locate_harness(profile, override).path

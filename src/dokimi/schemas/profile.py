@@ -103,6 +103,10 @@ class Verification(Document):
     """The pinned version (scripts/install-harness.sh installs exactly this one)."""
     package: str = Field(min_length=1)
     """Where it comes from (``npm @openai/codex``, ``pypi aider-chat``)."""
+    executable: str | None = Field(default=None, pattern=r"^[\w@+-][\w.@+-]*(/[\w@+-][\w.@+-]*)*$")
+    """The file to run, relative to the directory scripts/install-harness.sh installs this version into
+    (``node_modules/@openai/codex-linux-x64/.../codex``; no segment starts with a dot): where dokimi finds
+    the pinned install. Null: not installed by the script."""
     verified: bool
     """True when this version ran a dry run of the bundled example and the reach tests here."""
     note: str = ""
