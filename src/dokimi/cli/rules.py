@@ -57,6 +57,104 @@ def rules() -> None:
     """Team review rules: fetch review comments, mine rules from them, triage, evaluate, measure."""
 
 
+# --- fetch ------------------------------------------------------------------------------------------------
+
+
+@rules.command("fetch")
+@click.argument("repo", metavar="OWNER/NAME")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The review_comments.jsonl to write.",
+)
+@click.option(
+    "--token-env",
+    "token_env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="The environment variable holding the token (never give a token on the command line).",
+)
+@click.option(
+    "--api-base",
+    "api_base",
+    default=None,
+    metavar="URL",
+    help="The REST API's base URL (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3).",
+)
+@click.option("--since", type=DATE, help="Only PRs merged on or after this day.")
+@click.option("--until", type=DATE, help="Only PRs merged before this day.")
+@click.option(
+    "--no-review-bodies",
+    "no_review_bodies",
+    is_flag=True,
+    help="Leave out reviews' summary texts (kept by default, as comments on the whole PR).",
+)
+@click.option(
+    "--max-wait",
+    "max_wait",
+    type=FiniteFloat(min=0),
+    default=3600.0,
+    show_default=True,
+    help="Longest wait for a rate limit, in seconds; a longer one stops the fetch (it resumes).",
+)
+@json_option
+def fetch(
+    repo: str,
+    out: Path,
+    token_env: str,
+    api_base: str | None,
+    since: dt.date | None,
+    until: dt.date | None,
+    no_review_bodies: bool,
+    max_wait: float,
+    as_json: bool,
+) -> int:
+    """Fetch the review comments of OWNER/NAME's merged pull requests from the GitHub REST API into OUT, one
+    comment per line (review_comments.jsonl). A stopped fetch (Ctrl-C, a rate limit) resumes where it
+    stopped when run again."""
+    import dataclasses
+    import os
+
+    from dokimi.errors import UsageError
+    from dokimi.source.forge import DEFAULT_API_BASE, FetchRequest, FetchSummary, fetch_review_comments
+
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        raise UsageError(
+            f"no token in ${token_env}",
+            hint=f"export {token_env}=<a token that may read the repository's pull requests>",
+        )
+    request = FetchRequest(
+        repo=repo,
+        token=token,
+        api_base=api_base or DEFAULT_API_BASE,
+        since=since,
+        until=until,
+        review_bodies=not no_review_bodies,
+        max_wait_s=max_wait,
+    )
+
+    def progress(summary: FetchSummary) -> None:
+        if summary.pull_requests % 25 == 0:
+            note(f"{summary.pull_requests} merged PRs, {summary.comments} comments ...")
+
+    summary = fetch_review_comments(request, out, progress=progress)
+    if as_json:
+        emit_json(dataclasses.asdict(summary))
+        return EXIT_OK
+    resumed = f" ({summary.resumed} from the stopped run)" if summary.resumed else ""
+    echo(
+        f"{summary.pull_requests} merged PRs{resumed}, {summary.comments} comments "
+        f"({summary.bots} by bots left out)"
+    )
+    echo(f"{summary.requests} requests, {summary.waited_s:.0f} s waited for rate limits")
+    echo(f"wrote {out}")
+    return EXIT_OK
+
+
 # --- mine -------------------------------------------------------------------------------------------------
 
 
