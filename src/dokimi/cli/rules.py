@@ -315,3 +315,106 @@ def _print_mining(report: Any, root: Path) -> None:
             echo(f"  {row.prs} PRs {row.reviewers} reviewer(s)  {row.rule}")
     echo(f"wrote {_shown_path(report.out, root)}")
     echo("next: dokimi repo rules triage (a maintainer accepts, rejects or edits each candidate)")
+
+
+# --- triage -----------------------------------------------------------------------------------------------
+
+
+def rules_file_option(func: Any) -> Any:
+    return click.option(
+        "--rules",
+        "rules_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The rules file (default: review_rules.json in the eval directory).",
+    )(func)
+
+
+@rules.command("triage")
+@click.argument("rule_id", metavar="[ID]", required=False)
+@repo_option
+@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@rules_file_option
+@click.option("--accept", "decision", flag_value="accept", help="Confirm the rule.")
+@click.option(
+    "--reject", "decision", flag_value="reject", help="Reject it (it keeps its id; never offered again)."
+)
+@click.option("--edit", "decision", flag_value="edit", help="Change its text, paths or written_in only.")
+@click.option("--rule", "text", metavar="TEXT", help="The rule's new text.")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB", help="The files it applies to (repeatable).")
+@click.option("--written-in", "written_in", metavar="PATH", help="The guidance file that states it now.")
+@click.option("--by", "by", metavar="NAME", help="Who decides (recorded with the decision).")
+@click.option("--note", "note_text", metavar="TEXT", help="Why (recorded with the decision).")
+@json_option
+def triage(
+    rule_id: str | None,
+    repo_dir: Path,
+    manifest: str | None,
+    rules_file: Path | None,
+    decision: str | None,
+    text: str | None,
+    paths: tuple[str, ...],
+    written_in: str | None,
+    by: str | None,
+    note_text: str | None,
+    as_json: bool,
+) -> int:
+    """Without ID: list the rules awaiting a maintainer's decision. With ID: accept, reject or edit that rule;
+    the decision (who, when, why, what the text and paths were) is recorded in the rule."""
+    from dokimi.repo.rules import eval_dir_of, load_rules_file
+    from dokimi.repo.rules_triage import TriageRequest, apply_triage, pending
+    from dokimi.schemas._base import write_document
+    from dokimi.schemas.review_rules import TriageDecision
+
+    path = rules_file or eval_dir_of(repo_dir, manifest).rules_file
+    document = load_rules_file(path)
+    if rule_id is None:
+        if decision or text or paths or written_in:
+            raise click.UsageError(
+                "name the rule to decide on: repo rules triage ID --accept|--reject|--edit"
+            )
+        waiting = pending(document)
+        if as_json:
+            emit_json([rule.model_dump(mode="json", by_alias=True) for rule in waiting])
+            return EXIT_OK
+        _print_pending(waiting, _shown_path(str(path), repo_dir))
+        return EXIT_OK
+    if decision is None:
+        raise click.UsageError("give --accept, --reject or --edit")
+    if not by:
+        raise click.UsageError("give --by NAME: the decision is recorded with who made it")
+    request = TriageRequest(
+        rule_id=rule_id,
+        decision=TriageDecision(decision),
+        by=by,
+        date=dt.datetime.now(dt.UTC).date(),
+        note=note_text,
+        rule=text,
+        paths=paths or None,
+        written_in=written_in,
+    )
+    updated, rule, caveats = apply_triage(document, request)
+    write_document(path, updated)
+    if as_json:
+        emit_json(rule.model_dump(mode="json", by_alias=True))
+        return EXIT_OK
+    echo(f"{rule.id}: {rule.status.value}  ({', '.join(rule.paths)})  {rule.rule}")
+    for caveat in caveats:
+        note(f"note: {caveat}")
+    if rule.status.value == "confirmed" and rule.written_in is None:
+        note(
+            f"note: {rule.id} is in no guidance file yet: add it to AGENTS.md, then --edit --written-in FILE"
+        )
+    return EXIT_OK
+
+
+def _print_pending(waiting: Any, path: str) -> None:
+    if not waiting:
+        echo(f"no rule awaits triage in {path}")
+        return
+    echo(f"{len(waiting)} rule(s) await triage in {path}:")
+    for rule in waiting:
+        echo(f"  {rule.id}  {rule.prs} PRs, {rule.reviewers} reviewer(s), paths {', '.join(rule.paths)}")
+        echo(f"      {rule.rule}")
+        if rule.evidence:
+            echo(f"      e.g. {rule.evidence[0]}")
+    echo("decide each: dokimi repo rules triage ID --accept --by NAME (or --reject, or --edit --rule TEXT)")

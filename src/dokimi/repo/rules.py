@@ -24,10 +24,16 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dokimi.globs import match_any
 from dokimi.rundir import REVIEW_RULES_JSON
 from dokimi.schemas._base import read_document
+
+if TYPE_CHECKING:
+    from dokimi.repo.manifest import LoadedTask
+    from dokimi.schemas.manifest import RepoManifest
+
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
     MIN_REVIEWERS_FOR_BLOCKER,
@@ -57,6 +63,8 @@ __all__ = [
     "coverage",
     "load_review_rules",
     "load_rules_file",
+    "eval_dir_of",
+    "EvalDir",
     "match_agreement",
     "review_rules_problems",
     "rule_may_score",
@@ -71,6 +79,44 @@ def load_review_rules(eval_dir: Path) -> RepoReviewRules | None:
     none; a DocumentError naming file:line:key when it is malformed."""
     path = eval_dir / REVIEW_RULES_JSON
     return load_rules_file(path) if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class EvalDir:
+    """A working tree's eval directory, as its manifest names it."""
+
+    root: Path
+    """The repository's root."""
+    path: Path
+    """``<root>/<eval_dir>``."""
+    manifest: RepoManifest
+    tasks: list[LoadedTask]
+    """Every task of the manifest, read once."""
+
+    @property
+    def rules_file(self) -> Path:
+        return self.path / REVIEW_RULES_JSON
+
+
+def eval_dir_of(repo_dir: Path, manifest: str | None) -> EvalDir:
+    """The eval directory of the working tree at ``repo_dir`` (or above it) and its tasks; a UsageError when
+    its manifest names none."""
+    from dokimi.errors import UsageError
+    from dokimi.repo.manifest import load_manifest, load_tasks
+    from dokimi.source import open_source
+    from dokimi.source.git import toplevel
+
+    root = toplevel(repo_dir) or repo_dir
+    with open_source(str(root)) as repo:
+        snapshot = repo.eval_snapshot()
+        loaded = load_manifest(snapshot, manifest=manifest, manifest_file=None, required=True)
+        found = loaded.manifest
+        if found is None or found.eval_dir is None:
+            raise UsageError(
+                "the manifest names no eval_dir, where review_rules.json lives",
+                hint="run `dokimi repo init` first, or name the rules file",
+            )
+        return EvalDir(root, root / found.eval_dir, found, load_tasks(snapshot, found))
 
 
 def load_rules_file(path: Path) -> RepoReviewRules:

@@ -40,9 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dokimi.controls import strip_controls
 from dokimi.errors import DokimiError, UsageError
-from dokimi.repo.manifest import load_manifest, load_tasks
-from dokimi.repo.rules import load_rules_file
-from dokimi.rundir import REVIEW_RULES_JSON
+from dokimi.repo.rules import eval_dir_of, load_rules_file
 from dokimi.schemas._base import write_document
 from dokimi.schemas.review_comments import ReviewCommentLine, read_review_comments
 from dokimi.schemas.review_rules import (
@@ -53,7 +51,6 @@ from dokimi.schemas.review_rules import (
     RuleStatus,
 )
 from dokimi.schemas.rules_reports import RulesMining
-from dokimi.source import open_source
 
 __all__ = [
     "Exclusions",
@@ -663,17 +660,9 @@ def mine_repository(
 ) -> Any:
     """Mine a working tree's review comments into its rules file (written atomically) and return the
     repo_rules_mining.v1 report. The previous rules file, when there is one, keeps its ids."""
-    with open_source(str(request.repo_dir)) as repo:
-        snapshot = repo.eval_snapshot()
-        loaded = load_manifest(snapshot, manifest=request.manifest, manifest_file=None, required=True)
-        manifest = loaded.manifest
-        if manifest is None or manifest.eval_dir is None:
-            raise UsageError(
-                "the manifest names no eval_dir, where review_rules.json lives",
-                hint="run `dokimi repo init` first, or give --out FILE",
-            )
-        sources = task_sources(load_tasks(snapshot, manifest))
-    out = request.out or request.repo_dir / manifest.eval_dir / REVIEW_RULES_JSON
+    found = eval_dir_of(request.repo_dir, request.manifest)
+    sources = task_sources(found.tasks)
+    out = request.out or found.rules_file
     previous = load_rules_file(out) if out.exists() else None
     comments = read_review_comments(request.comments)
     exclusions = Exclusions(sources, request.exclude_prs)
