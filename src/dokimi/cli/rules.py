@@ -418,3 +418,110 @@ def _print_pending(waiting: Any, path: str) -> None:
         if rule.evidence:
             echo(f"      e.g. {rule.evidence[0]}")
     echo("decide each: dokimi repo rules triage ID --accept --by NAME (or --reject, or --edit --rule TEXT)")
+
+
+# --- evaluate ---------------------------------------------------------------------------------------------
+
+
+@rules.command("evaluate")
+@repo_option
+@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@rules_file_option
+@click.option(
+    "--comments",
+    "comments",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="review_comments.jsonl of maintainer comments, each labelled with the rules it is an instance of.",
+)
+@click.option(
+    "--matches",
+    "matches",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="rule_matches.jsonl: rules matched on new PRs, each with a maintainer's agreement.",
+)
+@click.option(
+    "--sample",
+    "sample",
+    multiple=True,
+    metavar="ID",
+    help="The rules sampled for the mining's precision (repeatable; default: every rule).",
+)
+@click.option(
+    "--min-coverage",
+    "min_coverage",
+    type=FiniteFloat(min=0, max=1),
+    help="Exit 1 when the predictive coverage is below this share (for CI).",
+)
+@json_option
+def evaluate(
+    repo_dir: Path,
+    manifest: str | None,
+    rules_file: Path | None,
+    comments: Path,
+    matches: Path | None,
+    sample: tuple[str, ...],
+    min_coverage: float | None,
+    as_json: bool,
+) -> int:
+    """How well the rules do: predictive coverage (the share of maintainer comments made on or after
+    cut_date that a confirmed rule covers), the precision of the mining (the confirmed share of the sampled
+    rules) and in use (the share of rule matches a maintainer agrees with), and stability (rules raised by
+    one reviewer only)."""
+    from dokimi.constants import EXIT_FOUND_PROBLEMS
+    from dokimi.repo.rules import RuleMatch, eval_dir_of, evaluate_rules, load_rules_file
+    from dokimi.schemas.review_comments import read_review_comments, read_rule_matches
+
+    path = rules_file or eval_dir_of(repo_dir, manifest).rules_file
+    document = load_rules_file(path)
+    matched = [RuleMatch(m.rule, m.agreed) for m in read_rule_matches(matches)] if matches else None
+    report = evaluate_rules(document, read_review_comments(comments), matched, list(sample) or None)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_evaluation(report, document, _shown_path(str(path), repo_dir))
+    low = min_coverage is not None and (report.coverage.value or 0.0) < min_coverage
+    if low:
+        note(f"predictive coverage is below --min-coverage {min_coverage:g}")
+    return EXIT_FOUND_PROBLEMS if low else EXIT_OK
+
+
+def _share(share: Any) -> str:
+    if share.value is None:
+        return f"{share.k} of {share.n} (no data)"
+    low, high = share.interval
+    return f"{share.k} of {share.n} ({share.value:.0%}; 95% CI {low:.0%} to {high:.0%})"
+
+
+def _print_evaluation(report: Any, document: Any, path: str) -> None:
+    statuses: dict[str, int] = {}
+    for rule in document.rules:
+        statuses[rule.status.value] = statuses.get(rule.status.value, 0) + 1
+    count = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    echo(f"rules: {path} (cut {report.cut_date}; {count})")
+    echo(
+        f"predictive coverage: {_share(report.coverage)} comments made on or after the cut"
+        + (f"; {report.before_cut} made before it not counted" if report.before_cut else "")
+    )
+    echo(
+        "  "
+        + "  ".join(
+            f"{r.id}{'' if r.status == 'confirmed' else f' ({r.status})'}: {r.covered}"
+            for r in report.per_rule
+        )
+    )
+    if report.uncovered:
+        echo("  covered by no confirmed rule (what the next mining should look at):")
+        for url in report.uncovered:
+            echo(f"    {url}")
+    if report.unknown_labels:
+        echo(f"  labels naming no rule of the file: {', '.join(report.unknown_labels)}")
+    echo(f"precision of the mining: {_share(report.precision_mined)} sampled rules confirmed")
+    if report.precision_in_use is not None:
+        echo(f"precision in use: {_share(report.precision_in_use)} rule matches judged were agreed with")
+    for rid in report.single_reviewer:
+        confirmed = " (confirmed all the same)" if rid in report.confirmed_single_reviewer else ""
+        echo(
+            f"stability: {rid} was raised by one reviewer only{confirmed}: "
+            "a candidate until a second reviewer raises it"
+        )

@@ -33,6 +33,8 @@ from dokimi.schemas._base import read_document
 if TYPE_CHECKING:
     from dokimi.repo.manifest import LoadedTask
     from dokimi.schemas.manifest import RepoManifest
+    from dokimi.schemas.review_comments import ReviewCommentLine
+    from dokimi.schemas.rules_reports import RulesEvaluation
 
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
@@ -61,6 +63,8 @@ __all__ = [
     "blocker_eligible",
     "confirmed_share",
     "coverage",
+    "evaluate_rules",
+    "labelled_comments",
     "load_review_rules",
     "load_rules_file",
     "eval_dir_of",
@@ -244,3 +248,75 @@ def single_reviewer_rules(rules: RepoReviewRules) -> list[str]:
     """Stability: ids of the rules seen from one reviewer only; they are that reviewer's preference and stay
     candidates until a second reviewer confirms them."""
     return sorted(r.id for r in rules.rules if r.reviewers < MIN_REVIEWERS_FOR_BLOCKER)
+
+
+# --- repo rules evaluate ----------------------------------------------------------------------------------
+
+
+def share_doc(share: Share) -> dict[str, object]:
+    """A Share as repo_rules_evaluation.v1 writes it."""
+    return {"k": share.k, "n": share.n, "value": share.value, "interval": share.interval}
+
+
+def labelled_comments(lines: Iterable[ReviewCommentLine]) -> list[ReviewComment]:
+    """The lines of a labelled review_comments.jsonl as :class:`ReviewComment` (dated by ``created_at``, or
+    ``merged_at`` when it has none); a comment with neither cannot be placed against the cut (UsageError)."""
+    from dokimi.errors import UsageError
+
+    comments = []
+    for line in lines:
+        date = line.created_at or line.merged_at
+        if date is None:
+            raise UsageError(
+                f"the comment {line.url} has neither created_at nor merged_at",
+                hint="the evaluation counts comments made on or after cut_date: date every comment",
+            )
+        comments.append(ReviewComment(line.url, date, line.path, tuple(line.rules)))
+    return comments
+
+
+def evaluate_rules(
+    rules: RepoReviewRules,
+    lines: Sequence[ReviewCommentLine],
+    matches: Sequence[RuleMatch] | None = None,
+    sample: Sequence[str] | None = None,
+) -> RulesEvaluation:
+    """repo_rules_evaluation.v1: predictive coverage of the labelled comments after the cut, the two
+    precisions, and stability (docs/review-rules.md)."""
+    from dokimi.errors import UsageError
+    from dokimi.schemas.rules_reports import RulesEvaluation
+
+    comments = labelled_comments(lines)
+    share, uncovered = coverage(rules, comments)
+    after = [c for c in comments if base_day(c.date) >= rules.cut_date]
+    known = {rule.id for rule in rules.rules}
+    missing = sorted(set(sample or ()) - known)
+    if missing:
+        raise UsageError(f"--sample names {', '.join(missing)}, which the rules file does not hold")
+    sampled = [rule for rule in rules.rules if sample is None or rule.id in set(sample)]
+    single = single_reviewer_rules(rules)
+    return RulesEvaluation.model_validate(
+        {
+            "cut_date": rules.cut_date,
+            "comments": len(comments),
+            "before_cut": len(comments) - len(after),
+            "coverage": share_doc(share),
+            "uncovered": uncovered,
+            "per_rule": [
+                {
+                    "id": rule.id,
+                    "status": rule.status.value,
+                    "covered": sum(rule.id in c.rules and _applies(rule, c.path) for c in after),
+                }
+                for rule in rules.rules
+            ],
+            "unknown_labels": sorted({rid for c in comments for rid in c.rules} - known),
+            "precision_mined": share_doc(confirmed_share(sampled)),
+            "sample": [rule.id for rule in sampled],
+            "precision_in_use": share_doc(match_agreement(matches)) if matches is not None else None,
+            "single_reviewer": single,
+            "confirmed_single_reviewer": [
+                rule.id for rule in rules.rules if rule.id in single and rule.status is RuleStatus.CONFIRMED
+            ],
+        }
+    )
