@@ -203,6 +203,12 @@ class Context:
             union.update(p for p in ref_paths if deletions.get(p, 0) < len(others))
         return union
 
+    @cached_property
+    def mined_tasks(self) -> list[_MinedTask]:
+        """The tasks of a built-in grade with their patches parsed, read once for every rule that needs
+        them."""
+        return _mined_tasks(self)
+
     @property
     def shallow(self) -> bool:
         return bool(self.repo and self.repo.git_dir and (self.repo.git_dir / "shallow").exists())
@@ -1509,7 +1515,7 @@ def check_prompt_gives_no_fix_away(ctx: Context) -> Iterator[Finding]:
     for), or a hidden test (its function or its file)."""
     code = _code(check_prompt_gives_no_fix_away)
     fix = "describe what goes wrong as a user would report it, not where or how to fix it"
-    for task in _mined_tasks(ctx):
+    for task in ctx.mined_tasks:
         for path in sorted(task.oracle):
             named = prompt_names_file(task.prompt, path)
             if named is not None:
@@ -1563,7 +1569,7 @@ def check_prompt_is_edited(ctx: Context) -> Iterator[Finding]:
         git_dir=ctx.repo.git_dir, what="git log (fix messages)",
     ).decode("utf-8", "replace")  # fmt: skip
     messages = dict(record.split("\n", 1) for record in out.split("\0") if "\n" in record)
-    changed = {task.lt.id: [*task.tests, *task.oracle] for task in _mined_tasks(ctx)}
+    changed = {task.lt.id: [*task.tests, *task.oracle] for task in ctx.mined_tasks}
     for task_id, (lt, sha) in fixes.items():
         message = messages.get(sha)
         prompt = lt.marked.data["prompt"] if lt.marked is not None else ""
@@ -1594,7 +1600,7 @@ def check_task_has_pass_to_pass(ctx: Context) -> Iterator[Finding]:
         return
     if m.entry_points.grade.strip().startswith("builtin:command") and not uses_report(m.entry_points.grade):
         return  # graded by its exit code: every test it runs must pass
-    for task in _mined_tasks(ctx):
+    for task in ctx.mined_tasks:
         if task.fail_to_pass and not task.pass_to_pass:
             yield ctx.at_task(
                 task.lt, code, ("pass_to_pass",),
@@ -1621,7 +1627,7 @@ def check_hidden_tests_need_no_particular_fix(ctx: Context) -> Iterator[Finding]
     code = _code(check_hidden_tests_need_no_particular_fix)
     if ctx.repo is None or ctx.repo.git_dir is None:
         return
-    for task in _mined_tasks(ctx):
+    for task in ctx.mined_tasks:
         base = task.lt.marked.data.get("base") if task.lt.marked is not None else None
         sha = ctx.resolved.get(base) if isinstance(base, str) else None
         candidates = sorted(

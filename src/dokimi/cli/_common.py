@@ -44,6 +44,18 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(func)
 
 
+def run_file_option(help_text: str) -> Callable[[F], F]:
+    """``-c/--config FILE``: a run file (repo_run_file.v1), read by ``repo run`` and ``repo tasks check``."""
+    return click.option(
+        "-c",
+        "--config",
+        "run_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help=help_text,
+    )
+
+
 def out_option(default: str | None = None) -> Callable[[F], F]:
     def deco(func: F) -> F:
         return click.option(

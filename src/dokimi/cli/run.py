@@ -23,6 +23,7 @@ from dokimi.cli._common import (
     manifest_options,
     note,
     print_above,
+    run_file_option,
     source_argument,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, MAX_REPS
@@ -255,14 +256,9 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 
 @click.command("run")
 @source_argument
-@click.option(
-    "-c",
-    "--config",
-    "run_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="A run file (repo_run_file.v1) holding arms, models, reps, batch, harness and the other options "
-    "below; an option on the command line wins over it.",
+@run_file_option(
+    "A run file (repo_run_file.v1) holding arms, models, reps, batch, harness and the other options "
+    "below; an option on the command line wins over it."
 )
 @manifest_options
 @click.option(

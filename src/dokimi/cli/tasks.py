@@ -21,6 +21,7 @@ from dokimi.cli._common import (
     manifest_options,
     note,
     progress_bar,
+    run_file_option,
     shown,
     source_argument,
 )
@@ -47,13 +48,8 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
 
 @tasks.command("check")
 @source_argument
-@click.option(
-    "-c",
-    "--config",
-    "run_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="A run file (repo_run_file.v1): its arms are checked (and its harness writes guidance:bridge).",
+@run_file_option(
+    "A run file (repo_run_file.v1): its arms are checked (and its harness writes guidance:bridge)."
 )
 @manifest_options
 @click.option(

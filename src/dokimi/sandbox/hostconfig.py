@@ -103,6 +103,17 @@ def pip_config_files(environ: Mapping[str, str]) -> list[Path]:
     return files
 
 
+def pip_config(environ: Mapping[str, str]) -> configparser.RawConfigParser:
+    """pip's configuration files read in pip's order (a file that cannot be read is passed over)."""
+    parser = configparser.RawConfigParser()
+    for path in pip_config_files(environ):
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+    return parser
+
+
 def _host_only(value: str) -> bool:
     """A location only this machine can read: a ``file:`` URL or a path."""
     return value.startswith(("file:", "/", "~", "."))
@@ -112,12 +123,7 @@ def pip_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]
     """pip's index settings as pip would use them for ``pip install`` on this machine (PIP_* variables over
     the files, ``[install]`` over ``[global]``), with the values only this machine can use left out; and
     the notes saying what was left out."""
-    parser = configparser.RawConfigParser()
-    for path in pip_config_files(environ):
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, OSError, UnicodeDecodeError):
-            continue
+    parser = pip_config(environ)
     settings: dict[str, str] = {}
     for section in ("global", "install"):
         if parser.has_section(section):
@@ -144,12 +150,7 @@ def pip_cert(environ: Mapping[str, str]) -> str | None:
     """pip's ``cert`` setting (PIP_CERT, else its configuration files)."""
     if environ.get("PIP_CERT"):
         return environ["PIP_CERT"]
-    parser = configparser.RawConfigParser()
-    for path in pip_config_files(environ):
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, OSError, UnicodeDecodeError):
-            continue
+    parser = pip_config(environ)
     for section in ("install", "global"):
         if parser.has_option(section, "cert"):
             return parser.get(section, "cert").strip()
