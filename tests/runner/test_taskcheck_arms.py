@@ -103,10 +103,15 @@ def test_tasks_check_reports_each_arm_and_the_test_that_changed(
     assert "differ: guidance:none" in text.stdout
     assert "arms: guidance:raw, guidance:none" in text.stdout
 
-    only_tree = dokimi_cli(["repo", "tasks", "check", str(repo), "--arm", "guidance:tree", "--json"])
+    # four units at once: whichever arm prepares the shared commit first grades it, and the isolation probe
+    # still runs (only guidance:raw runs it, and guidance:raw never waits for another arm)
+    only_tree = dokimi_cli(
+        ["repo", "tasks", "check", str(repo), "--arm", "guidance:tree", "-j", "4", "--json"]
+    )
     assert only_tree.returncode == 0, only_tree.stdout
     (tree_task,) = json.loads(only_tree.stdout)["tasks"]
     assert [a["arm"] for a in tree_task["arms"]] == ["guidance:raw", "guidance:tree"]
+    assert any(c["name"] == "isolation" and c["ok"] for c in tree_task["checks"])
 
 
 def test_a_run_file_names_the_arms_and_generated_is_refused(

@@ -513,7 +513,9 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
     )
     key = (task.id, phase, prepared.start_sha)
     owner = _claim(ctx, key, arm)
-    if owner is not None:  # the same commit as another arm's: its grade is this arm's grade
+    # the same commit as another arm's: its grade is this arm's grade. The baseline always grades its own,
+    # since only it runs the isolation probe
+    if owner is not None and arm != BASELINE_ARM:
         owner.done.wait()
         outcome.same_as = owner.arm
         outcome.report = owner.outcome.report if owner.outcome is not None else None
@@ -522,7 +524,8 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
     try:
         _graded_steps(ctx, task, phase, outcome, run_dir, prepared)
     finally:
-        _publish(ctx, key, outcome)
+        if owner is None:
+            _publish(ctx, key, outcome)
 
 
 def _graded_steps(
