@@ -525,3 +525,58 @@ def _print_evaluation(report: Any, document: Any, path: str) -> None:
             f"stability: {rid} was raised by one reviewer only{confirmed}: "
             "a candidate until a second reviewer raises it"
         )
+
+
+# --- effect -----------------------------------------------------------------------------------------------
+
+
+@rules.command("effect")
+@click.argument("batch", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--with", "with_arm", metavar="ARM", help="The arm with the rules (default: every ARM+rules).")
+@click.option("--without", "without_arm", metavar="ARM", help="The arm without them (default: ARM).")
+@json_option
+def effect(batch: Path, with_arm: str | None, without_arm: str | None, as_json: bool) -> int:
+    """Review recall with the team rules in the reviewer's prompt (ARM+rules) and without (ARM), on the
+    threads a rule covers and on those none covers: the loss on uncovered threads is what the rules cost."""
+    from dokimi.analysis.rules_effect import MIN_THREAD_RUNS, rules_effect
+
+    if without_arm is not None and with_arm is None:
+        raise click.UsageError("--without needs --with")
+    report = rules_effect(batch, with_arm=with_arm, without_arm=without_arm)
+    if as_json:
+        emit_json(report)
+        return EXIT_OK
+    if report.dry_run:
+        echo("DRY RUN: the scripted model answered; these figures are the script's, not a model's")
+    for pair in report.pairs:
+        effort = f" (effort {pair.effort})" if pair.effort else ""
+        echo(
+            f"{pair.with_arm} against {pair.without_arm}, {pair.model}{effort}: "
+            f"{len(pair.tasks)} review task(s)"
+        )
+        if pair.note:
+            echo(f"  {pair.note}")
+            continue
+        echo(f"  recall: {_number(pair.recall_with)} with the rules, {_number(pair.recall_without)} without")
+        for name, row in (("a rule covers", pair.covered), ("no rule covers", pair.uncovered)):
+            echo(
+                f"  threads {name} ({row.threads}): found {_share(row.with_rules)} with, "
+                f"{_share(row.without_rules)} without; change {_points(row.change, row.interval)}"
+            )
+        echo(f"  loss on threads no rule covers: {_points(pair.loss_on_uncovered, None)}")
+        if pair.underpowered:
+            echo(f"  UNDERPOWERED: under {MIN_THREAD_RUNS} thread-runs in a class; a hint, not a measurement")
+    return EXIT_OK
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _points(value: float | None, interval: Any) -> str:
+    if value is None:
+        return "-"
+    text = f"{value * 100:+.0f} pp"
+    if interval is not None:
+        text += f" (95% CI {interval[0] * 100:+.0f} to {interval[1] * 100:+.0f})"
+    return text
