@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dokimi.grading.grade import keep_diff_to_show
+from dokimi.grading.merge import keep_diff_to_show
 from dokimi.rundir import WORKSPACE, WORKSPACE_DIFF, WORKSPACE_DIFF_JSON
 from tests.helpers.git import commit, git_repo
 

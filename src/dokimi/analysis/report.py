@@ -22,7 +22,8 @@ from dokimi import stats
 from dokimi.analysis.arms import arm_guidance, warn_same_guidance
 from dokimi.batch import Batch, Cell, CellKey, effort_slug
 from dokimi.errors import DocumentError, UsageError
-from dokimi.grading.verdict import read_cell, read_merge
+from dokimi.grading.merge import read_merge
+from dokimi.grading.verdict import read_cell
 from dokimi.rundir import RUBRIC_JSON, BatchLayout, task_dir
 from dokimi.schemas._base import read_document
 from dokimi.schemas.manifest import RepoManifest

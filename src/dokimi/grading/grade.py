@@ -7,7 +7,10 @@
 2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
 3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
 4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
-5. the gate, once, over the files these steps wrote (:func:`dokimi.grading.verdict.verdict_from_files`).
+5. the gate, once, over the documents these steps wrote (:func:`dokimi.grading.verdict.gate_over`).
+
+Steps 1, 3 and 4 are the framework checks (:mod:`dokimi.grading.checks`), :data:`FRAMEWORK_CHECKS` in the
+order they run; :func:`verdict_from_files` reads what every step left in a finished run directory.
 
 The function takes the grade environment, the run directory and the task; what the agent's side knows that
 grading needs (the ignored files before the run, how to prepare a workspace like the cell's, the container
@@ -22,22 +25,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dokimi import safefs
-from dokimi.errors import DokimiError, UsageError
-from dokimi.grading import merge
-from dokimi.grading.entrypoints import GradeOutcome, grade_run, reduce_git_dir
+from dokimi.errors import UsageError
+from dokimi.grading.checks import CheckDocument, FrameworkCheck, framework_document
+from dokimi.grading.entrypoints import GradeOutcome, grade_run, read_grade, reduce_git_dir
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged
 from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
-from dokimi.grading.perf import PrepareWorkspace, perf_metrics
-from dokimi.grading.verdict import gate_over
-from dokimi.rundir import WORKSPACE
+from dokimi.grading.merge import MERGEABILITY
+from dokimi.grading.perf import PERF, PrepareWorkspace
+from dokimi.grading.verdict import FileVerdict, gate_over
+from dokimi.rundir import GRADE_JSON, GRADE_RUN_JSON, WORKSPACE
 from dokimi.sandbox.specs import workspace_cap_bytes
+from dokimi.schemas.grading import GradeRun
 
 if TYPE_CHECKING:
+    from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.rubric import RepoRubric
     from dokimi.schemas.task import Task
 
-__all__ = ["CellFacts", "GradedCell", "grade_cell"]
+__all__ = [
+    "FRAMEWORK_CHECKS",
+    "CellFacts",
+    "GradedCell",
+    "grade_cell",
+    "read_grade_run",
+    "verdict_from_files",
+]
+
+FRAMEWORK_CHECKS: tuple[FrameworkCheck, ...] = (MERGEABILITY, PERF)
+"""The framework's own checks of a cell, in the order they run (:mod:`dokimi.grading.checks`)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,8 @@ class GradedCell:
     verdict: GateVerdict
     metrics: dict[str, MetricValue]
     judge_cost_usd: float | None = None
-    """What the rubric judge cost for this run (None when it did not run or answered from its cache)."""
+    """What the framework checks paid a model for this run: the rubric judge (None when it did not run or
+    answered from its cache)."""
     grade: GradeOutcome | None = None
     """How the grade container ended and the grade.json it wrote (None when grading never ran)."""
 
@@ -81,15 +98,6 @@ def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
         )
 
 
-def keep_diff_to_show(run_dir: Path, start_sha: str) -> None:
-    """The agent's diff of a task without a rubric, kept for the reader only: no verdict reads it, so a diff
-    that cannot be taken (a workspace git cannot read) is not kept, and the grade goes on."""
-    try:
-        merge.keep_workspace_diff(run_dir, start_sha, ignored_before=None)
-    except (DokimiError, OSError):
-        return
-
-
 def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     """Grade the run directory (see the module docstring). A container that changed dokimi's evidence makes
     the run a grader failure with that reason (:mod:`dokimi.grading.evidence`). Raises on a host-side
@@ -103,30 +111,28 @@ def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: 
 def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:
     check_workspace_size(environment, run_dir)
     reduce_git_dir(run_dir)  # before dokimi's own diff reads .git on the host, and before grade
-    checks = None
-    judge_cost: float | None = None
-    if facts.rubric is not None:
-        checks = merge.after_agent(
-            environment,
-            run_dir,
-            task,
-            rubric=facts.rubric,
-            start_sha=facts.start_sha,
-            ignored_before=set(facts.ignored_before),
-            base_date=facts.base_date,
-        )
-        if checks.verdict is not None and not checks.verdict.cached:
-            judge_cost = checks.verdict.cost_usd
-        merge.list_agent_tests(environment, run_dir, task, checks, name=facts.container("tests-list"))
-    else:
-        keep_diff_to_show(run_dir, facts.start_sha)
+    started = [s for c in FRAMEWORK_CHECKS if (s := c.start(environment, run_dir, task, facts)) is not None]
     outcome = grade_run(environment, run_dir, task, name=facts.container("grade"))
-    merged = perf = None
-    if checks is not None and not outcome.grader_failure:
-        merged = merge.merge_metrics(environment, run_dir, task, checks=checks, grade=outcome.grade)
+    documents: list[CheckDocument] = []
     if not outcome.grader_failure:
-        perf = perf_metrics(
-            environment, run_dir, task, prepare=facts.prepare, container=facts.container, seed=facts.seed
-        )
-    found = gate_over(task, outcome.grade, outcome.verdict.grader_error, merged, perf)
-    return GradedCell(found.verdict, found.metrics, judge_cost, outcome)
+        documents = [d for s in started if (d := s.finish(outcome.grade)) is not None]
+    found = gate_over(task, outcome.grade, outcome.verdict.grader_error, documents)
+    costs = [s.cost_usd for s in started if s.cost_usd is not None]
+    return GradedCell(found.verdict, found.metrics, sum(costs) if costs else None, outcome)
+
+
+def read_grade_run(run_dir: Path) -> GradeRun | None:
+    """grade_run.json (how the grade container ended) of a finished run directory; None when unreadable."""
+    return framework_document(run_dir / GRADE_RUN_JSON, GradeRun)
+
+
+def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
+    """:func:`gate_over` the files grading left in ``run_dir``: grade_run.json, then grade.json (untrusted)
+    and every framework check's document."""
+    ran = read_grade_run(run_dir)
+    grade: RepoGrade | None = None
+    error = ran.failure if ran is not None else None
+    if error is None:
+        grade, error = read_grade(run_dir / GRADE_JSON)
+    documents = [d for check in FRAMEWORK_CHECKS if (d := check.read(run_dir)) is not None]
+    return gate_over(task, grade, error, documents)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dokimi.checks.merge import (
     IntegrityVerdict,
@@ -38,7 +38,8 @@ from dokimi.checks.merge import (
     take_workspace_diff,
 )
 from dokimi.checks.merge.diff import ChangedFile
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, DokimiError
+from dokimi.grading.checks import framework_document
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.repo.rules import rules_for_judge
@@ -56,7 +57,11 @@ from dokimi.schemas.grading import MergeDoc, TestsListDoc, WorkspaceDiffDoc
 from dokimi.schemas.rubric import RepoRubric
 from dokimi.schemas.task import Task
 
+if TYPE_CHECKING:
+    from dokimi.grading.grade import CellFacts
+
 __all__ = [
+    "MERGEABILITY",
     "JudgeSettings",
     "MergeChecks",
     "after_agent",
@@ -66,6 +71,7 @@ __all__ = [
     "list_agent_tests",
     "load_rubric",
     "merge_metrics",
+    "read_merge",
     "stored_diff",
     "stored_tests_list",
 ]
@@ -253,3 +259,66 @@ def _second_judge(
         return None
     outcome = explain_merge(grade_metrics, task.gate, checks.scope, integrity, checks.second)
     return {**checks.second.to_json(), "mergeable": outcome.mergeable}
+
+
+def keep_diff_to_show(run_dir: Path, start_sha: str) -> None:
+    """The agent's diff of a task without a rubric, kept for the reader only: no verdict reads it, so a diff
+    that cannot be taken (a workspace git cannot read) is not kept, and the grade goes on."""
+    try:
+        keep_workspace_diff(run_dir, start_sha, ignored_before=None)
+    except (DokimiError, OSError):
+        return
+
+
+def read_merge(run_dir: Path) -> MergeDoc | None:
+    """merge.json of a finished run directory; None when absent or unreadable."""
+    return framework_document(run_dir / MERGE_JSON, MergeDoc)
+
+
+@dataclass
+class _StartedMergeability:
+    environment: GradeEnvironment
+    run_dir: Path
+    task: Task
+    checks: MergeChecks
+
+    @property
+    def cost_usd(self) -> float | None:
+        verdict = self.checks.verdict
+        return verdict.cost_usd if verdict is not None and not verdict.cached else None
+
+    def finish(self, grade: RepoGrade | None) -> MergeDoc:
+        return merge_metrics(self.environment, self.run_dir, self.task, checks=self.checks, grade=grade)
+
+
+class Mergeability:
+    """The framework check of a task with a rubric: the diff, scope, the judge and the agent's test ids
+    before grade; test integrity and the outcome after it (merge.json). For any other task only the diff,
+    kept for the reader."""
+
+    name = "merge"
+
+    def start(
+        self, environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts
+    ) -> _StartedMergeability | None:
+        if facts.rubric is None:
+            keep_diff_to_show(run_dir, facts.start_sha)
+            return None
+        checks = after_agent(
+            environment,
+            run_dir,
+            task,
+            rubric=facts.rubric,
+            start_sha=facts.start_sha,
+            ignored_before=set(facts.ignored_before),
+            base_date=facts.base_date,
+        )
+        list_agent_tests(environment, run_dir, task, checks, name=facts.container("tests-list"))
+        return _StartedMergeability(environment, run_dir, task, checks)
+
+    def read(self, run_dir: Path) -> MergeDoc | None:
+        return read_merge(run_dir)
+
+
+MERGEABILITY = Mergeability()
+"""Mergeability as a framework check (:mod:`dokimi.grading.checks`)."""

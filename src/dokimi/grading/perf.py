@@ -32,6 +32,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from dokimi import safefs
 from dokimi.checks.perf.protocol import (
@@ -46,6 +47,7 @@ from dokimi.checks.perf.protocol import (
 from dokimi.checks.perf.spec import TaskPerf, perf_env, task_perf
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
 from dokimi.errors import DocumentError, DokimiError, UsageError
+from dokimi.grading.checks import framework_document
 from dokimi.grading.entrypoints import needs_source_dir, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
@@ -76,7 +78,12 @@ from dokimi.schemas.perf import RepoPerf
 from dokimi.schemas.task import Task
 from dokimi.source import open_source
 
+if TYPE_CHECKING:
+    from dokimi.grading.grade import CellFacts
+    from dokimi.schemas.grade import RepoGrade
+
 __all__ = [
+    "PERF",
     "PerfCheck",
     "PrepareWorkspace",
     "oracle_variant_arm",
@@ -85,6 +92,7 @@ __all__ = [
     "perf_metrics",
     "prepare_oracle_variant",
     "read_perf",
+    "read_perf_check",
     "run_perf_check",
 ]
 
@@ -416,3 +424,49 @@ def check_finished_cell(
         seed=seed,
         noise_floor=noise_floor,
     )
+
+
+def read_perf_check(run_dir: Path) -> PerfCheckDoc | None:
+    """perf/check.json of a finished run directory; None when absent or unreadable."""
+    return framework_document(run_dir / PERF_DIR / PERF_CHECK_JSON, PerfCheckDoc)
+
+
+@dataclass
+class _StartedPerf:
+    environment: GradeEnvironment
+    run_dir: Path
+    task: Task
+    facts: CellFacts
+    cost_usd: float | None = None
+
+    def finish(self, grade: RepoGrade | None) -> PerfCheckDoc | None:
+        facts = self.facts
+        return perf_metrics(
+            self.environment,
+            self.run_dir,
+            self.task,
+            prepare=facts.prepare,
+            container=facts.container,
+            seed=facts.seed,
+        )
+
+
+class Perf:
+    """The framework check of a task with a ``perf`` object: after grade, the cell's workspace measured
+    against its oracle variant (perf/check.json). Nothing runs before grade."""
+
+    name = "perf"
+
+    def start(
+        self, environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts
+    ) -> _StartedPerf | None:
+        if task_perf(task) is None or environment.entry_points.perf is None:
+            return None
+        return _StartedPerf(environment, run_dir, task, facts)
+
+    def read(self, run_dir: Path) -> PerfCheckDoc | None:
+        return read_perf_check(run_dir)
+
+
+PERF = Perf()
+"""The perf check as a framework check (:mod:`dokimi.grading.checks`)."""

@@ -38,7 +38,9 @@ from dokimi.grading import merge
 from dokimi.grading.entrypoints import grade_run
 from dokimi.grading.environment import JudgeSettings
 from dokimi.grading.finished import open_finished_batch
-from dokimi.grading.verdict import gate_over, read_merge, read_perf_check, verdict_from_files
+from dokimi.grading.grade import FRAMEWORK_CHECKS, verdict_from_files
+from dokimi.grading.merge import MERGEABILITY, read_merge
+from dokimi.grading.verdict import gate_over
 from dokimi.repo.rules import load_review_rules
 from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, META_JSON, TASK_JSON, WORKSPACE, task_dir
 from dokimi.sandbox.container import container_identity, container_name
@@ -358,7 +360,12 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
     merged = original_merge if checks is None else None
     if checks is not None and not outcome.grader_failure:
         merged = merge.merge_metrics(environment, scratch, task, checks=checks, grade=outcome.grade)
-    found = gate_over(task, outcome.grade, outcome.verdict.grader_error, merged, read_perf_check(cell.dir))
+    documents = [  # mergeability judged again; every other check carried over
+        merged if check is MERGEABILITY else check.read(cell.dir) for check in FRAMEWORK_CHECKS
+    ]
+    found = gate_over(
+        task, outcome.grade, outcome.verdict.grader_error, [d for d in documents if d is not None]
+    )
     return regraded_result(cell.result, found.verdict, found.metrics)
 
 

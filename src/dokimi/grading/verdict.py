@@ -1,12 +1,11 @@
-"""Verdicts from files: the gate evaluated once, over what grading left in the run directory, and the one
-reading of a finished cell's result.json that report, compare and regrade share.
+"""The gate evaluated once, over what grading wrote, and the one reading of a finished cell's result.json
+that report, compare and regrade share.
 
-:func:`verdict_from_files` reads grade_run.json (how the grade container ended), grade.json (untrusted: the
-grader wrote it), merge.json (mergeable, merge_score) and perf/check.json (perf_ratio, perf_pass,
-perf_scaling_ok) and evaluates the gate once over all of them (:func:`gate_over`). The cell calls
-:func:`gate_over` with the documents as it wrote them (never read back: a later container of the cell, the
-perf check's, runs the agent's code with the run directory mounted); ``repo regrade --from-files`` calls
-:func:`verdict_from_files` on a finished run directory with no container.
+:func:`gate_over` takes grade.json (untrusted: the grader wrote it) and the framework checks' documents
+(merge.json: mergeable, merge_score; perf/check.json: perf_ratio, perf_pass, perf_scaling_ok). The cell calls
+it with the documents as it wrote them (never read back: a later container of the cell, the perf check's,
+runs the agent's code with the run directory mounted); ``repo regrade --from-files`` calls it through
+:func:`dokimi.grading.grade.verdict_from_files` on a finished run directory with no container.
 
 :class:`CellReading` is how a result.json counts: passed (a gated cell with a true verdict and no grader
 failure), score (a score-only cell), mergeable, the test-pass gate beside it (the gate without ``mergeable``),
@@ -16,22 +15,14 @@ and any metric by name, with a grader failure failing every gated metric.
 from __future__ import annotations
 
 import math
-import os
-import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from dokimi.errors import DocumentError
-from dokimi.grading.entrypoints import read_grade
 from dokimi.grading.gate import GateVerdict, MetricValue, evaluate_gate
-from dokimi.rundir import GRADE_JSON, GRADE_RUN_JSON, MERGE_JSON, PERF_CHECK_JSON, PERF_DIR
-from dokimi.schemas._base import read_document
-from dokimi.schemas.grading import GradeRun, MergeDoc, PerfCheckDoc
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
+    from dokimi.grading.checks import CheckDocument
     from dokimi.schemas.grade import RepoGrade
     from dokimi.schemas.result import Result
     from dokimi.schemas.task import Task
@@ -42,12 +33,9 @@ __all__ = [
     "FileVerdict",
     "gate_over",
     "read_cell",
-    "verdict_from_files",
 ]
 
 MERGEABLE = "mergeable"
-MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
-M = TypeVar("M", bound="BaseModel")
 
 
 @dataclass(frozen=True)
@@ -60,67 +48,24 @@ class FileVerdict:
     """grade.json when it could be read (also on a grader failure that breaks a rule of grade.json)."""
 
 
-def _framework_document(path: Path, model: type[M]) -> M | None:
-    """A document the framework wrote into the run directory, or None when it is absent. The directory is
-    shared with the grader, so a link or a non-file in its place counts as absent."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT_BYTES:
-        return None
-    try:
-        return read_document(path, model)
-    except DocumentError:
-        return None
-
-
-def read_grade_run(run_dir: Path) -> GradeRun | None:
-    return _framework_document(run_dir / GRADE_RUN_JSON, GradeRun)
-
-
-def read_merge(run_dir: Path) -> MergeDoc | None:
-    return _framework_document(run_dir / MERGE_JSON, MergeDoc)
-
-
-def read_perf_check(run_dir: Path) -> PerfCheckDoc | None:
-    return _framework_document(run_dir / PERF_DIR / PERF_CHECK_JSON, PerfCheckDoc)
-
-
 def gate_over(
-    task: Task,
-    grade: RepoGrade | None,
-    error: str | None,
-    merge: MergeDoc | None,
-    perf: PerfCheckDoc | None,
+    task: Task, grade: RepoGrade | None, error: str | None, checks: Sequence[CheckDocument]
 ) -> FileVerdict:
     """The gate, once, over grading's documents: ``error`` is why grade.json cannot be used (the container
-    failed, no file, an invalid one); a grader failure fails every gated entry, and the framework's metrics
-    (merge.json, perf/check.json) count only when grading did not fail."""
+    failed, no file, an invalid one); a grader failure fails every gated entry, and the framework checks'
+    metrics (merge.json, perf/check.json, in :data:`dokimi.grading.grade.FRAMEWORK_CHECKS` order) count only
+    when grading did not fail."""
     metrics: dict[str, MetricValue] = dict(grade.metrics) if grade is not None else {}
     verdict = evaluate_gate(task, grade, error=error)
     if verdict.grader_failure:
         return FileVerdict(verdict, metrics, grade)
     extra: dict[str, MetricValue] = {}
-    if merge is not None:
-        extra.update(merge.metrics)
-    if perf is not None:
-        extra.update(perf.metrics)
+    for document in checks:
+        extra.update(document.metrics)
     if extra:
         verdict = evaluate_gate(task, grade, extra_metrics=extra)
         metrics.update(extra)
     return FileVerdict(verdict, metrics, grade)
-
-
-def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
-    """:func:`gate_over` the files grading left in ``run_dir`` (see the module docstring): grade_run.json,
-    then grade.json (untrusted), merge.json and perf/check.json."""
-    ran = read_grade_run(run_dir)
-    grade: RepoGrade | None = None
-    error = ran.failure if ran is not None else None
-    if error is None:
-        grade, error = read_grade(run_dir / GRADE_JSON)
-    return gate_over(task, grade, error, read_merge(run_dir), read_perf_check(run_dir))
 
 
 # --- reading a finished cell -------------------------------------------------------------------------------
