@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dokimi.batch import Batch, Cell, load_batch
-from dokimi.errors import DocumentError
+from dokimi.errors import DocumentError, UsageError
 from dokimi.repo.rules import Share, arm_gives_rules, arm_without_rules, share_doc
 from dokimi.rundir import GRADE_JSON, TASK_JSON
 from dokimi.schemas._base import read_document
@@ -142,8 +142,6 @@ def _pair(batch: Batch, with_arm: str, without_arm: str, model: str, effort: str
 def rules_effect(root: Path, *, with_arm: str | None = None, without_arm: str | None = None) -> RulesEffect:
     """repo_rules_effect.v1 of a batch: one pair per (arm with rules, model, effort) whose partner without
     rules ran too, or the one pair named."""
-    from dokimi.errors import UsageError
-
     batch = load_batch(root)
     combos = sorted(
         {(r.arm, r.model, r.effort) for r in batch.results()}, key=lambda c: (c[0], c[1], c[2] or "")

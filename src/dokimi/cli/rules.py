@@ -115,6 +115,7 @@ def fetch(
     """Fetch the review comments of OWNER/NAME's merged pull requests from the GitHub REST API into OUT, one
     comment per line (review_comments.jsonl). A stopped fetch (Ctrl-C, a rate limit) resumes where it
     stopped when run again."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     import dataclasses
     import os
 
@@ -360,6 +361,7 @@ def triage(
 ) -> int:
     """Without ID: list the rules awaiting a maintainer's decision. With ID: accept, reject or edit that rule;
     the decision (who, when, why, what the text and paths were) is recorded in the rule."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.rules import eval_dir_of, load_rules_file
     from dokimi.repo.rules_triage import TriageRequest, apply_triage, pending
     from dokimi.schemas._base import write_document
@@ -468,6 +470,7 @@ def evaluate(
     cut_date that a confirmed rule covers), the precision of the mining (the confirmed share of the sampled
     rules) and in use (the share of rule matches a maintainer agrees with), and stability (rules raised by
     one reviewer only)."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.constants import EXIT_FOUND_PROBLEMS
     from dokimi.repo.rules import RuleMatch, eval_dir_of, evaluate_rules, load_rules_file
     from dokimi.schemas.review_comments import read_review_comments, read_rule_matches
@@ -538,6 +541,7 @@ def _print_evaluation(report: Any, document: Any, path: str) -> None:
 def effect(batch: Path, with_arm: str | None, without_arm: str | None, as_json: bool) -> int:
     """Review recall with the team rules in the reviewer's prompt (ARM+rules) and without (ARM), on the
     threads a rule covers and on those none covers: the loss on uncovered threads is what the rules cost."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.rules_effect import MIN_THREAD_RUNS, rules_effect
 
     if without_arm is not None and with_arm is None:

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from dokimi.repo.manifest import LoadedTask
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.review_comments import ReviewCommentLine
-    from dokimi.schemas.rules_reports import RulesEvaluation
+from typing import get_args
 
+from dokimi.errors import UsageError
+from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
     MIN_REVIEWERS_FOR_BLOCKER,
@@ -47,6 +49,10 @@ from dokimi.schemas.review_rules import (
     review_rules_problems,
     rules_for_diff,
 )
+from dokimi.schemas.rules_reports import RulesEvaluation
+from dokimi.schemas.task import Mode
+from dokimi.source import open_source
+from dokimi.source.git import toplevel
 from dokimi.stats import wilson_interval
 
 __all__ = [
@@ -108,11 +114,6 @@ class EvalDir:
 def eval_dir_of(repo_dir: Path, manifest: str | None) -> EvalDir:
     """The eval directory of the working tree at ``repo_dir`` (or above it) and its tasks; a UsageError when
     its manifest names none."""
-    from dokimi.errors import UsageError
-    from dokimi.repo.manifest import load_manifest, load_tasks
-    from dokimi.source import open_source
-    from dokimi.source.git import toplevel
-
     root = toplevel(repo_dir) or repo_dir
     with open_source(str(root)) as repo:
         snapshot = repo.eval_snapshot()
@@ -264,8 +265,6 @@ def share_doc(share: Share) -> dict[str, object]:
 def labelled_comments(lines: Iterable[ReviewCommentLine]) -> list[ReviewComment]:
     """The lines of a labelled review_comments.jsonl as :class:`ReviewComment` (dated by ``created_at``, or
     ``merged_at`` when it has none); a comment with neither cannot be placed against the cut (UsageError)."""
-    from dokimi.errors import UsageError
-
     comments = []
     for line in lines:
         date = line.created_at or line.merged_at
@@ -286,9 +285,6 @@ def evaluate_rules(
 ) -> RulesEvaluation:
     """repo_rules_evaluation.v1: predictive coverage of the labelled comments after the cut, the two
     precisions, and stability (docs/review-rules.md)."""
-    from dokimi.errors import UsageError
-    from dokimi.schemas.rules_reports import RulesEvaluation
-
     comments = labelled_comments(lines)
     share, uncovered = coverage(rules, comments)
     after = [c for c in comments if base_day(c.date) >= rules.cut_date]
@@ -334,9 +330,6 @@ reviewer agent gets the team rules that apply in its prompt; ``<arm>`` alone giv
 
 def _mode_tail(arm: str) -> tuple[str, str]:
     """``(head, "@mode")`` of an arm restricted to one mode's tasks, ``(arm, "")`` otherwise."""
-    from typing import get_args
-
-    from dokimi.schemas.task import Mode
 
     head, sep, mode = arm.rpartition("@")
     return (head, sep + mode) if sep and head and mode in get_args(Mode) else (arm, "")

@@ -40,7 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dokimi import __version__
 from dokimi.errors import DokimiError
+from dokimi.schemas._base import load_json
+from dokimi.schemas.review_comments import ReviewCommentLine
 
 __all__ = [
     "DEFAULT_API_BASE",
@@ -108,8 +111,6 @@ class _Client:
     headers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from dokimi import __version__
-
         self.origin = _origin(self.request.api_base)
         host = self.origin[1]
         loopback = host in ("localhost", "::1") or host.startswith("127.")
@@ -166,8 +167,6 @@ class _Client:
             if len(body) > MAX_RESPONSE_BYTES:
                 raise ForgeError(f"a response from {_shown_origin(url)} is larger than 32 MB")
             try:
-                from dokimi.schemas._base import load_json
-
                 return load_json(body), next_url
             except (ValueError, UnicodeDecodeError):
                 raise ForgeError(f"{_shown_origin(url)} answered with something that is not JSON") from None
@@ -353,8 +352,6 @@ def fetch_review_comments(
 ) -> FetchSummary:
     """Fetch into ``out`` (module docstring); every line is checked against review_comments.jsonl's model
     before it is written."""
-    from dokimi.schemas.review_comments import ReviewCommentLine
-
     if not _REPO.match(request.repo):
         raise ForgeError(f"{request.repo!r} is not OWNER/NAME", hint="for example: octo-org/octo-repo")
     if _origin(request.api_base)[0] not in ("https", "http"):
