@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from dokimi.support import support_dir
 from tests.helpers.git import git
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +175,8 @@ def _prepare(repo: Path, eval_content: Path, task: dict[str, Any], run_dir: Path
 
 
 def _entry_point(name: str, run_dir: Path, eval_content: Path) -> None:
-    """Run an entry point as dokimi would: own container, fixed mounts, no network, grade-home as HOME."""
+    """Run an entry point as dokimi would: own container, fixed mounts (dokimi's helpers at /eval/support,
+    which the example's grader isolates its tests with), no network, grade-home as HOME."""
     home = run_dir / "grade-home"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir()
@@ -200,6 +202,8 @@ def _entry_point(name: str, run_dir: Path, eval_content: Path) -> None:
             f"{run_dir}:/eval/run",
             "-v",
             f"{eval_content}:/eval/content:ro",
+            "-v",
+            f"{support_dir()}:/eval/support:ro",
             "-w",
             "/eval/run/workspace",
             "-e",

@@ -9,19 +9,30 @@ The eval dir is the directory of this file (dokimi mounts it read-only, outside 
 {run_dir}/grade.json (repo_grade.v1). oracle applies tasks/<id>/oracle.patch to the workspace, or, for a review
 task, writes the gold answer to {run_dir}/answer.txt.
 
-Everything in the workspace is the agent's and untrusted, and the hidden tests import it, so a pass is proved,
-never inferred from an exit code (see docs/running.md, "What a grader must not trust"):
+Everything in the workspace is the agent's and untrusted, and the tests import it, so the code under test never
+runs in this process or beside the reference, and a pass is proved, never inferred from an exit code (see
+docs/running.md, "What a grader must not trust"):
 
-- isolated interpreter: ``python3 -I`` ignores PYTHONPATH and the user site, so a ``sitecustomize.py``, a
-  ``usercustomize.py`` or a ``pytest.py`` in the workspace is never imported at start-up; the workspace is
-  appended to ``sys.path`` by a conftest.py of ours, after the standard library and pytest, so it can provide
-  ``calc`` and nothing else;
-- a report path the workspace cannot predict: pytest writes JUnit XML to a random name in a fresh private
-  directory, and only that file counts (code that ends the process with ``os._exit(0)`` leaves no report);
+- every test run goes through dokimi's isolation helper (/eval/support/isolated.py): a private copy of the
+  workspace, run by a process that Landlock keeps from reading /eval (this task's oracle patch, every task's
+  hidden tests, the run directory with dokimi's files) and /tmp (this grader's own files), and from writing
+  anywhere but its copy; it cannot signal or trace this process either. The workspace itself is never run or
+  changed here, so a regrade grades what the agent left;
+- the hidden tests run under dokimi's pytest runner (/eval/support/pytest_stream.py): an isolated
+  interpreter (``python3 -I``: no PYTHONPATH, no user site, so a ``sitecustomize.py`` or ``pytest.py`` of the
+  workspace is never imported at start-up), plugin autoload off (a ``pytest11`` entry point in the workspace
+  is never loaded), the workspace's copy on ``sys.path`` after the standard library, and each outcome
+  streamed to a report this process reads afterwards: a process that ends early (``os._exit(0)``) leaves no
+  end of session, and a plugin the code under test registers (through ``gc``, say) is reported and fails the
+  run;
 - every expected test ran and passed: the expected test ids come from the hidden test files themselves (read
   here, never run), and each must appear in the report exactly once with no failure, error or skip.
 
-Standard library only; pytest is run as a subprocess.
+What the test process can still forge is the outcome of its own tests (code that patches pytest's internals,
+or returns objects that compare equal to anything): no grader can stop code from lying about itself from
+inside the process that measures it.
+
+Standard library only, and dokimi's helpers in /eval/support; the tests run as subprocesses.
 """
 
 from __future__ import annotations
@@ -31,7 +42,6 @@ import ast
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -40,7 +50,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 
 EVAL_DIR = Path(__file__).resolve().parent
 SCHEMA = "repo_grade.v1"
@@ -49,14 +58,8 @@ OUTPUT_TAIL = 4000
 # Git overrides of the contract (§1.1): nothing the agent configured runs here.
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*"]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-# The hidden tests: an isolated interpreter (-I: no PYTHONPATH, no user site, no script dir on sys.path).
-ISOLATED_PYTEST = [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-# Our conftest.py next to the copied hidden tests: the workspace goes LAST on sys.path, so it provides calc
-# and cannot shadow the standard library or pytest.
-HIDDEN_CONFTEST = """\
-import os, sys
-sys.path.append(os.environ["CALC_GRADE_CODE"])
-"""
+HIDDEN = "hidden_tests"
+SUPPORT = Path(os.environ.get("DOKIMI_SUPPORT", "/eval/support"))
 
 Metrics = dict[str, bool | int | float | None]
 
@@ -215,59 +218,65 @@ def expected_test_ids(tests: Path) -> list[str]:
     return ids
 
 
-def report_results(report: Path) -> dict[str, list[str]]:
-    """``file::function`` -> the outcome of each of its cases in a JUnit XML report, in order."""
+def isolation() -> Any:
+    """dokimi's isolation helper (/eval/support/isolated.py); a GraderError without it."""
+    helper = SUPPORT / "isolated.py"
+    if not helper.is_file():
+        raise GraderError(f"dokimi's isolation helper {helper} is missing: run this grader under dokimi")
+    if str(SUPPORT) not in sys.path:
+        sys.path.insert(0, str(SUPPORT))
+    import isolated
+
+    return isolated
+
+
+def boxed(workspace: Path, tmp: str, name: str, add: dict[str, Path] | None = None) -> Any:
+    """A private copy of the workspace (and of ``add``), to run the code under test on."""
+    return isolation().Box.make(Path(tmp) / name, workspace, add=add)
+
+
+def confined(box: Any, argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+    """``argv`` run confined to ``box``; a GraderError when this kernel cannot confine it (nothing ran)."""
+    helper = isolation()
+    try:
+        ran = box.run(argv, cwd=cwd, timeout=TIMEOUT_S, env=env)
+    except helper.IsolationUnavailable as exc:
+        raise GraderError(f"the tests cannot be isolated here: {exc}") from None
+    return Run(ran.returncode, ran.output[-OUTPUT_TAIL:])
+
+
+def stream_results(stream: Any) -> dict[str, list[str]]:
+    """``file::function`` -> the outcome of each of its cases in the runner's report, in order."""
     results: dict[str, list[str]] = {}
-    for case in ElementTree.parse(report).getroot().iter("testcase"):
-        classname, name = case.get("classname", ""), case.get("name", "")
-        module = classname.split(".")[-1] if classname else ""
-        function = name.split("[", 1)[0]
-        outcome = "passed"
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = child.tag
-        results.setdefault(f"{module}.py::{function}", []).append(outcome)
+    for node_id, outcome in stream.outcomes.items():
+        path, _, name = node_id.partition("::")
+        base = f"{path.removeprefix(HIDDEN + '/')}::{name.split('[', 1)[0]}"
+        results.setdefault(base, []).append(outcome)
     return results
 
 
-def run_tests_outside(tests: Path, code: Path) -> HiddenRun:
-    """Run a copy of ``tests`` from a fresh private directory in an isolated interpreter, importing the code
-    under ``code`` (appended to sys.path), and prove the outcome from a JUnit report at an unpredictable path."""
+def run_tests_outside(tests: Path, workspace: Path) -> HiddenRun:
+    """Run the hidden ``tests`` against a private copy of ``workspace``, confined (module docstring), and prove
+    the outcome from the report of dokimi's pytest runner."""
     expected = expected_test_ids(tests)
+    helper = isolation()
+    problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="calc-grade-") as tmp:
-        root = Path(tmp)
-        os.chmod(root, 0o700)
-        copy = root / "hidden_tests"
-        shutil.copytree(tests, copy)
-        (root / "conftest.py").write_text(HIDDEN_CONFTEST, encoding="utf-8")
-        report = root / f"report-{secrets.token_hex(16)}.xml"
-        env = clean_env()
-        env["CALC_GRADE_CODE"] = str(code)
-        result = run(
-            [
-                *ISOLATED_PYTEST,
-                "--rootdir",
-                tmp,
-                f"--junitxml={report}",
-                "-o",
-                "junit_family=xunit1",
-                str(copy),
-            ],
-            cwd=root,
-            env=env,
-        )
-        problems: list[str] = []
-        passed: list[str] = []
-        if not report.is_file():
-            problems.append("pytest wrote no report (the process ended before it could)")
-            results: dict[str, list[str]] = {}
-        else:
-            try:
-                results = report_results(report)
-            except ElementTree.ParseError as exc:
-                problems.append(f"the report is not valid XML: {exc}")
-                results = {}
+        box = boxed(workspace, tmp, "hidden", {HIDDEN: tests})
+        try:
+            ran, stream = box.pytest([HIDDEN], paths=[box.tree], timeout=TIMEOUT_S)
+        except helper.IsolationUnavailable as exc:
+            raise GraderError(f"the tests cannot be isolated here: {exc}") from None
+    result = Run(ran.returncode, ran.output[-OUTPUT_TAIL:])
+    results: dict[str, list[str]] = {}
+    if isinstance(stream, str):
+        problems.append(stream)
+    elif stream.tampered:
+        problems.append(f"the test run registered plugins of its own: {', '.join(stream.tampered)}")
+    else:
+        results = stream_results(stream)
     counts: dict[str, int] = {}
+    passed: list[str] = []
     for test_id in expected:
         base = test_id.split("[", 1)[0]
         index = counts.get(base, 0)
@@ -313,7 +322,9 @@ def changed_files(contract: Contract) -> list[str] | None:
 def grade_hidden_tests(contract: Contract) -> Outcome:
     """fix and feature: every hidden test proved passed, and the repository's own tests pass."""
     hidden = run_tests_outside(contract.task_dir / "hidden_tests", contract.workspace)
-    public = run([*PYTEST, "tests"], contract.workspace, clean_env(contract.workspace))
+    with tempfile.TemporaryDirectory(prefix="calc-public-") as tmp:
+        box = boxed(contract.workspace, tmp, "public")
+        public = confined(box, [*PYTEST, "tests"], box.tree, {"PYTHONPATH": str(box.tree)})
     metrics: Metrics = {
         "hidden_pass": hidden.ok,
         "public_pass": public.ok,
@@ -332,15 +343,14 @@ def grade_hidden_tests(contract: Contract) -> Outcome:
 def grade_mutant_kill(contract: Contract) -> Outcome:
     """test: the workspace's tests pass on its code and fail once tasks/<id>/<mutant> is applied to a copy."""
     mutant = task_file(contract, "mutant")
-    ignore = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache")
     with tempfile.TemporaryDirectory(prefix="calc-mutant-") as tmp:
-        good = Path(tmp) / "good"
-        bad = Path(tmp) / "mutant"
-        shutil.copytree(contract.workspace, good, symlinks=True, ignore=ignore)
-        shutil.copytree(contract.workspace, bad, symlinks=True, ignore=ignore)
-        on_good = run([*PYTEST, "tests"], good, clean_env(good))
-        applied = git_apply(mutant, bad)
-        on_mutant = run([*PYTEST, "tests"], bad, clean_env(bad)) if applied.ok else None
+        good = boxed(contract.workspace, tmp, "good")
+        bad = boxed(contract.workspace, tmp, "mutant")
+        on_good = confined(good, [*PYTEST, "tests"], good.tree, {"PYTHONPATH": str(good.tree)})
+        applied = git_apply(mutant, bad.tree)
+        on_mutant = (
+            confined(bad, [*PYTEST, "tests"], bad.tree, {"PYTHONPATH": str(bad.tree)}) if applied.ok else None
+        )
     killed = on_mutant is not None and on_mutant.rc not in (0, None)
     metrics: Metrics = {
         "tests_pass": on_good.ok,

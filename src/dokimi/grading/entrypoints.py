@@ -55,7 +55,6 @@ from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, gr
 from dokimi.schemas._base import read_document, write_document
 from dokimi.schemas.grade import RepoGrade
 from dokimi.schemas.grading import GradeRun
-from dokimi.support import support_dir
 
 if TYPE_CHECKING:
     from dokimi.schemas.task import Task
@@ -344,7 +343,7 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
-    mounts = GradeMounts(environment.eval_content, mount_source, support_dir())
+    mounts = GradeMounts(environment.eval_content, mount_source)
     spec = grade_spec(
         environment.containers_for(task),
         mounts,

@@ -9,12 +9,16 @@ executable (read-only at /eval/harness) and dokimi's helper scripts (read-only a
 {eval_dir}, never {source_dir}, never the run directory itself (where grade.json and meta.json live).
 
 The grade container (grade, oracle, static) mounts {run_dir} read-write, {eval_dir} and, when an entry point
-uses it, {source_dir} read-only, and the caches. Over the writable run directory, each file dokimi wrote there
-(task.json, meta.json, events.jsonl, answer.txt, the agent's output, what grading wrote so far) is mounted
-read-only (:func:`evidence_mounts`), so code the grader runs cannot rewrite, remove or replace it. Its
-``HOME`` is {run_dir}/grade-home, made empty before each run; ``PYTHONNOUSERSITE=1``; git configuration from
-the environment turns off hooks (``core.hooksPath=/dev/null``) and fsmonitor, and trusts the mounted
+uses it, {source_dir} read-only, dokimi's helper scripts read-only at /eval/support (the isolation helper a
+grader runs the code under test with), and the caches. Over the writable run directory, each file dokimi
+wrote there (task.json, meta.json, events.jsonl, answer.txt, the agent's output, what grading wrote so far)
+is mounted read-only (:func:`evidence_mounts`), so code the grader runs cannot rewrite, remove or replace it.
+Its ``HOME`` is {run_dir}/grade-home, made empty before each run; ``PYTHONNOUSERSITE=1``; git configuration
+from the environment turns off hooks (``core.hooksPath=/dev/null``) and fsmonitor, and trusts the mounted
 repositories (``safe.directory=*``: the source is owned by another uid).
+
+A built-in grader's tests run in a container of their own (:func:`builtin_tests_spec`): the tree under test,
+a fresh HOME, a report directory, the caches and the helper scripts; nothing of the reference or the run.
 """
 
 from __future__ import annotations
@@ -409,8 +413,6 @@ class GradeMounts:
     """{eval_dir} at /eval/content."""
     source_dir: Path | None = None
     """{source_dir} at /eval/source, when the entry point names it."""
-    support_dir: Path | None = None
-    """dokimi's helper scripts at /eval/support (the built-in graders)."""
 
 
 def grade_spec(
@@ -424,7 +426,8 @@ def grade_spec(
     env: Mapping[str, str] | None = None,
 ) -> ContainerSpec:
     """The grade/oracle/static/perf container (the caller has made grade-home fresh and moved the agent's git
-    configuration aside: see dokimi.grading.entrypoints)."""
+    configuration aside: see dokimi.grading.entrypoints). dokimi's helper scripts are at /eval/support."""
+
     configured = image_env(settings.image_config, task=task)
     make_scratch_dirs(run_dir, configured.scratch)
     mounts = [
@@ -433,8 +436,9 @@ def grade_spec(
     ]
     if mounts_.source_dir is not None:
         mounts.append(Mount(mounts_.source_dir, CONTAINER_SOURCE_DIR, read_only=True))
-    if mounts_.support_dir is not None:  # dokimi's built-in graders
-        mounts.append(Mount(mounts_.support_dir, CONTAINER_SUPPORT, read_only=True))
+    # dokimi's helper scripts: the built-in graders, and the isolation helper a repository's grader runs the
+    # code under test with (support/isolated.py)
+    mounts.append(Mount(support_dir(), CONTAINER_SUPPORT, read_only=True))
     mounts += _cache_mounts(settings.caches)
     full_env = {
         **configured.env,

@@ -51,13 +51,20 @@ IGNORED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 # --- the runner (in the test process) -----------------------------------------------------------------------
 
 
-def conftest_files(root: str) -> set[str]:
-    """Every conftest.py under ``root`` (real paths), listed before pytest imports anything of the tree."""
+def conftest_files(root: str, args: list[str]) -> set[str]:
+    """The conftest.py files pytest may load for this run (real paths), listed before pytest imports anything
+    of the tree: under ``root``, in a directory on the way to a test path the arguments name, or below one.
+    A conftest.py elsewhere (in a tree the run only imports from) is not one of them."""
+    root = os.path.realpath(root)
+    targets = [os.path.realpath(a.split("::", 1)[0]) for a in args if not a.startswith("-")] or [root]
     found = set()
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__")]
-        if "conftest.py" in filenames:
-            found.add(os.path.realpath(os.path.join(directory, "conftest.py")))
+        if "conftest.py" not in filenames:
+            continue
+        here = os.path.realpath(directory)
+        if any(t == here or t.startswith(here + os.sep) or here.startswith(t + os.sep) for t in targets):
+            found.add(os.path.join(here, "conftest.py"))
     return found
 
 
@@ -147,7 +154,7 @@ def run(stream: str, root: str, paths: list[str], plugins: list[str], args: list
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(stream, flags, 0o600)
     os.dup2(2, 1)  # everything the run prints goes to stderr (grade.stderr), as the grader's own output
-    conftests = conftest_files(root)
+    conftests = conftest_files(root, args)
     import pytest  # the grade container's, imported once its environment is set (plugin autoload off)
 
     installed = [i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))]
