@@ -13,7 +13,9 @@ model credentials, a forge that refuses).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import os
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +118,6 @@ def fetch(
     comment per line (review_comments.jsonl). A stopped fetch (Ctrl-C, a rate limit) resumes where it
     stopped when run again."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    import dataclasses
-    import os
-
     from dokimi.errors import UsageError
     from dokimi.source.forge import DEFAULT_API_BASE, FetchRequest, FetchSummary, fetch_review_comments
 

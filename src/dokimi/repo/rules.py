@@ -24,20 +24,15 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from dokimi.globs import match_any
-from dokimi.rundir import REVIEW_RULES_JSON
-from dokimi.schemas._base import read_document
-
-if TYPE_CHECKING:
-    from dokimi.repo.manifest import LoadedTask
-    from dokimi.schemas.manifest import RepoManifest
-    from dokimi.schemas.review_comments import ReviewCommentLine
 from typing import get_args
 
 from dokimi.errors import UsageError
-from dokimi.repo.manifest import load_manifest, load_tasks
+from dokimi.globs import match_any
+from dokimi.repo.manifest import LoadedTask, load_manifest, load_tasks
+from dokimi.rundir import REVIEW_RULES_JSON
+from dokimi.schemas._base import read_document
+from dokimi.schemas.manifest import RepoManifest
+from dokimi.schemas.review_comments import ReviewCommentLine
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
     MIN_REVIEWERS_FOR_BLOCKER,
@@ -47,6 +42,7 @@ from dokimi.schemas.review_rules import (
     may_back_a_blocker,
     may_score_base,
     review_rules_problems,
+    rule_lines,
     rules_for_diff,
 )
 from dokimi.schemas.rules_reports import RulesEvaluation
@@ -80,6 +76,8 @@ __all__ = [
     "EvalDir",
     "match_agreement",
     "review_rules_problems",
+    "reviewer_prompt",
+    "rules_for_reviewer",
     "rule_may_score",
     "rules_for_diff",
     "rules_for_judge",
@@ -330,7 +328,6 @@ reviewer agent gets the team rules that apply in its prompt; ``<arm>`` alone giv
 
 def _mode_tail(arm: str) -> tuple[str, str]:
     """``(head, "@mode")`` of an arm restricted to one mode's tasks, ``(arm, "")`` otherwise."""
-
     head, sep, mode = arm.rpartition("@")
     return (head, sep + mode) if sep and head and mode in get_args(Mode) else (arm, "")
 
@@ -344,3 +341,31 @@ def arm_without_rules(arm: str) -> str:
     """The same arm without the rules: ``guidance:raw+rules@review`` -> ``guidance:raw@review``."""
     head, tail = _mode_tail(arm)
     return head[: -len(RULES_ARM_SUFFIX)] + tail if head.endswith(RULES_ARM_SUFFIX) else arm
+
+
+# --- what a reviewer agent is given -----------------------------------------------------------------------
+
+
+def rules_for_reviewer(
+    rules: RepoReviewRules | None,
+    task_base_date: dt.date | dt.datetime | str | None,
+    review_paths: Sequence[str],
+    cited: Sequence[str] = (),
+) -> list[ReviewRule]:
+    """What a review task's reviewer agent gets, as the judge would: nothing when the leak guard refuses the
+    task's base, else the cited rules and the confirmed rules whose paths match the diff under review, never
+    the whole list."""
+    allowed = rules_for_judge(rules, task_base_date)
+    return rules_for_diff(allowed, review_paths, cited) if allowed is not None else []
+
+
+def reviewer_prompt(prompt: str, given: Sequence[ReviewRule]) -> str:
+    """The task's prompt with the rules given, under the heading the judge's input uses; the prompt as it is
+    when none is given."""
+    if not given:
+        return prompt
+    lines = "\n".join(rule_lines(given))
+    return (
+        f"{prompt.rstrip()}\n\n## Team review rules that apply\n\n"
+        f"This repository's reviewers enforce these rules on changes to the files they name:\n{lines}\n"
+    )

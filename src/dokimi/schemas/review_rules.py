@@ -137,6 +137,11 @@ def rules_for_diff(
     ]
 
 
+def rule_lines(rules: Iterable[ReviewRule]) -> list[str]:
+    """The rules as the judge and a reviewer agent read them: ``- R13 (applies to **): the rule``."""
+    return [f"- {rule.id} (applies to {', '.join(rule.paths)}): {rule.rule}" for rule in rules]
+
+
 def one_reviewer_confirmed(rule: ReviewRule) -> str | None:
     """A rule seen from one reviewer only stays a candidate until a second reviewer confirms it."""
     if rule.status is RuleStatus.CONFIRMED and rule.reviewers < MIN_REVIEWERS_FOR_BLOCKER:

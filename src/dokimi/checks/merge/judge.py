@@ -56,7 +56,7 @@ from dokimi.harness.profile import build_env, load_profile, resolve_bin
 from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
 from dokimi.harness.traces import convert_file
 from dokimi.schemas._base import load_json, write_text_atomic
-from dokimi.schemas.review_rules import RepoReviewRules, ReviewRule, rules_for_diff
+from dokimi.schemas.review_rules import RepoReviewRules, rule_lines, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
 from dokimi.source.git import toplevel
 
@@ -210,10 +210,6 @@ def _items(rubric: RepoRubric, extra_blockers: Sequence[Blocker]) -> tuple[list[
     return items, skipped
 
 
-def _rule_lines(rules: Sequence[ReviewRule]) -> list[str]:
-    return [f"- {rule.id} (applies to {', '.join(rule.paths)}): {rule.rule}" for rule in rules]
-
-
 def render_judge_input(
     task_prompt: str,
     rubric: RepoRubric,
@@ -244,7 +240,7 @@ def render_judge_input(
         "\nDo not penalize a change for taking this or another valid approach.\n",
     ]
     if chosen:
-        parts += ["\n## Team review rules that apply\n\n", "\n".join(_rule_lines(chosen)), "\n"]
+        parts += ["\n## Team review rules that apply\n\n", "\n".join(rule_lines(chosen)), "\n"]
     parts.append("\n## Rubric items\n\nBlockers (a reviewer would request changes if one fails):\n")
     for item in items:
         if item.kind == "blocker":
