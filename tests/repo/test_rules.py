@@ -86,6 +86,19 @@ def test_star_in_a_rule_glob_does_not_cross_a_slash() -> None:
     assert [r.id for r in rules_for_diff(only_top, ["cpp/b.h"], [])] == ["R1"]
 
 
+def test_a_reviewer_gets_the_cited_and_path_matching_rules_and_nothing_before_the_cut() -> None:
+    given = house.rules_for_reviewer(RULES, "2026-04-01T10:00:00+00:00", ["cpp/algo/kmeans.h"], ["R4"])
+    assert [r.id for r in given] == ["R1", "R2", "R4", "R5", "R6"]  # R4 a cited candidate; R3, R7 left out
+    assert house.rules_for_reviewer(RULES, "2026-03-01", ["cpp/algo/kmeans.h"], ["R4"]) == []
+    prompt = house.reviewer_prompt("Review the HEAD commit.", given[:2])
+    assert prompt == (
+        "Review the HEAD commit.\n\n## Team review rules that apply\n\n"
+        "This repository's reviewers enforce these rules on changes to the files they name:\n"
+        "- R1 (applies to **): rule R1\n- R2 (applies to cpp/**/*.h): rule R2\n"
+    )
+    assert house.reviewer_prompt("Review.", []) == "Review."
+
+
 def test_the_judge_and_this_module_share_one_selection() -> None:
     from dokimi.checks.merge import judge
 

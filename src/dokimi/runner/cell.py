@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dokimi import safefs
 from dokimi.batch import CellKey
+from dokimi.checks.merge.judge import paths_in_diff_text
 from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT, DRY_RUN_MOUNT
 from dokimi.errors import DokimiError
 from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
@@ -53,6 +54,7 @@ from dokimi.harness.profile import AgentRequest, Placement, build_invocation
 from dokimi.harness.runtime import container_launcher
 from dokimi.harness.traces import END_OF_RUN_MARKER, convert_file, write_conversion
 from dokimi.process import shutting_down
+from dokimi.repo.rules import arm_gives_rules, reviewer_prompt, rules_for_reviewer
 from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     AGENT_CONFIG,
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
     from dokimi.repo.workspace import GuidanceOverlay, PreparedWorkspace
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
+    from dokimi.schemas.review_rules import ReviewRule
     from dokimi.schemas.rubric import RepoRubric
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
@@ -477,8 +480,33 @@ def _run_agent_container(
     return AgentRun(result.returncode, result.timed_out, result.duration, dry_run=ctx.dry_run)
 
 
-def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: PreparedWorkspace) -> Conversion:
-    """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited."""
+def reviewer_rules_given(
+    ctx: CellContext, key: CellKey, prepared: PreparedWorkspace, rubric: RepoRubric | None
+) -> list[ReviewRule]:
+    """The team rules a cell's agent gets in its prompt: in an arm with the rules (``ARM+rules``), a review
+    task's reviewer gets what the judge would (the leak guard, then the rules its rubric cites and the
+    confirmed rules whose paths match the diff under review); any other cell gets none."""
+    task = ctx.task(key.task)
+    if not arm_gives_rules(key.arm) or task.review_patch is None:
+        return []
+    patch = safefs.read_plain(ctx.task_dir(key.task) / task.review_patch, limit=64 * 1024 * 1024)
+    paths = paths_in_diff_text(patch.decode("utf-8", "replace"))
+    cited = (
+        [rule for blocker in rubric.blockers for rule in blocker.house_rules] if rubric is not None else []
+    )
+    return rules_for_reviewer(ctx.grading.review_rules, prepared.base_date, paths, cited)
+
+
+def write_run_files(
+    ctx: CellContext,
+    key: CellKey,
+    run_dir: Path,
+    prepared: PreparedWorkspace,
+    *,
+    review_rules: list[str] | None = None,
+) -> Conversion:
+    """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited.
+    ``review_rules``: the ids of the team rules the agent's prompt held, in an arm that gives them."""
     task = ctx.task(key.task)
     conversion = convert_file(run_dir / AGENT_STDOUT, ctx.profile.trace)
     write_conversion(conversion, run_dir)
@@ -505,6 +533,7 @@ def write_run_files(ctx: CellContext, key: CellKey, run_dir: Path, prepared: Pre
             "agent_network": ctx.agent_network,
             "guidance_files": prepared.meta_fields()["guidance_files"],
             "guidance_source": prepared.guidance_source,
+            "review_rules": review_rules,
         }
     )
     write_document(run_dir / META_JSON, meta)
@@ -598,7 +627,8 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         ignored_before: set[str] = set()
         if rubric is not None:
             ignored_before = mergegrade.before_agent(run_dir / WORKSPACE, prepared.start_sha)
-        agent = run_agent(ctx, key, run_dir)
+        given = reviewer_rules_given(ctx, key, prepared, rubric)
+        agent = run_agent(ctx, key, run_dir, prompt=reviewer_prompt(task.prompt, given) if given else None)
     except (DokimiError, OSError) as exc:
         return CellOutcome(key, "failed", error=_reason(exc), seconds=time.monotonic() - start)
     if cancelled(ctx):
@@ -611,7 +641,13 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     agent.infra_reason = infra
     agent.failure_reason = reach.reason if reach is not None and reach.verdict == "failure" else None
     try:
-        conversion = write_run_files(ctx, key, run_dir, prepared)
+        conversion = write_run_files(
+            ctx,
+            key,
+            run_dir,
+            prepared,
+            review_rules=[r.id for r in given] if arm_gives_rules(key.arm) else None,
+        )
         agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
         agent.tokens = {k: v for k, v in conversion.usage.items() if type(v) is int and v >= 0}
         agent.late_lines = conversion.late_lines

@@ -53,7 +53,7 @@ from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.repo.manifest import load_manifest, load_tasks
-from dokimi.repo.rules import load_review_rules
+from dokimi.repo.rules import arm_gives_rules, load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner import dryrun_agent
@@ -760,6 +760,13 @@ def prepare_batch(
         second_judge=judge_settings(opts, root, second=True),
         review_rules=load_review_rules(content),
     )
+    rules_arms = [arm for arm in opts.arms if arm_gives_rules(arm)]
+    if rules_arms and grading.review_rules is None:
+        raise UsageError(
+            f"arm {rules_arms[0]} gives review tasks the team's review rules, and the eval dir has no "
+            "review_rules.json",
+            hint="mine them first (repo rules mine), or leave the +rules arm out",
+        )
     ctx = CellContext(
         root=root,
         batch=opts.batch,

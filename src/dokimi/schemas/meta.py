@@ -100,6 +100,10 @@ class Meta(Document):
     """Where an arm's guidance files came from: ``tree <sha>`` (guidance:tree: the eval tree), ``at <sha>``
     (guidance:at=REV, resolved), ``generated`` (guidance:generated: the harness's generator, see
     ``_eval/generated/``); null for the arms that keep or delete the base's own."""
+    review_rules: list[str] | None = None
+    """The ids of the team review rules the agent's prompt held, in an arm that gives them (``ARM+rules``:
+    a review task's reviewer gets the rules its rubric cites and the confirmed rules whose paths match the
+    diff under review); empty when none applied; null in an arm that gives none."""
 
     @field_validator("patches", mode="before")
     @classmethod
