@@ -138,10 +138,11 @@ def found(report: ValidationReport, code: str, severity: str = "error") -> list[
 
 def test_the_new_checks_are_named_rules_that_run_after_the_others() -> None:
     names = [r.__name__ for r in RULES]
-    assert names[-4:] == [
+    assert names[-5:] == [
         "check_review_rules_file",
         "check_house_citations",
         "check_review_rules_cut_date",
+        "check_review_threads",
         "check_perf_task_key",
     ]
 
@@ -238,3 +239,19 @@ def test_a_perf_object_needs_the_perf_entry_point_and_its_documented_keys(repo: 
     repo.add_eval({"t1": repo.task("t1", perf=perf)})
     keys = sorted(f.key or "" for f in found(repo.validate(), "perf_task_key"))
     assert keys == ["perf", "perf.metric", "perf.rounds", "perf.tolerance"]
+
+
+def test_a_review_threads_rules_are_rules_of_the_file(repo: Repo) -> None:
+    threads = [{"id": "t1", "rules": ["R13"]}, {"id": "t2", "rules": ["R99"]}, {"id": "t3", "rules": []}]
+    repo.add_eval({"r1": repo.task("r1", mode="review", threads=threads)}, rules=RULES_DOC)
+    (finding,) = found(repo.validate(), "review_threads")
+    assert (
+        finding.key == "threads[1].rules[0]"
+        and "R99, which review_rules.json does not define" in finding.message
+    )
+
+
+def test_a_thread_naming_a_rule_without_a_rules_file_is_an_error(repo: Repo) -> None:
+    repo.add_eval({"r1": repo.task("r1", threads=[{"id": "t1", "rules": ["R1"]}])})
+    (finding,) = found(repo.validate(), "review_threads")
+    assert "no review_rules.json" in finding.message and finding.task == "r1"

@@ -1388,6 +1388,36 @@ def check_house_citations(ctx: Context) -> Iterator[Finding]:
                 )
 
 
+def check_review_threads(ctx: Context) -> Iterator[Finding]:
+    """A review thread's ``rules`` name rules of review_rules.json: ``repo rules effect`` splits the threads a
+    rule covers from those none covers by these ids, so an unknown one would count a thread as covered by a
+    rule that does not exist."""
+    inputs = _house_inputs(ctx)
+    code = _code(check_review_threads)
+    for lt, data in ctx.task_data():
+        threads = data.get("threads")
+        if not isinstance(threads, list):
+            continue
+        for i, thread in enumerate(threads):
+            named = thread.get("rules") if isinstance(thread, dict) else None
+            for j, rule_id in enumerate(named if isinstance(named, list) else []):
+                if not isinstance(rule_id, str):
+                    continue
+                if inputs.rules_path is None:
+                    yield ctx.at_task(
+                        lt, code, ("threads", i, "rules", j),
+                        f"the thread names rule {rule_id}, and the eval dir has no {REVIEW_RULES_JSON}",
+                        "mine the rules (repo rules mine), or leave the thread's rules empty",
+                    )  # fmt: skip
+                elif inputs.rules is not None and inputs.rules.rule(rule_id) is None:
+                    known = ", ".join(r.id for r in inputs.rules.rules) or "none"
+                    yield ctx.at_task(
+                        lt, code, ("threads", i, "rules", j),
+                        f"the thread names rule {rule_id}, which {REVIEW_RULES_JSON} does not define",
+                        f"use one of its ids ({known})",
+                    )  # fmt: skip
+
+
 def _rules_score(lt: LoadedTask, data: dict[str, Any], inputs: _HouseInputs) -> bool:
     """Team rules reach a task's grading when it has a rubric (the judge gets the matching rules) or is a
     review task (the reviewer agent gets them)."""
@@ -1690,6 +1720,7 @@ RULES: tuple[Rule, ...] = (
     check_review_rules_file,
     check_house_citations,
     check_review_rules_cut_date,
+    check_review_threads,
     check_perf_task_key,
 )
 

@@ -268,11 +268,11 @@ def mine(
 
 
 REASONS = {
-    "merged_on_or_after_cut": "merged on or after the cut",
-    "task_source": "of task-source PRs",
-    "excluded_pr": "of PRs excluded by --exclude-pr",
-    "not_merged": "of PRs not merged",
-    "by_author": "by the PR's author",
+    "task_source": "on task-source PRs",
+    "excluded_pr": "on PRs excluded by --exclude-pr",
+    "merged_on_or_after_cut": "on PRs merged on or after the cut",
+    "not_merged": "on PRs never merged",
+    "by_author": "by a PR's own author",
     "empty": "empty",
 }
 
@@ -285,7 +285,9 @@ def _shown_path(path: str, root: Path) -> str:
 
 
 def _print_mining(report: Any, root: Path) -> None:
-    left = ", ".join(f"{count} {REASONS.get(reason, reason)}" for reason, count in report.excluded.items())
+    left = ", ".join(
+        f"{report.excluded[r]} {words}" for r, words in REASONS.items() if report.excluded.get(r)
+    )
     echo(
         f"comments: {report.comments_read} read, {report.comments_mined} mined"
         + (f"; left out: {left}" if left else "")

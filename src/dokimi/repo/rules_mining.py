@@ -168,13 +168,13 @@ def leak_guard(
     for comment in comments:
         if comment.merged_at is None:
             drop("not_merged")
-        elif not merged_before_cut(comment, cut_date):
-            drop("merged_on_or_after_cut")
         elif comment.pr in exclusions.task_sources:
             sources[comment.pr] = sorted(exclusions.task_sources[comment.pr])
             drop("task_source")
         elif not not_a_task_source(comment, exclusions):
             drop("excluded_pr")
+        elif not merged_before_cut(comment, cut_date):
+            drop("merged_on_or_after_cut")
         elif not by_a_reviewer(comment):
             drop("by_author")
         elif not comment.body.strip():
