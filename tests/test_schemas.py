@@ -638,3 +638,28 @@ def test_raters_who_disagree_need_adjudication_by_someone_else() -> None:
     assert adjudicator_rated_the_run(own, [alice, bob]) == "bob rated run run-7 and may not adjudicate it"
     not_adjudicated = {**json.loads(dump_document(row)), "adjudicated": False}
     assert rejected(json.dumps(not_adjudicated), AdjudicatedRow).key == "adjudicated"
+
+
+def test_a_valid_json_document_is_marked_only_when_a_line_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Line marks cost a second, YAML parse: a document that validates never pays it, one that does not
+    still names the line of the bad value."""
+    from dokimi.schemas import _base
+    from dokimi.schemas.report import ReportWarning
+
+    parses: list[str] = []
+    real = _base.parse_yaml
+
+    def counting(text: str, path: str) -> _base.Marked:
+        parses.append(path)
+        return real(text, path)
+
+    monkeypatch.setattr(_base, "parse_yaml", counting)
+    good = '{\n  "code": "no_pin",\n  "message": "no batch.json"\n}\n'
+    assert _base.read_document("good.json", ReportWarning, text=good).code == "no_pin"
+    assert parses == []
+    bad = '{\n  "code": "no_pin",\n  "message": 7\n}\n'
+    with pytest.raises(DocumentError) as caught:
+        _base.read_document("bad.json", ReportWarning, text=bad)
+    assert parses == ["bad.json"] and caught.value.line == 3

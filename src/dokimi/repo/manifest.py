@@ -26,6 +26,7 @@ from dokimi.globs import filter_paths, is_glob, literal_prefix
 from dokimi.rundir import TASK_JSON
 from dokimi.schemas._base import (
     MAX_DOCUMENT_BYTES,
+    LazyMarked,
     Marked,
     decode_text,
     load_json,
@@ -243,24 +244,6 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateKey(key)
         out[key] = value
     return out
-
-
-@dataclass
-class LazyMarked(Marked):
-    """A parsed JSON document whose line marks are computed on the first :meth:`line` call.
-
-    Marking a document costs a second (YAML) parse; a valid task.json never needs its marks, so most never
-    pay.
-    """
-
-    text: str = ""
-    _marked: bool = False
-
-    def line(self, loc: Sequence[str | int]) -> int | None:
-        if not self._marked:
-            self._marked = True
-            self.lines = parse_json(self.text, self.path).lines
-        return super().line(loc)
 
 
 def near_miss_warnings(marked: Marked, path: str) -> list[DokimiError]:

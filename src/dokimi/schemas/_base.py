@@ -285,12 +285,33 @@ def parse_json(text: str, path: str) -> Marked:
     except ValueError as exc:  # a number with more digits than Python converts (4300)
         raise DocumentError(f"not valid JSON: {exc}", path=path) from None
     _check_plain(data, path)
-    lines: dict[Loc, int] = {(): 1}
+    return LazyMarked(data, path, text=text)
+
+
+def json_lines(text: str, path: str) -> dict[Loc, int]:
+    """The line of every key and item of a valid JSON text, by re-reading it as YAML (JSON is YAML 1.2)."""
     try:
-        lines = parse_yaml(text, path).lines
+        return parse_yaml(text, path).lines
     except DocumentError:
-        pass
-    return Marked(data, path, lines)
+        return {(): 1}
+
+
+@dataclass
+class LazyMarked(Marked):
+    """A parsed JSON document whose line marks are computed on the first :meth:`line` call.
+
+    Marking a document costs a second, YAML parse (ten times the JSON one); a valid document never needs its
+    marks, so most never pay: a batch of 1,000 cells is read several times faster.
+    """
+
+    text: str = ""
+    _marked: bool = False
+
+    def line(self, loc: Sequence[str | int]) -> int | None:
+        if not self._marked:
+            self._marked = True
+            self.lines = json_lines(self.text, self.path)
+        return super().line(loc)
 
 
 def _first_line_of_key(text: str, key: str, *, second: bool = False) -> int | None:
