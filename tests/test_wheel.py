@@ -112,3 +112,11 @@ def test_the_wheel_installed_in_a_fresh_venv_validates_scans_and_runs_a_dry_run(
     assert json.loads(ran.stdout)["ran"] == 1
     (result,) = (out / "wheel").glob("*/*/*/*/rep*/result.json")
     assert json.loads(result.read_text())["passed"] is True
+
+    # the report site's table script ships as package data: the index page inlines it
+    pages = tmp_path / "report-site"
+    reported = _run(
+        [str(dokimi), "repo", "report", str(out / "wheel"), "--html", str(pages)], cwd=tmp_path, env=env
+    )
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    assert 'data-tables", "ready"' in (pages / "index.html").read_text()

@@ -19,7 +19,7 @@ import pytest
 from inspect_ai import log as inspect_log
 
 from dokimi.cli.main import main
-from tests.analysis.test_site import NONE, RAW, fill_cell
+from tests.analysis.test_site import HOSTILE, NONE, RAW, fill_cell
 from tests.helpers.batches import write_cell, write_pin
 from tests.helpers.chromium import Browser
 
@@ -65,7 +65,7 @@ def test_a_sample_carries_the_prompt_the_tool_calls_their_output_and_the_answer(
     log = inspect_log.read_eval_log(str(logs[RAW]))
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "fix_parser" and s.epoch == 1)
-    assert str(sample.input).startswith("Fix fix_parser.")
+    assert str(sample.input).startswith("Fix fix_parser: give Stack a __reversed__ method")
     calls = [
         (c.function, c.arguments)
         for m in sample.messages
@@ -77,6 +77,7 @@ def test_a_sample_carries_the_prompt_the_tool_calls_their_output_and_the_answer(
         ("read", {"path": "calc/parser.py"}),
         ("edit", {"path": "calc/parser.py"}),
         ("WebSearch", {}),
+        ("bash", {"cmd": "echo " + HOSTILE}),
     ]
     outputs = [m.text for m in sample.messages if m.role == "tool"]
     assert outputs[0].startswith("1 failed") and "(exit code 1)" in outputs[0]

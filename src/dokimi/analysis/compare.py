@@ -245,6 +245,31 @@ def resolve_selectors(selectors: Sequence[str], baseline: str) -> list[Selection
     return out
 
 
+def default_baseline(arms: Sequence[str]) -> str:
+    """The arm a report compares the others with when none is named: guidance:none (the agent without
+    guidance) when the batch ran it, else the first arm."""
+    return "guidance:none" if "guidance:none" in arms else sorted(arms)[0]
+
+
+def batch_selections(batch: Batch, baseline: str | None = None) -> list[Selection]:
+    """Every arm of one batch against ``baseline`` (default :func:`default_baseline`), as ``repo compare
+    BATCH --baseline ARM`` selects them; an empty list for a batch with fewer than two arms."""
+    arms = _arms_of(batch)
+    base = _match_arm(batch, baseline) if baseline is not None else default_baseline(arms) if arms else None
+    if baseline is not None and base is None:
+        raise UsageError(
+            f"--baseline {baseline}: batch {batch.name} has no finished cell of that arm",
+            hint=f"its arms: {', '.join(arms) or 'none'}",
+        )
+    if base is None or len(arms) < 2:
+        return []
+    selections = [Selection(base, "baseline", base, [(batch, base)])]
+    selections += [Selection(arm, "treatment", arm, [(batch, arm)]) for arm in arms if arm != base]
+    for selection in selections:
+        selection.cells = [r for r in batch.results() if r.arm == selection.arm]
+    return selections
+
+
 def _unique(batches: Iterable[Batch | None]) -> list[Batch]:
     out: dict[Path, Batch] = {}
     for batch in batches:
@@ -474,6 +499,45 @@ def power_note(spec: MeasureSpec, deltas: Sequence[float], p: float) -> tuple[fl
         return mde, False
     observed = abs(math.fsum(deltas) / len(deltas))
     return mde, mde is None or mde > observed
+
+
+def underpowered_why(m: Measure) -> str:
+    """Why a non-significant measure says little: the effects its tasks miss more than 20% of the time, or
+    that no effect of any size can reach p < 0.05 with so few tasks."""
+    plan = "`dokimi repo plan` gives the tasks and reps an effect needs"
+    if m.mde is not None:
+        return (
+            f"with {m.tasks} tasks this comparison misses an effect smaller than {m.mde:.3f} more than 20% "
+            f"of the time; {plan}"
+        )
+    floor = smallest_sign_flip_p(m.tasks)
+    if floor >= POWER_ALPHA:
+        return (
+            f"with {m.tasks} tasks no effect of any size can reach p < {POWER_ALPHA:g} (the smallest p a "
+            f"sign-flip test over {m.tasks} tasks gives is {floor:.4g}, every task moving the same way); "
+            f"{plan}"
+        )
+    return (
+        f"with {m.tasks} tasks and this spread of per-task deltas, even an effect many times the observed "
+        f"ones is detected less than 80% of the time; {plan}"
+    )
+
+
+def power_verdict(m: Measure) -> str:
+    """One sentence on what a gate or score measure's test says: significant, not significant with enough
+    power, or underpowered (and why)."""
+    if m.p is None or m.delta is None:
+        return "no paired task: nothing tested"
+    holm = "" if m.p_holm is None else f", {m.p_holm:.3g} after Holm"
+    test = f"p = {m.p:.3g}{holm} (two-sided sign-flip over {m.tasks} tasks)"
+    if m.p < POWER_ALPHA:
+        return f"significant: {test}"
+    if m.underpowered:
+        return f"not significant, and underpowered: {test}; {underpowered_why(m)}"
+    if m.underpowered is False:
+        mde = f" (it detects a mean delta of {m.mde:.3f} with 80% power)" if m.mde is not None else ""
+        return f"not significant, with power to see an effect of the observed size{mde}: {test}"
+    return f"not significant: {test}"
 
 
 def apply_holm(comparisons: Sequence[Comparison]) -> int:

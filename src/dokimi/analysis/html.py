@@ -1,26 +1,35 @@
 """Self-contained HTML pages for ``repo report --html`` and ``repo compare --html``.
 
-One file, no external assets, no scripts: inline CSS and inline SVG charts, so a page can be attached to a
-pull request or opened offline. Every chart element carries its numbers as ``data-*`` attributes, so a test
-(and a reader with devtools) can check the chart against the JSON document. Deterministic: no timestamps.
+One file, no external assets: inline CSS, inline SVG charts, and one inline script of dokimi's own
+(``site.js``: tables sort and filter), so a page can be attached to a pull request or opened offline. Every
+page carries a Content-Security-Policy that allows that script alone, by its hash, and no request of any kind:
+text an agent wrote is escaped wherever it is shown, and should an escape ever be missed, no script or handler
+it smuggled in would run, nor could anything be fetched. Every chart element carries its numbers as ``data-*``
+attributes, so a test (and a reader with devtools) can check the chart against the JSON document.
+Deterministic: no timestamps.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
 from html import escape
+from importlib import resources
 
 from dokimi.analysis.compare import infra_line
 from dokimi.analysis.report import DRY_RUN_BANNER
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from dokimi.schemas.report import ArmSummary, ReportDoc, ReportWarning
 
-__all__ = ["dry_run_banner", "render_compare", "render_report"]
+__all__ = ["Column", "Td", "dry_run_banner", "page", "render_compare", "render_report", "table"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
-td{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}
+td{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}td.wrap{white-space:normal;overflow-wrap:anywhere}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #dde1e8;padding:3px 10px;text-align:left;vertical-align:top}
@@ -36,6 +45,12 @@ code{background:#f3f5f8;padding:0 3px;border-radius:3px}
 .pass{color:#0a7a3d;font-weight:600}.fail{color:#b42318;font-weight:600}.other{color:#b54708;font-weight:600}
 a.cell{margin-right:12px}
 .dryrun{background:#fef0c7;border:2px solid #dc6803;padding:8px 12px;margin:8px 0 12px;font-weight:600}
+th button.sort{all:unset;cursor:pointer}th button.sort:focus-visible{outline:2px solid #4f7cff}
+th[aria-sort=ascending] button.sort::after{content:" \\25B2";font-size:10px}
+th[aria-sort=descending] button.sort::after{content:" \\25BC";font-size:10px}
+.filters{display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center;margin:8px 0 0}
+.filters select{font:inherit;max-width:260px}
+.note{font-size:12px;margin:2px 0}
 """
 
 
@@ -60,27 +75,146 @@ def dry_run_banner(dry_run: bool) -> list[str]:
     return [f'<p class="dryrun" data-dry-run="true">{escape(DRY_RUN_BANNER)}</p>'] if dry_run else []
 
 
-def _page(title: str, body: list[str]) -> str:
+@cache
+def _script() -> tuple[str, str]:
+    """(site.js, its CSP source ``'sha256-...'``)."""
+    text = resources.files("dokimi.analysis").joinpath("site.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"'sha256-{digest}'"
+
+
+def content_security_policy() -> str:
+    """What a page may do: run dokimi's script (by hash), apply inline styles and show inline images; nothing
+    else, and no request at all (no fetch, no image, no font, no frame, no form, no base URL)."""
+    _, script_hash = _script()
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
+        f"default-src 'none'; script-src {script_hash}; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'"
     )
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    lines = []
-    for row in rows:
-        cells = "".join(
-            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        lines.append(f"<tr>{cells}</tr>")
-    # one line per cell (a model id broken over lines is hard to read); a wide table scrolls on its own
-    body = "".join(lines)
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+def page(title: str, body: Sequence[str], css: str = "") -> str:
+    """A whole page: the policy first, the styles, the body, then dokimi's table script."""
+    script, _ = _script()
+    policy = escape(content_security_policy(), quote=True)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}{css}</style></head><body>\n"
+        + "\n".join(body)
+        + f"\n<script>{script}</script>\n</body></html>\n"
+    )
+
+
+def _page(title: str, body: list[str]) -> str:
+    return page(title, body)
+
+
+# --- tables ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a :func:`table`."""
+
+    name: str
+    numeric: bool = False
+    """Right-aligned, sorted as a number."""
+    filter: bool = False
+    """A drop-down above the table filters by this column's values (never dropped)."""
+    key: bool = False
+    """Names the row (task, arm): never dropped."""
+    wrap: bool = False
+    """Long text that may wrap (a path, a reason) rather than widen the table."""
+
+
+@dataclass(frozen=True)
+class Td:
+    """A cell with more than text: markup (already escaped), a sort key, a filter value, a class."""
+
+    text: str
+    """What the cell says (what empty-column detection and filters read)."""
+    html: str | None = None
+    """The cell's markup; None shows ``text`` escaped."""
+    sort: str | None = None
+    """The key sorting reads (a number for a "3/4" cell)."""
+    css: str = ""
+
+
+#: A column where every row holds one of these says nothing: dropped, and named under the table.
+EMPTY_VALUES = frozenset({"", "-", "0", "0/0", "0.0", "0.000", "0.0000", "[]"})
+
+
+def _text(cell: str | Td) -> str:
+    return cell.text if isinstance(cell, Td) else cell
+
+
+def _td(cell: str | Td, column: Column) -> str:
+    td = cell if isinstance(cell, Td) else Td(cell)
+    classes = " ".join(
+        c for c in ("num" if column.numeric else "", "wrap" if column.wrap else "", td.css) if c
+    )
+    attrs = f' class="{classes}"' if classes else ""
+    if td.sort is not None:
+        attrs += f' data-sort="{_attr(td.sort)}"'
+    if column.filter:
+        attrs += f' data-value="{_attr(td.text)}"'
+    return f"<td{attrs}>{td.html if td.html is not None else escape(td.text)}</td>"
+
+
+def table(
+    columns: Sequence[Column], rows: Sequence[Sequence[str | Td]], *, css: str = "", drop_empty: bool = True
+) -> str:
+    """A sortable table (filterable by its ``filter`` columns). With ``drop_empty``, a column that says
+    nothing is left out and named once: empty in every row (``-``, 0) under the table, one value in every row
+    of several above it; key and filter columns always stay."""
+    keep = list(range(len(columns)))
+    same: list[str] = []
+    empty: list[str] = []
+    if drop_empty and rows:
+        keep = []
+        for i, column in enumerate(columns):
+            values = {_text(row[i]) for row in rows}
+            if column.key or column.filter:
+                keep.append(i)
+            elif values <= EMPTY_VALUES:
+                empty.append(column.name)
+            elif len(values) == 1 and len(rows) > 1 and not column.numeric:
+                same.append(f"{column.name} {values.pop()}")
+            else:
+                keep.append(i)
+    head = "".join(
+        "<th"
+        + (' class="num"' if columns[i].numeric else "")
+        + (f' data-filter="{_attr(columns[i].name)}"' if columns[i].filter else "")
+        + f">{escape(columns[i].name)}</th>"
+        for i in keep
+    )
+    body = "".join("<tr>" + "".join(_td(row[i], columns[i]) for i in keep) + "</tr>" for row in rows)
+    classes = " ".join(c for c in ("sortable", css) if c)
+    out = [f'<p class="muted note">every row: {escape(", ".join(same))}</p>'] if same else []
+    out.append(
+        f'<div class="scroll"><table class="{classes}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+    if empty:
+        out.append(f'<p class="muted note">nothing in any row: {escape(", ".join(empty))}</p>')
+    return "".join(out)
+
+
+def _table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Sequence[int] = (),
+    *,
+    filters: Sequence[str] = (),
+    drop_empty: bool = False,
+) -> str:
+    """:func:`table` with columns named by ``headers``: ``numeric`` indices, ``filters`` names."""
+    numbers = set(numeric)
+    columns = [Column(h, numeric=i in numbers, filter=h in filters) for i, h in enumerate(headers)]
+    return table(columns, rows, drop_empty=drop_empty)
 
 
 def _warnings(warnings: Sequence[ReportWarning]) -> list[str]:
@@ -178,40 +312,44 @@ def _score_chart(summaries: Sequence[ArmSummary]) -> str:
     return "".join(out)
 
 
-def render_report(doc: ReportDoc) -> str:
-    """The report page: per panel (model, effort, mode, prompt style, cutoff side) a chart of pass rates per
-    arm with Wilson intervals, then the per-task table, missing and invalid cells, warnings."""
+def render_report(
+    doc: ReportDoc,
+    overview: Sequence[str] = (),
+    tail: Sequence[str] = (),
+    page: Callable[[str, list[str]], str] | None = None,
+) -> str:
+    """The report page: the header (batch, pin, counts, warnings), ``overview`` (the site's first screen:
+    does the guidance help), per panel (model, effort, mode, prompt style, cutoff side) a chart of pass rates
+    per arm with Wilson intervals and its table, the per-task table, cells not counted, then ``tail`` (the
+    site's table of cells); ``page`` makes the whole page (the site adds its styles)."""
     batch = doc.batch
     body = [f"<h1>dokimi report: {escape(batch.name)}</h1>", *dry_run_banner(doc.dry_run)]
     pin = batch.pin
+    counts = doc.counts
+    line = f"{counts.finished} finished, {counts.missing} missing, {counts.invalid} invalid cells" + (
+        "; cutoffs: " + ", ".join(f"{m} {c}" for m, c in doc.cutoffs.items()) if doc.cutoffs else ""
+    )
+    body.append(f"<p>{escape(line)}</p>")
     if pin is not None:
         body.append(
-            f'<p class="muted">source <code>{escape(pin.source)}</code>, tree <code>{escape(pin.tree or "-")}'
-            f"</code>, eval_dir <code>{escape(pin.eval_dir_digest)}</code>, "
-            f"image <code>{escape(pin.image)}</code>"
-            f" ({escape(str(pin.image_pin.value))})</p>"
+            f'<p class="muted note">source <code>{escape(pin.source)}</code>, tree '
+            f"<code>{escape(pin.tree or '-')}</code>, eval_dir <code>{escape(pin.eval_dir_digest)}</code>, "
+            f"image <code>{escape(pin.image)}</code> ({escape(str(pin.image_pin.value))})</p>"
         )
-    counts = doc.counts
-    body.append(
-        f"<p>{counts.finished} finished, {counts.missing} missing, {counts.invalid} invalid cells"
-        + (
-            "; cutoffs: " + ", ".join(f"{escape(m)} {escape(c)}" for m, c in doc.cutoffs.items())
-            if doc.cutoffs
-            else ""
-        )
-        + "</p>"
-    )
     body += _warnings(doc.warnings)
+    body += overview
 
     panels: dict[str, list[ArmSummary]] = defaultdict(list)
     for summary in doc.arms:
         panels[_panel_title(summary)].append(summary)
-    body.append("<h2>Pass rate per arm</h2>")
+    body.append('<h2 id="arms">Pass rate per arm</h2>')
     body.append(
         '<p class="muted">Bars: passes over finished gated cells of all tasks '
         "(a grader failure is a failure); "
         "whiskers: Wilson 95% interval, which treats cells as independent. For the difference between arms, "
-        "with tasks as the unit, use <code>repo compare</code>.</p>"
+        f"with tasks as the unit, see the comparison above or <code>repo compare</code>. pass@{doc.k} and "
+        f"pass^{doc.k}: the mean over tasks with {doc.k} or more gated cells of the chance that some (pass@) "
+        f"or every (pass^) one of {doc.k} attempts passes.</p>"
     )
     for title, summaries in panels.items():
         gated = [s for s in summaries if s.gated]
@@ -222,103 +360,104 @@ def render_report(doc: ReportDoc) -> str:
         if scored:
             body.append('<p class="muted">Mean score of score-only tasks per arm</p>')
             body.append(_score_chart(scored))
-        body.append(
-            _table(
-                [
-                    "arm",
-                    "tasks",
-                    "passes",
-                    "rate",
-                    "95% CI",
-                    "task mean",
-                    "score",
-                    "grader failures",
-                    "missing",
-                    "invalid",
-                    "cost",
-                    "turns",
-                    "mergeable",
-                    "merge score",
-                ],
-                [
-                    [
-                        s.arm,
-                        str(s.tasks),
-                        f"{s.passes}/{s.gated}" if s.gated else "-",
-                        _fmt(s.pass_rate),
-                        _ci(s.pass_ci),
-                        _fmt(s.task_pass_mean),
-                        _fmt(s.score_mean),
-                        str(s.grader_failures),
-                        str(s.missing),
-                        str(s.invalid),
-                        _fmt(s.cost_mean, 4),
-                        _fmt(s.turns_mean, 1),
-                        f"{s.mergeable}/{s.mergeable_n}" if s.mergeable_n else "-",
-                        _fmt(s.merge_score_mean),
-                    ]
-                    for s in summaries
-                ],
-                numeric=range(1, 14),
-            )
-        )
+        body.append(_arm_table(summaries, doc.k))
         body.append("</section>")
 
-    body.append("<h2>Per task</h2>")
-    body.append(
-        _table(
-            [
-                "task",
-                "arm",
-                "model",
-                "effort",
-                "mode",
-                "cutoff",
-                "passes",
-                "rate",
-                "95% CI",
-                "score",
-                "grader failures",
-                "missing",
-                "invalid",
-                "cost",
-                "turns",
-                "harness",
-            ],
-            [
-                [
-                    r.task,
-                    r.arm,
-                    r.model,
-                    r.effort or "default",
-                    r.mode or "-",
-                    r.cutoff or "-",
-                    f"{r.passes}/{r.gated}" if r.gated else "-",
-                    _fmt(r.pass_rate),
-                    _ci(r.pass_ci),
-                    _fmt(r.score_mean),
-                    str(r.grader_failures),
-                    str(r.missing),
-                    str(r.invalid),
-                    _fmt(r.cost_mean, 4),
-                    _fmt(r.turns_mean, 1),
-                    ", ".join(r.harness_versions),
-                ]
-                for r in doc.rows
-            ],
-            numeric=(6, 7, 9, 10, 11, 12, 13, 14),
-        )
-    )
+    body.append('<h2 id="tasks">Per task</h2>')
+    body.append(_task_table(doc))
     if doc.missing_cells or doc.invalid_cells:
         body.append("<h2>Cells not counted</h2>")
         body.append(
-            _table(
-                ["cell", "status", "reason"],
+            table(
+                [Column("cell", key=True), Column("status", filter=True), Column("reason", wrap=True)],
                 [[c.cell, "missing", ""] for c in doc.missing_cells]
                 + [[c.cell, "invalid", c.error or ""] for c in doc.invalid_cells],
             )
         )
-    return _page(f"dokimi report: {batch.name}", body)
+    body += tail
+    return (page or _page)(f"dokimi report: {batch.name}", body)
+
+
+def _arm_table(summaries: Sequence[ArmSummary], k: int) -> str:
+    columns = [
+        Column("arm", key=True),
+        *(
+            Column(name, numeric=True)
+            for name in ("tasks", "passes", "rate", "95% CI", "task mean", f"pass@{k}", f"pass^{k}", "score")
+        ),
+        *(Column(name, numeric=True) for name in ("grader failures", "missing", "invalid", "infra errors")),
+        *(Column(name, numeric=True) for name in ("cost", "turns", "mergeable", "merge score")),
+    ]
+    rows = [
+        [
+            s.arm,
+            str(s.tasks),
+            f"{s.passes}/{s.gated}" if s.gated else "-",
+            _fmt(s.pass_rate),
+            _ci(s.pass_ci),
+            _fmt(s.task_pass_mean),
+            _fmt(s.pass_at_k),
+            _fmt(s.pass_hat_k),
+            _fmt(s.score_mean),
+            str(s.grader_failures),
+            str(s.missing),
+            str(s.invalid),
+            str(s.infra_errors),
+            _fmt(s.cost_mean, 4),
+            _fmt(s.turns_mean, 1),
+            f"{s.mergeable}/{s.mergeable_n}" if s.mergeable_n else "-",
+            _fmt(s.merge_score_mean),
+        ]
+        for s in summaries
+    ]
+    return table(columns, rows)
+
+
+def _task_table(doc: ReportDoc) -> str:
+    """One row per task and arm; filterable by task, arm and model; empty columns left out."""
+    k = doc.k
+    columns = [
+        Column("task", key=True, filter=True),
+        Column("arm", key=True, filter=True),
+        Column("model", filter=True),
+        Column("effort"),
+        Column("mode"),
+        Column("prompt style"),
+        Column("cutoff"),
+        *(
+            Column(name, numeric=True)
+            for name in ("passes", "rate", "95% CI", f"pass@{k}", f"pass^{k}", "score")
+        ),
+        *(Column(name, numeric=True) for name in ("grader failures", "missing", "invalid", "infra errors")),
+        *(Column(name, numeric=True) for name in ("cost", "turns")),
+        Column("harness"),
+    ]
+    rows = [
+        [
+            r.task,
+            r.arm,
+            r.model,
+            r.effort or "default",
+            r.mode or "-",
+            r.prompt_style or "-",
+            r.cutoff or "-",
+            Td(f"{r.passes}/{r.gated}", sort=_attr(r.pass_rate)) if r.gated else "-",
+            _fmt(r.pass_rate),
+            _ci(r.pass_ci),
+            _fmt(r.pass_at_k),
+            _fmt(r.pass_hat_k),
+            _fmt(r.score_mean),
+            str(r.grader_failures),
+            str(r.missing),
+            str(r.invalid),
+            str(r.infra_errors),
+            _fmt(r.cost_mean, 4),
+            _fmt(r.turns_mean, 1),
+            ", ".join(r.harness_versions),
+        ]
+        for r in doc.rows
+    ]
+    return table(columns, rows, css="tasks")
 
 
 # --- compare -----------------------------------------------------------------------------------------------
@@ -523,10 +662,19 @@ def render_compare(doc: CompareDoc) -> str:
             )
     body.append("<h2>Selectors</h2>")
     body.append(
-        _table(
-            ["selector", "role", "batch", "tree", "eval_dir", "image", "harness", "run", "cells"],
+        table(
+            [
+                Column("selector", key=True),
+                Column("role", key=True),
+                Column("batch", key=True),
+                Column("tree", key=True),
+                Column("eval_dir", key=True, wrap=True),
+                Column("image", key=True, wrap=True),
+                Column("harness", key=True),
+                Column("run", key=True),
+                Column("cells", numeric=True, key=True),
+            ],
             rows,
-            numeric=(8,),
         )
     )
     body += _warnings(doc.warnings)

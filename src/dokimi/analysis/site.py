@@ -1,43 +1,56 @@
 """``repo report --html DIR``: the report as a small static site, one directory that can be zipped.
 
-- ``DIR/index.html`` (or the ``.html`` file named): the report page (dokimi.analysis.html) and a table that
-  links every (task, arm, model, effort, mode) to its cells;
-- ``cells/<cell>.html`` beside it: one page per cell: its outcome, cost and timings, the prompt, the
-  transcript (every event: commands with their output, reads, edits, tools), the final answer, the agent's
-  diff, the grade (grade.json and the grader's output), and the mergeability verdict (the judge's rubric
-  rows, scope, test integrity).
+- ``DIR/index.html`` (or the ``.html`` file named): the report page (:mod:`dokimi.analysis.html`), opening
+  with the answer to "does the guidance help?" (:mod:`dokimi.analysis.overview`), and a table of every cell
+  (sortable, filterable by task, arm, model and outcome) linking to its page;
+- ``cells/<cell>.html`` beside it: one page per cell, with the previous and next cell a click away: its
+  outcome, cost, tokens and timings, the agent's diff, the tests the task names (FAIL_TO_PASS and
+  PASS_TO_PASS) each with its outcome, the prompt, the transcript (every event: commands with their output,
+  reads, edits, tools), the final answer, the grade (grade.json and the grader's output, each labelled), and
+  the mergeability verdict (the judge's rubric rows, scope, test integrity).
 
-No server, no script, no external asset: inline CSS only. Every file of a cell directory was written by an
-agent or a grader, so it is hostile: it is read without following links and up to a size cap
-(:mod:`dokimi.safefs`), shown escaped, and a file that cannot be read says why instead of failing the site.
+No server, no external asset: inline CSS, inline SVG and dokimi's one table script, allowed by hash alone
+(:func:`dokimi.analysis.html.page`). Every file of a cell directory was written by an agent or a grader, so it
+is hostile: it is read without following links and up to a size cap (:mod:`dokimi.safefs`), shown escaped and
+never rendered (a prompt's Markdown stays text), and a file that cannot be read says why instead of failing
+the site.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from dokimi.analysis.html import _CSS, _fmt, dry_run_banner, render_report
+from dokimi.analysis.compare import batch_selections, build_comparison
+from dokimi.analysis.html import Column, Td, _fmt, dry_run_banner, page, render_report, table
+from dokimi.analysis.overview import OVERVIEW_CSS, render_overview
+from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
 from dokimi.errors import DokimiError
+from dokimi.repo.builtin_graders import named_test_outcomes
 from dokimi.rundir import (
     ANSWER_TXT,
+    BUILTIN_PREPARE_LOGS,
+    BUILTIN_TESTS,
     EVENTS_JSONL,
     GRADE_JSON,
     MERGE_JSON,
     META_JSON,
     TASK_JSON,
     WORKSPACE_DIFF,
+    entry_stderr,
+    entry_stdout,
 )
 from dokimi.safefs import read_bytes
 from dokimi.schemas._base import load_json, make_output_dir, write_output, write_text_atomic
+from dokimi.schemas.compare import CompareDoc
 from dokimi.schemas.report import ReportDoc
 
-__all__ = ["cell_page_name", "write_report_site"]
+__all__ = ["cell_page_name", "report_comparison", "write_report_site"]
 
 #: The most of one file a cell page shows (the rest is cut, and the page says so).
 SHOW_LIMIT = 256 * 1024
@@ -49,9 +62,12 @@ EVENT_OUTPUT_LIMIT = 8 * 1024
 _SITE_CSS = """
 pre{background:#f6f8fa;border:1px solid #dde1e8;padding:8px;overflow-x:auto;white-space:pre-wrap;
 word-break:break-word;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;max-height:600px;
-overflow-y:auto}
+overflow-y:auto;margin:4px 0}
 .diff .add{color:#0a7a3d}.diff .del{color:#b42318}.diff .hunk{color:#6941c6}
-nav{margin-bottom:12px}dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{color:#667085}
+nav{margin-bottom:12px;display:flex;gap:18px;flex-wrap:wrap}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{color:#667085}
+table.events{width:100%}table.events td:nth-child(4){white-space:normal;width:100%}
+.output h3{font-size:13px;margin:12px 0 2px;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 """
 
 
@@ -63,46 +79,52 @@ def cell_page_name(cell: Cell) -> str:
 
 
 def _page(title: str, body: list[str]) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_CSS}{_SITE_CSS}</style></head><body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )
+    return page(title, body, css=OVERVIEW_CSS + _SITE_CSS)
 
 
-def write_report_site(doc: ReportDoc, batch: Batch, index: Path) -> Path:
+def report_comparison(doc: ReportDoc, batch: Batch, baseline: str | None = None) -> CompareDoc | None:
+    """Every arm of the batch against ``baseline`` (default guidance:none, else the first arm), as
+    ``repo compare BATCH --baseline ARM`` compares them, with the report's k; None with one arm."""
+    selections = batch_selections(batch, baseline)
+    return build_comparison(selections, k=doc.k) if selections else None
+
+
+def write_report_site(doc: ReportDoc, batch: Batch, index: Path, *, baseline: str | None = None) -> Path:
     """Write the site: the report at ``index`` (``<dir>/index.html`` when ``index`` is a directory), its cell
     pages in ``cells/`` beside it. Returns the index page's path."""
     if index.suffix.lower() not in (".html", ".htm"):
         index = index / "index.html"
-    pages = {cell.rel: cell_page_name(cell) for cell in batch.cells if cell.status != "missing"}
-    page = render_report(doc).replace("</body></html>", _cell_links(batch, pages) + "\n</body></html>")
-    write_output(index, page)  # first: a path that cannot be written fails before any cell page
+    cells = sorted((c for c in batch.cells if c.status != "missing"), key=lambda c: c.rel)
+    pages = {cell.rel: cell_page_name(cell) for cell in cells}
+    overview = render_overview(doc, report_comparison(doc, batch, baseline), batch)
+    report = render_report(doc, overview=overview, tail=_cells_table(cells, pages), page=_page)
+    write_output(index, report)  # first: a path that cannot be written fails before any cell page
     cells_dir = index.parent / "cells"
     make_output_dir(cells_dir)
-    for cell in batch.cells:
-        if cell.rel in pages:
-            write_text_atomic(cells_dir / pages[cell.rel], _cell_page(cell, batch.root))
+    for i, cell in enumerate(cells):
+        before = pages[cells[i - 1].rel] if i > 0 else None
+        after = pages[cells[i + 1].rel] if i + 1 < len(cells) else None
+        write_text_atomic(cells_dir / pages[cell.rel], _cell_page(cell, before, after))
     return index
 
 
-def _cell_page(cell: Cell, batch_root: Path) -> str:
+def _cell_page(cell: Cell, before: str | None, after: str | None) -> str:
     """A cell's page; a cell whose evidence cannot be read at all gets a page that says why, and the rest of
     the site is written as usual."""
     try:
-        return render_cell(cell, batch_root)
+        return render_cell(cell, before, after)
     except (DokimiError, OSError, ValueError, RecursionError) as exc:
         title = f"cell {cell.rel}"
         why = f"this cell's evidence could not be read: {type(exc).__name__}: {exc}"
-        return _page(title, [f"<h1>{escape(title)}</h1>", f'<p class="fail">{escape(why[:2000])}</p>'])
+        body = [_nav(before, after), f"<h1>{escape(title)}</h1>", f'<p class="fail">{escape(why[:2000])}</p>']
+        return _page(title, body)
 
 
 def _mark(cell: Cell) -> tuple[str, str]:
     """(css class, word) of a cell's outcome."""
     result = cell.result
     if cell.status != "finished" or result is None:
-        return "other", cell.status
+        return "other", cell.status.replace("_", " ")
     if result.grader_failure:
         return "other", "grader failure"
     if result.gated:
@@ -110,41 +132,61 @@ def _mark(cell: Cell) -> tuple[str, str]:
     return "other", f"score {_fmt(result.score)}"
 
 
-def _cell_links(batch: Batch, pages: dict[str, str]) -> str:
-    """Every (task, arm, model, effort, mode) with a link to each of its cells."""
-    groups: dict[tuple[str, ...], list[Cell]] = defaultdict(list)
-    for cell in batch.cells:
-        if cell.rel not in pages:
-            continue
-        key = cell.key
+def _cells_table(cells: Sequence[Cell], pages: dict[str, str]) -> list[str]:
+    """One row per cell with a link to its page; sortable, and filterable by task, arm, model and outcome."""
+    rows: list[list[str | Td]] = []
+    for cell in cells:
+        css, word = _mark(cell)
         result = cell.result
-        mode = (result.mode if result is not None else None) or "-"
-        if key is not None:
-            groups[(key.task, key.arm, key.model, key.effort or "default", mode)].append(cell)
-        else:
-            groups[(cell.rel.rsplit("/", 1)[0], "", "", "", "")].append(cell)
-    rows = []
-    for (task, arm, model, effort, mode), cells in sorted(groups.items()):
-        links = []
-        for cell in sorted(cells, key=lambda c: c.rel):
-            css, word = _mark(cell)
-            label = cell.rel.rsplit("/", 1)[-1]
-            links.append(
-                f'<a class="cell {css}" href="cells/{escape(pages[cell.rel], quote=True)}">'
-                f"{escape(label)}: {escape(word)}</a>"
-            )
-        cells_html = "".join(links)
-        rows.append(
-            f"<tr><td>{escape(task)}</td><td>{escape(arm)}</td><td>{escape(model)}</td>"
-            f"<td>{escape(effort)}</td><td>{escape(mode)}</td><td>{cells_html}</td></tr>"
+        key = cell.key
+        task, arm, model, effort = (
+            (key.task, key.arm, key.model, key.effort or "default")
+            if key is not None
+            else (cell.rel.split("/")[0], "-", "-", "-")
         )
-    head = "".join(f"<th>{h}</th>" for h in ("task", "arm", "model", "effort", "mode", "cells"))
-    return (
-        '<h2 id="cells">Cells</h2><p class="muted">Each cell opens its prompt, transcript, diff, grade and '
-        "verdict.</p>"
-        f'<div class="scroll"><table class="cells"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
+        label = cell.rel.rsplit("/", 1)[-1]
+        href = escape(f"cells/{pages[cell.rel]}", quote=True)
+        tokens = cell_tokens(result) if result is not None else None
+        rows.append(
+            [
+                Td(label, html=f'<a class="cell" href="{href}">{escape(label)}</a>', sort=cell.rel),
+                task,
+                arm,
+                model,
+                effort,
+                Td(word, html=f'<span class="{css}">{escape(word)}</span>'),
+                _fmt(result.cost_usd, 4) if result is not None else "-",
+                Td(
+                    "-"
+                    if tokens is None
+                    else f"{tokens.total:,}" + ("*" if tokens.source == "simulated" else ""),
+                    sort="" if tokens is None else str(tokens.total),
+                ),
+                "-" if result is None or result.turns is None else str(result.turns),
+                _fmt(result.duration_s, 1) if result is not None else "-",
+            ]
+        )
+    columns = [
+        Column("cell", key=True),
+        Column("task", filter=True),
+        Column("arm", filter=True),
+        Column("model", filter=True),
+        Column("effort"),
+        Column("outcome", filter=True),
+        Column("cost", numeric=True),
+        Column("tokens", numeric=True),
+        Column("turns", numeric=True),
+        Column("duration (s)", numeric=True),
+    ]
+    simulated = any(r.text.endswith("*") for row in rows if isinstance(r := row[7], Td))
+    return [
+        '<h2 id="cells">Cells</h2>',
+        '<p class="muted">Each cell opens its diff, tests, prompt, transcript, answer, grade and verdict. '
+        "Click a header to sort; choose a value above the table to filter."
+        + (" * simulated tokens (a dry run's scripted usage)." if simulated else "")
+        + "</p>",
+        table(columns, rows, css="cells"),
+    ]
 
 
 # --- one cell -----------------------------------------------------------------------------------------------
@@ -222,11 +264,12 @@ def _dl(items: list[tuple[str, str]]) -> str:
 def _outcome(cell: Cell) -> list[str]:
     css, word = _mark(cell)
     result = cell.result
-    out = [f'<p>outcome: <span class="{css}">{escape(word)}</span></p>']
+    out = [f'<p>outcome: <span class="{css}" id="outcome">{escape(word)}</span></p>']
     if result is None:
         if cell.error:
             out.append(f'<p class="muted">{escape(cell.error)}</p>')
         return out
+    tokens = cell_tokens(result)
     items = [
         ("task", result.task),
         ("arm", result.arm),
@@ -237,6 +280,7 @@ def _outcome(cell: Cell) -> list[str]:
         ("harness", f"{result.harness} {result.harness_version}"),
         ("cost (USD)", _fmt(result.cost_usd, 6) + (" (dry run: nothing paid)" if result.dry_run else "")),
         *([("simulated cost (USD)", _simulated(result.simulated.cost_usd))] if result.simulated else []),
+        ("tokens", "not recorded (no model gateway, and no dry run)" if tokens is None else tokens.label()),
         ("turns", "-" if result.turns is None else str(result.turns)),
         ("duration (s)", _fmt(result.duration_s, 1)),
         ("agent exit code", "-" if result.agent_rc is None else str(result.agent_rc)),
@@ -244,10 +288,87 @@ def _outcome(cell: Cell) -> list[str]:
         ("score", _fmt(result.score)),
         ("grader error", result.grader_error or "-"),
     ]
+    if result.infra_error:
+        items.append(("infrastructure error", result.infra_error_reason or "yes"))
     gates = ", ".join(f"{k}: {v}" for k, v in sorted(result.gate_results.items())) or "-"
     metrics = ", ".join(f"{k}={v}" for k, v in sorted(result.metrics.items())) or "-"
     items += [("gates", gates), ("metrics", metrics)]
     return [*out, _dl(items)]
+
+
+def _named_tests(task: Any, grade: Any) -> list[str]:
+    """The FAIL_TO_PASS and PASS_TO_PASS tests task.json names, each with its outcome in this cell."""
+    if not isinstance(task, dict):
+        return ['<p class="muted">no readable task.json: the tests it names are unknown</p>']
+    found = named_test_outcomes(task, grade if isinstance(grade, dict) else None)
+    if not found:
+        return [
+            '<p class="muted">task.json names no FAIL_TO_PASS or PASS_TO_PASS test: the grader decides '
+            "from its own tests (grade.json below)</p>"
+        ]
+    rows: list[list[str | Td]] = []
+    for which, test, outcome in found:
+        css = (
+            "pass"
+            if outcome == "passed"
+            else "fail"
+            if outcome in ("failed", "not run", "error")
+            else "other"
+        )
+        rows.append(
+            [which, Td(test, css="wrap"), Td(outcome, html=f'<span class="{css}">{escape(outcome)}</span>')]
+        )
+    counts = {
+        which: (
+            sum(1 for w, _, o in found if w == which and o == "passed"),
+            sum(1 for w, _, _ in found if w == which),
+        )
+        for which in ("FAIL_TO_PASS", "PASS_TO_PASS")
+    }
+    summary = ", ".join(
+        f"{which} {passed}/{total} passed" for which, (passed, total) in counts.items() if total
+    )
+    columns = [
+        Column("list", filter=True),
+        Column("test", key=True, wrap=True),
+        Column("outcome", filter=True),
+    ]
+    return [f"<p>{escape(summary)}</p>", table(columns, rows, css="tests")]
+
+
+def _output(cell_dir: Path, name: str, what: str) -> list[str]:
+    """One output file of grading, under its name and what it is: shown, or said to be empty or absent."""
+    text, problem = _read(cell_dir, name)
+    label = f'<h3>{escape(name)}</h3><p class="muted note">{escape(what)}</p>'
+    if problem:
+        return [label, f'<p class="muted">{escape(problem)}</p>']
+    if text is None:
+        return [label, '<p class="muted">absent</p>']
+    if not text.strip():
+        return [label, f'<p class="muted">empty ({len(text)} characters)</p>']
+    return [label, _pre(text)]
+
+
+def _grader_output(cell_dir: Path) -> list[str]:
+    """grade.stdout and grade.stderr, labelled; a built-in grader's prepare step's logs too."""
+    out = ['<div class="output">']
+    builtin = (cell_dir / BUILTIN_TESTS).is_dir() and not (cell_dir / BUILTIN_TESTS).is_symlink()
+    out += _output(
+        cell_dir,
+        entry_stdout("grade"),
+        "the grader's standard output" + (" (for a built-in grader: the tests')" if builtin else ""),
+    )
+    out += _output(
+        cell_dir,
+        entry_stderr("grade"),
+        "the grader's standard error"
+        + (" (for a built-in grader: the tests' whole output)" if builtin else ""),
+    )
+    if builtin:
+        for log in BUILTIN_PREPARE_LOGS:
+            out += _output(cell_dir, f"{BUILTIN_TESTS}/{log}", "the built-in grader's prepare step")
+    out.append("</div>")
+    return out
 
 
 def _events(cell_dir: Path) -> list[str]:
@@ -310,18 +431,28 @@ def _verdict(cell_dir: Path) -> list[str]:
         out.append(f"<h3>Judge ({escape(str(judge.get('model')))})</h3>")
         if judge.get("failure"):
             out.append(f'<p class="fail">{escape(str(judge.get("failure")))}</p>')
-        rows = []
+        rows: list[list[str | Td]] = []
         for item in judge.get("items") or []:
             if isinstance(item, dict):
                 verdict = str(item.get("verdict"))
                 css = "pass" if verdict == "pass" else "fail" if verdict == "fail" else "other"
                 rows.append(
-                    f"<tr><td>{escape(str(item.get('id')))}</td><td>{escape(str(item.get('kind')))}</td>"
-                    f'<td class="{css}">{escape(verdict)}</td><td>{escape(str(item.get("weight")))}</td>'
-                    f"<td>{escape(str(item.get('reason')))}</td></tr>"
+                    [
+                        str(item.get("id")),
+                        str(item.get("kind")),
+                        Td(verdict, css=css),
+                        str(item.get("weight")),
+                        str(item.get("reason")),
+                    ]
                 )
-        head = "<tr><th>rubric item</th><th>kind</th><th>verdict</th><th>weight</th><th>reason</th></tr>"
-        out.append(f'<table class="rubric"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>')
+        columns = [
+            Column("rubric item", key=True),
+            Column("kind", key=True),
+            Column("verdict", key=True),
+            Column("weight", numeric=True, key=True),
+            Column("reason", key=True, wrap=True),
+        ]
+        out.append(table(columns, rows, css="rubric"))
     out.append("<details><summary>merge.json</summary>" + "".join(block) + "</details>")
     return out
 
@@ -330,12 +461,28 @@ def _simulated(cost_usd: float | None) -> str:
     return f"{_fmt(cost_usd, 6)} (the harness's own figure for the scripted answers: never paid)"
 
 
-def render_cell(cell: Cell, batch_root: Path) -> str:
-    """One cell's page (see the module's docstring)."""
+def _nav(before: str | None, after: str | None) -> str:
+    """The way back to the report and to the previous and next cell (in the order of the cells table)."""
+    links = ['<a href="../index.html">report</a>', '<a href="../index.html#cells">all cells</a>']
+    links.append(
+        f'<a rel="prev" id="prev" href="{escape(before, quote=True)}">&larr; previous cell</a>'
+        if before
+        else '<span class="muted">&larr; previous cell</span>'
+    )
+    links.append(
+        f'<a rel="next" id="next" href="{escape(after, quote=True)}">next cell &rarr;</a>'
+        if after
+        else '<span class="muted">next cell &rarr;</span>'
+    )
+    return "<nav>" + "".join(links) + "</nav>"
+
+
+def render_cell(cell: Cell, before: str | None = None, after: str | None = None) -> str:
+    """One cell's page (see the module's docstring); ``before`` and ``after`` name the neighbours' pages."""
     cell_dir = cell.dir
     title = f"cell {cell.rel}"
     body = [
-        '<nav><a href="../index.html">report</a> / <a href="../index.html#cells">cells</a></nav>',
+        _nav(before, after),
         f"<h1>{escape(title)}</h1>",
         *dry_run_banner(cell.result is not None and cell.result.dry_run),
         *_outcome(cell),
@@ -345,6 +492,18 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
         task = load_json(task_text) if task_text is not None else None
     except ValueError:
         task = None
+    grade, grade_block = _json_block(cell_dir, GRADE_JSON)
+    body += _section(
+        "Agent's diff",
+        "diff",
+        _file_block(
+            cell_dir,
+            WORKSPACE_DIFF,
+            css="diff",
+            missing="not kept (graded before dokimi kept every cell's diff, or its workspace was unreadable)",
+        ),
+    )
+    body += _section("Tests the task names", "tests", _named_tests(task, grade))
     prompt = task.get("prompt") if isinstance(task, dict) else None
     why = problem or ("no task.json" if task_text is None else "no prompt in task.json")
     body += _section(
@@ -352,16 +511,8 @@ def render_cell(cell: Cell, batch_root: Path) -> str:
     )
     body += _section("Transcript", "transcript", _events(cell_dir))
     body += _section("Final answer", "answer", _file_block(cell_dir, ANSWER_TXT))
-    body += _section(
-        "Agent's diff", "diff", _file_block(cell_dir, WORKSPACE_DIFF, css="diff", missing="not kept")
-    )
-    _, grade = _json_block(cell_dir, GRADE_JSON)
-    body += _section("Grade", "grade", grade)
-    body += [
-        "<h3>Grader output</h3>",
-        *_file_block(cell_dir, "grade.stdout", missing="empty or absent"),
-        *_file_block(cell_dir, "grade.stderr", missing="empty or absent"),
-    ]
+    body += _section("Grade", "grade", ["<h3>grade.json</h3>", *grade_block])
+    body += _section("Grader output", "output", _grader_output(cell_dir))
     body += _section("Mergeability verdict", "verdict", _verdict(cell_dir))
     _, meta = _json_block(cell_dir, META_JSON)
     body += _section("Run metadata", "meta", ["<details><summary>meta.json</summary>", *meta, "</details>"])

@@ -7,43 +7,14 @@ Exit codes: 0 the comparison was made, 2 a refused selector or metric, or a dire
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from dokimi.cli._common import deliver_document, json_option
 
-if TYPE_CHECKING:
-    from dokimi.schemas.compare import Measure
-
 
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:+.{digits}f}" if digits < 0 else f"{value:.{digits}f}"
-
-
-def _underpowered(m: Measure) -> str:
-    """Why a non-significant measure says little: the effects its tasks miss more than 20% of the time, or
-    that no effect of any size can reach p < 0.05 with so few tasks."""
-    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.analysis.compare import POWER_ALPHA, smallest_sign_flip_p
-
-    plan = "`dokimi repo plan` gives the tasks and reps an effect needs"
-    if m.mde is not None:
-        return (
-            f"with {m.tasks} tasks this comparison misses an effect smaller than {m.mde:.3f} more than 20% "
-            f"of the time; {plan}"
-        )
-    floor = smallest_sign_flip_p(m.tasks)
-    if floor >= POWER_ALPHA:
-        return (
-            f"with {m.tasks} tasks no effect of any size can reach p < {POWER_ALPHA:g} (the smallest p a "
-            f"sign-flip test over {m.tasks} tasks gives is {floor:.4g}, every task moving the same way); "
-            f"{plan}"
-        )
-    return (
-        f"with {m.tasks} tasks and this spread of per-task deltas, even an effect many times the observed "
-        f"ones is detected less than 80% of the time; {plan}"
-    )
 
 
 def _p(value: float | None) -> str:
@@ -114,6 +85,7 @@ def compare(
 
 def _print(doc: object) -> None:
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.analysis.compare import underpowered_why
     from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
     from dokimi.schemas.compare import CompareDoc
 
@@ -169,7 +141,8 @@ def _print(doc: object) -> None:
         lines += ["", *fit_line(title, width), *render_table(columns, rows, width=width)]
         for m in c.measures:
             if m.underpowered:
-                lines += fit_line(f"  {m.name}: not significant, and underpowered: {_underpowered(m)}", width)
+                why = underpowered_why(m)
+                lines += fit_line(f"  {m.name}: not significant, and underpowered: {why}", width)
         if c.infra_baseline or c.infra_treatment:
             # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
             from dokimi.analysis.compare import infra_line

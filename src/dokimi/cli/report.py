@@ -1,4 +1,5 @@
-"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--json] [--html DIR|FILE.html]``.
+"""``dokimi repo report BATCH [--cutoff MODEL=DATE ...] [--k K] [--json] [--html DIR|FILE.html
+[--baseline ARM]]``.
 
 What each number means: docs/statistics.md.
 
@@ -43,17 +44,29 @@ def _ci(ci: tuple[float, float] | None) -> str:
     metavar="K",
     help="The k of pass@k (some of k attempts passes) and pass^k (all k pass); default: the batch's reps.",
 )
+@click.option(
+    "--baseline",
+    metavar="ARM",
+    help="The arm the HTML report compares every other arm with (default: guidance:none when the batch ran "
+    "it, else the first arm).",
+)
 @json_option
 @click.option(
     "--html",
     "html_file",
     metavar="DIR|FILE.html",
     type=click.Path(path_type=Path),
-    help="Also write the report as a static site: DIR/index.html (or FILE.html) with charts and tables, and "
-    "one page per cell in cells/ beside it (prompt, transcript, diff, grade, verdict).",
+    help="Also write the report as a static site: DIR/index.html (or FILE.html), opening with each arm "
+    "against --baseline (per-task deltas, the paired test, the guidance, cost beside pass rate), and one "
+    "page per cell in cells/ beside it (diff, tests, prompt, transcript, grade, verdict).",
 )
 def report(
-    batch: Path, cutoffs: tuple[str, ...], k: int | None, as_json: bool, html_file: Path | None
+    batch: Path,
+    cutoffs: tuple[str, ...],
+    k: int | None,
+    baseline: str | None,
+    as_json: bool,
+    html_file: Path | None,
 ) -> int:
     """Pass rates with Wilson 95% intervals per (task, arm, model, effort, mode) of BATCH (<out>/<batch>).
 
@@ -67,6 +80,8 @@ def report(
     from dokimi.errors import UsageError
 
     check_k(k)
+    if baseline is not None and html_file is None:
+        raise UsageError("--baseline chooses what the HTML report compares: give it with --html")
     parsed = parse_cutoffs(cutoffs)
     loaded = load_batch(batch)
     why = why_not_a_batch(loaded)
@@ -78,7 +93,7 @@ def report(
         from dokimi.analysis.site import write_report_site
         from dokimi.cli._common import note
 
-        note(f"wrote {write_report_site(doc, loaded, html_file)} and its cell pages")
+        note(f"wrote {write_report_site(doc, loaded, html_file, baseline=baseline)} and its cell pages")
     return deliver_document(doc, as_json=as_json, html_file=None, render_html=str, print_text=_print)
 
 

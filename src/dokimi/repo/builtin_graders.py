@@ -181,6 +181,45 @@ def verdict(
     return ok, metrics, details
 
 
+NamedTest = tuple[str, str, str]
+"""(which list: FAIL_TO_PASS or PASS_TO_PASS, test id, outcome)."""
+
+
+def named_test_outcomes(task: Mapping[str, Any], grade: Mapping[str, Any] | None) -> list[NamedTest]:
+    """The outcome of every test task.json names (``fail_to_pass``, then ``pass_to_pass``), read back from a
+    built-in grader's grade.json (:func:`verdict`): a test it lists as not passing has the outcome it
+    recorded there, every other one passed when the counts say the list is whole. A grade that failed ran
+    nothing; a test beyond the listed :data:`MAX_IDS_IN_DETAILS` is said to be unknown, never guessed."""
+    metrics = grade.get("metrics") if isinstance(grade, Mapping) else None
+    details = grade.get("details") if isinstance(grade, Mapping) else None
+    metrics = metrics if isinstance(metrics, Mapping) else {}
+    details = details if isinstance(details, Mapping) else {}
+    out: list[NamedTest] = []
+    for which, key, listed_key, count_key in (
+        ("FAIL_TO_PASS", "fail_to_pass", "fail_to_pass_not_passing", "fail_to_pass_passed"),
+        ("PASS_TO_PASS", "pass_to_pass", "pass_to_pass_broken", "pass_to_pass_broken"),
+    ):
+        ids = [str(t) for t in task.get(key) or [] if isinstance(t, str)]
+        listed = details.get(listed_key)
+        listed = listed if isinstance(listed, Mapping) else {}
+        count = metrics.get(count_key)
+        failing = len(ids) - count if which == "FAIL_TO_PASS" and type(count) is int else count
+        whole = type(failing) is int and failing == len(listed)
+        for test in ids:
+            if not isinstance(grade, Mapping):
+                outcome = "not graded (no grade.json)"
+            elif grade.get("pass") is None and grade.get("errors"):
+                outcome = "not run (the grader failed)"
+            elif test in listed:
+                outcome = str(listed[test])
+            elif whole:
+                outcome = "passed"
+            else:
+                outcome = f"unknown (grade.json lists at most {MAX_IDS_IN_DETAILS} tests that did not pass)"
+            out.append((which, test, outcome))
+    return out
+
+
 def junit_ids(classname: str, name: str) -> list[str]:
     """Every id a JUnit test case answers to: ``classname::name``, ``classname.name``, and the pytest node ids
     the dotted class name can stand for (``tests.test_ops`` + ``test_add`` -> ``tests/test_ops.py::test_add``;
