@@ -518,6 +518,7 @@ def tiny_source(tmp_path: Path) -> list[str]:
     return [
         "repo", "run", tiny.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--batch", "b",
         "--harness", str(profile), "--bin", str(binary), "--agent-network", "none", "--arm", "guidance:raw",
+        "--allow-unchecked",
     ]  # fmt: skip
 
 

@@ -77,7 +77,8 @@ def run_args(example: Example, out: Path, batch: str, who: Attacker, *extra: str
         "repo", "run", example.source(), "--manifest", ".agent-eval/repo-eval.yaml",
         "--task", "fix_power_assoc", "--arm", "guidance:raw", "--model", "m", "--reps", "1",
         "--batch", batch, "--out", str(out),
-        "--harness", str(who.profile), "--bin", str(who.binary), "--agent-network", "none", "--json", *extra,
+        "--harness", str(who.profile), "--bin", str(who.binary), "--agent-network", "none", "--json",
+        "--allow-unchecked", *extra,
     ]  # fmt: skip
 
 

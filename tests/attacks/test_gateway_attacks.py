@@ -145,7 +145,8 @@ class SealedAttack:
         args = [
             "repo", "run", self.example.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
             "--arm", "guidance:raw", "--model", model, "--reps", str(reps), "--batch", self.batch,
-            "--out", str(self.out), "--harness", str(who.profile), "--bin", str(who.binary), "--json", *extra,
+            "--out", str(self.out), "--harness", str(who.profile), "--bin", str(who.binary), "--json",
+            "--allow-unchecked", *extra,
         ]  # fmt: skip
         batch = self.out / self.batch
         if not sample:

@@ -30,7 +30,7 @@ def run_base(tmp_path: Path) -> list[str]:
     return [
         "repo", "run", tiny.source(), "--manifest", ".agent-eval/repo-eval.yaml", "--reps", "1",
         "--batch", "b", "--out", str(tmp_path / "out"), "--harness", str(profile), "--bin", str(binary),
-        "--agent-network", "none",
+        "--agent-network", "none", "--allow-unchecked",
     ]  # fmt: skip
 
 

@@ -108,7 +108,7 @@ def run_args(example: Path, out: Path, batch: str, claude_bin: Path, *extra: str
     return [
         "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml", "--task", TASK,
         "--model", MODEL, "--reps", "1", "--batch", batch, "--out", str(out), "--bin", str(claude_bin),
-        "--json", *extra,
+        "--json", "--allow-unchecked", *extra,
     ]  # fmt: skip
 
 

@@ -42,8 +42,9 @@ def test_the_bundled_study_completes_in_a_dry_run_and_reports_every_part(
         gate = next(m for m in comparison.measures if m.name == "gate")
         assert gate.tasks == 2 and gate.delta is not None
     assert {p.treatment for p in report.power} == treatments
-    for power in report.power:  # every dry-run cell passes: the power is honestly not worked out
-        assert power.plan is not None or power.error
+    assert report.dry_run is True
+    for power in report.power:  # a dry run is no pilot: its scripted agents have no variance to learn from
+        assert power.plan is None and "dry run" in str(power.error)
     costs = {c.arm: c for c in report.cost}
     assert set(costs) == set(report.arms) and all(c.cells == 4 for c in costs.values())
     batch = out / "study-agentbench"
@@ -51,6 +52,7 @@ def test_the_bundled_study_completes_in_a_dry_run_and_reports_every_part(
     markdown = (batch / "study-report.md").read_text()
     for heading in ("# Study:", "## Arms as applied", "## Result", "## Power", "## Cost per arm"):
         assert heading in markdown
+    assert "> **DRY RUN:" in markdown
 
     again = dokimi_cli(["repo", "study", "report", str(STUDY), "--out", str(out)])
     assert again.returncode == 0, again.stderr

@@ -175,10 +175,12 @@ def run_args(
     arms: str = "guidance:raw",
     reps: int = 1,
     rev: str | None = None,
+    checked: bool = False,
 ) -> list[str]:
-    """``repo run`` arguments for the tiny repository with the fake harness."""
+    """``repo run`` arguments for the tiny repository with the fake harness; unless ``checked``, with
+    ``--allow-unchecked`` (the test is not about the tasks check a real run otherwise needs)."""
     return [
         "repo", "run", tiny.source(rev), "--manifest", ".agent-eval/repo-eval.yaml",
         "--arm", arms, "--model", "m", "--reps", str(reps), "--batch", batch, "--out", str(out),
-        "--harness", str(profile), "--bin", str(binary), *extra,
+        "--harness", str(profile), "--bin", str(binary), *([] if checked else ["--allow-unchecked"]), *extra,
     ]  # fmt: skip

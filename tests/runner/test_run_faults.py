@@ -127,6 +127,7 @@ def test_a_host_side_failure_after_the_agent_ran_is_a_grader_failure_charged_its
     opts = RunOptions(
         source=tiny.source(), manifest=".agent-eval/repo-eval.yaml", arms=("guidance:raw",), models=("m",),
         reps=1, batch=name, out=tmp_path / "out", harness=str(profile), bin=str(binary), budget_usd=0.75,
+        allow_unchecked=True,
     )  # fmt: skip
     with open_source(opts.source) as repo:
         prepared = prepare_batch(opts, repo, cancel=threading.Event(), progress=QuietProgress())
@@ -196,6 +197,40 @@ def test_a_batch_started_from_another_eval_tree_is_refused(
     args[2] = str(tiny.path)  # the working tree (at the newer commit): compared by digests
     worktree = dokimi_cli(args)
     assert worktree.returncode == 2 and "pinned to another eval tree" in worktree.stderr
+
+
+def test_a_real_run_refuses_a_broken_task_whose_tasks_check_wrote_to_another_out(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    """tasks check keeps its verdicts in dokimi's cache, keyed by what it checked, so a real run with another
+    --out (or after a check whose report went to a temporary directory) still refuses the broken task and
+    runs the sound one; --allow-unchecked runs it anyway, and batch.json says so. (A dry run is not held
+    back: tests/e2e/test_batch_e2e.py dry-runs tasks no check ever saw.)"""
+    tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {}, "always_f": {"grader": "always"}})
+    check = dokimi_cli(["repo", "tasks", "check", tiny.source(), "--out", str(tmp_path / "check"), "--json"])
+    assert check.returncode == 1, check.stderr  # always_f: the untouched workspace passes
+    assert {t["task"]: t["status"] for t in json.loads(check.stdout)["tasks"]} == {
+        "fix_f": "ok", "always_f": "broken"
+    }  # fmt: skip
+    profile, binary = fake_harness(tmp_path / "harness")
+    out = tmp_path / "runs"  # not the check's --out
+    refused = dokimi_cli(run_args(tiny, out, name, profile, binary, checked=True))
+    assert refused.returncode == 2, refused.stderr
+    broken = "always_f: broken in repo tasks check: null fails the gate: the untouched workspace"
+    assert broken in refused.stderr
+    assert f"dokimi repo tasks check {tiny.source()} --task always_f" in refused.stderr
+    assert "fix_f" not in refused.stderr.split("check them with")[0]  # the sound task is admitted
+    assert not (out / name / "_eval" / "batch.json").exists()  # a refused batch pins nothing
+
+    sound = dokimi_cli([*run_args(tiny, out, name, profile, binary, checked=True), "--task", "fix_f"])
+    assert sound.returncode == 0, sound.stderr
+    assert json.loads((out / name / "_eval" / "batch.json").read_text())["unchecked"] == {}
+
+    anyway = dokimi_cli(run_args(tiny, out, f"{name}-anyway", profile, binary))  # --allow-unchecked
+    assert anyway.returncode == 0, anyway.stderr
+    assert "--allow-unchecked: running 1 task(s)" in anyway.stderr
+    pin = json.loads((out / f"{name}-anyway" / "_eval" / "batch.json").read_text())
+    assert list(pin["unchecked"]) == ["always_f"] and "broken" in pin["unchecked"]["always_f"]
 
 
 def test_a_guidance_edit_is_refused_in_an_existing_batch_naming_the_file_and_the_way_out(

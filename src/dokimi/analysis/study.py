@@ -199,6 +199,7 @@ def build_study_report(study: Study, study_path: Path, *, out: Path | None = Non
     return StudyReport(
         schema="repo_study_report.v1",
         question=study.question,
+        dry_run=comparison.dry_run,
         study_file=str(study_path),
         batch=str(root),
         baseline=study.baseline,
@@ -221,6 +222,10 @@ def _num(value: float | None, digits: int = 3, *, sign: bool = False) -> str:
 def render_markdown(report: StudyReport) -> str:
     """The report as Markdown: question, arms as applied, result, power, cost."""
     lines: list[str] = [f"# Study: {report.question}", ""]
+    if report.dry_run:
+        from dokimi.analysis.report import DRY_RUN_BANNER
+
+        lines += [f"> **{DRY_RUN_BANNER}**", ""]
     arms = ", ".join(f"`{a}`" for a in report.arms)
     lines += [
         f"Batch `{report.batch}`; baseline `{report.baseline}`; arms {arms}; "

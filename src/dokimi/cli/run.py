@@ -379,6 +379,12 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 )
 @click.option("--force", is_flag=True, help="Run cells again even when they have a result.json.")
 @click.option(
+    "--allow-unchecked",
+    is_flag=True,
+    help="Run tasks that no repo tasks check (or, gated on mergeable, no repo rubric check) proved sound on "
+    "this eval_dir, base and image; batch.json records which and why. A dry run never needs it.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Zero cost: the real harness against the scripted model server inside the container, with "
@@ -438,6 +444,7 @@ def run(
     ray_address: str | None,
     shared_out: bool,
     force: bool,
+    allow_unchecked: bool,
     dry_run: bool,
     dry_run_scripts: tuple[str, ...],
     image: str | None,
@@ -513,6 +520,7 @@ def run(
         prices=_prices(prices),
         jobs=jobs,
         force=force,
+        allow_unchecked=allow_unchecked,
         dry_run=dry_run,
         dry_run_scripts=parse_script_options(dry_run_scripts, arm_list),
         image=image,

@@ -67,6 +67,11 @@ def _deliver(report: object, as_json: bool) -> None:
     help="With --dry-run: play FILE (a JSON list of turns) for ARM, or for every arm.",
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Cells run side by side.")
+@click.option(
+    "--allow-unchecked",
+    is_flag=True,
+    help="Run tasks no repo tasks check proved sound (as repo run --allow-unchecked; batch.json records it).",
+)
 @json_option
 def run(
     study_file: Path,
@@ -76,6 +81,7 @@ def run(
     dry_run: bool,
     dry_run_scripts: tuple[str, ...],
     jobs: int | None,
+    allow_unchecked: bool,
     as_json: bool,
 ) -> int:
     """Run the study's batch, then write its report."""
@@ -96,6 +102,10 @@ def run(
         dry_run_scripts=parse_script_options(dry_run_scripts, spec.arms),
         jobs=jobs,
     )
+    if allow_unchecked:
+        import dataclasses
+
+        options = dataclasses.replace(options, allow_unchecked=True)
     with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
         result = run_batch(options, progress=reporter)
     for warning in result.warnings:

@@ -24,13 +24,8 @@ from typing import TYPE_CHECKING
 
 from dokimi.batch import EVAL_DIR_NAME, CellKey
 from dokimi.constants import MAX_CELLS, MAX_REPS
-from dokimi.errors import DocumentError, UsageError
+from dokimi.errors import UsageError
 from dokimi.gateway.budget import Budget
-from dokimi.grading.gate import gate_key
-from dokimi.rundir import RUBRIC_CHECK_JSON, TASKS_CHECK_JSON
-from dokimi.schemas._base import read_document
-from dokimi.schemas.rubric_check import RubricCheckDoc
-from dokimi.schemas.tasks_check import TasksCheck
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -361,47 +356,3 @@ class SpendLedger:
 def batch_budget(cap_usd: float | None, spent_usd: float = 0.0) -> Budget:
     """The batch's budget: ``--max-batch-usd`` (None: no cap), starting at what earlier runs spent."""
     return Budget(cap_usd, spent_usd=spent_usd, name="the batch budget (--max-batch-usd)")
-
-
-def tasks_check_refusal(out: Path, tree: str | None, task_ids: Sequence[str]) -> str | None:
-    """Why a paid run refuses some of its tasks: the last ``repo tasks check`` written to ``out`` (its
-    tasks-check.json) found them broken or unsupported on the same eval tree, and a task is excluded from paid
-    runs until it is fixed. None when there is no such report, it is for another tree (or a working tree),
-    or every task passed it."""
-    path = out / TASKS_CHECK_JSON
-    if tree is None or not path.is_file() or path.is_symlink():
-        return None
-    try:
-        report = read_document(path, TasksCheck)
-    except DocumentError:
-        return None
-    if report.tree != tree:
-        return None
-    bad = [t for t in report.tasks if t.task in set(task_ids) and t.status != "ok"]
-    if not bad:
-        return None
-    listed = "; ".join(
-        f"{t.task} ({t.status}: {t.problems[0] if t.problems else 'see the report'})" for t in bad
-    )
-    return f"{path} found task(s) not ready for a paid run on this eval tree: {listed}"
-
-
-def rubric_admission_refusal(out: Path, tree: str | None, tasks: Sequence[Task]) -> str | None:
-    """Why a paid run refuses a task gated on ``mergeable``: the last ``repo rubric check`` written to
-    ``out`` (rubric-check.json) checked its rubric on the same eval tree and did not admit it. None without
-    such a record (or for another tree, or a working tree)."""
-    path = out / RUBRIC_CHECK_JSON
-    if tree is None or not path.is_file() or path.is_symlink():
-        return None
-    try:
-        record = read_document(path, RubricCheckDoc)
-    except DocumentError:
-        return None
-    if record.tree != tree:
-        return None
-    gated = [t.id for t in tasks if "mergeable" in {gate_key(e) for e in t.gate}]
-    refused = [t for t in gated if t in record.tasks and t not in record.admitted]
-    if not refused:
-        return None
-    names = ", ".join(refused)
-    return f"{path}: the rubric of {names} was not admitted (a calibration row missed its expectation)"

@@ -74,8 +74,6 @@ from dokimi.runner.plan import (
     egress_refusal,
     pin_refusal,
     plan_cells,
-    rubric_admission_refusal,
-    tasks_check_refusal,
 )
 from dokimi.runner.references import with_references
 from dokimi.sandbox.container import container_name
@@ -99,6 +97,7 @@ if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.profile import HarnessProfile
     from dokimi.schemas.result import Result
+    from dokimi.schemas.task import Task
     from dokimi.source import Repo
 
 __all__ = [
@@ -139,6 +138,8 @@ class RunOptions:
     jobs: int | None = None
     """-j: cells at once (default 1 here; with ``--executor ray`` one per CPU of the cluster)."""
     force: bool = False
+    allow_unchecked: bool = False
+    """--allow-unchecked: run tasks no tasks check (or rubric check) admitted; batch.json records them."""
     dry_run: bool = False
     dry_run_scripts: Mapping[str | None, Path] = field(default_factory=dict)
     """--dry-run-script: arm (None: every arm) -> script file."""
@@ -494,6 +495,36 @@ def pinned_guidance(overlays: Mapping[str, GuidanceOverlay]) -> dict[str, list[G
     }
 
 
+def check_admission(opts: RunOptions, repo: Repo, tasks: Sequence[Task], pin: BatchPin) -> dict[str, str]:
+    """A real run admits only tasks proven sound on what it runs (:mod:`dokimi.runner.admission`): refused
+    (UsageError, naming the commands to run) unless ``--allow-unchecked``, which returns task -> why, for
+    batch.json. A dry run is never held back."""
+    from dokimi.grading.gate import gate_key
+    from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
+
+    if opts.dry_run:
+        return {}
+    keys = {}
+    for task in tasks:
+        image = (pin.image, pin.image_context_digest)
+        check_key = checked_against(repo, task, pin.manifest_id, pin.eval_dir_digest, image=image)
+        rubric_key = None
+        if "mergeable" in {gate_key(entry) for entry in task.gate}:
+            rubric_key = checked_against(
+                repo, task, pin.manifest_id, pin.eval_dir_digest, judge_model=opts.judge_model
+            )
+        keys[task.id] = (check_key, rubric_key)
+    why = unadmitted(keys)
+    refusal = admission_refusal(why, opts.source, opts.judge_model)
+    if refusal is not None and not opts.allow_unchecked:
+        raise UsageError(
+            refusal,
+            hint="fix and check them, leave them out with --task, or run them anyway with --allow-unchecked "
+            "(batch.json records it)",
+        )
+    return why
+
+
 def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
     """Write the pin of a new batch; refuse a run from another eval tree into an existing one."""
     old, error = read_pin(root)
@@ -505,10 +536,10 @@ def check_and_write_pin(root: Path, pin: BatchPin, batch: str) -> None:
             raise refusal
         # a model priced for the first time in this run (batch_prices merged), an arm run for the first time
         guidance = {**pin.guidance, **old.guidance}
-        if pin.prices != old.prices or guidance != old.guidance:
-            write_document(
-                BatchLayout(root).pin, old.model_copy(update={"prices": pin.prices, "guidance": guidance})
-            )
+        unchecked = {**old.unchecked, **pin.unchecked}
+        if (pin.prices, guidance, unchecked) != (old.prices, old.guidance, old.unchecked):
+            update = {"prices": pin.prices, "guidance": guidance, "unchecked": unchecked}
+            write_document(BatchLayout(root).pin, old.model_copy(update=update))
         return
     write_document(BatchLayout(root).pin, pin)
 
@@ -646,16 +677,6 @@ def prepare_batch(
         opts.efforts,
         opts.reps,
     )
-    if not opts.dry_run:
-        refusal = tasks_check_refusal(opts.out, repo.rev, task_ids) or rubric_admission_refusal(
-            opts.out, repo.rev, [t.task for t in tasks.values() if t.task is not None]
-        )
-        if refusal is not None:
-            raise UsageError(
-                refusal,
-                hint="fix them and check again (repo tasks check, repo rubric check), or leave them out "
-                "with --task",
-            )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
     if ARM_GENERATED in opts.arms and not profile.guidance_init:
@@ -718,6 +739,13 @@ def prepare_batch(
         pin = make_pin(
             manifest, repo, opts.source, eval_digest, image, prices, guidance=overlays, dry_run=opts.dry_run
         )
+        unchecked = check_admission(opts, repo, [tasks[t].task for t in task_ids], pin)  # type: ignore[misc]
+        pin = pin.model_copy(update={"unchecked": unchecked})
+        if unchecked:
+            warnings.append(
+                f"--allow-unchecked: running {len(unchecked)} task(s) no check proved sound "
+                f"({', '.join(unchecked)}); batch.json records them and why"
+            )
         check_and_write_pin(root, pin, opts.batch)
         content = publish_eval_dir(staging, eval_digest, eval_root)
     finally:

@@ -83,6 +83,7 @@ from dokimi.source.export import export_tree_as_stored
 if TYPE_CHECKING:
     from dokimi.repo.manifest import LoadedManifest, LoadedTask
     from dokimi.repo.workspace import PreparedWorkspace, WorkspaceSource
+    from dokimi.schemas.check_record import CheckedAgainst
     from dokimi.schemas.manifest import RepoManifest
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
@@ -307,10 +308,39 @@ def check_tasks(
         )
         if not temporary:
             write_document(out / TASKS_CHECK_JSON, report)
+        _keep_records(repo, manifest.id, tasks, report, (content, image, None if temporary else out))
         return report
     finally:
         if temporary:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def _keep_records(
+    repo: Repo,
+    manifest_id: str,
+    tasks: Sequence[LoadedTask],
+    report: TasksCheck,
+    where: tuple[Path, BuiltImage, Path | None],
+) -> None:
+    """Keep each task's verdict in dokimi's cache, keyed by what was checked (the exported eval_dir's digest,
+    the base, the image), so a real run finds it wherever the report went (:mod:`dokimi.runner.admission`)."""
+    from dokimi.runner.admission import checked_against, eval_dir_digest, record_check
+
+    content, image, out = where
+    digest = eval_dir_digest(content)
+    by_id = {r.task: r for r in report.tasks}
+    verdicts = [(t.task, by_id[t.id].status, by_id[t.id].problems) for t in tasks if t.task is not None]
+
+    def key(task: Task) -> CheckedAgainst:
+        return checked_against(repo, task, manifest_id, digest, image=(image.ref, image.context_digest))
+
+    record_check(
+        "tasks_check",
+        verdicts,
+        key,
+        source=report.source,
+        report=None if out is None else out / TASKS_CHECK_JSON,
+    )
 
 
 def _bridge_profile(options: CheckOptions, arms: Sequence[str]) -> object | None:

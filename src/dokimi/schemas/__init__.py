@@ -45,6 +45,7 @@ SCHEMAS: dict[str, str] = {
     "repo_validation.v1": "dokimi.schemas.validation:ValidationReport",
     "repo_tasks_check.v1": "dokimi.schemas.tasks_check:TasksCheck",
     "repo_rubric_check.v1": "dokimi.schemas.rubric_check:RubricCheckDoc",
+    "dokimi_check_record.v1": "dokimi.schemas.check_record:CheckRecord",
     "repo_grade_run.v1": "dokimi.schemas.grading:GradeRun",
     "repo_workspace_diff.v1": "dokimi.schemas.grading:WorkspaceDiffDoc",
     "repo_merge.v1": "dokimi.schemas.grading:MergeDoc",

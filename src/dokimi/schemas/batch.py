@@ -71,6 +71,9 @@ class BatchPin(Document):
     ``guidance:at=REV``): its files, with path, mode and blob SHA as meta.json records them. A later run of
     the batch whose arm would put other files is refused, naming them: a batch never mixes two versions of
     an arm's guidance. Arms keeping or deleting the base's own files are pinned by the task's base."""
+    unchecked: dict[str, str] = Field(default_factory=dict)
+    """Tasks a real run of the batch ran with ``--allow-unchecked`` though no tasks check (or rubric check)
+    admitted them, and why each was not admitted: its numbers rest on a task nobody proved sound."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     """Prices the user gave with ``--price`` (model -> USD per million tokens) for models the price table
     lacks: a later run of the batch uses them, and refuses another price for the same model."""

@@ -125,6 +125,9 @@ class StudyReport(Document):
     """Document type and version."""
     question: str
     """The study's question."""
+    dry_run: bool = False
+    """The study's batch is a dry run: every agent played dokimi's scripted model, so no number of this
+    report measures a model (its costs are zero, and its power plans are refused)."""
     study_file: str
     """The study file read."""
     batch: str
