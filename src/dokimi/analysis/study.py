@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from dokimi.analysis.arms import arm_guidance, generation_records
 from dokimi.analysis.compare import compare
 from dokimi.analysis.pilot import PowerSettings, plan_batch
+from dokimi.analysis.report import DRY_RUN_BANNER
 from dokimi.batch import load_batch
 from dokimi.errors import UsageError
 from dokimi.gateway.prices import parse_price
@@ -223,8 +224,6 @@ def render_markdown(report: StudyReport) -> str:
     """The report as Markdown: question, arms as applied, result, power, cost."""
     lines: list[str] = [f"# Study: {report.question}", ""]
     if report.dry_run:
-        from dokimi.analysis.report import DRY_RUN_BANNER
-
         lines += [f"> **{DRY_RUN_BANNER}**", ""]
     arms = ", ".join(f"`{a}`" for a in report.arms)
     lines += [

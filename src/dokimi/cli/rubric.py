@@ -105,6 +105,7 @@ def check(
             repo.eval_snapshot(), manifest=manifest, manifest_file=manifest_file, required=True
         )
         report = check_rubrics_with_oracle(repo, loaded, inputs, OracleImage(image=image))
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.runner.admission import keep_rubric_records
 
         keep_rubric_records(repo, loaded, report, out)

@@ -10,6 +10,7 @@ Exit codes: 0 the report was written (``run``: and every cell finished), 1 ``run
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -103,8 +104,6 @@ def run(
         jobs=jobs,
     )
     if allow_unchecked:
-        import dataclasses
-
         options = dataclasses.replace(options, allow_unchecked=True)
     with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
         result = run_batch(options, progress=reporter)

@@ -18,17 +18,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from dokimi import __version__
 from dokimi.errors import DocumentError
+from dokimi.home import cache_directory
+from dokimi.repo.manifest import load_tasks
+from dokimi.rundir import RUBRIC_CHECK_JSON
+from dokimi.sandbox.image import context_digest
+from dokimi.schemas._base import read_document, write_document
+from dokimi.schemas.check_record import CheckedAgainst, CheckRecord
+from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
     from dokimi.checks.merge.calibrate import RubricCheck
     from dokimi.repo.manifest import LoadedManifest
-    from dokimi.schemas.check_record import CheckedAgainst, CheckRecord
     from dokimi.schemas.task import Task
     from dokimi.source import Repo
 
@@ -53,19 +62,12 @@ Kind = Literal["tasks_check", "rubric_check"]
 
 def eval_dir_digest(content: Path) -> str:
     """The digest of an exported eval_dir, as batch.json pins it."""
-    from dokimi.sandbox.image import context_digest
-
     return "sha256:" + context_digest(content)
 
 
 def exported_eval_dir_digest(repo: Repo, eval_dir: str) -> str:
     """The digest of ``eval_dir`` of the eval tree, exported to a temporary directory (for a check that
     exports nothing of its own)."""
-    import shutil
-    import tempfile
-
-    from dokimi.source.export import export_tree_as_stored
-
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-eval-digest-"))
     try:
         export_tree_as_stored(repo.eval_snapshot(), scratch / "content", under=eval_dir)
@@ -89,8 +91,6 @@ def checked_against(
 ) -> CheckedAgainst:
     """The key of ``task`` in a check or a run: ``image`` is (tag, build-context digest) for a tasks check,
     ``judge_model`` the judge of a rubric check."""
-    from dokimi.schemas.check_record import CheckedAgainst
-
     return CheckedAgainst(
         manifest_id=manifest_id,
         task=task.id,
@@ -103,8 +103,6 @@ def checked_against(
 
 
 def _path(kind: Kind, key: CheckedAgainst) -> Path:
-    from dokimi.home import cache_directory
-
     text = json.dumps(key.model_dump(mode="json"), sort_keys=True)
     return cache_directory() / CHECKS_DIR / kind / f"{hashlib.sha256(text.encode()).hexdigest()}.json"
 
@@ -119,10 +117,6 @@ def write_record(
     report: Path | None = None,
 ) -> Path:
     """Keep what a check found about one task (the latest check of the same key wins)."""
-    from dokimi import __version__
-    from dokimi.schemas._base import write_document
-    from dokimi.schemas.check_record import CheckRecord
-
     path = _path(kind, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = CheckRecord.model_validate(
@@ -144,9 +138,6 @@ def write_record(
 
 def read_record(kind: Kind, key: CheckedAgainst) -> CheckRecord | None:
     """The record of ``key``, or None when no check of exactly that was kept (or it cannot be read)."""
-    from dokimi.schemas._base import read_document
-    from dokimi.schemas.check_record import CheckRecord
-
     path = _path(kind, key)
     if not path.is_file():
         return None
@@ -174,9 +165,6 @@ def record_check(
 def keep_rubric_records(repo: Repo, loaded: LoadedManifest, report: RubricCheck, out: Path | None) -> None:
     """Keep each checked rubric's admission in dokimi's cache, keyed by the eval_dir, the base and the judge
     model, so a real run finds it (:func:`unadmitted`)."""
-    from dokimi.repo.manifest import load_tasks
-    from dokimi.rundir import RUBRIC_CHECK_JSON
-
     manifest = loaded.manifest
     if manifest is None or not manifest.eval_dir or not report.tasks:
         return

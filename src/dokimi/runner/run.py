@@ -50,6 +50,7 @@ from dokimi.errors import ContainerError, UsageError
 from dokimi.gateway.prices import Price, with_prices
 from dokimi.gateway.sealed import SealedBatch, gateway_upstream, unpriced_models
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
+from dokimi.grading.gate import gate_key
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.repo.manifest import load_manifest, load_tasks
@@ -57,6 +58,7 @@ from dokimi.repo.rules import arm_gives_rules, load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner import dryrun_agent
+from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
 from dokimi.runner.cell import CellContext, CellOutcome
 from dokimi.runner.dispatch import ExecutorSettings, cluster_session, open_executor
 from dokimi.runner.dryrun import dry_run_scripts
@@ -499,9 +501,6 @@ def check_admission(opts: RunOptions, repo: Repo, tasks: Sequence[Task], pin: Ba
     """A real run admits only tasks proven sound on what it runs (:mod:`dokimi.runner.admission`): refused
     (UsageError, naming the commands to run) unless ``--allow-unchecked``, which returns task -> why, for
     batch.json. A dry run is never held back."""
-    from dokimi.grading.gate import gate_key
-    from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
-
     if opts.dry_run:
         return {}
     keys = {}

@@ -69,6 +69,7 @@ from dokimi.rundir import (
     task_dir,
     tasks_check_run_dir,
 )
+from dokimi.runner.admission import checked_against, eval_dir_digest, record_check
 from dokimi.runner.guidance import build_overlays
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import remove_batch_containers, require_docker
@@ -324,8 +325,6 @@ def _keep_records(
 ) -> None:
     """Keep each task's verdict in dokimi's cache, keyed by what was checked (the exported eval_dir's digest,
     the base, the image), so a real run finds it wherever the report went (:mod:`dokimi.runner.admission`)."""
-    from dokimi.runner.admission import checked_against, eval_dir_digest, record_check
-
     content, image, out = where
     digest = eval_dir_digest(content)
     by_id = {r.task: r for r in report.tasks}
