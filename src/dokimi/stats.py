@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: Above this many non-zero deltas the sign-flip p is estimated by Monte Carlo instead of enumerated.
 EXACT_SIGN_FLIP_MAX = 16
@@ -98,32 +103,62 @@ def sign_flip_p(deltas: Sequence[float], *, draws: int = SIGN_FLIP_DRAWS, seed: 
     nothing, so they are left out. Exact enumeration up to :data:`EXACT_SIGN_FLIP_MAX` non-zero deltas; above,
     ``draws`` random sign vectors with a fixed seed, with the observed assignment counted once
     ((hits + 1) / (draws + 1)). At one cell per task and arm with pass/fail outcomes this equals McNemar's
-    exact test (:func:`mcnemar_exact`).
+    exact test (:func:`mcnemar_exact`). One row of :func:`sign_flip_pvalues`.
     """
     nonzero = [float(d) for d in deltas if d != 0]
-    m = len(nonzero)
-    if m == 0:
+    if not nonzero:
         return 1.0
+    return float(sign_flip_pvalues([nonzero], draws=draws, seed=seed)[0])
+
+
+def sign_flip_pvalues(
+    deltas: Sequence[Sequence[float]] | NDArray[np.float64],
+    *,
+    exact_max: int = EXACT_SIGN_FLIP_MAX,
+    draws: int = SIGN_FLIP_DRAWS,
+    normal_above: int | None = None,
+    seed: int = SEED,
+) -> NDArray[np.float64]:
+    """Two-sided sign-flip p of every row of ``deltas`` (rows x tasks): the one implementation of the test,
+    for ``repo compare`` (one row, :func:`sign_flip_p`) and for the simulated studies of ``repo plan``.
+
+    Exact up to ``exact_max`` tasks (every one of the 2^tasks sign vectors; a zero delta changes nothing
+    under a flip, so enumerating every task's sign equals enumerating the non-zero ones'); above
+    ``normal_above`` tasks (when given) the normal approximation of the sum; else ``draws`` random sign
+    vectors with the fixed ``seed``, shared by every row, the observed assignment counted once
+    ((hits + 1) / (draws + 1)). A tolerance of 1e-9 of the deltas' size keeps ties in floating point ties.
+    """
     # numpy costs a start ~0.1 s; only a statistic needs it
     import numpy as np
 
-    values = np.asarray(nonzero)
-    observed = abs(values.sum())
-    tolerance = 1e-9 * max(1.0, float(np.abs(values).sum()))
-    if m <= EXACT_SIGN_FLIP_MAX:
-        codes = np.arange(2**m, dtype=np.int64)[:, None]
-        bits = (codes >> np.arange(m, dtype=np.int64)) & 1
-        signs = 1 - 2 * bits
-        stats = np.abs(signs @ values)
-        return float(np.count_nonzero(stats >= observed - tolerance) / 2**m)
+    values = np.asarray(deltas, dtype=float)
+    rows, tasks = values.shape
+    observed = np.abs(values.sum(axis=1))
+    floor = observed - 1e-9 * np.maximum(1.0, np.abs(values).sum(axis=1))
+    if tasks <= exact_max:
+        codes = np.arange(2**tasks, dtype=np.int64)[:, None]
+        signs = 1.0 - 2.0 * ((codes >> np.arange(tasks, dtype=np.int64)) & 1)
+        exact: NDArray[np.float64] = (np.abs(values @ signs.T) >= floor[:, None]).sum(axis=1) / 2**tasks
+        return exact
+    if normal_above is not None and tasks > normal_above:
+        # scipy.stats costs a start ~0.3 s; only this statistic needs it
+        from scipy.stats import norm
+
+        scale = np.sqrt((values**2).sum(axis=1))
+        z = np.divide(observed, scale, out=np.zeros_like(observed), where=scale > 0)
+        normal: NDArray[np.float64] = np.where(scale > 0, 2.0 * norm.sf(z), 1.0)
+        return normal
     rng = np.random.default_rng(seed)
-    hits = 0
-    chunk = max(1, 2_000_000 // m)
-    for start in range(0, draws, chunk):
-        size = min(chunk, draws - start)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, m))
-        hits += int(np.count_nonzero(np.abs(signs @ values) >= observed - tolerance))
-    return (hits + 1) / (draws + 1)
+    hits = np.zeros(rows)
+    per_draw = max(1, 2_000_000 // tasks)  # sign vectors held at once
+    for start in range(0, draws, per_draw):
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(min(per_draw, draws - start), tasks))
+        per_block = max(1, 4_000_000 // len(signs))  # rows of the (rows x sign vectors) matrix held at once
+        for row in range(0, rows, per_block):
+            block = slice(row, row + per_block)
+            hits[block] += (np.abs(values[block] @ signs.T) >= floor[block, None]).sum(axis=1)
+    estimated: NDArray[np.float64] = (hits + 1) / (draws + 1)
+    return estimated
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -16,7 +16,7 @@ from dokimi.analysis.power import (
     PilotTask,
     minimum_detectable_effect,
     plan,
-    sign_flip_pvalues,
+    study_pvalues,
 )
 from dokimi.errors import UsageError
 from tests.helpers.batches import write_cell, write_pin
@@ -111,12 +111,12 @@ def test_the_recommended_size_reaches_80_percent_power_on_data_with_a_known_effe
     chosen = result.recommended
     assert chosen is not None and chosen.tasks is not None
     deltas = truth.deltas(CHECK_STUDIES, chosen.tasks, chosen.reps, rng)
-    achieved = float((sign_flip_pvalues(deltas, seed=seed) < 0.05).mean())
+    achieved = float((study_pvalues(deltas, seed=seed) < 0.05).mean())
     assert 0.75 <= achieved <= 0.85, (chosen, achieved, result.fit)
     # and it is the fewest tasks: ten fewer fall short of what the recommended size reaches
     if chosen.tasks > 20:
         fewer = truth.deltas(CHECK_STUDIES * 4, chosen.tasks - 10, chosen.reps, rng)
-        assert float((sign_flip_pvalues(fewer, seed=seed) < 0.05).mean()) < achieved
+        assert float((study_pvalues(fewer, seed=seed) < 0.05).mean()) < achieved
 
 
 def test_more_reps_need_fewer_tasks_and_no_heterogeneity_is_invented_for_a_uniform_effect() -> None:
@@ -131,11 +131,11 @@ def test_the_vectorised_test_is_compares_sign_flip_test() -> None:
     rng = np.random.default_rng(5)
     for tasks in (3, 7, EXACT_TASKS):
         deltas = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=(40, tasks))
-        got = sign_flip_pvalues(deltas)
+        got = study_pvalues(deltas)
         want = [stats.sign_flip_p(list(row)) for row in deltas]
         assert np.allclose(got, want)
     deltas = rng.normal(0.2, 1.0, size=(20, 30))
-    got = sign_flip_pvalues(deltas)
+    got = study_pvalues(deltas)
     want = np.array([stats.sign_flip_p(list(row)) for row in deltas])
     assert np.max(np.abs(got - want)) < 0.03
 
@@ -147,7 +147,7 @@ def test_the_minimum_detectable_effect_has_80_percent_power_and_five_tasks_detec
     assert mde is not None and 0.1 < mde < 0.3
     centred = np.asarray(deltas) - np.mean(deltas)
     check = centred[rng.integers(0, 25, size=(4000, 25))] + mde
-    assert abs(float((sign_flip_pvalues(check) < 0.05).mean()) - 0.8) < 0.04
+    assert abs(float((study_pvalues(check) < 0.05).mean()) - 0.8) < 0.04
     assert minimum_detectable_effect([0.5, 0.4, 0.6, 0.5, 0.5]) is None  # 5 tasks all up: p = 0.0625
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from dokimi.errors import UsageError
+from dokimi.stats import sign_flip_pvalues
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -50,7 +51,7 @@ __all__ = [
     "fit_pilot",
     "minimum_detectable_effect",
     "plan",
-    "sign_flip_pvalues",
+    "study_pvalues",
     "simulate_power",
 ]
 
@@ -145,40 +146,14 @@ class PlanResult:
 # --- the test, vectorised ----------------------------------------------------------------------------------
 
 
-def sign_flip_pvalues(deltas: NDArray[np.float64], *, seed: int = SEED) -> NDArray[np.float64]:
-    """Two-sided sign-flip p of every row of ``deltas`` (studies x tasks), as :func:`dokimi.stats.sign_flip_p`
-    computes it for one: zero deltas change nothing under a flip, so enumerating every task's sign is the same
-    as enumerating the non-zero ones'. Exact up to :data:`EXACT_TASKS` tasks; then :data:`FLIP_DRAWS` random
-    sign vectors shared by all rows ((hits + 1) / (draws + 1)); above :data:`NORMAL_TASKS` the normal
-    approximation of the sum."""
-    sims, tasks = deltas.shape
-    observed = np.abs(deltas.sum(axis=1))
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(deltas).sum(axis=1))
-    if tasks <= EXACT_TASKS:
-        codes = np.arange(2**tasks, dtype=np.int64)[:, None]
-        signs = 1.0 - 2.0 * ((codes >> np.arange(tasks, dtype=np.int64)) & 1)
-        stats = np.abs(deltas @ signs.T)
-        exact: NDArray[np.float64] = (stats >= (observed - tolerance)[:, None]).mean(axis=1)
-        return exact
-    if tasks > NORMAL_TASKS:
-        # scipy.stats costs a start ~0.3 s; only this statistic needs it
-        from scipy.stats import norm
-
-        scale = np.sqrt((deltas**2).sum(axis=1))
-        z = np.divide(observed, scale, out=np.zeros_like(observed), where=scale > 0)
-        return np.where(scale > 0, 2.0 * norm.sf(z), 1.0)
-    rng = np.random.default_rng(seed)
-    signs = rng.choice(np.array([-1.0, 1.0]), size=(FLIP_DRAWS, tasks))
-    out = np.empty(sims)
-    chunk = max(1, 4_000_000 // FLIP_DRAWS)  # rows of the (rows x draws) matrix held at once
-    for start in range(0, sims, chunk):
-        block = deltas[start : start + chunk]
-        stats = np.abs(block @ signs.T)
-        hits = (stats >= (observed[start : start + chunk] - tolerance[start : start + chunk])[:, None]).sum(
-            axis=1
-        )
-        out[start : start + chunk] = (hits + 1) / (FLIP_DRAWS + 1)
-    return out
+def study_pvalues(deltas: NDArray[np.float64], *, seed: int = SEED) -> NDArray[np.float64]:
+    """The sign-flip p of every simulated study (a row of ``deltas``), as ``repo compare`` tests one
+    (:func:`dokimi.stats.sign_flip_pvalues`): exact up to :data:`EXACT_TASKS` tasks, :data:`FLIP_DRAWS` random
+    sign vectors above, the normal approximation above :data:`NORMAL_TASKS` (the simulation only needs to know
+    whether p < alpha)."""
+    return sign_flip_pvalues(
+        deltas, exact_max=EXACT_TASKS, draws=FLIP_DRAWS, normal_above=NORMAL_TASKS, seed=seed
+    )
 
 
 # --- fitting the pilot -------------------------------------------------------------------------------------
@@ -404,7 +379,7 @@ def simulate_power(
     for index, start in enumerate(range(0, sims, block)):
         size = min(block, sims - start)
         deltas = simulate_deltas(fit, effect, tasks, reps, size, seed=seed + 7919 * index)
-        hits += int((sign_flip_pvalues(deltas, seed=seed) < alpha).sum())
+        hits += int((study_pvalues(deltas, seed=seed) < alpha).sum())
     return hits / sims
 
 
@@ -486,7 +461,7 @@ def minimum_detectable_effect(
     spread = float(np.max(np.abs(values))) or 1.0
 
     def power(effect: float) -> float:
-        return float((sign_flip_pvalues(draws + effect, seed=seed) < alpha).mean())
+        return float((study_pvalues(draws + effect, seed=seed) < alpha).mean())
 
     hi = max(spread, 1e-9)
     for _ in range(6):
