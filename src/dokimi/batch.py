@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from dokimi import safefs
 from dokimi.errors import DocumentError, UsageError
@@ -67,10 +67,12 @@ __all__ = [
     "Batch",
     "Cell",
     "CellKey",
+    "Dimensions",
     "cell_dir",
+    "dimensions",
     "effort_slug",
     "load_batch",
-    "read_cell",
+    "load_cell",
     "read_pin",
     "read_plan",
     "slug",
@@ -78,6 +80,23 @@ __all__ = [
 ]
 
 CellStatus = Literal["finished", "invalid", "missing", "infra_error"]
+
+
+class Dimensions(NamedTuple):
+    """What no report pools across: a finished cell's task, arm, model, effort (None: the harness's default)
+    and agent mode (None when the task declares none). Each reader groups by the ones it needs."""
+
+    task: str
+    arm: str
+    model: str
+    effort: str | None
+    mode: str | None
+
+
+def dimensions(result: Result) -> Dimensions:
+    """The dimensions of a finished cell, read once from its result.json."""
+    mode = None if result.mode is None else str(result.mode.value)
+    return Dimensions(result.task, result.arm, result.model, result.effort, mode)
 
 
 @dataclass(frozen=True)
@@ -240,7 +259,7 @@ def _cell_dirs(root: Path) -> Iterator[Path]:
                             yield rep
 
 
-def read_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
+def load_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
     """One cell: finished when its result.json validates and names this cell, invalid when it does not."""
     rel = path.relative_to(root).as_posix()
     result_path = path / RESULT_JSON
@@ -271,7 +290,7 @@ def load_batch(root: str | Path) -> Batch:
     pin, pin_error = read_pin(root)
     plan, plan_error = read_plan(root)
     planned = {key.path(root): key for key in plan or []}
-    cells = [read_cell(root, path, planned.get(path)) for path in _cell_dirs(root)]
+    cells = [load_cell(root, path, planned.get(path)) for path in _cell_dirs(root)]
     seen = {cell.dir for cell in cells}
     for path, key in sorted(planned.items()):
         if path not in seen:

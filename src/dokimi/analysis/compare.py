@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dokimi import stats
 from dokimi.analysis.power import minimum_detectable_effect
 from dokimi.analysis.report import cell_passed, cell_score, check_k
-from dokimi.batch import Batch, load_batch, slug
+from dokimi.batch import Batch, dimensions, load_batch, slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
 from dokimi.schemas.batch import ImagePin
@@ -556,7 +556,8 @@ GroupKey = tuple[str, str | None, str | None]
 
 
 def _group(result: Result) -> GroupKey:
-    return (result.model, result.effort, None if result.mode is None else str(result.mode.value))
+    found = dimensions(result)
+    return (found.model, found.effort, found.mode)
 
 
 def _by_task(results: Iterable[Result], metrics: Sequence[str], k: int) -> dict[str, TaskArm]:

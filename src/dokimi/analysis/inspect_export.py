@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
 from dokimi.errors import DokimiError, PrerequisiteError
+from dokimi.grading.verdict import read_cell
 from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
 from dokimi.safefs import read_bytes
 from dokimi.schemas._base import load_json, make_output_dir
@@ -179,7 +180,7 @@ def _sample(cell: Cell) -> Any:
     answer = _read(cell, ANSWER_TXT) or ""
     grade = _json(cell, GRADE_JSON)
     if result.gated:
-        value: float = 1.0 if result.passed and not result.grader_failure else 0.0
+        value: float = 1.0 if read_cell(result).passed else 0.0
     else:
         value = float(result.score) if result.score is not None else 0.0
     explanation = result.grader_error or ", ".join(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi import stats
 from dokimi.analysis.arms import arm_guidance, warn_same_guidance
-from dokimi.batch import Batch, Cell, CellKey, effort_slug
+from dokimi.batch import Batch, Cell, CellKey, dimensions, effort_slug
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.merge import read_merge
 from dokimi.grading.verdict import read_cell
@@ -176,10 +176,6 @@ class _Group:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def _mode(result: Result) -> str | None:
-    return None if result.mode is None else str(result.mode.value)
 
 
 def _base_date(cell: Cell) -> str | None:
@@ -376,7 +372,7 @@ def build_report(
         result = cell.result
         assert result is not None
         task = facts.setdefault(result.task, _TaskFacts())
-        task.mode = task.mode or _mode(result)
+        task.mode = task.mode or dimensions(result).mode
         task.prompt_style = task.prompt_style or result.prompt_style
         task.base_date = task.base_date or _base_date(cell)
         task.family = task.family or result.family
@@ -388,15 +384,7 @@ def build_report(
         result = cell.result
         assert result is not None
         side = cutoff_side(_base_date(cell) or facts[result.task].base_date, cutoffs.get(result.model))
-        key: RowKey = (
-            result.task,
-            result.arm,
-            result.model,
-            result.effort,
-            _mode(result),
-            result.prompt_style,
-            side,
-        )
+        key: RowKey = (*dimensions(result), result.prompt_style, side)
         groups[key].results.append(result)
         merge = read_merge(cell.dir)
         if merge is not None:

@@ -31,6 +31,7 @@ from dokimi.analysis.overview import OVERVIEW_CSS, render_overview
 from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
 from dokimi.errors import DokimiError
+from dokimi.grading.verdict import read_cell
 from dokimi.repo.builtin_graders import named_test_outcomes
 from dokimi.rundir import (
     ANSWER_TXT,
@@ -128,7 +129,7 @@ def _mark(cell: Cell) -> tuple[str, str]:
     if result.grader_failure:
         return "other", "grader failure"
     if result.gated:
-        return ("pass", "pass") if result.passed else ("fail", "fail")
+        return ("pass", "pass") if read_cell(result).passed else ("fail", "fail")
     return "other", f"score {_fmt(result.score)}"
 
 

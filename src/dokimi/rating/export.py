@@ -33,6 +33,7 @@ from dokimi import safefs
 from dokimi.batch import load_batch
 from dokimi.checks.merge.diff import take_workspace_diff
 from dokimi.errors import DokimiError, UsageError
+from dokimi.grading.verdict import read_cell
 from dokimi.rating.blinding import (
     Finding,
     MarkerSet,
@@ -196,7 +197,7 @@ def hidden_validation_passed(cell: Cell) -> bool | None:
     assert result is not None
     if not result.gated:
         return None
-    return bool(result.passed) and not result.grader_failure
+    return read_cell(result).passed
 
 
 # --- the markers of a batch -------------------------------------------------------------------------------

@@ -44,13 +44,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import dokimi.support.mockmodel
 from dokimi import __version__
-from dokimi.batch import CellKey, batch_writer, load_batch, read_cell, read_pin, read_plan, write_plan
+from dokimi.batch import CellKey, batch_writer, load_batch, load_cell, read_pin, read_plan, write_plan
 from dokimi.checks.merge import JudgeOptions, require_full_model_id
 from dokimi.errors import ContainerError, UsageError
 from dokimi.gateway.prices import Price, with_prices
 from dokimi.gateway.sealed import SealedBatch, gateway_upstream, unpriced_models
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.grading.gate import gate_key
+from dokimi.grading.verdict import read_cell
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.repo.manifest import load_manifest, load_tasks
@@ -265,7 +266,7 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
                 scores.setdefault(group, []).append(result.score)
         elif result is not None:
             row["graded"] += 1
-            row["passed"] += int(bool(result.passed) and not result.grader_failure)
+            row["passed"] += int(read_cell(result).passed)
             row["grader_failures"] += int(result.grader_failure)
     return [
         RunGroup(task=t, arm=a, model=m, effort=e, **counts, score_mean=_mean(scores.get((t, a, m, e))))
@@ -289,7 +290,7 @@ def node_rows(run: BatchRun) -> list[NodeCounts]:
         )
         row["ran" if outcome.status == "finished" else outcome.status] += 1
         result = outcome.result
-        row["passed"] += int(result is not None and bool(result.passed) and not result.grader_failure)
+        row["passed"] += int(result is not None and read_cell(result).passed)
         row["seconds"] += outcome.seconds
     return [
         NodeCounts(node=name, **{**row, "seconds": round(row["seconds"], 3)})
@@ -886,7 +887,7 @@ def finished_result(root: Path, key: CellKey) -> Result | None:
     path = key.path(root)
     if not (path / RESULT_JSON).is_file():
         return None
-    cell = read_cell(root, path, key)
+    cell = load_cell(root, path, key)
     return cell.result if cell.status == "finished" else None
 
 
