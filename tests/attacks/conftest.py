@@ -10,7 +10,6 @@ intact.
 
 from __future__ import annotations
 
-import json
 import os
 import runpy
 import subprocess
@@ -20,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.builtin_example import EXAMPLE_GRADE, builtin_change, manifest_with
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = """\
@@ -105,9 +106,6 @@ def dokimi(args: list[str], timeout: float = 900) -> subprocess.CompletedProcess
     )
 
 
-HIDDEN_TEST = "tests/test_power_hidden.py"
-EXAMPLE_GRADE = '  grade: "python3 {eval_dir}/grade.py grade --contract {run_dir}"'
-EXAMPLE_ORACLE = '  oracle: "python3 {eval_dir}/grade.py oracle --contract {run_dir}"'
 #: The grade entry point of a grader that runs workspace code in the grade container before the real grader
 #: (what any grader that imports the package under test without isolating it does).
 NAIVE_GRADE = (
@@ -128,53 +126,12 @@ def _variant(
     return Example(dest, commit(dest, name, files=change(dest)))
 
 
-def _manifest_with(repo: Path, *replacements: tuple[str, str]) -> str:
-    text = (repo / ".agent-eval" / "repo-eval.yaml").read_text()
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
-
-
-def _builtin_change(repo: Path) -> dict[str, str | None]:
-    tasks = repo / ".agent-eval" / "tasks"
-    hidden = (tasks / "fix_power_assoc" / "hidden_tests" / "test_power.py").read_text().splitlines(True)
-    patch = (
-        f"diff --git a/{HIDDEN_TEST} b/{HIDDEN_TEST}\nnew file mode 100644\n--- /dev/null\n"
-        f"+++ b/{HIDDEN_TEST}\n@@ -0,0 +1,{len(hidden)} @@\n" + "".join("+" + line for line in hidden)
-    )
-    task = json.loads((tasks / "fix_power_assoc" / "task.json").read_text())
-    task.update(
-        grader="builtin:pytest",
-        test_patch="tests.patch",
-        oracle_patch="oracle.patch",
-        fail_to_pass=[
-            f"{HIDDEN_TEST}::test_the_tree_of_a_chained_power_nests_to_the_right",
-            f"{HIDDEN_TEST}::test_a_unary_minus_exponent_is_parsed",
-        ],
-        pass_to_pass=["tests/test_evaluator.py::test_variables_shadow_constants"],
-    )
-    manifest = _manifest_with(
-        repo, (EXAMPLE_GRADE, "  grade: builtin:pytest"), (EXAMPLE_ORACLE, "  oracle: builtin:oracle")
-    )
-    change: dict[str, str | None] = {
-        ".agent-eval/repo-eval.yaml": manifest,
-        ".agent-eval/tasks/fix_power_assoc/task.json": json.dumps(task, indent=2) + "\n",
-        ".agent-eval/tasks/fix_power_assoc/tests.patch": patch,
-    }
-    for other in ("feature_variables", "review_cache", "test_division_by_zero"):
-        for path in sorted((tasks / other).rglob("*")):
-            if path.is_file():
-                change[path.relative_to(repo).as_posix()] = None
-    return change
-
-
 @pytest.fixture(scope="session")
 def builtin_example(tmp_path_factory: pytest.TempPathFactory) -> Example:
     """The bundled example with fix_power_assoc graded by ``builtin:pytest``: its hidden tests as a test patch
     (tests/test_power_hidden.py), the oracle as ``oracle_patch``, two hidden tests as fail_to_pass. The other
     tasks are removed (their graders are the example's own)."""
-    return _variant(tmp_path_factory, "builtin-example", _builtin_change)
+    return _variant(tmp_path_factory, "builtin-example", builtin_change)
 
 
 @pytest.fixture(scope="session")
@@ -184,5 +141,5 @@ def naive_example(tmp_path_factory: pytest.TempPathFactory) -> Example:
     return _variant(
         tmp_path_factory,
         "naive-example",
-        lambda repo: {".agent-eval/repo-eval.yaml": _manifest_with(repo, (EXAMPLE_GRADE, NAIVE_GRADE))},
+        lambda repo: {".agent-eval/repo-eval.yaml": manifest_with(repo, (EXAMPLE_GRADE, NAIVE_GRADE))},
     )

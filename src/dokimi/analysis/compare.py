@@ -529,10 +529,11 @@ def power_verdict(m: Measure) -> str:
     if m.p is None or m.delta is None:
         return "no paired task: nothing tested"
     holm = "" if m.p_holm is None else f", {m.p_holm:.3g} after Holm"
-    test = f"p = {m.p:.3g}{holm} (two-sided sign-flip over {m.tasks} tasks)"
+    tasks = f"{m.tasks} task" + ("" if m.tasks == 1 else "s")
+    test = f"p = {m.p:.3g}{holm} (two-sided sign-flip over {tasks})"
     if m.p < POWER_ALPHA:
         return f"significant: {test}"
-    if m.underpowered:
+    if m.underpowered or smallest_sign_flip_p(m.tasks) >= POWER_ALPHA:
         return f"not significant, and underpowered: {test}; {underpowered_why(m)}"
     if m.underpowered is False:
         mde = f" (it detects a mean delta of {m.mde:.3f} with 80% power)" if m.mde is not None else ""

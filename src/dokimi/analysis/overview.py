@@ -47,7 +47,7 @@ svg.mini circle.up{fill:#12b76a}svg.mini circle.down{fill:#f04438}svg.mini circl
 svg.scatter circle{fill:#4f7cff}svg.scatter line.rate-ci{stroke:#1d2330}
 """
 
-_MINI_W, _MINI_H = 120, 16
+_MINI_W, _MINI_H = 100, 16
 
 
 def _mini_forest(delta: float, ci: tuple[float, float] | None, task: str) -> str:
@@ -91,6 +91,12 @@ def _share(passes: int, gated: int) -> Td:
     return Td(f"{passes}/{gated}", sort=_attr(rate))
 
 
+def _breakable(arm: str) -> str:
+    """An arm's name as a column header that may break after its ``:`` (a zero-width space), so two long arm
+    names do not widen the table."""
+    return arm.replace(":", ":\u200b")
+
+
 def _gate_rows(doc: ReportDoc, c: Comparison, gate: Measure) -> str:
     counts = _counts(doc, c)
     rows: list[list[str | Td]] = []
@@ -109,9 +115,9 @@ def _gate_rows(doc: ReportDoc, c: Comparison, gate: Measure) -> str:
             ]
         )
     columns = [
-        Column("task", key=True, filter=True),
-        Column(c.baseline, numeric=True, key=True),
-        Column(c.treatment, numeric=True, key=True),
+        Column("task", key=True, filter=True, wrap=True),
+        Column(_breakable(c.baseline), numeric=True, key=True),
+        Column(_breakable(c.treatment), numeric=True, key=True),
         Column("delta", numeric=True, key=True),
         Column("95% CI", numeric=True, key=True),
         Column("-1  0  +1", key=True),
@@ -121,9 +127,9 @@ def _gate_rows(doc: ReportDoc, c: Comparison, gate: Measure) -> str:
 
 def _score_rows(c: Comparison, score: Measure) -> str:
     columns = [
-        Column("task", key=True, filter=True),
-        Column(c.baseline, numeric=True, key=True),
-        Column(c.treatment, numeric=True, key=True),
+        Column("task", key=True, filter=True, wrap=True),
+        Column(_breakable(c.baseline), numeric=True, key=True),
+        Column(_breakable(c.treatment), numeric=True, key=True),
         Column("delta", numeric=True, key=True),
     ]
     rows: list[list[str | Td]] = [
@@ -246,7 +252,7 @@ def _scatter(summaries: Sequence[ArmSummary], several_models: bool, dry_run: boo
         return '<p class="muted">no gated cell: no pass rate to plot</p>'
     costs = [s.cost_mean for s in points if s.cost_mean is not None]
     top = max([*costs, 0.0]) * 1.15 or 1.0
-    width, height, left, right, bottom, top_pad = 460, 240, 52, 20, 40, 12
+    width, height, left, right, bottom, top_pad = 460, 250, 52, 20, 40, 22
     plot_w, plot_h = width - left - right, height - bottom - top_pad
 
     def x(cost: float) -> float:
@@ -312,7 +318,7 @@ def _cost_table(doc: ReportDoc, batch: Batch, several_models: bool) -> str:
     rows: list[list[str | Td]] = []
     for s in doc.arms:
         mean_tokens, with_tokens, simulated = tokens.get((s.arm, s.model, s.effort), (0.0, 0, False))
-        token_text = "-" if not with_tokens else f"{mean_tokens:,.0f}" + (" (simulated)" if simulated else "")
+        token_text = "-" if not with_tokens else f"{mean_tokens:,.0f}" + ("*" if simulated else "")
         rows.append(
             [
                 _label(s, several_models),
@@ -321,7 +327,6 @@ def _cost_table(doc: ReportDoc, batch: Batch, several_models: bool) -> str:
                 _fmt(s.pass_hat_k, 2),
                 _fmt(s.cost_mean, 4),
                 Td(token_text, sort=_attr(mean_tokens if with_tokens else None)),
-                str(s.finished),
                 str(s.infra_errors),
             ]
         )
@@ -332,7 +337,6 @@ def _cost_table(doc: ReportDoc, batch: Batch, several_models: bool) -> str:
         Column(f"pass^{k}", numeric=True, key=True),
         Column("cost / cell", numeric=True, key=True),
         Column("tokens / cell", numeric=True, key=True),
-        Column("cells", numeric=True),
         Column("infra errors", numeric=True),
     ]
     return table(columns, rows, css="costs")
@@ -363,7 +367,7 @@ def render_overview(doc: ReportDoc, comparison: CompareDoc | None, batch: Batch)
         _scatter(doc.arms, several_models, doc.dry_run),
         _cost_table(doc, batch, several_models),
         f'<p class="muted note">pass@{doc.k}: some of {doc.k} attempts passes; pass^{doc.k}: all {doc.k} do '
-        "(mean over tasks; tokens from the model gateway, or simulated in a dry run).</p>",
+        "(mean over tasks). Tokens: the model gateway's count; * simulated (a dry run's scripted usage).</p>",
     ]
     return [
         '<section class="overview" id="answer"><h2>Does the guidance help?</h2><div class="grid">',

@@ -66,7 +66,7 @@
     var headers = Array.prototype.filter.call(table.tHead.rows[0].cells, function (th) {
       return th.hasAttribute("data-filter");
     });
-    if (!headers.length) return;
+    if (!headers.length || table.tBodies[0].rows.length < 2) return;
     var bar = document.createElement("div");
     bar.className = "filters";
     var shown = document.createElement("span");
