@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -39,30 +38,12 @@ def elements(html: str, tag: str, cls: str) -> list[dict[str, str]]:
 
 
 def chromium(binary: Path, page: Path, tmp_path: Path, *, screenshot: Path | None = None) -> str:
-    """The DOM Chromium builds from ``page`` (--dump-dom), optionally with a screenshot."""
-    argv = [
-        str(binary),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--window-size=1100,1300",
-    ]
-    argv += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
-    done = subprocess.run(
-        [*argv, page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    """The DOM Chromium builds from ``page``, optionally with a screenshot."""
+    with Browser(binary, tmp_path, width=1100, height=1300) as browser:
+        shown = browser.open(page.as_uri())
+        if screenshot is not None:
+            shown.screenshot(screenshot)
+        return str(shown.evaluate("document.documentElement.outerHTML"))
 
 
 @pytest.fixture
