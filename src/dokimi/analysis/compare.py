@@ -501,24 +501,30 @@ def power_note(spec: MeasureSpec, deltas: Sequence[float], p: float) -> tuple[fl
     return mde, mde is None or mde > observed
 
 
+def tasks_text(n: int) -> str:
+    """``1 task``, ``3 tasks``."""
+    return f"{n} task" + ("" if n == 1 else "s")
+
+
 def underpowered_why(m: Measure) -> str:
     """Why a non-significant measure says little: the effects its tasks miss more than 20% of the time, or
     that no effect of any size can reach p < 0.05 with so few tasks."""
     plan = "`dokimi repo plan` gives the tasks and reps an effect needs"
+    tasks = tasks_text(m.tasks)
     if m.mde is not None:
         return (
-            f"with {m.tasks} tasks this comparison misses an effect smaller than {m.mde:.3f} more than 20% "
+            f"with {tasks} this comparison misses an effect smaller than {m.mde:.3f} more than 20% "
             f"of the time; {plan}"
         )
     floor = smallest_sign_flip_p(m.tasks)
     if floor >= POWER_ALPHA:
         return (
-            f"with {m.tasks} tasks no effect of any size can reach p < {POWER_ALPHA:g} (the smallest p a "
-            f"sign-flip test over {m.tasks} tasks gives is {floor:.4g}, every task moving the same way); "
+            f"with {tasks} no effect of any size can reach p < {POWER_ALPHA:g} (the smallest p a "
+            f"sign-flip test over {tasks} gives is {floor:.4g}, every task moving the same way); "
             f"{plan}"
         )
     return (
-        f"with {m.tasks} tasks and this spread of per-task deltas, even an effect many times the observed "
+        f"with {tasks} and this spread of per-task deltas, even an effect many times the observed "
         f"ones is detected less than 80% of the time; {plan}"
     )
 
@@ -529,8 +535,7 @@ def power_verdict(m: Measure) -> str:
     if m.p is None or m.delta is None:
         return "no paired task: nothing tested"
     holm = "" if m.p_holm is None else f", {m.p_holm:.3g} after Holm"
-    tasks = f"{m.tasks} task" + ("" if m.tasks == 1 else "s")
-    test = f"p = {m.p:.3g}{holm} (two-sided sign-flip over {tasks})"
+    test = f"p = {m.p:.3g}{holm} (two-sided sign-flip over {tasks_text(m.tasks)})"
     if m.p < POWER_ALPHA:
         return f"significant: {test}"
     if m.underpowered or smallest_sign_flip_p(m.tasks) >= POWER_ALPHA:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ __all__ = ["Column", "Td", "dry_run_banner", "page", "render_compare", "render_r
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
-td{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}td.wrap{white-space:normal;overflow-wrap:anywhere}
+td{white-space:nowrap}.scroll{overflow-x:auto;max-width:100%}td.wrap{white-space:normal;overflow-wrap:break-word}td.digest{overflow-wrap:anywhere}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #dde1e8;padding:3px 10px;text-align:left;vertical-align:top}
@@ -126,7 +127,10 @@ class Column:
     key: bool = False
     """Names the row (task, arm): never dropped."""
     wrap: bool = False
-    """Long text that may wrap (a path, a reason) rather than widen the table."""
+    """Long text that may wrap (a path, a reason) rather than widen the table: at spaces and after
+    separators."""
+    digest: bool = False
+    """With ``wrap``: a digest or an image name, which may break anywhere (hex has no separator)."""
 
 
 @dataclass(frozen=True)
@@ -153,14 +157,28 @@ def _text(cell: str | Td) -> str:
 def _td(cell: str | Td, column: Column) -> str:
     td = cell if isinstance(cell, Td) else Td(cell)
     classes = " ".join(
-        c for c in ("num" if column.numeric else "", "wrap" if column.wrap else "", td.css) if c
+        c
+        for c in (
+            "num" if column.numeric else "",
+            "wrap" if column.wrap else "",
+            "digest" if column.digest else "",
+            td.css,
+        )
+        if c
     )
     attrs = f' class="{classes}"' if classes else ""
     if td.sort is not None:
         attrs += f' data-sort="{_attr(td.sort)}"'
     if column.filter:
         attrs += f' data-value="{_attr(td.text)}"'
-    return f"<td{attrs}>{td.html if td.html is not None else escape(td.text)}</td>"
+    text = escape(td.text)
+    if column.wrap:  # a path or an id may break after its separators rather than widen the table
+        text = _BREAK_AFTER.sub(r"\1<wbr>", text)
+    return f"<td{attrs}>{td.html if td.html is not None else text}</td>"
+
+
+#: Where a long name may break: after ``/ _ . : = -`` (never inside an HTML entity, which has none of them).
+_BREAK_AFTER = re.compile(r"([/_.:=-])")
 
 
 def table(
@@ -668,8 +686,8 @@ def render_compare(doc: CompareDoc) -> str:
                 Column("role", key=True),
                 Column("batch", key=True),
                 Column("tree", key=True),
-                Column("eval_dir", key=True, wrap=True),
-                Column("image", key=True, wrap=True),
+                Column("eval_dir", key=True, wrap=True, digest=True),
+                Column("image", key=True, wrap=True, digest=True),
                 Column("harness", key=True),
                 Column("run", key=True),
                 Column("cells", numeric=True, key=True),

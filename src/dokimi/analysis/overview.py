@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from html import escape
 
 from dokimi import stats
-from dokimi.analysis.compare import power_verdict
+from dokimi.analysis.compare import power_verdict, tasks_text
 from dokimi.analysis.html import Column, Td, _attr, _ci, _fmt, table
 from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch
@@ -158,7 +158,7 @@ def _reliability(c: Comparison) -> str:
         if m.kind in ("pass_at_k", "pass_hat_k") and m.tasks:
             parts.append(
                 f"{m.name} {_fmt(m.baseline_mean, 2)} &rarr; {_fmt(m.treatment_mean, 2)} "
-                f"({m.delta:+.2f} over {m.tasks} tasks)"
+                f"({m.delta:+.2f} over {tasks_text(m.tasks)})"
             )
     return f'<p class="muted note">{"; ".join(parts)}</p>' if parts else ""
 

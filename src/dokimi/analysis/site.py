@@ -316,9 +316,7 @@ def _named_tests(task: Any, grade: Any) -> list[str]:
             if outcome in ("failed", "not run", "error")
             else "other"
         )
-        rows.append(
-            [which, Td(test, css="wrap"), Td(outcome, html=f'<span class="{css}">{escape(outcome)}</span>')]
-        )
+        rows.append([which, test, Td(outcome, html=f'<span class="{css}">{escape(outcome)}</span>')])
     counts = {
         which: (
             sum(1 for w, _, o in found if w == which and o == "passed"),
