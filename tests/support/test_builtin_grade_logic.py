@@ -9,10 +9,12 @@ import pytest
 
 from dokimi.errors import UsageError
 from dokimi.repo.builtin_graders import (
+    MAX_IDS_IN_DETAILS,
     builtin_argv,
     builtin_problem,
     builtin_tests_argv,
     junit_outcomes,
+    named_test_outcomes,
     verdict,
 )
 from dokimi.support.builtin_grade import import_roots, is_test_path, patch_paths
@@ -120,3 +122,35 @@ def test_the_import_roots_are_each_projects_src_and_directory_nearest_first_then
     shown = [str(Path(r).relative_to(tmp_path)) for r in roots]
     # lib/src is a package (it has __init__.py), not a src layout: only lib itself
     assert shown == ["python/src", "python", "lib", "src", "."]
+
+
+def test_named_test_outcomes_read_back_every_listed_id_from_the_verdict() -> None:
+    f2p, p2p = ["t::a", "t::b"], ["t::c", "t::d", "t::e"]
+    task = {"fail_to_pass": f2p, "pass_to_pass": p2p}
+    ok, metrics, details = verdict(
+        {"t::a": "passed", "t::b": "failed", "t::c": "passed", "t::d": "passed"}, f2p, p2p
+    )
+    grade = {"pass": ok, "metrics": metrics, "details": details, "errors": []}
+    assert named_test_outcomes(task, grade) == [
+        ("FAIL_TO_PASS", "t::a", "passed"),
+        ("FAIL_TO_PASS", "t::b", "failed"),
+        ("PASS_TO_PASS", "t::c", "passed"),
+        ("PASS_TO_PASS", "t::d", "passed"),
+        ("PASS_TO_PASS", "t::e", "not run"),
+    ]
+
+
+def test_named_test_outcomes_never_guess_past_the_listed_ids_or_after_a_grader_failure() -> None:
+    many = [f"t::x{i}" for i in range(MAX_IDS_IN_DETAILS + 5)]
+    ok, metrics, details = verdict({}, many, [])
+    grade = {"pass": ok, "metrics": metrics, "details": details, "errors": []}
+    found = named_test_outcomes({"fail_to_pass": many}, grade)
+    assert [o for _, _, o in found[:MAX_IDS_IN_DETAILS]] == ["not run"] * MAX_IDS_IN_DETAILS
+    assert all(o.startswith("unknown") for _, _, o in found[MAX_IDS_IN_DETAILS:])
+    failed = {"pass": None, "metrics": {}, "details": {}, "errors": ["no report"]}
+    assert {o for _, _, o in named_test_outcomes({"fail_to_pass": many}, failed)} == {
+        "not run (the grader failed)"
+    }
+    assert named_test_outcomes({"fail_to_pass": ["t::a"]}, None) == [
+        ("FAIL_TO_PASS", "t::a", "not graded (no grade.json)")
+    ]

@@ -136,6 +136,7 @@ def _mark(cell: Cell) -> tuple[str, str]:
 def _cells_table(cells: Sequence[Cell], pages: dict[str, str]) -> list[str]:
     """One row per cell with a link to its page; sortable, and filterable by task, arm, model and outcome."""
     rows: list[list[str | Td]] = []
+    simulated = False
     for cell in cells:
         css, word = _mark(cell)
         result = cell.result
@@ -148,6 +149,7 @@ def _cells_table(cells: Sequence[Cell], pages: dict[str, str]) -> list[str]:
         label = cell.rel.rsplit("/", 1)[-1]
         href = escape(f"cells/{pages[cell.rel]}", quote=True)
         tokens = cell_tokens(result) if result is not None else None
+        simulated = simulated or (tokens is not None and tokens.source == "simulated")
         rows.append(
             [
                 Td(label, html=f'<a class="cell" href="{href}">{escape(label)}</a>', sort=cell.rel),
@@ -179,7 +181,6 @@ def _cells_table(cells: Sequence[Cell], pages: dict[str, str]) -> list[str]:
         Column("turns", numeric=True),
         Column("duration (s)", numeric=True),
     ]
-    simulated = any(r.text.endswith("*") for row in rows if isinstance(r := row[7], Td))
     return [
         '<h2 id="cells">Cells</h2>',
         '<p class="muted">Each cell opens its diff, tests, prompt, transcript, answer, grade and verdict. '
