@@ -59,6 +59,8 @@ CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
 DRY_RUN_MOUNT: Final = PurePosixPath("/eval/dry-run/script.json")
 CONTAINER_TEST_OUT: Final = PurePosixPath("/eval/out")
 """Where a built-in grader's test container keeps its report (its only writable place besides the tree)."""
+CONTAINER_PROBE: Final = PurePosixPath("/eval/probe")
+"""Where tasks check's grader isolation probe writes what it found (mounted for that run only)."""
 
 # The five placeholders of the manifest.
 PLACEHOLDERS: Final = ("eval_dir", "source_dir", "run_dir", "out", "task")

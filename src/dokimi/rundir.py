@@ -361,6 +361,12 @@ def batch_root_of(run_dir: Path) -> Path | None:
     return next((p for p in run_dir.parents if BatchLayout(p).pin.is_file()), None)
 
 
+GRADER_PROBE: Final = "grader-probe"
+"""``repo tasks check``: the run directory of a task's grader isolation probe, beside null and oracle."""
+GRADER_PROBE_REPORTS: Final = "grader-probe-reports"
+"""Beside it: what the probe reported (mounted at /eval/probe while it ran)."""
+
+
 def tasks_check_run_dir(out: Path, task_id: str, phase: str, *, arm: str | None = None) -> Path:
     """``repo tasks check``: the run directory of one task's null or oracle workspace; under another arm than
     guidance:raw, ``<phase>-<arm>`` with the arm's ``:`` and ``=`` as ``_`` (``null-guidance_none``)."""

@@ -113,6 +113,12 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
     "test-integrity checks (repo rubric check admits the judge's part).",
 )
 @click.option("--judge-bin", "judge_bin", help="The Claude Code executable the judge runs (default: found).")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="A grader that lets the code under test read the reference (the grader isolation probe) makes the "
+    "task broken, not only a warning.",
+)
 @json_option
 def check(
     source: str,
@@ -132,12 +138,15 @@ def check(
     judge_bin: str | None,
     arms: tuple[str, ...],
     harness: str | None,
+    strict: bool,
     as_json: bool,
 ) -> int:
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
     the oracle's passes it (score-only tasks reach score.max), grade.json is valid, and the agent's container
     sees neither the tasks nor {source_dir}; under every guidance arm checked, and with the tests saying
-    under each arm what they say under guidance:raw. Exit 1 if any task is broken or unsupported."""
+    under each arm what they say under guidance:raw. A grader isolation probe also says whether the grader
+    lets the code under test read the reference (a warning; an error with --strict). Exit 1 if any task is
+    broken or unsupported."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
@@ -158,6 +167,7 @@ def check(
         judge=_judge(judge_model, judge_bin),
         arms=named,
         harness=harness,
+        strict=strict,
     )
     with open_source(source) as repo:
         loaded = load_manifest(
@@ -252,12 +262,14 @@ def _table(report: Any) -> None:
             colored(task.status, status_of[task.status], color=color),
             _phase_cell(task.null),
             _phase_cell(task.oracle),
+            _isolation_cell(task.grader_isolation),
             _arms_cell(task),
         ]
         for task in report.tasks
     ]
     columns = [
-        Col("task", key=True), Col("status", droppable=False), Col("null"), Col("oracle"), Col("other arms"),
+        Col("task", key=True), Col("status", droppable=False), Col("null"), Col("oracle"), Col("grader"),
+        Col("other arms"),
     ]  # fmt: skip
     lines = render_table(
         columns, rows, width=width, title=f"tasks check: {report.manifest_id} ({report.image})"
@@ -276,6 +288,13 @@ def _table(report: Any) -> None:
     verdict = "all tasks ok" if report.ok else f"{broken} of {len(report.tasks)} task(s) not ok"
     lines.append(f"{verdict}{' (warm)' if report.warm else ''}")
     print_lines(lines)
+
+
+def _isolation_cell(found: Any) -> str:
+    """The grader isolation probe's finding: ``isolated``, ``exposed``, or ``-`` when it measured nothing."""
+    if found is None or not found.measured:
+        return "-"
+    return "exposed" if found.reference_exposed else "isolated"
 
 
 def _arms_cell(task: Any) -> str:

@@ -166,7 +166,12 @@ def after_prepare(
         _fresh_dir(work / sub, run_dir)
     argv = builtin_tests_argv(command, task=task.id, targets=prepared.targets, roots=prepared.roots)
     spec = builtin_tests_spec(
-        environment.containers_for(task), name=f"{name}-tests", run_dir=run_dir, argv=argv, task=task.id
+        environment.containers_for(task),
+        name=f"{name}-tests",
+        run_dir=run_dir,
+        argv=argv,
+        task=task.id,
+        probe=environment.probe_dir,
     )
     ran = run_container(
         spec,

@@ -343,7 +343,7 @@ def run_entry_point(
             hint="run from a local clone with full history (<dir> or <dir>@<rev>), or pass --source-dir",
         )
     fresh_grade_home(run_dir)
-    mounts = GradeMounts(environment.eval_content, mount_source)
+    mounts = GradeMounts(environment.eval_content, mount_source, probe=environment.probe_dir)
     spec = grade_spec(
         environment.containers_for(task),
         mounts,

@@ -75,6 +75,10 @@ class GradeEnvironment:
     perf_timeout_s: float = PERF_TIMEOUT_S
     kill_grace_s: float | None = None
     """Grace between SIGTERM and the kill of a container at its timeout (default: the container module's)."""
+    probe_dir: Path | None = None
+    """``tasks check``'s grader isolation probe (dokimi.grading.probe): the directory its reports go to,
+    mounted read-write at /eval/probe in the grade container and a built-in grader's test container; None in
+    every other grading."""
 
     @property
     def kill_grace(self) -> float:

@@ -41,6 +41,7 @@ from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeS
 from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
+from dokimi.grading.probe import GraderProbe, grader_isolation_probe
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.harness.profile import load_profile
 from dokimi.repo.manifest import load_tasks
@@ -62,6 +63,8 @@ from dokimi.rundir import (
     CONTENT_DIR,
     EVAL_DIR_NAME,
     EVENTS_JSONL,
+    GRADER_PROBE,
+    GRADER_PROBE_REPORTS,
     META_JSON,
     TASK_JSON,
     TASKS_CHECK_JSON,
@@ -78,7 +81,14 @@ from dokimi.sandbox.probe import DEFAULT_GUIDANCE_NAMES, ProbeResult, isolation_
 from dokimi.sandbox.specs import agent_spec, image_env, prepare_agent_dirs, resolve_caches
 from dokimi.schemas._base import make_output_dir, write_document, write_text_atomic
 from dokimi.schemas.meta import no_agent_meta
-from dokimi.schemas.tasks_check import ArmCheck, CheckItem, PhaseReport, TaskReport, TasksCheck
+from dokimi.schemas.tasks_check import (
+    ArmCheck,
+    CheckItem,
+    GraderIsolation,
+    PhaseReport,
+    TaskReport,
+    TasksCheck,
+)
 from dokimi.source.export import export_tree_as_stored
 
 if TYPE_CHECKING:
@@ -93,7 +103,7 @@ SCHEMA = "repo_tasks_check.v1"
 WARM_NETWORK = "bridge"
 STDERR_TAIL_LINES = 30
 
-Phase = Literal["null", "oracle"]
+Phase = Literal["null", "oracle", "probe"]
 
 # --- the report (printed by --json, written to <out>/tasks-check.json)
 # -----------------------------------------
@@ -130,6 +140,8 @@ class CheckOptions:
     compared with it."""
     harness: str | None = None
     """The harness profile whose bridge guidance:bridge writes (default claude-code)."""
+    strict: bool = False
+    """--strict: a grader that exposes the reference to the code under test is an error, not a warning."""
 
 
 ProgressFn = Callable[[str, str], None]
@@ -238,7 +250,7 @@ def check_tasks(
     # before the image build, which may take hours: a --cache NAME the manifest does not declare is a typo
     caches = resolve_caches(manifest.image, manifest.id, overrides=options.caches)
     if on_total is not None:
-        on_total(2 * len(tasks) * len(arms))
+        on_total(2 * len(tasks) * len(arms) + len(tasks))  # and one grader isolation probe per task
     temporary = options.out_dir is None
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
     try:
@@ -382,6 +394,8 @@ class _PhaseOutcome:
     report: PhaseReport | None = None
     same_as: str | None = None
     """Another arm whose workspace was the same commit, whose outcome this one took."""
+    grader_probe: GraderProbe | None = None
+    """The probe phase: what the grader isolation probe found."""
 
 
 def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
@@ -398,12 +412,13 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         else:
             assert loaded_task.task is not None
             runnable.append((loaded_task, loaded_task.task))
-    units = [
+    units: list[tuple[LoadedTask, Task, Phase, str]] = [
         (lt, task, phase, arm) for arm in ctx.arms for lt, task in runnable for phase in ("null", "oracle")
     ]
+    units += [(lt, task, "probe", BASELINE_ARM) for lt, task in runnable]
     pool = ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check")
     try:
-        futures = [pool.submit(_run_phase, ctx, lt, task, phase, arm) for lt, task, phase, arm in units]  # type: ignore[arg-type]
+        futures = [pool.submit(_run_phase, ctx, lt, task, phase, arm) for lt, task, phase, arm in units]
         outcomes = [future.result() for future in futures]
     except BaseException:
         # Ctrl-C: start nothing new, and end the running containers (their `docker run` then returns), so the
@@ -419,10 +434,12 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
     by_task: dict[str, list[_PhaseOutcome]] = {}
     for (lt, _task, _phase, _arm), outcome in zip(units, outcomes, strict=True):
         by_task.setdefault(lt.id, []).append(outcome)
-    for lt, _task in runnable:
-        reports[lt.id] = _verdict(lt.id, by_task[lt.id])
+    for lt, _task in runnable:  # the grader probe's outcome is a warning at most (_grader_isolation)
+        reports[lt.id] = _verdict(lt.id, [o for o in by_task[lt.id] if o.phase != "probe"])
     for lt in tasks:
         reports[lt.id].warnings = [f"{w.location()}: {w.message}; {w.hint}" for w in lt.warnings]
+    for lt, _task in runnable:
+        _grader_isolation(reports[lt.id], by_task[lt.id], strict=ctx.options.strict)
     return [reports[t.id] for t in tasks]
 
 
@@ -524,7 +541,8 @@ def _step_of(exc: DokimiError) -> str:
 def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome) -> None:
     assert ctx.manifest.eval_dir is not None and ctx.manifest.entry_points is not None
     arm = outcome.arm
-    run_dir = tasks_check_run_dir(ctx.out, task.id, phase, arm=None if arm == BASELINE_ARM else arm)
+    where = GRADER_PROBE if phase == "probe" else phase
+    run_dir = tasks_check_run_dir(ctx.out, task.id, where, arm=None if arm == BASELINE_ARM else arm)
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
@@ -540,6 +558,9 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
     outcome.checks.append(
         CheckItem(name=_named(f"{phase}: workspace", arm), ok=True, detail=prepared.start_sha)
     )
+    if phase == "probe":
+        _grader_probe_steps(ctx, task, outcome, run_dir, prepared)
+        return
     key = (task.id, phase, prepared.start_sha)
     owner = _claim(ctx, key, arm)
     # the same commit as another arm's: its grade is this arm's grade. The baseline always grades its own,
@@ -596,6 +617,74 @@ def _graded_steps(
     outcome.checks.extend(
         c.model_copy(update={"name": _named(c.name, arm)})
         for c in _gate_checks(task, phase, graded.verdict, graded.grade)
+    )
+
+
+def _grader_probe_steps(
+    ctx: _Context, task: Task, outcome: _PhaseOutcome, run_dir: Path, prepared: PreparedWorkspace
+) -> None:
+    """The grader isolation probe (dokimi.grading.probe): the prepared workspace with the probe in its Python
+    modules, graded once; its verdict is not looked at."""
+    _write_inputs(ctx, run_dir, task, prepared.meta_fields())
+    prepare_agent_dirs(run_dir, image_env(ctx.manifest.image, task=task.id).scratch)
+    outcome.grader_probe = grader_isolation_probe(
+        ctx.grading,
+        run_dir,
+        task,
+        channel=run_dir.with_name(GRADER_PROBE_REPORTS),
+        name=container_name(ctx.batch, f"{task.id}-{GRADER_PROBE}", "grade"),
+    )
+
+
+def _grader_isolation(report: TaskReport, outcomes: Sequence[_PhaseOutcome], *, strict: bool) -> None:
+    """The probe's finding in the task's report: what it read and could write; a reference the code under
+    test can read is a warning (a problem under ``strict``)."""
+    found = next((o.grader_probe for o in outcomes if o.phase == "probe"), None)
+    if found is None:
+        failed = [c.detail or c.name for o in outcomes if o.phase == "probe" for c in o.checks if not c.ok]
+        report.warnings.append(
+            f"grader isolation not measured: {'; '.join(failed) or 'the probe did not run'}"
+        )
+        return
+    report.grader_isolation = GraderIsolation(
+        measured=found.ran,
+        reference_exposed=found.exposed,
+        modules=found.modules,
+        readable=found.readable,
+        listable=found.listable,
+        examples=found.examples,
+        writable=found.writable,
+        planted=found.planted,
+        error=found.error,
+    )
+    message = grader_isolation_message(report.grader_isolation)
+    if message is None:
+        return
+    if strict and found.exposed:
+        report.problems.append(message)
+        report.status = "broken"
+    else:
+        report.warnings.append(message)
+
+
+def grader_isolation_message(found: GraderIsolation) -> str | None:
+    """What a person is told of the probe's finding; None when the grader keeps the reference away."""
+    if found.error is not None and not found.measured:
+        return f"grader isolation not measured: {found.error}"
+    if not found.measured:
+        return None
+    if not found.reference_exposed:
+        return None
+    read = ", ".join(f"{count} file(s) under {root}" for root, count in sorted(found.readable.items()))
+    listed = ", ".join(found.listable)
+    parts = [part for part in (read and f"read {read}", listed and f"listed {listed}") if part]
+    wrote = found.writable + [f"new files in {d}" for d in found.planted]
+    return (
+        "the reference is exposed to the code under test: while the grader ran it, it "
+        + " and ".join(parts)
+        + (f" (for example {found.examples[0]})" if found.examples else "")
+        + (f"; it could write {', '.join(wrote)}" if wrote else "")
+        + '; run the tests with dokimi\'s isolation helper (docs/running.md, "What a grader must not trust")'
     )
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from dokimi import safefs
 from dokimi.constants import (
     CONTAINER_EVAL_DIR,
+    CONTAINER_PROBE,
     CONTAINER_RUN_DIR,
     CONTAINER_SOURCE_DIR,
     CONTAINER_SUPPORT,
@@ -366,7 +367,13 @@ def fresh_grade_home(run_dir: Path) -> Path:
 
 
 def builtin_tests_spec(
-    settings: ContainerSettings, *, name: str, run_dir: Path, argv: Sequence[str], task: str
+    settings: ContainerSettings,
+    *,
+    name: str,
+    run_dir: Path,
+    argv: Sequence[str],
+    task: str,
+    probe: Path | None = None,
 ) -> ContainerSpec:
     """A built-in grader's test container: the tree under test (``<run_dir>/builtin-tests/tree`` at
     /eval/run/workspace, its cwd), a fresh HOME (``builtin-tests/home``), the report directory
@@ -384,6 +391,7 @@ def builtin_tests_spec(
         *(Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in configured.scratch),
         *_cache_mounts(settings.caches),
         Mount(support_dir(), CONTAINER_SUPPORT, read_only=True),
+        *([Mount(probe, CONTAINER_PROBE)] if probe is not None else []),
     ]
     env = {
         **configured.env,
@@ -413,6 +421,8 @@ class GradeMounts:
     """{eval_dir} at /eval/content."""
     source_dir: Path | None = None
     """{source_dir} at /eval/source, when the entry point names it."""
+    probe: Path | None = None
+    """tasks check's grader isolation probe: its report directory, read-write at /eval/probe."""
 
 
 def grade_spec(
@@ -439,6 +449,8 @@ def grade_spec(
     # dokimi's helper scripts: the built-in graders, and the isolation helper a repository's grader runs the
     # code under test with (support/isolated.py)
     mounts.append(Mount(support_dir(), CONTAINER_SUPPORT, read_only=True))
+    if mounts_.probe is not None:
+        mounts.append(Mount(mounts_.probe, CONTAINER_PROBE))
     mounts += _cache_mounts(settings.caches)
     full_env = {
         **configured.env,

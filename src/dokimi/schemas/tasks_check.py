@@ -64,6 +64,34 @@ class ArmCheck(Document):
     grade is this arm's, graded once."""
 
 
+class GraderIsolation(Document):
+    """What the grader isolation probe found: can the code under test reach the reference when the grader
+    runs it? (A probe workspace whose Python modules, when imported by the grader's tests, try to read every
+    file under /eval/content and /eval/source and to write dokimi's files.)"""
+
+    measured: bool
+    """The probe's code ran in a process of the grader's and reported (false: no Python module in the
+    workspace, a grader that imports none, or one that isolates its tests without dokimi's helper)."""
+    reference_exposed: bool | None
+    """The code under test could read or list a file under /eval/content (every task's oracle patch and
+    hidden tests) or /eval/source (the upstream history); null when not measured. A warning, an error under
+    --strict."""
+    modules: int
+    """Python modules of the workspace the probe was appended to."""
+    readable: dict[str, int] = Field(default_factory=dict)
+    """/eval/content, /eval/source -> files the code under test could read there."""
+    listable: list[str] = Field(default_factory=list)
+    """Of those two, the ones it could list."""
+    examples: list[str] = Field(default_factory=list)
+    """Some of the files it read."""
+    writable: list[str] = Field(default_factory=list)
+    """dokimi's files in the run directory it could open for writing (dokimi mounts them read-only)."""
+    planted: list[str] = Field(default_factory=list)
+    """Directories it could make a file in: /eval/run, the real workspace /eval/run/workspace."""
+    error: str | None = None
+    """Why the probe could not run to its end."""
+
+
 class TaskReport(Document):
     """The verdict on one task."""
 
@@ -75,7 +103,10 @@ class TaskReport(Document):
     """One line per failed check, for people."""
     warnings: list[str] = Field(default_factory=list)
     """What does not stop the task, for people: a task.json key that spells like a framework key (a key the
-    framework does not read belongs to the repository's grader)."""
+    framework does not read belongs to the repository's grader), a grader that exposes the reference to the
+    code under test (an error under --strict)."""
+    grader_isolation: GraderIsolation | None = None
+    """What the grader isolation probe found (null for a task that could not run)."""
     checks: list[CheckItem] = Field(default_factory=list)
     """Every rule checked, in order."""
     null: PhaseReport | None = None
