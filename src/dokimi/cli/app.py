@@ -17,6 +17,7 @@ import click
 
 from dokimi import __version__
 from dokimi.cli._common import echo
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_USAGE
 
 #: Top-level commands: name -> (import path, short help).
@@ -125,7 +126,7 @@ def refuse_empty_values(command: click.Command) -> click.Command:
     return command
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A group whose commands are imported on first use."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:

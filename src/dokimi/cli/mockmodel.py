@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from dokimi.cli._common import echo
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_OK
 from dokimi.errors import DocumentError, PrerequisiteError
 
 
-@click.group("mock-model")
+@click.group("mock-model", cls=SuggestingGroup)
 def mock_model() -> None:
     """A scripted Anthropic Messages API server on loopback (docs/mock-model.md)."""
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from dokimi.cli._common import echo, emit_json, json_option, note
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
@@ -41,7 +42,7 @@ def _marker_option(func: click.decorators.FC) -> click.decorators.FC:
     )(func)
 
 
-@click.group("rate")
+@click.group("rate", cls=SuggestingGroup)
 def rate() -> None:
     """Human scoring of blinded artifacts: export -> raters -> import -> adjudicate -> summary."""
 

@@ -20,10 +20,11 @@ from dokimi.cli._common import (
     manifest_options,
     source_argument,
 )
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 
-@click.group("rubric")
+@click.group("rubric", cls=SuggestingGroup)
 def rubric() -> None:
     """Mergeability rubrics: calibrate the judge on known diffs (paid: it calls the judge model)."""
 

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from dokimi.cli._common import FiniteFloat, echo, emit_json, json_option, note
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_OK
 
 
@@ -54,7 +55,7 @@ def repo_option(func: Any) -> Any:
     )(func)
 
 
-@click.group("rules")
+@click.group("rules", cls=SuggestingGroup)
 def rules() -> None:
     """Team review rules: fetch review comments, mine rules from them, triage, evaluate, measure."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from dokimi.cli._common import echo, emit_json, json_option
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 STUDY_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -28,7 +29,7 @@ OUT = click.option(
 )
 
 
-@click.group("study")
+@click.group("study", cls=SuggestingGroup)
 def study() -> None:
     """A guidance study from one file: run it, then one report (question, arms as applied, paired result
     with intervals, power, cost per arm)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dokimi.cli._common import echo, emit_json, json_option, note
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ MAX_LISTED = 20
 PHASE_WORDS = {"null": "before the fix", "oracle": "with the fix"}
 
 
-@click.group("task")
+@click.group("task", cls=SuggestingGroup)
 def task() -> None:
     """Make tasks: mine a fix commit or a merged pull request into a task."""
 

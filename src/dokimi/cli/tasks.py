@@ -25,13 +25,14 @@ from dokimi.cli._common import (
     shown,
     source_argument,
 )
+from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 if TYPE_CHECKING:
     from dokimi.grading.environment import JudgeSettings
 
 
-@click.group("tasks")
+@click.group("tasks", cls=SuggestingGroup)
 def tasks() -> None:
     """Task self-check: the null workspace fails, the oracle passes (no LLM)."""
 
