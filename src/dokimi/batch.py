@@ -101,20 +101,27 @@ def dimensions(result: Result) -> Dimensions:
 
 @dataclass(frozen=True)
 class CellKey:
-    """The identity of a cell: the five dimensions the runner iterates over."""
+    """The identity of a cell: the dimensions the runner iterates over."""
 
     task: str
     arm: str
     model: str
     effort: str | None
     rep: int
+    prompt: str | None = None
+    """The prompt variant a run chose (``--prompt-style spec|issue``); None: the task's own prompt."""
 
     def path(self, batch_root: Path) -> Path:
-        return cell_dir(batch_root, self.task, self.arm, self.model, self.effort, self.rep)
+        return cell_dir(
+            batch_root, self.task, self.arm, self.model, self.effort, self.rep, prompt=self.prompt
+        )
 
-    def sort_key(self) -> tuple[str, str, str, bool, str, int]:
-        """Sorts cells deterministically; no effort sorts before any effort."""
-        return (self.task, self.arm, self.model, self.effort is not None, self.effort or "", self.rep)
+    def sort_key(self) -> tuple[str, str, bool, str, str, bool, str, int]:
+        """Sorts cells deterministically; no effort (no prompt variant) sorts before any."""
+        return (
+            self.task, self.arm, self.prompt is not None, self.prompt or "", self.model,
+            self.effort is not None, self.effort or "", self.rep,
+        )  # fmt: skip
 
 
 @dataclass
@@ -242,7 +249,7 @@ def read_plan(root: Path) -> tuple[list[CellKey] | None, str | None]:
         plan: Plan = validate_marked(marked, Plan)
     except DocumentError as exc:
         return None, str(exc)
-    keys = {CellKey(c.task, c.arm, c.model, c.effort, c.rep) for c in plan.cells}
+    keys = {CellKey(c.task, c.arm, c.model, c.effort, c.rep, c.prompt) for c in plan.cells}
     return sorted(keys, key=CellKey.sort_key), None
 
 
@@ -269,7 +276,7 @@ def load_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
         result: Result = _read_model(result_path, Result, trusted=root)
     except DocumentError as exc:
         return Cell(dir=path, rel=rel, status="invalid", error=str(exc), key=planned)
-    key = CellKey(result.task, result.arm, result.model, result.effort, result.rep)
+    key = CellKey(result.task, result.arm, result.model, result.effort, result.rep, result.prompt_variant)
     if key.path(root) != path:
         return Cell(
             dir=path,
@@ -369,7 +376,16 @@ def batch_writer(root: Path, command: str) -> Iterator[None]:
 def write_plan(root: Path, cells: list[CellKey]) -> None:
     """Write _eval/plan.json (repo_plan.v1) for the runner: every planned cell, sorted, once."""
     items = [
-        PlannedCell(task=k.task, arm=k.arm, model=k.model, effort=k.effort, rep=k.rep)
+        PlannedCell.model_validate(
+            {
+                "task": k.task,
+                "arm": k.arm,
+                "model": k.model,
+                "effort": k.effort,
+                "rep": k.rep,
+                "prompt": k.prompt,
+            }
+        )
         for k in sorted(set(cells), key=CellKey.sort_key)
     ]
     write_document(BatchLayout(root).plan, Plan(schema="repo_plan.v1", cells=items))

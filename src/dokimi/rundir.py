@@ -287,9 +287,20 @@ def effort_slug(effort: str | None) -> str:
     return DEFAULT_EFFORT_SLUG if effort is None else slug(effort)
 
 
-def cell_dir(batch_root: Path, task: str, arm: str, model: str, effort: str | None, rep: int) -> Path:
-    """The run_dir of one cell: ``<batch>/<task>/<arm>/<model>/<effort>/rep<N>``."""
-    return batch_root / slug(task) / slug(arm) / slug(model) / effort_slug(effort) / f"rep{rep}"
+def cell_dir(
+    batch_root: Path,
+    task: str,
+    arm: str,
+    model: str,
+    effort: str | None,
+    rep: int,
+    *,
+    prompt: str | None = None,
+) -> Path:
+    """The run_dir of one cell: ``<batch>/<task>/<arm>/<model>/<effort>/rep<N>``; a prompt variant a run chose
+    (``--prompt-style``) joins the arm's directory: ``<arm>.prompt-<style>``."""
+    arm_dir = slug(arm) if prompt is None else f"{slug(arm)}.prompt-{slug(prompt)}"
+    return batch_root / slug(task) / arm_dir / slug(model) / effort_slug(effort) / f"rep{rep}"
 
 
 @dataclass(frozen=True)

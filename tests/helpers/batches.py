@@ -65,7 +65,7 @@ def write_cell(
 
     ``overrides`` replace result.json keys; ``meta_overrides`` replace meta.json keys.
     """
-    run_dir = cell_dir(batch, task, arm, model, effort, rep)
+    run_dir = cell_dir(batch, task, arm, model, effort, rep, prompt=overrides.get("prompt_variant"))
     gated = passed is not None
     if grader_failure and gated:
         passed = False

@@ -233,6 +233,37 @@ def test_a_real_run_refuses_a_broken_task_whose_tasks_check_wrote_to_another_out
     assert list(pin["unchecked"]) == ["always_f"] and "broken" in pin["unchecked"]["always_f"]
 
 
+def test_a_task_carrying_both_prompt_variants_runs_either_as_a_cell_dimension(
+    docker_available: bool, tmp_path: Path, name: str
+) -> None:
+    """prompt (spec style, it names the edit) and prompt_issue (as an issue is filed, it does not): repo run
+    --prompt-style spec,issue runs both, each cell in its own directory, and the report splits them. A task
+    that lacks a variant asked for is refused before anything runs."""
+    tiny = tiny_repo(
+        tmp_path / "tiny",
+        {"fix_f": {"prompt": "EDIT f.txt to read after", "prompt_issue": "f.txt says the wrong thing"},
+         "only_spec": {}},
+    )  # fmt: skip
+    profile, binary = fake_harness(tmp_path / "harness")
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, "--prompt-style", "spec,issue")
+    refused = dokimi_cli(args)
+    assert refused.returncode == 2 and "task only_spec has no issue-style prompt" in refused.stderr
+
+    done = dokimi_cli([*args, "--task", "fix_f", "--json"])
+    assert done.returncode == 0, done.stderr
+    groups = {g["prompt"]: (g["passed"], g["graded"]) for g in json.loads(done.stdout)["groups"]}
+    assert groups == {"spec": (1, 1), "issue": (0, 1)}
+    batch = tmp_path / "out" / name
+    for style, passed in (("spec", True), ("issue", False)):
+        run_dir = cell_dir(batch, "fix_f", "guidance:raw", "m", None, 0, prompt=style)
+        assert run_dir.name == "rep0" and run_dir.parents[2].name == f"guidance_raw.prompt-{style}"
+        result = json.loads((run_dir / "result.json").read_text())
+        assert (result["prompt_variant"], result["prompt_style"], result["passed"]) == (style, style, passed)
+        assert json.loads((run_dir / "meta.json").read_text())["prompt_variant"] == style
+    rows = {r.prompt_style: r.passes for r in build_report(load_batch(batch)).rows}
+    assert rows == {"spec": 1, "issue": 0}
+
+
 def test_a_guidance_edit_is_refused_in_an_existing_batch_naming_the_file_and_the_way_out(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:

@@ -94,6 +94,25 @@ def test_two_values_that_share_a_cell_directory_are_refused_naming_both() -> Non
         check_cell_paths([*earlier, CellKey("a", "guidance:raw", "m", "default", 0)])
 
 
+def test_prompt_variants_are_a_cell_dimension_and_each_task_must_carry_the_ones_asked_for() -> None:
+    both = task("a", prompt="Edit calc/parser.py: ...", prompt_issue="2**3**2 gives 64")
+    cells = plan_cells([both], ["guidance:raw"], ["m"], [], 1, ["spec", "issue"])
+    assert [c.prompt for c in cells] == ["issue", "spec"]
+    assert len({c.path(Path("/b")) for c in cells}) == 2
+    assert plan_cells([both], ["guidance:raw"], ["m"], [], 1)[0].prompt is None  # the task's own prompt
+    assert (
+        both.with_prompt("issue").prompt == "2**3**2 gives 64"
+        and both.with_prompt("issue").prompt_style == "issue"
+    )
+    assert (
+        both.with_prompt("spec").prompt.startswith("Edit") and both.with_prompt("spec").prompt_style == "spec"
+    )
+    with pytest.raises(UsageError, match="task b has no issue-style prompt"):
+        plan_cells([task("b")], ["guidance:raw"], ["m"], [], 1, ["issue"])
+    with pytest.raises(ValueError, match="prompt is the spec variant"):
+        task("c", prompt_style="issue", prompt_issue="x")
+
+
 def test_zero_reps_is_refused() -> None:
     with pytest.raises(UsageError, match="--reps 0"):
         plan_cells([task("a")], ["guidance:raw"], ["m"], [], 0)

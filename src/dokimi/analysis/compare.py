@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dokimi import stats
 from dokimi.analysis.power import minimum_detectable_effect
-from dokimi.analysis.report import cell_passed, cell_score, check_k
+from dokimi.analysis.report import cell_passed, cell_score, check_k, warn_few_mergeable_reps
 from dokimi.batch import Batch, dimensions, load_batch, slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
@@ -557,13 +557,15 @@ def apply_holm(comparisons: Sequence[Comparison]) -> int:
 
 # --- the comparison ----------------------------------------------------------------------------------------
 
-GroupKey = tuple[str, str | None, str | None]
-"""(model, effort, mode): never pooled."""
+GroupKey = tuple[str, str | None, str | None, str | None]
+"""(model, effort, mode, prompt style): never pooled."""
 
 
 def _group(result: Result) -> GroupKey:
+    """Cells that differ in model, effort, agent mode or prompt style are never pooled: a spec-style prompt
+    names what an issue-style one leaves the agent to find, so each style is compared on its own."""
     found = dimensions(result)
-    return (found.model, found.effort, found.mode)
+    return (found.model, found.effort, found.mode, result.prompt_style)
 
 
 def _by_task(results: Iterable[Result], metrics: Sequence[str], k: int) -> dict[str, TaskArm]:
@@ -618,7 +620,7 @@ def build_comparison(
                 if spec.kind != "metric" and not paired and not left_out:
                     continue  # no task has it in either arm: not a measure of this comparison
                 measures.append(measure_stats(spec, paired))
-            model, effort, mode = key
+            model, effort, mode, style = key
             comparisons.append(
                 Comparison(
                     treatment=treatment.label,
@@ -626,6 +628,7 @@ def build_comparison(
                     model=model,
                     effort=effort,
                     mode=mode,
+                    prompt_style=style,
                     measures=measures,
                     unpaired=sorted(unpaired, key=lambda u: (u.task, u.measure, u.reason)),
                     **infra_counts(base_infra[key], len(base_cells), treat_infra[key], len(treat_cells)),
@@ -844,6 +847,7 @@ def warn_infra_rate_differs(comparison: Comparison) -> list[ReportWarning]:
 def compare_warnings(selections: Sequence[Selection]) -> list[ReportWarning]:
     baseline, treatments = selections[0], selections[1:]
     out = [*warn_pooled_batches(selections), *warn_no_pin(selections)]
+    out += warn_few_mergeable_reps([r for s in selections for r in s.cells], compared=True)
     for treatment in treatments:
         out += warn_dry_and_real(baseline, treatment)
         out += warn_different_pins(baseline, treatment)

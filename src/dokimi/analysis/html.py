@@ -540,6 +540,8 @@ def _comparison_title(c: Comparison) -> str:
     parts = [f"{c.treatment} vs {c.baseline}", f"model {c.model}", f"effort {c.effort or 'default'}"]
     if c.mode:
         parts.append(f"mode {c.mode}")
+    if c.prompt_style:
+        parts.append(f"prompt {c.prompt_style}")
     return ", ".join(parts)
 
 

@@ -377,7 +377,8 @@ def build_report(
         task.base_date = task.base_date or _base_date(cell)
         task.family = task.family or result.family
         real_names.setdefault(
-            _prefix(cell.rel), CellKey(result.task, result.arm, result.model, result.effort, 0)
+            _prefix(cell.rel),
+            CellKey(result.task, result.arm, result.model, result.effort, 0, result.prompt_variant),
         )
 
     for cell in finished:
@@ -399,7 +400,8 @@ def build_report(
         dims = cell.key or real_names.get(_prefix(cell.rel)) or _key_from_slugs(cell.rel)
         task = facts.get(dims.task, _TaskFacts())
         side = cutoff_side(task.base_date, cutoffs.get(dims.model))
-        key = (dims.task, dims.arm, dims.model, dims.effort, task.mode, task.prompt_style, side)
+        style = dims.prompt or task.prompt_style
+        key = (dims.task, dims.arm, dims.model, dims.effort, task.mode, style, side)
         if cell.status == "missing":
             groups[key].missing += 1
         elif cell.status == "infra_error" and cell.result is not None:
@@ -469,7 +471,8 @@ def _prefix(rel: str) -> str:
 def _key_from_slugs(rel: str) -> CellKey:
     """Dimensions of a cell nobody planned and no finished cell names: the directory names themselves."""
     task, arm, model, effort = (rel.split("/") + ["", "", "", ""])[:4]
-    return CellKey(task, arm, model, None if effort == effort_slug(None) else effort, 0)
+    arm, _, prompt = arm.partition(".prompt-")
+    return CellKey(task, arm, model, None if effort == effort_slug(None) else effort, 0, prompt or None)
 
 
 def _version(result: Result) -> str:
@@ -634,9 +637,54 @@ def warn_mixed_dry_run(batch: Batch) -> list[ReportWarning]:
     ]
 
 
+MERGEABLE_MIN_REPS = 3
+"""Reps per (task, arm, model) a mergeable-gated rate needs: mergeable rates are lower and spread more than
+test passes."""
+MERGEABLE_MIN_REPS_COMPARED = 5
+"""Reps per (task, arm, model) when arms are compared on a mergeable gate."""
+
+
+def gated_on_mergeable(result: Result) -> bool:
+    """The cell's gate names ``mergeable``."""
+    return "mergeable" in result.gate_results
+
+
+def few_mergeable_reps(results: Iterable[Result], minimum: int) -> list[tuple[str, str, str, int]]:
+    """(task, arm, model, reps) of every (task, arm, model, effort) gated on mergeable with fewer than
+    ``minimum`` finished cells, sorted."""
+    reps: dict[tuple[str, str, str, str | None], int] = defaultdict(int)
+    for result in results:
+        if gated_on_mergeable(result):
+            reps[(result.task, result.arm, result.model, result.effort)] += 1
+    return sorted((t, a, m, n) for (t, a, m, _e), n in reps.items() if n < minimum)
+
+
+def warn_few_mergeable_reps(results: Sequence[Result], *, compared: bool) -> list[ReportWarning]:
+    """Mergeable-gated cells need at least 3 reps per (task, arm, model), and 5 when arms are compared."""
+    minimum = MERGEABLE_MIN_REPS_COMPARED if compared else MERGEABLE_MIN_REPS
+    few = few_mergeable_reps(results, minimum)
+    if not few:
+        return []
+    listed = ", ".join(f"{t} / {a} / {m} ({n})" for t, a, m, n in few[:10]) + (
+        ", ..." if len(few) > 10 else ""
+    )
+    why = "arms are compared" if compared else "one arm"
+    return [
+        ReportWarning(
+            code="mergeable_few_reps",
+            message=f"{len(few)} (task, arm, model) gated on mergeable ran fewer than {minimum} reps "
+            f"({why}): {listed}. Mergeable rates are lower and spread more than test passes: run at least "
+            f"{MERGEABLE_MIN_REPS} reps per (task, arm, model), {MERGEABLE_MIN_REPS_COMPARED} when comparing "
+            "arms",
+        )
+    ]
+
+
 def _warnings(batch: Batch, rows: Sequence[ReportRow], cutoffs: dict[str, Cutoff]) -> list[ReportWarning]:
     results = list(batch.results())
+    arms = {r.arm for r in results}
     return [
+        *warn_few_mergeable_reps(results, compared=len(arms) > 1),
         *warn_mixed_dry_run(batch),
         *warn_agent_network(results),
         *warn_mixed_harness_versions(results),

@@ -990,23 +990,26 @@ MAX_PROMPT_BYTES = 100_000
 
 
 def check_prompt_size(ctx: Context) -> Iterator[Finding]:
-    """A task's prompt is text of at most :data:`MAX_PROMPT_BYTES` bytes, without NUL characters."""
+    """A task's prompt (and its ``prompt_issue`` variant) is text of at most :data:`MAX_PROMPT_BYTES` bytes,
+    without NUL characters."""
     code = _code(check_prompt_size)
     for lt, data in ctx.task_data():
-        prompt = data.get("prompt")
-        if not isinstance(prompt, str):
-            continue
-        size = len(prompt.encode("utf-8", "surrogatepass"))
-        if size > MAX_PROMPT_BYTES:
-            yield ctx.at_task(
-                lt,
-                code,
-                ("prompt",),
-                f"is {size} bytes, over the limit of {MAX_PROMPT_BYTES} (a harness takes it as one argument)",
-                "shorten the prompt; put long material in a file of the task's base the prompt names",
-            )
-        elif "\0" in prompt:
-            yield ctx.at_task(lt, code, ("prompt",), "holds a NUL character", "remove it")
+        for key in ("prompt", "prompt_issue"):
+            prompt = data.get(key)
+            if not isinstance(prompt, str):
+                continue
+            size = len(prompt.encode("utf-8", "surrogatepass"))
+            if size > MAX_PROMPT_BYTES:
+                yield ctx.at_task(
+                    lt,
+                    code,
+                    (key,),
+                    f"is {size} bytes, over the limit of {MAX_PROMPT_BYTES} (a harness takes it as one "
+                    "argument)",
+                    "shorten the prompt; put long material in a file of the task's base the prompt names",
+                )
+            elif "\0" in prompt:
+                yield ctx.at_task(lt, code, (key,), "holds a NUL character", "remove it")
 
 
 def check_setup_patch_synonym(ctx: Context) -> Iterator[Finding]:

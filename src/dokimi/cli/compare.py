@@ -123,6 +123,8 @@ def _print(doc: object) -> None:
         title = f"{c.treatment} vs {c.baseline}: model {c.model}, effort {c.effort or 'default'}"
         if c.mode:
             title += f", mode {c.mode}"
+        if c.prompt_style:
+            title += f", prompt {c.prompt_style}"
         rows = [
             [
                 m.name,

@@ -124,9 +124,11 @@ def _print(doc: object) -> None:
     unanswered = any(r.no_model_answer for r in doc.rows)
     egress = any(r.egress_refused for r in doc.rows)
     split = any(r.cutoff for r in doc.rows)
+    styles = any(r.prompt_style for r in doc.rows)  # rows of different prompt styles are never pooled
     merge = any(r.mergeable_n for r in doc.rows)
     lines += _pivot(doc)
     names = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
+    names += [Col("prompt", key=True)] if styles else []
     names += [Col("cutoff")] if split else []
     # mergeable first, the test-pass gate beside it: the gap between the two is a result in its own right
     numbers = ["mergeable", "test pass", "gap", "merge score", "judge fail"] if merge else []
@@ -140,6 +142,7 @@ def _print(doc: object) -> None:
             r.model,
             r.effort or "default",
             r.mode or "-",
+            *([r.prompt_style or "-"] if styles else []),
             *([r.cutoff or "-"] if split else []),
             *(_merge_cells(r) if merge else []),
             f"{r.passes}/{r.gated}" if r.gated else "-",
@@ -165,6 +168,7 @@ def _print(doc: object) -> None:
         lines += _mergeability_notes(doc)
     if len(doc.rows) > 1:
         arm_names = [Col("arm", key=True), Col("model"), Col("effort"), Col("mode")]
+        arm_names += [Col("prompt", key=True)] if styles else []
         arm_names += [Col("cutoff")] if split else []
         arm_numbers = ["tasks", "passes", "rate", "95% CI", "task mean", "score", "grader fail", "missing"]
         arm_numbers += (["infra err"] if infra else []) + (["no answer"] if unanswered else [])
@@ -175,6 +179,7 @@ def _print(doc: object) -> None:
                 a.model,
                 a.effort or "default",
                 a.mode or "-",
+                *([a.prompt_style or "-"] if styles else []),
                 *([a.cutoff or "-"] if split else []),
                 str(a.tasks),
                 f"{a.passes}/{a.gated}" if a.gated else "-",
@@ -208,7 +213,7 @@ def _pivot(doc: object) -> list[str]:
 
     assert isinstance(doc, ReportDoc)
     arms = sorted({r.arm for r in doc.rows})
-    others = {(r.model, r.effort, r.mode, r.cutoff) for r in doc.rows}
+    others = {(r.model, r.effort, r.mode, r.prompt_style, r.cutoff) for r in doc.rows}
     tasks = sorted({r.task for r in doc.rows})
     if len(arms) < 2 or len(others) != 1:
         return []
@@ -233,9 +238,11 @@ def _reliability_lines(doc: ReportDoc) -> list[str]:
     if not gated:
         return []
     k = doc.k
+    styles = any(a.prompt_style for a in gated)  # never pooled: a column of their own
     rows = [
         [
             a.arm,
+            *([a.prompt_style or "-"] if styles else []),
             a.model,
             a.effort or "default",
             a.mode or "-",
@@ -248,6 +255,7 @@ def _reliability_lines(doc: ReportDoc) -> list[str]:
     ]
     columns = [
         Col("arm", key=True),
+        *([Col("prompt", key=True)] if styles else []),
         Col("model"),
         Col("effort"),
         Col("mode"),

@@ -139,6 +139,18 @@ def _result_cell(row: RunGroup) -> str:
     return ", ".join(parts)
 
 
+def _prompt_styles(values: tuple[str, ...]) -> list[str]:
+    """--prompt-style values: spec and issue, each once."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.runner.plan import parse_list
+
+    styles = parse_list(values)
+    unknown = [s for s in styles if s not in ("spec", "issue")]
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r}: give spec or issue", param_hint="--prompt-style")
+    return styles
+
+
 def _spend(run: BatchRun) -> str:
     """The batch's spend; for a dry run, that nothing was spent (the harness's figure labelled simulated)."""
     if not run.dry_run:
@@ -159,7 +171,9 @@ def _print_table(run: BatchRun) -> None:
     width = terminal_width()
     groups = group_rows(run)
     infra = any(row.infra_errors for row in groups)
-    columns = [Col("task", key=True), Col("arm", key=True), Col("model"), Col("effort")]
+    prompts = any(row.prompt for row in groups)
+    columns = [Col("task", key=True), Col("arm", key=True), *([Col("prompt", key=True)] if prompts else [])]
+    columns += [Col("model"), Col("effort")]
     columns += [
         Col(n, right=True, droppable=n not in ("cells", "pass")) for n in ("cells", "ran", "skipped", "pass")
     ]
@@ -169,6 +183,7 @@ def _print_table(run: BatchRun) -> None:
         [
             row.task,
             row.arm,
+            *([row.prompt or "-"] if prompts else []),
             row.model,
             row.effort,
             str(row.cells),
@@ -303,6 +318,14 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="Reasoning efforts, each a cell dimension (default: the task's, else the harness default).",
 )
 @click.option(
+    "--prompt-style",
+    "prompt_styles",
+    multiple=True,
+    metavar="S[,S]",
+    help="Prompt variants, each a cell dimension like an arm: spec (the task's prompt) and issue (its "
+    "prompt_issue); reports and comparisons split them. Default: each task's own prompt.",
+)
+@click.option(
     "--agent-network",
     metavar="NET",
     help="UNSEALED escape hatch: put the agent's container on this docker network instead of the batch's "
@@ -433,6 +456,7 @@ def run(
     harness: str,
     bin_: str | None,
     efforts: tuple[str, ...],
+    prompt_styles: tuple[str, ...],
     agent_network: str | None,
     timeout_s: float | None,
     max_turns: int | None,
@@ -512,6 +536,7 @@ def run(
         harness=harness,
         bin=bin_,
         efforts=tuple(parse_list(efforts)),
+        prompt_styles=tuple(_prompt_styles(prompt_styles)),
         agent_network=agent_network,
         timeout_s=timeout_s,
         max_turns=max_turns,

@@ -181,6 +181,10 @@ class CellContext:
         assert loaded.task is not None
         return loaded.task
 
+    def cell_task(self, key: CellKey) -> Task:
+        """The task as the cell runs it: with the prompt variant the run chose (``--prompt-style``)."""
+        return self.task(key.task).with_prompt(key.prompt)  # type: ignore[arg-type]
+
     def task_dir(self, task_id: str) -> Path:
         """The task's directory inside the exported eval_dir (where its patches are)."""
         return task_dir(self.eval_content, self.manifest, task_id)
@@ -271,6 +275,7 @@ def build_result(
             "agent_network": agent_network,
             "base_date": base_date,
             "prompt_style": task.prompt_style,
+            "prompt_variant": key.prompt,
         }
     )
 
@@ -299,7 +304,7 @@ def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
     with ctx.prep_lock:
         prepared = prepare_workspace(
             WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
-            ctx.task(key.task),
+            ctx.cell_task(key),
             arm=key.arm,
             profile=ctx.profile,
             dest=run_dir / WORKSPACE,
@@ -324,7 +329,7 @@ def agent_argv_and_env(
     caller's environment: its endpoint, dummy credentials and proxy variables come from the seal.
     ``capture`` (dry run) is where the scripted model server records the request bodies, as the container
     sees it."""
-    task = ctx.task(key.task)
+    task = ctx.cell_task(key)
     limits = ctx.limits[key.task]
     launcher = container_launcher(ctx.harness_bin)
     extra_env = dict(ctx.profile.dry_run_env) if ctx.dry_run else {}
@@ -433,7 +438,7 @@ def run_agent(
     seal = ctx.sealed.open_cell(
         f"{rel}:{role}",
         run_dir,
-        ctx.task(key.task).egress,
+        ctx.cell_task(key).egress,
         any_host=public,
         cap_usd=ctx.limits[key.task].budget_usd,
     )
@@ -486,7 +491,7 @@ def reviewer_rules_given(
     """The team rules a cell's agent gets in its prompt: in an arm with the rules (``ARM+rules``), a review
     task's reviewer gets what the judge would (the leak guard, then the rules its rubric cites and the
     confirmed rules whose paths match the diff under review); any other cell gets none."""
-    task = ctx.task(key.task)
+    task = ctx.cell_task(key)
     if not arm_gives_rules(key.arm) or task.review_patch is None:
         return []
     patch = safefs.read_plain(ctx.task_dir(key.task) / task.review_patch, limit=64 * 1024 * 1024)
@@ -507,7 +512,7 @@ def write_run_files(
 ) -> Conversion:
     """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited.
     ``review_rules``: the ids of the team rules the agent's prompt held, in an arm that gives them."""
-    task = ctx.task(key.task)
+    task = ctx.cell_task(key)
     conversion = convert_file(run_dir / AGENT_STDOUT, ctx.profile.trace)
     write_conversion(conversion, run_dir)
     task_json = ctx.task_dir(key.task) / TASK_JSON
@@ -530,6 +535,7 @@ def write_run_files(
             "patches": prepared.meta_fields()["patches"],
             "start_sha": prepared.start_sha,
             "dry_run": ctx.dry_run,
+            "prompt_variant": key.prompt,
             "agent_network": ctx.agent_network,
             "guidance_files": prepared.meta_fields()["guidance_files"],
             "guidance_source": prepared.guidance_source,
@@ -588,7 +594,7 @@ def cell_facts(
 ) -> CellFacts:
     """What grading needs from the agent's side of the cell."""
     rel = ctx.layout.rel(key.path(ctx.root))
-    task = ctx.task(key.task)
+    task = ctx.cell_task(key)
 
     def prepare_oracle_variant(dest: Path) -> object:
         with ctx.prep_lock:
@@ -619,7 +625,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
     run_dir = key.path(ctx.root)
     if cancelled(ctx):
         return CellOutcome(key, "not_started")
-    task = ctx.task(key.task)
+    task = ctx.cell_task(key)
     try:
         reset_run_dir(run_dir)
         prepared = prepare(ctx, key, run_dir)

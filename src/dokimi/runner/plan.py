@@ -87,15 +87,37 @@ def cell_efforts(task: Task, efforts: Sequence[str]) -> list[str | None]:
     return [task.effort]
 
 
+def cell_prompts(task: Task, prompts: Sequence[str]) -> list[str | None]:
+    """The prompt variants a task runs with: every ``--prompt-style`` value (each one the task must carry:
+    its ``prompt``'s style, or ``issue`` with ``prompt_issue``), else its own prompt (None)."""
+    if not prompts:
+        return [None]
+    missing = [p for p in prompts if p not in task.prompt_styles()]
+    if missing:
+        raise UsageError(
+            f"--prompt-style {missing[0]}: task {task.id} has no {missing[0]}-style prompt (it carries "
+            f"{', '.join(task.prompt_styles())})",
+            hint="add prompt_issue to its task.json for the issue variant, or leave the task out (--task)",
+        )
+    return list(prompts)
+
+
 def plan_cells(
-    tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], efforts: Sequence[str], reps: int
+    tasks: Sequence[Task],
+    arms: Sequence[str],
+    models: Sequence[str],
+    efforts: Sequence[str],
+    reps: int,
+    prompts: Sequence[str] = (),
 ) -> list[CellKey]:
-    """Every cell of the batch, sorted: tasks x arms x models x efforts x reps (0 .. reps-1)."""
-    check_cell_count(tasks, arms, models, efforts, reps)
+    """Every cell of the batch, sorted: tasks x arms x prompt variants x models x efforts x reps
+    (0 .. reps-1)."""
+    check_cell_count(tasks, arms, models, efforts, reps, prompts)
     cells = {
-        CellKey(task.id, arm, model, effort, rep)
+        CellKey(task.id, arm, model, effort, rep, prompt)
         for task in tasks
         for arm in arms
+        for prompt in cell_prompts(task, prompts)
         for model in models
         for effort in cell_efforts(task, efforts)
         for rep in range(reps)
@@ -104,14 +126,20 @@ def plan_cells(
 
 
 def check_cell_count(
-    tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], efforts: Sequence[str], reps: int
+    tasks: Sequence[Task],
+    arms: Sequence[str],
+    models: Sequence[str],
+    efforts: Sequence[str],
+    reps: int,
+    prompts: Sequence[str] = (),
 ) -> int:
     """The number of cells a batch plans, refused before anything is planned when ``reps`` is not 1 to
-    :data:`MAX_REPS` or the product is over :data:`MAX_CELLS` (a typo must not become a plan that never
-    ends)."""
+    :data:`MAX_REPS`, a task lacks a prompt variant asked for, or the product is over :data:`MAX_CELLS` (a
+    typo must not become a plan that never ends)."""
     if not 1 <= reps <= MAX_REPS:
         raise UsageError(f"--reps {reps}: give 1 to {MAX_REPS} repetitions per cell")
-    count = sum(len(cell_efforts(task, efforts)) for task in tasks) * len(arms) * len(models) * reps
+    per_task = sum(len(cell_efforts(t, efforts)) * len(cell_prompts(t, prompts)) for t in tasks)
+    count = per_task * len(arms) * len(models) * reps
     if count > MAX_CELLS:
         raise UsageError(
             f"{count} cells planned ({len(tasks)} tasks x {len(arms)} arms x {len(models)} models x "
@@ -128,7 +156,7 @@ def check_cell_paths(cells: Sequence[CellKey]) -> list[CellKey]:
     for key in cells:
         other = seen.setdefault(key.path(Path()), key)
         if other != key:
-            for field in ("task", "arm", "model", "effort"):
+            for field in ("task", "arm", "model", "effort", "prompt"):
                 a, b = getattr(other, field), getattr(key, field)
                 if a != b:
                     raise UsageError(

@@ -133,6 +133,9 @@ class RunOptions:
     harness: str = "claude-code"
     bin: str | None = None
     efforts: tuple[str, ...] = ()
+    prompt_styles: tuple[str, ...] = ()
+    """--prompt-style: the prompt variants every task runs with (``spec``, ``issue``), each a cell dimension;
+    empty: each task's own prompt."""
     agent_network: str | None = None
     timeout_s: float | None = None
     max_turns: int | None = None
@@ -239,17 +242,17 @@ class BatchRun:
 
 
 def group_rows(run: BatchRun) -> list[RunGroup]:
-    """The run's cells per (task, arm, model, effort), sorted: what ran, was skipped, passed, failed; a
-    score-only task's cells give their mean score instead of a pass count."""
+    """The run's cells per (task, arm, prompt variant, model, effort), sorted: what ran, was skipped, passed,
+    failed; a score-only task's cells give their mean score instead of a pass count."""
     counters = (
         "cells", "ran", "skipped", "passed", "graded", "scored", "grader_failures", "infra_errors", "failed",
         "not_started",
     )  # fmt: skip
-    groups: dict[tuple[str, str, str, str], dict[str, int]] = {}
-    scores: dict[tuple[str, str, str, str], list[float]] = {}
+    groups: dict[tuple[str, str, str, str, str], dict[str, int]] = {}
+    scores: dict[tuple[str, str, str, str, str], list[float]] = {}
     for outcome in run.outcomes:
         key = outcome.key
-        group = (key.task, key.arm, key.model, key.effort or "default")
+        group = (key.task, key.arm, key.prompt or "", key.model, key.effort or "default")
         row = groups.setdefault(group, dict.fromkeys((*counters, "interrupted", "lost"), 0))
         row["cells"] += 1
         if outcome.status == "finished":
@@ -269,8 +272,18 @@ def group_rows(run: BatchRun) -> list[RunGroup]:
             row["passed"] += int(read_cell(result).passed)
             row["grader_failures"] += int(result.grader_failure)
     return [
-        RunGroup(task=t, arm=a, model=m, effort=e, **counts, score_mean=_mean(scores.get((t, a, m, e))))
-        for (t, a, m, e), counts in sorted(groups.items())
+        RunGroup.model_validate(
+            {
+                "task": t,
+                "arm": a,
+                "prompt": p or None,
+                "model": m,
+                "effort": e,
+                **counts,
+                "score_mean": _mean(scores.get((t, a, p, m, e))),
+            }
+        )  # fmt: skip
+        for (t, a, p, m, e), counts in sorted(groups.items())
     ]
 
 
@@ -676,6 +689,7 @@ def prepare_batch(
         opts.models,
         opts.efforts,
         opts.reps,
+        opts.prompt_styles,
     )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
@@ -859,6 +873,7 @@ def _prepare_cells(
         opts.models,
         opts.efforts,
         opts.reps,
+        opts.prompt_styles,
     )
     earlier, _ = read_plan(root)
     write_plan(root, check_cell_paths([*(earlier or []), *cells]))

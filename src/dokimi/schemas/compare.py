@@ -119,7 +119,7 @@ class Unpaired(Document):
 
 
 class Comparison(Document):
-    """A treatment against the baseline for one (model, effort, mode)."""
+    """A treatment against the baseline for one (model, effort, mode, prompt style)."""
 
     treatment: str
     """The treatment selector's label."""
@@ -131,6 +131,8 @@ class Comparison(Document):
     """Reasoning effort (never pooled)."""
     mode: str | None
     """Agent mode (never pooled)."""
+    prompt_style: str | None = None
+    """The tasks' prompt style (``spec`` or ``issue``; never pooled); null for tasks that declare none."""
     measures: list[Measure]
     """gate, pass@k, pass^k, score, cost, turns, then each --metric in the order given."""
     infra_baseline: int = 0

@@ -90,6 +90,9 @@ class Meta(Document):
     diff from. It is not an upstream commit."""
     dry_run: bool = False
     """The agent talked to dokimi's scripted model (``repo run --dry-run``), not to a real one."""
+    prompt_variant: Literal["spec", "issue"] | None = None
+    """The prompt variant the run chose (``repo run --prompt-style``): ``issue`` means the agent was told the
+    task's ``prompt_issue``, not its ``prompt``; null: the task's own prompt."""
     agent_network: str | None = None
     """The docker network given to the agent's container by ``--agent-network``; null when it had none."""
     guidance_files: list[GuidanceFileRecord] | None = None

@@ -14,7 +14,7 @@ from dokimi.schemas._base import Document
 
 
 class PlannedCell(Document):
-    """One planned cell: the five dimensions of a cell."""
+    """One planned cell: the dimensions of a cell."""
 
     task: str = Field(min_length=1)
     """Task id."""
@@ -26,6 +26,8 @@ class PlannedCell(Document):
     """Reasoning effort; null for the harness default."""
     rep: int = Field(ge=0)
     """Repetition index."""
+    prompt: Literal["spec", "issue"] | None = None
+    """The prompt variant the run chose (``--prompt-style``); null: the task's own prompt."""
 
 
 class Plan(Document):

@@ -151,7 +151,11 @@ class Result(Document):
     base_date: str | None = None
     """Committer date of the task base (ISO 8601), for the split against a model's training cutoff."""
     prompt_style: Literal["spec", "issue"] | None = None
-    """The task's prompt style; null when the task declares none."""
+    """The style of the prompt the agent got; null when the task declares none. Reports and comparisons never
+    pool cells that differ in it."""
+    prompt_variant: Literal["spec", "issue"] | None = None
+    """The prompt variant the run chose (``repo run --prompt-style``; a dimension of the cell, in its
+    directory); null when the cell ran the task's own prompt."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Result:

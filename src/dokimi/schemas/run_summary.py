@@ -42,6 +42,8 @@ class RunGroup(CellCounts):
     """Task id."""
     arm: str
     """Arm, for example ``guidance:none``."""
+    prompt: Literal["spec", "issue"] | None = None
+    """The prompt variant the run chose (``--prompt-style``); null: the task's own prompt."""
     model: str
     """Model id as passed to the harness."""
     effort: str

@@ -206,8 +206,12 @@ class Task(OpenDocument):
     mode: Mode | None = None
     """Which way of using an agent the task models: interactive, autonomous or review."""
     prompt_style: PromptStyle | None = None
-    """How the prompt reads: ``spec`` (names files and constraints) or ``issue`` (as filed).
-    """
+    """How the prompt reads: ``spec`` (names files and constraints) or ``issue`` (as filed). With
+    ``prompt_issue`` beside it, ``prompt`` is the spec variant (``spec`` or unset)."""
+    prompt_issue: str | None = None
+    """The same task told as an issue is filed (short, leaving the conventions to the repository), beside the
+    spec-style ``prompt``: ``repo run --prompt-style spec,issue`` runs either or both, and reports split
+    them."""
     effort: str | None = None
     """Reasoning effort of the harness for this task, passed to the harness profile."""
 
@@ -221,6 +225,34 @@ class Task(OpenDocument):
             single = data.pop("setup_patch")
             data["setup_patches"] = [single] if isinstance(single, str) else single
         return data
+
+    @model_validator(mode="after")
+    def _one_prompt_per_style(self) -> Task:
+        if self.prompt_issue is not None and self.prompt_style == "issue":
+            raise ValueError(
+                "prompt_style is issue and prompt_issue is set: with prompt_issue, prompt is the spec "
+                "variant (set prompt_style to spec, or drop it)"
+            )
+        return self
+
+    def prompt_styles(self) -> list[PromptStyle]:
+        """The prompt variants the task carries: its ``prompt``'s style (spec when ``prompt_issue`` is set or
+        none is declared) and ``issue`` when ``prompt_issue`` is set."""
+        own: PromptStyle = self.prompt_style or "spec"
+        return [own, "issue"] if self.prompt_issue is not None else [own]
+
+    def with_prompt(self, style: PromptStyle | None) -> Task:
+        """The task as a cell of prompt variant ``style`` runs it (None: its own prompt): ``prompt`` and
+        ``prompt_style`` are that variant's. ValueError for a variant the task does not carry."""
+        if style is None:
+            return self
+        if style not in self.prompt_styles():
+            raise ValueError(
+                f"task {self.id} has no {style}-style prompt (it carries {', '.join(self.prompt_styles())})"
+            )
+        if style == "issue" and self.prompt_issue is not None:
+            return self.model_copy(update={"prompt": self.prompt_issue, "prompt_style": "issue"})
+        return self.model_copy(update={"prompt_style": style})
 
     @field_validator("base")
     @classmethod
