@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.analysis.rules_effect import rules_effect
-from dokimi.repo.rules import arm_gives_rules, arm_without_rules
+from dokimi.repo.workspace import arm_gives_rules, arm_without_rules
 from tests.helpers.batches import write_cell, write_json, write_pin
 
 THREADS = [{"id": "t1", "rules": ["R1"]}, {"id": "t2", "rules": ["R2"]}, {"id": "t3", "rules": []}]

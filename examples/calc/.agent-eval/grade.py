@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,8 @@ class Outcome:
     passed: bool | None
     metrics: Metrics
     details: dict[str, Any]
+    threads: dict[str, bool] = field(default_factory=dict)
+    """Review tasks: each human review thread (gold finding) and whether the answer found it."""
 
 
 def load_contract(run_dir: Path, eval_dir: Path) -> Contract:
@@ -397,7 +399,8 @@ def grade_review_recall(contract: Contract) -> Outcome:
         "gold": len(findings),
         "answered": bool(answer.strip()),
     }
-    return Outcome(None, metrics, {"found": found, "missed": missed})
+    threads = {f["id"]: f["id"] in found for f in findings}
+    return Outcome(None, metrics, {"found": found, "missed": missed}, threads)
 
 
 GRADERS: dict[str, Callable[[Contract], Outcome]] = {
@@ -418,6 +421,7 @@ def write_grade(run_dir: Path, task: str, grader: str, outcome: Outcome | None, 
         "pass": outcome.passed if outcome else None,
         "metrics": outcome.metrics if outcome else {},
         "details": outcome.details if outcome else {},
+        "threads": outcome.threads if outcome else {},
         "errors": errors,
     }
     tmp = run_dir / "grade.json.tmp"

@@ -23,7 +23,8 @@ from typing import Any
 
 from dokimi.batch import Batch, Cell, load_batch
 from dokimi.errors import DocumentError, UsageError
-from dokimi.repo.rules import Share, arm_gives_rules, arm_without_rules, share_doc
+from dokimi.repo.rules import Share, share_doc
+from dokimi.repo.workspace import arm_gives_rules, arm_without_rules
 from dokimi.rundir import GRADE_JSON, TASK_JSON
 from dokimi.schemas._base import read_document
 from dokimi.schemas.grade import RepoGrade
@@ -122,7 +123,8 @@ def _pair(batch: Batch, with_arm: str, without_arm: str, model: str, effort: str
         note = "no review task has finished cells in both arms"
     elif not any(runs):
         note = "the grader reported no thread (grade.json threads) for the tasks' declared threads"
-    loss = uncovered["change"]
+    on_share, off_share = uncovered["with_rules"]["value"], uncovered["without_rules"]["value"]
+    loss = None if on_share is None or off_share is None else off_share - on_share
     return {
         "with_arm": with_arm,
         "without_arm": without_arm,
@@ -133,7 +135,7 @@ def _pair(batch: Batch, with_arm: str, without_arm: str, model: str, effort: str
         "recall_without": mean(off.scores),
         "covered": covered,
         "uncovered": uncovered,
-        "loss_on_uncovered": -loss if loss is not None else None,
+        "loss_on_uncovered": loss,
         "underpowered": min(runs) < MIN_THREAD_RUNS,
         "note": note,
     }

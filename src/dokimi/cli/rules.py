@@ -286,15 +286,18 @@ def _shown_path(path: str, root: Path) -> str:
 
 
 def _print_mining(report: Any, root: Path) -> None:
-    left = ", ".join(
-        f"{report.excluded[r]} {words}" for r, words in REASONS.items() if report.excluded.get(r)
-    )
+    left = sum(report.excluded.values())
     echo(
-        f"comments: {report.comments_read} read, {report.comments_mined} mined"
-        + (f"; left out: {left}" if left else "")
+        f"comments: {report.comments_read} read, {report.comments_mined} mined, {left} left out"
+        + (":" if left else "")
     )
-    for pr, tasks in report.task_source_prs.items():
-        echo(f"  PR #{pr} is the source of {', '.join(tasks)}: none of its comments was mined")
+    sources = "; ".join(
+        f"PR #{pr} is the source of {', '.join(tasks)}" for pr, tasks in report.task_source_prs.items()
+    )
+    for reason, words in REASONS.items():
+        if report.excluded.get(reason):
+            extra = f" ({sources})" if reason == "task_source" and sources else ""
+            echo(f"  {report.excluded[reason]} {words}{extra}")
     cost = "" if report.cost_usd is None else f", {report.cost_usd:.4f} USD as the harness reported it"
     echo(f"grouped by {report.model}: {report.calls} call(s){cost}")
     counts: dict[str, int] = {}
@@ -566,13 +569,17 @@ def effect(batch: Path, with_arm: str | None, without_arm: str | None, as_json: 
         echo(f"  recall: {_number(pair.recall_with)} with the rules, {_number(pair.recall_without)} without")
         for name, row in (("a rule covers", pair.covered), ("no rule covers", pair.uncovered)):
             echo(
-                f"  threads {name} ({row.threads}): found {_share(row.with_rules)} with, "
-                f"{_share(row.without_rules)} without; change {_points(row.change, row.interval)}"
+                f"  threads {name} ({row.threads}): found {_count(row.with_rules)} with the rules, "
+                f"{_count(row.without_rules)} without; change {_points(row.change, row.interval)}"
             )
         echo(f"  loss on threads no rule covers: {_points(pair.loss_on_uncovered, None)}")
         if pair.underpowered:
             echo(f"  UNDERPOWERED: under {MIN_THREAD_RUNS} thread-runs in a class; a hint, not a measurement")
     return EXIT_OK
+
+
+def _count(share: Any) -> str:
+    return f"{share.k} of {share.n}"
 
 
 def _number(value: float | None) -> str:

@@ -24,7 +24,6 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 from dokimi.errors import UsageError
 from dokimi.globs import match_any
@@ -46,7 +45,6 @@ from dokimi.schemas.review_rules import (
     rules_for_diff,
 )
 from dokimi.schemas.rules_reports import RulesEvaluation
-from dokimi.schemas.task import Mode
 from dokimi.source import open_source
 from dokimi.source.git import toplevel
 from dokimi.stats import wilson_interval
@@ -55,15 +53,12 @@ __all__ = [
     "MIN_PRS_FOR_BLOCKER",
     "MIN_REVIEWERS_FOR_BLOCKER",
     "REVIEW_RULES_JSON",
-    "RULES_ARM_SUFFIX",
     "RepoReviewRules",
     "ReviewComment",
     "ReviewRule",
     "RuleMatch",
     "RuleStatus",
     "Share",
-    "arm_gives_rules",
-    "arm_without_rules",
     "base_day",
     "blocker_eligible",
     "confirmed_share",
@@ -317,30 +312,6 @@ def evaluate_rules(
             ],
         }
     )
-
-
-# --- rules on and off as arms -----------------------------------------------------------------------------
-
-RULES_ARM_SUFFIX = "+rules"
-"""``<arm>+rules`` (``guidance:raw+rules``, ``guidance:tree+rules@review``): the arm, and a review task's
-reviewer agent gets the team rules that apply in its prompt; ``<arm>`` alone gives none."""
-
-
-def _mode_tail(arm: str) -> tuple[str, str]:
-    """``(head, "@mode")`` of an arm restricted to one mode's tasks, ``(arm, "")`` otherwise."""
-    head, sep, mode = arm.rpartition("@")
-    return (head, sep + mode) if sep and head and mode in get_args(Mode) else (arm, "")
-
-
-def arm_gives_rules(arm: str) -> bool:
-    """Whether an arm gives review tasks' reviewer agents the team rules (``<arm>+rules``)."""
-    return _mode_tail(arm)[0].endswith(RULES_ARM_SUFFIX)
-
-
-def arm_without_rules(arm: str) -> str:
-    """The same arm without the rules: ``guidance:raw+rules@review`` -> ``guidance:raw@review``."""
-    head, tail = _mode_tail(arm)
-    return head[: -len(RULES_ARM_SUFFIX)] + tail if head.endswith(RULES_ARM_SUFFIX) else arm
 
 
 # --- what a reviewer agent is given -----------------------------------------------------------------------

@@ -45,11 +45,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from dokimi import globs, safefs
 from dokimi.constants import SKILL_FILE
 from dokimi.errors import SourceError, UsageError, WorkspaceError
+from dokimi.schemas.task import Mode
 from dokimi.source import git as gitcmd
 from dokimi.source.export import check_tree_path, export_tree_as_stored, write_entry
 
@@ -70,8 +71,11 @@ __all__ = [
     "GuidanceFile",
     "GuidanceOverlay",
     "OVERLAY_ARMS",
+    "RULES_ARM_SUFFIX",
+    "arm_gives_rules",
     "arm_kind",
     "arm_revision",
+    "arm_without_rules",
     "blob_sha",
     "check_arm",
     "guidance_at_start",
@@ -102,6 +106,9 @@ ARM_AT_PREFIX = "guidance:at="
 """``guidance:at=REV``: the guidance files of revision REV onto every base (two drafts, two arms)."""
 ARM_GENERATED = "guidance:generated"
 """The files the harness's own generator (Claude Code's /init) wrote at the base, per (task, model)."""
+RULES_ARM_SUFFIX = "+rules"
+"""``<arm>+rules`` (``guidance:raw+rules``): the arm, and a review task's reviewer agent gets the team review
+rules that apply in its prompt (docs/review-rules.md); ``<arm>`` alone gives none."""
 ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE, ARM_TREE, ARM_GENERATED)
 """The arms with a fixed name; ``guidance:at=REV`` is the one family with a parameter."""
 OVERLAY_ARMS = ("tree", "at", "generated")
@@ -272,27 +279,53 @@ def _list_files(dest: Path) -> list[str]:
 # --- arms ---------------------------------------------------------------------------------------------------
 
 
+def _mode_tail(arm: str) -> tuple[str, str]:
+    """``(head, "@mode")`` of an arm restricted to one mode's tasks, ``(arm, "")`` otherwise."""
+    head, sep, mode = arm.rpartition("@")
+    return (head, sep + mode) if sep and head and mode in get_args(Mode) else (arm, "")
+
+
+def arm_gives_rules(arm: str) -> bool:
+    """Whether an arm gives review tasks' reviewer agents the team rules (``<arm>+rules``)."""
+    return _mode_tail(arm)[0].endswith(RULES_ARM_SUFFIX)
+
+
+def arm_without_rules(arm: str) -> str:
+    """The same arm without the rules: ``guidance:raw+rules@review`` -> ``guidance:raw@review``."""
+    head, tail = _mode_tail(arm)
+    return head[: -len(RULES_ARM_SUFFIX)] + tail if head.endswith(RULES_ARM_SUFFIX) else arm
+
+
 def arm_kind(arm: str) -> str:
-    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated``; UsageError for any other arm."""
-    if arm in ARMS:
-        return arm.split(":", 1)[1]
-    if arm.startswith(ARM_AT_PREFIX) and arm_revision(arm):
+    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated`` (of the arm without ``+rules``);
+    UsageError for any other arm."""
+    guidance = arm_without_rules(arm)
+    if guidance in ARMS:
+        return guidance.split(":", 1)[1]
+    if guidance.startswith(ARM_AT_PREFIX) and arm_revision(arm):
         return "at"
     raise UsageError(
         f"unknown arm {arm!r}",
-        hint=f"use one of: {', '.join(ARMS)}, {ARM_AT_PREFIX}REV (REV: a commit, branch or tag)",
+        hint=f"use one of: {', '.join(ARMS)}, {ARM_AT_PREFIX}REV (REV: a commit, branch or tag), each "
+        f"optionally with {RULES_ARM_SUFFIX} (review tasks get the team's review rules)",
     )
 
 
 def check_arm(arm: str) -> str:
     """The arm as given when it is one dokimi can build; UsageError otherwise."""
+    if arm_gives_rules(arm) and arm_without_rules(arm) == ARM_GENERATED:
+        raise UsageError(
+            f"arm {arm}: {RULES_ARM_SUFFIX} cannot be combined with {ARM_GENERATED} yet",
+            hint=f"compare the rules on another arm, for example guidance:raw{RULES_ARM_SUFFIX}",
+        )
     arm_kind(arm)
     return arm
 
 
 def arm_revision(arm: str) -> str:
-    """REV of ``guidance:at=REV`` (empty for any other arm)."""
-    return arm[len(ARM_AT_PREFIX) :].strip() if arm.startswith(ARM_AT_PREFIX) else ""
+    """REV of ``guidance:at=REV`` (or ``guidance:at=REV+rules``; empty for any other arm)."""
+    guidance = arm_without_rules(arm)
+    return guidance[len(ARM_AT_PREFIX) :].strip() if guidance.startswith(ARM_AT_PREFIX) else ""
 
 
 def blob_sha(data: bytes) -> str:

@@ -54,8 +54,8 @@ from dokimi.harness.profile import AgentRequest, Placement, build_invocation
 from dokimi.harness.runtime import container_launcher
 from dokimi.harness.traces import END_OF_RUN_MARKER, convert_file, write_conversion
 from dokimi.process import shutting_down
-from dokimi.repo.rules import arm_gives_rules, reviewer_prompt, rules_for_reviewer
-from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, prepare_workspace
+from dokimi.repo.rules import reviewer_prompt, rules_for_reviewer
+from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, arm_gives_rules, prepare_workspace
 from dokimi.rundir import (
     AGENT_CONFIG,
     AGENT_HOME,

@@ -55,8 +55,8 @@ from dokimi.grading.verdict import read_cell
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.repo.manifest import load_manifest, load_tasks
-from dokimi.repo.rules import arm_gives_rules, load_review_rules
-from dokimi.repo.workspace import ARM_GENERATED, check_arm
+from dokimi.repo.rules import load_review_rules
+from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
 from dokimi.runner import dryrun_agent
 from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
