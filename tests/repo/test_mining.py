@@ -11,7 +11,14 @@ import pytest
 
 from dokimi.cli.main import main
 from dokimi.errors import UsageError
-from dokimi.repo.mining import DEFAULT_TEST_GLOBS, classify, draft_prompt, read_fix
+from dokimi.repo.mining import (
+    DEFAULT_TEST_GLOBS,
+    classify,
+    draft_prompt,
+    pull_request_number,
+    read_fix,
+    write_task,
+)
 from dokimi.schemas._base import read_document
 from dokimi.schemas.manifest import RepoManifest
 from tests.helpers.git import commit, git, git_repo
@@ -88,12 +95,28 @@ def test_a_merged_pull_request_is_the_merge_against_its_first_parent(tmp_path: P
     commit(repo, "step 2", files={"tests/test_mod.py": "def test_x():\n    assert 4\n"})
     git(repo, "checkout", "-q", "main")
     commit(repo, "unrelated", files={"README.md": "r\n"})
-    git(repo, "merge", "-q", "--no-ff", "--no-edit", "feature")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge pull request #31 from ada/feature", "feature")
     merge = git(repo, "rev-parse", "HEAD").strip()
     with pytest.raises(UsageError, match="merge commit"):
         read_fix(repo / ".git", merge, merge=False, test_globs=DEFAULT_TEST_GLOBS)
     fix = read_fix(repo / ".git", merge, merge=True, test_globs=DEFAULT_TEST_GLOBS)
     assert (fix.test_paths, fix.code_paths) == (["tests/test_mod.py"], ["pkg/mod.py"])
+    task = write_task(tmp_path / "t", "t", fix, prompt="p", grader="builtin:pytest", tests=b"", oracle=b"")
+    assert task["source_pr"] == 31  # the review-rule miner leaves its comments out
+
+
+@pytest.mark.parametrize(
+    ("message", "number"),
+    [
+        ("Merge pull request #12 from a/b\n\nFix x", 12),
+        ("Fix the parser (#345)\n\n* step one", 345),
+        ("Merge branch 'fix' into 'main'\n\nFix x\n\nSee merge request group/calc!7", 7),
+        ("Fix the parser\n\nSee #12 for why.", None),
+        ("", None),
+    ],
+)
+def test_a_fix_names_its_pull_request_in_its_message(message: str, number: int | None) -> None:
+    assert pull_request_number(message) == number
 
 
 def test_the_draft_prompt_leaves_out_what_gives_the_fix_away() -> None:

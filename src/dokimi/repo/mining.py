@@ -170,10 +170,30 @@ def draft_prompt(message: str, changed: Sequence[str]) -> str:
 # --- writing the task ---------------------------------------------------------------------------------------
 
 
+_PULL_REQUEST = (
+    re.compile(r"^Merge pull request #(\d+)\b"),  # a GitHub merge commit
+    re.compile(r"\(#(\d+)\)\s*$"),  # a GitHub squash merge's subject
+    re.compile(r"^See merge request [^\s!]+!(\d+)\s*$", re.MULTILINE),  # a GitLab merge commit
+)
+
+
+def pull_request_number(message: str) -> int | None:
+    """The pull request a fix came from, as its commit message names it (``Merge pull request #12``, a
+    subject ending in ``(#12)``, ``See merge request group/project!12``); None when it names none. It becomes
+    task.json's ``source_pr``, which the review-rule miner leaves out."""
+    subject = message.strip().splitlines()[0] if message.strip() else ""
+    for pattern, text in zip(_PULL_REQUEST, (subject, subject, message), strict=True):
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1))
+    return None
+
+
 def write_task(
     directory: Path, task_id: str, fix: Fix, *, prompt: str, grader: str, tests: bytes, oracle: bytes
 ) -> dict[str, Any]:
-    """The task directory: task.json, tests.patch, oracle.patch. Refuses an existing directory."""
+    """The task directory: task.json (with ``source_pr`` when the fix's message names its pull request),
+    tests.patch, oracle.patch. Refuses an existing directory."""
     if directory.exists():
         raise UsageError(
             f"{directory} already exists", hint="pick another task id, or remove that directory first"
@@ -192,6 +212,9 @@ def write_task(
         "fail_to_pass": [],
         "pass_to_pass": [],
     }
+    pull = pull_request_number(fix.message)
+    if pull is not None:
+        task["source_pr"] = pull
     write_task_json(directory, task)
     return task
 
