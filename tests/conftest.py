@@ -12,7 +12,7 @@ import os
 import runpy
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -113,6 +113,13 @@ def _pinned(name: str) -> Path:
         )
     assert path is not None
     return path
+
+
+@pytest.fixture(scope="session")
+def pinned_harness() -> Callable[[str], Path]:
+    """The executable of any built-in harness by its profile's name (``pinned_harness("codex")``): a test
+    that runs every built-in harness needs no line of its own for a new one."""
+    return _pinned
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.harness.profile import TOOLS_ELEMENT, builtin_profiles, load_profile
+from dokimi.harness.runtime import host_launcher, is_node_script
 from dokimi.schemas.profile import HarnessProfile
 
 pytestmark = pytest.mark.harness
@@ -48,21 +49,11 @@ def in_help(flag: str, help_text: str) -> bool:
 
 
 def help_argv(name: str, request: pytest.FixtureRequest) -> list[str]:
-    if name == "claude-code":
-        return [str(request.getfixturevalue("claude_bin"))]
-    if name in ("codex", "copilot", "opencode"):
-        return [str(request.getfixturevalue(f"{name}_bin"))]
-    if name == "aider":  # a Python launcher: run on python3.11, as dokimi runs it
-        from dokimi.harness.runtime import host_launcher
-
-        return host_launcher(request.getfixturevalue("aider_bin"))
-    if name in ("gemini-cli", "qwen-code"):  # a Node script: run on the pinned Node, never the host's
-        node = request.getfixturevalue("node_bin")
-        fixture = "gemini_bin" if name == "gemini-cli" else "qwen_bin"
-        return [str(node), str(Path(request.getfixturevalue(fixture)).resolve())]
-    pytest.fail(
-        f"built-in profile {name!r} has no pinned CLI in this test: add it (and to install-harness.sh)"
-    )
+    """The pinned CLI started as dokimi starts it on the host: a Python launcher on python3.11, a Node script
+    on the pinned Node (never the host's), a binary as it is."""
+    binary = Path(request.getfixturevalue("pinned_harness")(name)).resolve()
+    node = request.getfixturevalue("node_bin") if is_node_script(binary) else None
+    return host_launcher(binary, node)
 
 
 def run(argv: list[str]) -> str:

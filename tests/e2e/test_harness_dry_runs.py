@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from dokimi.batch import cell_dir
+from dokimi.harness.profile import builtin_profiles, load_profile
+from dokimi.harness.runtime import is_node_script
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -21,17 +23,11 @@ GATED = ("feature_variables", "fix_power_assoc", "test_division_by_zero")
 SCORED = "review_cache"
 
 
-@pytest.mark.parametrize(
-    ("harness", "model", "version"),
-    [
-        ("codex", "gpt-5-mini", "0.169.0"),
-        ("gemini", "gemini-2.5-flash", "0.61.0"),
-        ("copilot", "gpt-5-mini", "1.0.102"),
-        ("opencode", "gpt-5-mini", "1.18.33"),
-        ("qwen", "qwen3-coder-plus", "0.24.4"),
-        ("aider", "gpt-5-mini", "0.86.2"),
-    ],
-)
+MODELS = {"gemini-cli": "gemini-2.5-flash", "qwen-code": "qwen3-coder-plus"}
+"""The model a harness is asked for, where gpt-5-mini is not one it takes."""
+
+
+@pytest.mark.parametrize("harness", [name for name in builtin_profiles() if name != "claude-code"])
 def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fails(
     docker_available: bool,
     request: pytest.FixtureRequest,
@@ -39,13 +35,13 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     example: Path,
     tmp_path: Path,
     harness: str,
-    model: str,
-    version: str,
 ) -> None:
-    binary = request.getfixturevalue(f"{harness}_bin")
-    if harness in ("gemini", "qwen"):  # Node programs: the pinned Node is mounted beside them, not the host's
+    binary = request.getfixturevalue("pinned_harness")(harness)
+    pin = load_profile(harness).verification
+    assert pin is not None
+    model, version = MODELS.get(harness, "gpt-5-mini"), pin.version
+    if is_node_script(binary):  # a Node program: the pinned Node is mounted beside it, not the host's
         monkeypatch.setenv("DOKIMI_NODE_BIN", str(request.getfixturevalue("node_bin")))
-        harness = {"gemini": "gemini-cli", "qwen": "qwen-code"}[harness]
     null = tmp_path / "null.json"
     null.write_text(json.dumps([{"final": "I changed nothing."}]))
     out = tmp_path / "runs"
