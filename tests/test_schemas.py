@@ -192,7 +192,7 @@ def test_a_changed_schema_file_is_reported_stale(tmp_path: Path) -> None:
 
 
 def test_dokimi_schema_prints_sorted_json_lists_names_and_refuses_an_unknown_name() -> None:
-    from dokimi.cli.main import cli
+    from dokimi.cli.app import cli
 
     runner = CliRunner()
     out = runner.invoke(cli, ["schema", "repo_grade.v1"], standalone_mode=False)

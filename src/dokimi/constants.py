@@ -5,35 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Final
 
-# Run-directory names live in dokimi.rundir (the one module that spells them); re-exported here for callers
-# that imported them from this module.
-from dokimi.rundir import (
-    AGENT_STDOUT as AGENT_STDOUT,
-)
-from dokimi.rundir import (
-    ANSWER_TXT as ANSWER_TXT,
-)
-from dokimi.rundir import (
-    EVENTS_JSONL as EVENTS_JSONL,
-)
-from dokimi.rundir import (
-    GRADE_JSON as GRADE_JSON,
-)
-from dokimi.rundir import (
-    META_JSON as META_JSON,
-)
-from dokimi.rundir import (
-    RESULT_JSON as RESULT_JSON,
-)
-from dokimi.rundir import (
-    RUN_DIR_ENTRIES as RUN_DIR_ENTRIES,
-)
-from dokimi.rundir import (
-    TASK_JSON as TASK_JSON,
-)
-from dokimi.rundir import (
-    WORKSPACE,
-)
+from dokimi.rundir import WORKSPACE
 
 MAX_REPS: Final = 1000
 """The most repetitions per cell a batch or a study may ask for (``--reps``, ``reps:``)."""
@@ -41,7 +13,7 @@ MAX_CELLS: Final = 100_000
 """The most cells one ``repo run`` may plan: tasks x arms x models x efforts x reps. Both bounds are checked
 before any work, so a typo (``--reps 99999999999``) is a clear error instead of a plan that never ends."""
 
-# Exit codes (DESIGN.md, "Rules of the house").
+# Exit codes: 0 fine, 1 a check found problems, 2 usage or environment, 3 a bug in dokimi, 130 Ctrl-C.
 EXIT_OK: Final = 0
 EXIT_FOUND_PROBLEMS: Final = 1
 EXIT_USAGE: Final = 2

@@ -11,6 +11,7 @@ import click
 import pytest
 
 from dokimi import __version__
+from dokimi.cli import app as cli_app
 from dokimi.cli import main as cli_main
 from dokimi.errors import SourceError
 
@@ -38,11 +39,11 @@ def refuses() -> int:
 
 @pytest.fixture
 def extra_commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    table = dict(cli_main.REPO_COMMANDS)
+    table = dict(cli_app.REPO_COMMANDS)
     for name in ("interrupted", "crashes", "refuses"):
         table[name] = (f"tests.cli.test_cli_main:{name}", f"test command {name}")
     table["not-built"] = ("dokimi.cli.no_such_module_yet:command", "Something a later issue builds.")
-    monkeypatch.setattr(cli_main.repo, "lazy", table)
+    monkeypatch.setattr(cli_app.repo, "lazy", table)
 
 
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:

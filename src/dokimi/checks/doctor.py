@@ -25,7 +25,7 @@ from dokimi import process
 from dokimi.constants import BASE_IMAGE, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import PrerequisiteError
 from dokimi.gateway.network import firewall_problem
-from dokimi.harness.locate import installed_path, locate_harness
+from dokimi.harness.locate import locate_harness
 from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
 from dokimi.harness.runtime import CONTAINER_PYTHON, host_launcher, is_python_script
 from dokimi.sandbox.docker import SETUP_HINT, docker, docker_status, image_exists, remove_container
@@ -58,16 +58,6 @@ class DoctorReport(Document):
     checks: list[DoctorCheck]
     ok: bool
     """False when a required check is missing."""
-
-
-def default_claude_bin() -> Path:
-    """The Claude Code executable a run would use without ``--bin`` (the lookup runs share)."""
-    try:
-        return locate_harness(load_profile("claude-code")).path
-    except PrerequisiteError:
-        pinned = installed_path(load_profile("claude-code"))
-        assert pinned is not None
-        return pinned
 
 
 def _check(name: str, ok: bool, *, required: bool, detail: str, fix: str | None) -> DoctorCheck:

@@ -9,22 +9,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from dokimi import __version__
 from dokimi.constants import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-
-#: Names of the click application, still importable from here (imported on first use).
-APP_NAMES = ("cli", "repo", "LazyGroup", "TOP_COMMANDS", "REPO_COMMANDS")
-
-
-def __getattr__(name: str) -> Any:
-    if name in APP_NAMES:
-        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-        from dokimi.cli import app
-
-        return getattr(app, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

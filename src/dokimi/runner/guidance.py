@@ -40,7 +40,7 @@ from dokimi.repo.workspace import (
     guidance_patterns,
     overlay_from_snapshot,
 )
-from dokimi.rundir import AGENT_STDOUT, WORKSPACE, BatchLayout
+from dokimi.rundir import AGENT_STDOUT, WORKSPACE
 from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
 from dokimi.runner.dryrun import write_script
 from dokimi.safefs import UnsafePathError, read_bytes
@@ -323,22 +323,3 @@ def write_dry_run_generator_script(directory: Path) -> Path:
     path = write_script(directory / "generator.json", dry_run_generator_script())
     os.chmod(path, 0o644)
     return path
-
-
-def generation_cost(root: Path) -> dict[str, float | int | None]:
-    """Total cost, pairs and pairs without a cost of the batch's generated guidance (for reports)."""
-    base = BatchLayout(root).eval_root / GENERATED_DIR
-    total = 0.0
-    pairs = 0
-    unknown = 0
-    if base.is_dir():
-        for record_path in sorted(base.glob(f"*/*/{GENERATED_JSON}")):
-            loaded = read_generated(record_path.parent)
-            if loaded is None:
-                continue
-            pairs += 1
-            if loaded[0].cost_usd is None:
-                unknown += 1
-            else:
-                total += loaded[0].cost_usd
-    return {"pairs": pairs, "cost_usd": round(total, 6), "unknown_cost": unknown}

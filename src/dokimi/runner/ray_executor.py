@@ -51,11 +51,10 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi import __version__, process, safefs
 from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
-from dokimi.constants import RESULT_JSON
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
 from dokimi.harness.profile import resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
-from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, NOT_RETURNED, SUPPORT_DIR
+from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, NOT_RETURNED, RESULT_JSON, SUPPORT_DIR
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
 from dokimi.runner.packing import add_tree

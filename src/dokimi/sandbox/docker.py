@@ -1,6 +1,6 @@
 """The docker CLI, one named function per question: is it there, does an image exist, remove a container.
 
-dokimi speaks to docker only through its CLI (DESIGN.md): the spec's semantics are the CLI's (signals to
+dokimi speaks to docker only through its CLI (no SDK, no socket): the semantics are the CLI's (signals to
 ``docker run``, kill by name), and podman's CLI is compatible. Every call goes through :mod:`dokimi.process`.
 """
 

@@ -198,7 +198,7 @@ def _eval_repo(tmp_path: Path, *, oracle: str | None = None, files: dict[str, st
 def _rubric_check(
     repo: Path, claude_bin: Path, script: Sequence[str], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Any, list[str]]:
-    from dokimi.cli.main import cli
+    from dokimi.cli.app import cli
 
     with MockModelServer([{"final": text} for text in script]) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -114,9 +114,6 @@ class WorkspaceDiff:
         """Paths that no longer exist (deletions, and the old side of a move)."""
         return sorted(f.old_path for f in self.files if f.status == "D" and f.old_path is not None)
 
-    def modified_paths(self) -> list[str]:
-        return sorted(f.path for f in self.files if f.status in ("M", "T"))
-
     def to_json(self) -> dict[str, Any]:
         """The run record's view (without the text, which is stored beside it as a .diff file)."""
         return {

@@ -348,9 +348,6 @@ class JudgeVerdict:
     def blockers_failed(self) -> list[str]:
         return [i.id for i in self.items if i.kind == "blocker" and i.verdict == "fail"]
 
-    def blockers_passed(self) -> list[str]:
-        return [i.id for i in self.items if i.kind == "blocker" and i.verdict == "pass"]
-
     def item(self, item_id: str) -> ItemVerdict | None:
         return next((i for i in self.items if i.id == item_id), None)
 

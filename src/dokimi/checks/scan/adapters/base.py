@@ -125,8 +125,4 @@ def option_value(words: list[Word], i: int, names: tuple[str, ...]) -> tuple[Wor
     return None, i + 1
 
 
-def unknown_cwd_verdict(ctx: Ctx, what: str) -> Verdict:
-    return unresolved(f"{what} depends on the directory, unknown {ctx.unknown_why or 'here'}")
-
-
 Command_ = Command
