@@ -5,10 +5,18 @@
 # Then: dokimi's own docs must pass its L0 scan, and pytest runs everything.
 #
 #   bash scripts/test.sh [PYTEST ARGS...]
+#   bash scripts/test.sh --fast [PYTEST ARGS...]   # the edit loop: no docker, no harness CLI, nothing slow, no
+#                                                  # installs (CI runs the whole suite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf 'test: %s\n' "$*" >&2; }
+
+if [[ "${1:-}" == "--fast" ]]; then
+    shift
+    log "fast: the tests that need no docker, no harness CLI and no Ray, and are not marked slow"
+    exec python3 -m pytest -q -p no:cacheprovider -m "not docker and not harness and not slow and not ray" "$@"
+fi
 
 apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2 \
@@ -56,4 +64,4 @@ log "L0 scan of dokimi's own docs (they must not lie either)"
 python3 cli.py repo scan . --manifest-file .dokimi-selfscan.yaml --fail-on-fail
 
 log "pytest"
-exec python3 -m pytest -q -p no:cacheprovider "$@"
+exec python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -26,6 +26,32 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 BASE_IMAGE = "dokimi-base:bookworm"
 
 
+#: A test that uses one of these fixtures needs what its marker says, whether or not its module says so too.
+MARKED_BY_FIXTURE = {
+    "docker_available": "docker",
+    "pinned_harness": "harness",
+    "claude_bin": "harness",
+    "codex_bin": "harness",
+    "copilot_bin": "harness",
+    "opencode_bin": "harness",
+    "aider_bin": "harness",
+    "node_bin": "harness",
+    "gemini_bin": "harness",
+    "qwen_bin": "harness",
+    "chromium_bin": "slow",  # a headless browser per page: seconds each
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers from the fixtures a test uses (see MARKED_BY_FIXTURE), so ``-m "not docker and not harness and
+    not slow"`` (``scripts/test.sh --fast``) leaves out every test that needs docker or a harness CLI."""
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            marker = MARKED_BY_FIXTURE.get(fixture)
+            if marker is not None and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     root = tmp_path_factory.mktemp("env")
