@@ -36,11 +36,10 @@ from dokimi.rundir import (
     DEFAULT_EFFORT_SLUG,
     EVAL_DIR_NAME,
     LOCK_FILE,
-    META_JSON,
     PLAN_JSON,
     REP_DIR,
-    RESULT_JSON,
     BatchLayout,
+    RunDir,
     cell_dir,
     effort_slug,
     slug,
@@ -146,7 +145,7 @@ class Cell:
         if not self._meta_read:
             self._meta_read = True
             try:
-                self._meta = _read_model(self.dir / META_JSON, Meta, trusted=self.dir)
+                self._meta = _read_model(RunDir(self.dir).meta_json, Meta, trusted=self.dir)
             except DocumentError:
                 self._meta = None
         return self._meta
@@ -269,7 +268,7 @@ def _cell_dirs(root: Path) -> Iterator[Path]:
 def load_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
     """One cell: finished when its result.json validates and names this cell, invalid when it does not."""
     rel = path.relative_to(root).as_posix()
-    result_path = path / RESULT_JSON
+    result_path = RunDir(path).result_json
     if not os.path.lexists(result_path):
         return Cell(dir=path, rel=rel, status="missing", key=planned)
     try:

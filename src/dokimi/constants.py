@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Final
 
-from dokimi.rundir import WORKSPACE
+from dokimi.rundir import RunDir
 
 MAX_REPS: Final = 1000
 """The most repetitions per cell a batch or a study may ask for (``--reps``, ``reps:``)."""
@@ -24,7 +24,7 @@ EXIT_INTERRUPTED: Final = 130
 CONTAINER_RUN_DIR: Final = PurePosixPath("/eval/run")
 CONTAINER_EVAL_DIR: Final = PurePosixPath("/eval/content")
 CONTAINER_SOURCE_DIR: Final = PurePosixPath("/eval/source")
-CONTAINER_WORKSPACE: Final = CONTAINER_RUN_DIR / WORKSPACE
+CONTAINER_WORKSPACE: Final = RunDir(CONTAINER_RUN_DIR).workspace
 CONTAINER_HARNESS: Final = PurePosixPath("/eval/harness")
 CONTAINER_SUPPORT: Final = PurePosixPath("/eval/support")
 #: Where a dry-run cell's script is mounted (read-only) in the agent's container: a neutral name.

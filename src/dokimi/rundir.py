@@ -28,11 +28,13 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 if TYPE_CHECKING:
     from dokimi.schemas.manifest import RepoManifest
+
+P = TypeVar("P", bound=PurePath)
 
 # --- one run directory --------------------------------------------------------------------------------------
 
@@ -160,60 +162,127 @@ GRADE_INPUTS: Final = (TASK_JSON, META_JSON, EVENTS_JSONL, ANSWER_TXT, AGENT_STD
 
 
 @dataclass(frozen=True)
-class RunDir:
-    """One run directory on the host and the path of everything in it."""
+class RunDir(Generic[P]):
+    """One run directory and the path of everything in it, on the host (a ``Path``) or in a container
+    (``RunDir(CONTAINER_RUN_DIR)``, a ``PurePosixPath``): the one way to a run directory's file
+    (tests/architecture/test_rundir_names.py refuses ``run_dir / GRADE_JSON`` elsewhere)."""
 
-    path: Path
+    path: P
 
-    def __truediv__(self, name: str) -> Path:
+    def __truediv__(self, name: str) -> P:
         return self.path / name
 
     @property
-    def workspace(self) -> Path:
+    def workspace(self) -> P:
         return self.path / WORKSPACE
 
     @property
-    def task_json(self) -> Path:
+    def task_json(self) -> P:
         return self.path / TASK_JSON
 
     @property
-    def meta_json(self) -> Path:
+    def meta_json(self) -> P:
         return self.path / META_JSON
 
     @property
-    def grade_json(self) -> Path:
+    def events_jsonl(self) -> P:
+        return self.path / EVENTS_JSONL
+
+    @property
+    def answer_txt(self) -> P:
+        return self.path / ANSWER_TXT
+
+    @property
+    def agent_stdout(self) -> P:
+        return self.path / AGENT_STDOUT
+
+    @property
+    def agent_stderr(self) -> P:
+        return self.path / AGENT_STDERR
+
+    @property
+    def agent_home(self) -> P:
+        return self.path / AGENT_HOME
+
+    @property
+    def agent_config(self) -> P:
+        return self.path / AGENT_CONFIG
+
+    @property
+    def agent_tmp(self) -> P:
+        return self.path / AGENT_TMP
+
+    @property
+    def agent_git(self) -> P:
+        return self.path / AGENT_GIT
+
+    @property
+    def grade_home(self) -> P:
+        return self.path / GRADE_HOME
+
+    @property
+    def grade_json(self) -> P:
         return self.path / GRADE_JSON
 
     @property
-    def grade_run_json(self) -> Path:
+    def grade_run_json(self) -> P:
         return self.path / GRADE_RUN_JSON
 
     @property
-    def result_json(self) -> Path:
-        return self.path / RESULT_JSON
+    def static_json(self) -> P:
+        return self.path / STATIC_JSON
 
     @property
-    def merge_json(self) -> Path:
-        return self.path / MERGE_JSON
+    def builtin_tests(self) -> P:
+        return self.path / BUILTIN_TESTS
 
     @property
-    def workspace_diff(self) -> Path:
+    def workspace_diff(self) -> P:
         return self.path / WORKSPACE_DIFF
 
     @property
-    def workspace_diff_json(self) -> Path:
+    def workspace_diff_json(self) -> P:
         return self.path / WORKSPACE_DIFF_JSON
 
     @property
-    def perf_dir(self) -> Path:
+    def tests_list_json(self) -> P:
+        return self.path / TESTS_LIST_JSON
+
+    @property
+    def merge_json(self) -> P:
+        return self.path / MERGE_JSON
+
+    @property
+    def perf_dir(self) -> P:
         return self.path / PERF_DIR
 
     @property
-    def perf_check_json(self) -> Path:
+    def perf_stdout(self) -> P:
+        return self.path / PERF_STDOUT
+
+    @property
+    def perf_stderr(self) -> P:
+        return self.path / PERF_STDERR
+
+    @property
+    def not_returned(self) -> P:
+        return self.path / NOT_RETURNED
+
+    @property
+    def result_json(self) -> P:
+        return self.path / RESULT_JSON
+
+    @property
+    def perf_check_json(self) -> P:
         return self.path / PERF_DIR / PERF_CHECK_JSON
 
     @property
-    def perf_oracle(self) -> Path:
+    def perf_out(self) -> P:
+        """The perf entry point's documents of the cell's own variant."""
+        return self.path / PERF_DIR / PERF_OUT_DIR
+
+    @property
+    def perf_oracle(self) -> P:
         """Where a cell keeps its oracle variant for the perf check (a run directory of its own)."""
         return self.path / PERF_DIR / PERF_ORACLE_DIR
 

@@ -58,3 +58,49 @@ def test_the_check_sees_a_second_spelling(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text('RESULT = "result.json"\nDOC = f"{RESULT} and grade.json"\n', encoding="utf-8")
     assert literals(planted, layout_names(), tmp_path) == ["planted.py:1: 'result.json'"]
+
+
+#: Names of the eval dir's task directories too (tasks/<id>/task.json) or of a scratch directory
+#: (static.json), joined there by hand; every other run-directory name is reached through RunDir only.
+SHARED = ("TASK_JSON", "STATIC_JSON")
+
+
+def run_dir_names() -> set[str]:
+    """The constants RunDir has a property for: ``RunDir.grade_json`` is ``GRADE_JSON``."""
+    return {
+        name
+        for name in dir(rundir.RunDir)
+        if isinstance(getattr(rundir.RunDir, name), property) and hasattr(rundir, name.upper())
+    }
+
+
+def hand_joins(path: Path, names: set[str], root: Path = PACKAGE) -> list[str]:
+    """``something / GRADE_JSON``: a run directory's path joined by hand instead of through RunDir."""
+    source = path.read_text(encoding="utf-8")
+    return [
+        f"{path.relative_to(root)}:{node.lineno}: {ast.get_source_segment(source, node)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Div)
+        and isinstance(node.right, ast.Name)
+        and node.right.id.lower() in names
+        and node.right.id not in SHARED
+    ]
+
+
+def test_every_run_directory_path_goes_through_rundir() -> None:
+    names = run_dir_names()
+    assert {"grade_json", "result_json", "workspace", "merge_json", "agent_home"} <= names
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not path.relative_to(PACKAGE).as_posix().startswith(EXEMPT)
+        for hit in hand_joins(path, names)
+    ]
+    assert found == [], "use RunDir(run_dir).<name> (dokimi.rundir):\n" + "\n".join(found)
+
+
+def test_a_hand_join_is_seen(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("a = run_dir / GRADE_JSON\nb = RunDir(run_dir).grade_json\nc = task / TASK_JSON\n")
+    assert hand_joins(planted, run_dir_names(), tmp_path) == ["planted.py:1: run_dir / GRADE_JSON"]

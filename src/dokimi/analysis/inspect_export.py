@@ -34,7 +34,7 @@ from dokimi.analysis.tokens import cell_tokens
 from dokimi.batch import Batch, Cell
 from dokimi.errors import DokimiError, PrerequisiteError
 from dokimi.grading.verdict import read_cell
-from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, RESULT_JSON, TASK_JSON
+from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, GRADE_JSON, TASK_JSON, RunDir
 from dokimi.safefs import read_bytes
 from dokimi.schemas._base import load_json, make_output_dir
 
@@ -244,7 +244,7 @@ def _stamp(cells: list[Cell]) -> tuple[str, str]:
     times = []
     for cell in cells:
         try:
-            times.append((cell.dir / RESULT_JSON).lstat().st_mtime)
+            times.append(RunDir(cell.dir).result_json.lstat().st_mtime)
         except OSError:
             continue
     if not times:

@@ -25,7 +25,7 @@ from dokimi.batch import Batch, Cell, load_batch
 from dokimi.errors import DocumentError, UsageError
 from dokimi.repo.rules import Share, share_doc
 from dokimi.repo.workspace import arm_gives_rules, arm_without_rules
-from dokimi.rundir import GRADE_JSON, TASK_JSON
+from dokimi.rundir import RunDir
 from dokimi.schemas._base import read_document
 from dokimi.schemas.grade import RepoGrade
 from dokimi.schemas.rules_reports import RulesEffect
@@ -51,8 +51,8 @@ class _Runs:
 def _read_threads(cell: Cell) -> tuple[Task, dict[str, bool]] | None:
     """The task as the run saw it and the grader's threads; None when either cannot be read."""
     try:
-        task = read_document(cell.dir / TASK_JSON, Task, trusted=cell.dir)
-        grade = read_document(cell.dir / GRADE_JSON, RepoGrade, trusted=cell.dir)
+        task = read_document(RunDir(cell.dir).task_json, Task, trusted=cell.dir)
+        grade = read_document(RunDir(cell.dir).grade_json, RepoGrade, trusted=cell.dir)
     except DocumentError:
         return None
     return task, grade.threads

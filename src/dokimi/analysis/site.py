@@ -43,6 +43,7 @@ from dokimi.rundir import (
     META_JSON,
     TASK_JSON,
     WORKSPACE_DIFF,
+    RunDir,
     entry_stderr,
     entry_stdout,
 )
@@ -352,7 +353,7 @@ def _output(cell_dir: Path, name: str, what: str) -> list[str]:
 def _grader_output(cell_dir: Path) -> list[str]:
     """grade.stdout and grade.stderr, labelled; a built-in grader's prepare step's logs too."""
     out = ['<div class="output">']
-    builtin = (cell_dir / BUILTIN_TESTS).is_dir() and not (cell_dir / BUILTIN_TESTS).is_symlink()
+    builtin = RunDir(cell_dir).builtin_tests.is_dir() and not RunDir(cell_dir).builtin_tests.is_symlink()
     out += _output(
         cell_dir,
         entry_stdout("grade"),

@@ -43,7 +43,7 @@ from dokimi.harness.runas import RunAs, give_to, harness_identity, reachable_bin
 from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
 from dokimi.harness.traces import convert_file, write_conversion
 from dokimi.repo.manifest import guidance_files_at
-from dokimi.rundir import WORKSPACE
+from dokimi.rundir import RunDir
 from dokimi.schemas._base import write_document
 from dokimi.schemas.profile import HarnessProfile, ToolsLevel
 from dokimi.schemas.reach import (
@@ -779,7 +779,7 @@ def run_reach(
     base = Path(tempfile.mkdtemp(prefix="dokimi-reach-", dir=options.workdir))
     try:
         os.chmod(base, 0o755)
-        workspace = base / WORKSPACE
+        workspace = RunDir(base).workspace
         refuse_guidance_ancestors(workspace, profile.guidance.names)
         seeded = build_skeleton(snapshot, plan, workspace, salt=salt, symlink=options.symlink)
         give_to(workspace, who)

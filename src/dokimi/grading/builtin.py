@@ -41,11 +41,10 @@ from dokimi.rundir import (
     BUILTIN_OUT,
     BUILTIN_PREPARE_LOGS,
     BUILTIN_PREPARED,
-    BUILTIN_TESTS,
     BUILTIN_TREE,
-    GRADE_JSON,
     JUNIT_REPORT,
     PYTEST_STREAM,
+    RunDir,
     entry_stderr,
     entry_stdout,
 )
@@ -122,7 +121,7 @@ def _write_grade(run_dir: Path, task: Task, grader: str, document: dict[str, Any
     full = {"schema": "repo_grade.v1", "task": task.id, "grader": grader, "pass": None, "metrics": {},
             "details": {}, "errors": [], **document}  # fmt: skip
     safefs.write_text(
-        run_dir / GRADE_JSON, json.dumps(full, indent=2, sort_keys=True) + "\n", trusted=run_dir
+        RunDir(run_dir).grade_json, json.dumps(full, indent=2, sort_keys=True) + "\n", trusted=run_dir
     )
 
 
@@ -138,7 +137,7 @@ class TestsRun:
 
 def begin(run_dir: Path) -> None:
     """An empty ``builtin-tests/`` for the prepare step (the container user's)."""
-    _fresh_dir(run_dir / BUILTIN_TESTS, run_dir)
+    _fresh_dir(RunDir(run_dir).builtin_tests, run_dir)
 
 
 def after_prepare(
@@ -150,7 +149,7 @@ def after_prepare(
     of their output is in grade.stderr)."""
     command = str(environment.entry_points.grade)
     grader = f"builtin:{parse_builtin(command, 'grade').name}"
-    work = run_dir / BUILTIN_TESTS
+    work = RunDir(run_dir).builtin_tests
     for log, kept in zip((entry_stdout("grade"), entry_stderr("grade")), BUILTIN_PREPARE_LOGS, strict=True):
         if safefs.kind(run_dir / log, trusted=run_dir) is not None:
             safefs.rename(run_dir / log, work / kept, trusted=run_dir)
@@ -249,7 +248,7 @@ def _decide(
 ) -> dict[str, Any]:
     """grade.json's pass, metrics and details from the report the tests left (step 3 of the module
     docstring)."""
-    out = run_dir / BUILTIN_TESTS / BUILTIN_OUT
+    out = RunDir(run_dir).builtin_tests / BUILTIN_OUT
     pytest = parse_builtin(command, "grade").name == "pytest"
     code = entry.returncode
     if entry.timed_out:

@@ -44,9 +44,9 @@ from dokimi.rundir import (
     AGENT_GIT,
     ANSWER_TXT,
     GRADE_JSON,
-    GRADE_RUN_JSON,
     STATIC_JSON,
     WORKSPACE,
+    RunDir,
     entry_stderr,
     entry_stdout,
 )
@@ -115,7 +115,7 @@ def placeholder_values(kind: EntryKind, *, task: str | None) -> dict[str, str]:
     if kind in ("grade", "oracle"):
         values["source_dir"] = str(CONTAINER_SOURCE_DIR)
     if kind == "static":
-        values["out"] = str(CONTAINER_RUN_DIR / STATIC_JSON)
+        values["out"] = str(RunDir(CONTAINER_RUN_DIR).static_json)
     return values
 
 
@@ -206,8 +206,9 @@ def reduce_git_dir(run_dir: Path) -> list[str]:
     link, a gitdir file) is moved aside whole: the grader then sees no repository, which is the agent's
     doing. No link is followed (:mod:`dokimi.safefs`). Returns what was moved (names under agent-git/);
     running it again (a regrade's copy) moves nothing more."""
-    dot_git = run_dir / WORKSPACE / ".git"
-    aside = run_dir / AGENT_GIT
+    rd = RunDir(run_dir)
+    dot_git = rd.workspace / ".git"
+    aside = rd.agent_git
     kind = safefs.kind(aside, trusted=run_dir)
     if kind is not None and kind != "a directory":
         safefs.remove(aside, trusted=run_dir)
@@ -402,8 +403,9 @@ def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name:
     (grade_run.json), read grade.json and evaluate the gate. A non-zero exit or a timeout is a grader failure
     even when a grade.json was written. A built-in grader runs its tests in a container of their own and
     dokimi writes grade.json (:mod:`dokimi.grading.builtin`)."""
+    rd = RunDir(run_dir)
     move_agent_git(run_dir)
-    for stale in (run_dir / GRADE_JSON, run_dir / GRADE_RUN_JSON):
+    for stale in (rd.grade_json, rd.grade_run_json):
         if os.path.lexists(stale):
             stale.unlink()
     try:
@@ -428,9 +430,9 @@ def grade_run(environment: GradeEnvironment, run_dir: Path, task: Task, *, name:
         entry = EntryPointResult("grade", tuple(argv), exc.result)
         error = exc.message
     ran = GradeRun(returncode=entry.returncode, timed_out=entry.timed_out, failure=error)
-    safefs.remove(run_dir / GRADE_RUN_JSON, trusted=run_dir)  # whatever the grader left in its place
-    write_document(run_dir / GRADE_RUN_JSON, ran)
+    safefs.remove(rd.grade_run_json, trusted=run_dir)  # whatever the grader left in its place
+    write_document(rd.grade_run_json, ran)
     grade: RepoGrade | None = None
     if error is None:
-        grade, error = read_grade(run_dir / GRADE_JSON)
+        grade, error = read_grade(rd.grade_json)
     return GradeOutcome(grade, evaluate_gate(task, grade, error=error), entry)

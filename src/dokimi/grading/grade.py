@@ -34,7 +34,7 @@ from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
 from dokimi.grading.merge import MERGEABILITY
 from dokimi.grading.perf import PERF, PrepareWorkspace
 from dokimi.grading.verdict import FileVerdict, gate_over
-from dokimi.rundir import GRADE_JSON, GRADE_RUN_JSON, WORKSPACE
+from dokimi.rundir import RunDir
 from dokimi.sandbox.specs import workspace_cap_bytes
 from dokimi.schemas.grading import GradeRun
 
@@ -90,7 +90,7 @@ def check_workspace_size(environment: GradeEnvironment, run_dir: Path) -> None:
     """A workspace over ``image.limits.workspace_mb`` after the agent is not graded, diffed or copied: a
     host-side failure of the cell (a grader failure), with the size."""
     cap = workspace_cap_bytes(environment.containers.image_config)
-    size = safefs.tree_size(run_dir / WORKSPACE, trusted=run_dir, stop_above=cap)
+    size = safefs.tree_size(RunDir(run_dir).workspace, trusted=run_dir, stop_above=cap)
     if size > cap:
         raise UsageError(
             f"the workspace grew past image.limits.workspace_mb ({cap // (1024 * 1024)} MiB); "
@@ -123,7 +123,7 @@ def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts
 
 def read_grade_run(run_dir: Path) -> GradeRun | None:
     """grade_run.json (how the grade container ended) of a finished run directory; None when unreadable."""
-    return framework_document(run_dir / GRADE_RUN_JSON, GradeRun)
+    return framework_document(RunDir(run_dir).grade_run_json, GradeRun)
 
 
 def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
@@ -133,6 +133,6 @@ def verdict_from_files(run_dir: Path, task: Task) -> FileVerdict:
     grade: RepoGrade | None = None
     error = ran.failure if ran is not None else None
     if error is None:
-        grade, error = read_grade(run_dir / GRADE_JSON)
+        grade, error = read_grade(RunDir(run_dir).grade_json)
     documents = [d for check in FRAMEWORK_CHECKS if (d := check.read(run_dir)) is not None]
     return gate_over(task, grade, error, documents)

@@ -44,12 +44,8 @@ from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.repo.rules import rules_for_judge
 from dokimi.rundir import (
-    MERGE_JSON,
     RUBRIC_JSON,
-    TESTS_LIST_JSON,
-    WORKSPACE,
-    WORKSPACE_DIFF,
-    WORKSPACE_DIFF_JSON,
+    RunDir,
 )
 from dokimi.schemas._base import read_document, write_document, write_text_atomic
 from dokimi.schemas.grade import RepoGrade
@@ -125,9 +121,10 @@ def keep_workspace_diff(run_dir: Path, start_sha: str, *, ignored_before: set[st
     ``workspace.diff`` and ``workspace_diff.json``: what scope, test integrity and the judge read, and the
     first thing a reader of the cell opens. ``ignored_before`` None: the ignored files the run created are not
     measured (only mergeability needs them)."""
-    diff = take_workspace_diff(run_dir / WORKSPACE, start_sha, ignored_before=ignored_before)
-    write_text_atomic(run_dir / WORKSPACE_DIFF, diff.text)
-    write_document(run_dir / WORKSPACE_DIFF_JSON, WorkspaceDiffDoc.model_validate(diff.to_json()))
+    rd = RunDir(run_dir)
+    diff = take_workspace_diff(rd.workspace, start_sha, ignored_before=ignored_before)
+    write_text_atomic(rd.workspace_diff, diff.text)
+    write_document(rd.workspace_diff_json, WorkspaceDiffDoc.model_validate(diff.to_json()))
     return diff
 
 
@@ -166,7 +163,8 @@ def checks_of_diff(
 def stored_diff(run_dir: Path) -> WorkspaceDiff | None:
     """The workspace diff a cell stored before its grade (workspace_diff.json and workspace.diff), or None
     when it has none or they cannot be read."""
-    record, text = run_dir / WORKSPACE_DIFF_JSON, run_dir / WORKSPACE_DIFF
+    rd = RunDir(run_dir)
+    record, text = rd.workspace_diff_json, rd.workspace_diff
     if record.is_symlink() or text.is_symlink() or not record.is_file() or not text.is_file():
         return None
     try:
@@ -194,7 +192,7 @@ def list_agent_tests(
 
 def stored_tests_list(run_dir: Path) -> TestsListDoc | None:
     """The agent's test list a cell stored before its grade (tests_list.json), or None."""
-    path = run_dir / TESTS_LIST_JSON
+    path = RunDir(run_dir).tests_list_json
     if path.is_symlink() or not path.is_file():
         return None
     try:
@@ -223,7 +221,7 @@ def merge_metrics(
         judge=checks.verdict.to_json() if checks.verdict is not None else None,
         second_judge=_second_judge(checks, grade_metrics, task, integrity),
     )
-    write_document(run_dir / MERGE_JSON, document)
+    write_document(RunDir(run_dir).merge_json, document)
     return document
 
 
@@ -272,7 +270,7 @@ def keep_diff_to_show(run_dir: Path, start_sha: str) -> None:
 
 def read_merge(run_dir: Path) -> MergeDoc | None:
     """merge.json of a finished run directory; None when absent or unreadable."""
-    return framework_document(run_dir / MERGE_JSON, MergeDoc)
+    return framework_document(RunDir(run_dir).merge_json, MergeDoc)
 
 
 @dataclass

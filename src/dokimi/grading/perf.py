@@ -55,16 +55,11 @@ from dokimi.grading.finished import open_finished_batch
 from dokimi.harness.profile import load_profile
 from dokimi.repo.workspace import ARM_NONE, OVERLAY_ARMS, WorkspaceSource, arm_kind, prepare_workspace
 from dokimi.rundir import (
-    GRADE_HOME,
     META_JSON,
-    PERF_CHECK_JSON,
-    PERF_DIR,
     PERF_EMPTY_DIR,
-    PERF_OUT_DIR,
     PERF_STDERR,
     PERF_STDOUT,
     TASK_JSON,
-    WORKSPACE,
     RunDir,
     batch_root_of,
     task_dir,
@@ -200,16 +195,16 @@ def run_perf_check(
     if perf is None or command is None:
         raise UsageError(f"task {task.id} has no perf check", hint="see docs/perf.md")
     timeout = environment.perf_timeout_s
-    if not (oracle_run_dir / WORKSPACE).is_dir():
+    if not RunDir(oracle_run_dir).workspace.is_dir():
         raise UsageError(
             f"{oracle_run_dir}/workspace does not exist: the oracle variant was not prepared",
             hint="prepare it with dokimi.grading.perf.prepare_oracle_variant",
         )
-    perf_dir = run_dir / PERF_DIR
+    perf_dir = RunDir(run_dir).perf_dir
     if safefs.kind(perf_dir, trusted=run_dir) not in (None, "a directory"):  # a link the grader left
         safefs.remove(perf_dir, trusted=run_dir)
     safefs.makedirs(perf_dir, trusted=run_dir)
-    out_dirs = {"candidate": perf_dir / PERF_OUT_DIR, "oracle": oracle_run_dir / PERF_DIR / PERF_OUT_DIR}
+    out_dirs = {"candidate": RunDir(run_dir).perf_out, "oracle": RunDir(oracle_run_dir).perf_out}
     _fresh(out_dirs["candidate"], run_dir)
     _fresh(out_dirs["oracle"], oracle_run_dir)
     empty = perf_dir / PERF_EMPTY_DIR
@@ -236,7 +231,7 @@ def run_perf_check(
                 label = f"r{round_index}-s{'' if size_index is None else size_index}-{slot}"
                 out_name = f"{label}.json"
                 out_host = out_dirs[variant] / out_name
-                out_container = CONTAINER_RUN_DIR / PERF_DIR / PERF_OUT_DIR / out_name
+                out_container = RunDir(CONTAINER_RUN_DIR).perf_out / out_name
                 argv = perf_argv(command, variant=variant, out=out_container, task=task.id)
                 fresh_grade_home(variant_dir)
                 spec = grade_spec(
@@ -250,11 +245,11 @@ def run_perf_check(
                 )
                 if variant == "candidate" and hidden:
                     spec = replace(spec, mounts=[*spec.mounts, *hidden])
-                give_to_container_user(variant_dir / GRADE_HOME)
+                give_to_container_user(RunDir(variant_dir).grade_home)
                 result = run_sealed(spec, variant_dir, what=f"perf ({slot})", timeout=timeout)
                 invocations += 1
-                _append(run_dir / PERF_STDOUT, f"{label} ({variant})", result.stdout)
-                _append(run_dir / PERF_STDERR, f"{label} ({variant})", result.stderr)
+                _append(RunDir(run_dir).perf_stdout, f"{label} ({variant})", result.stdout)
+                _append(RunDir(run_dir).perf_stderr, f"{label} ({variant})", result.stderr)
                 why: str | None = None
                 if result.timed_out:
                     why = f"perf ({slot}) ran past its timeout of {timeout:g} s"
@@ -302,7 +297,7 @@ def run_perf_check(
             **report.to_json(),
         }
     )
-    write_document(perf_dir / PERF_CHECK_JSON, document)
+    write_document(RunDir(run_dir).perf_check_json, document)
     check.document = document
     return check
 
@@ -323,7 +318,7 @@ def prepare_oracle_variant(
     Raises UsageError when the oracle fails."""
     target = oracle_variant_dir(run_dir)
     _fresh(target, run_dir)
-    prepare(target / WORKSPACE)
+    prepare(RunDir(target).workspace)
     for name_ in (TASK_JSON, META_JSON):  # as they are: a link a grader left is copied as the link
         safefs.copy_entry(
             run_dir / name_, target / name_, trusted=run_dir, target_trusted=run_dir, limit=16 << 20
@@ -393,7 +388,7 @@ def check_finished_cell(
     batch = finished.layout.name
     oracle = oracle_variant_dir(run_dir)
     environment = finished.environment
-    if not (oracle / WORKSPACE).is_dir():
+    if not RunDir(oracle).workspace.is_dir():
         try:
             profile = load_profile(meta.harness)
         except DokimiError:
@@ -428,7 +423,7 @@ def check_finished_cell(
 
 def read_perf_check(run_dir: Path) -> PerfCheckDoc | None:
     """perf/check.json of a finished run directory; None when absent or unreadable."""
-    return framework_document(run_dir / PERF_DIR / PERF_CHECK_JSON, PerfCheckDoc)
+    return framework_document(RunDir(run_dir).perf_check_json, PerfCheckDoc)
 
 
 @dataclass

@@ -36,7 +36,7 @@ from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_PROBE, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
 from dokimi.errors import DokimiError
 from dokimi.grading.entrypoints import grade_run
-from dokimi.rundir import EVIDENCE, WORKSPACE
+from dokimi.rundir import EVIDENCE, RunDir
 from dokimi.sandbox.container import give_to_container_user
 from dokimi.support.builtin_grade import is_test_path
 
@@ -126,7 +126,7 @@ def probe_code(nonce: str) -> str:
         source=str(CONTAINER_SOURCE_DIR),
         evidence=tuple(EVIDENCE),
         run=str(CONTAINER_RUN_DIR),
-        workspace=str(CONTAINER_RUN_DIR / WORKSPACE),
+        workspace=str(RunDir(CONTAINER_RUN_DIR).workspace),
         channel=str(CONTAINER_PROBE),
         planted=PLANTED_PREFIX,
     )
@@ -243,7 +243,7 @@ def grader_isolation_probe(
         shutil.rmtree(channel)
     channel.mkdir(parents=True)
     give_to_container_user(channel)  # the code under test writes here; nothing of it is trusted
-    modules = inject_probe(run_dir / WORKSPACE, nonce)
+    modules = inject_probe(RunDir(run_dir).workspace, nonce)
     probing = dataclasses.replace(environment, probe_dir=channel)
     error = None
     try:
@@ -262,7 +262,7 @@ def planted_files(run_dir: Path, nonce: str) -> list[str]:
     found = []
     for directory, shown in (
         (run_dir, CONTAINER_RUN_DIR),
-        (run_dir / WORKSPACE, CONTAINER_RUN_DIR / WORKSPACE),
+        (RunDir(run_dir).workspace, RunDir(CONTAINER_RUN_DIR).workspace),
     ):
         path = directory / f"{PLANTED_PREFIX}{nonce}"
         if safefs.kind(path, trusted=run_dir) is not None:

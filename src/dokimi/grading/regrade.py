@@ -42,7 +42,7 @@ from dokimi.grading.grade import FRAMEWORK_CHECKS, verdict_from_files
 from dokimi.grading.merge import MERGEABILITY, read_merge
 from dokimi.grading.verdict import gate_over
 from dokimi.repo.rules import load_review_rules
-from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, META_JSON, TASK_JSON, WORKSPACE, task_dir
+from dokimi.rundir import GRADE_INPUTS, GRADE_JSON, WORKSPACE, RunDir, task_dir
 from dokimi.sandbox.container import container_identity, container_name
 from dokimi.sandbox.specs import workspace_cap_bytes
 from dokimi.schemas._base import read_document
@@ -153,8 +153,8 @@ def copy_grade_inputs(
     if owner is not None:
         safefs.chown_tree(scratch, *owner, trusted=root)
     report = safefs.copy_tree(
-        run_dir / WORKSPACE,
-        scratch / WORKSPACE,
+        RunDir(run_dir).workspace,
+        RunDir(scratch).workspace,
         trusted=root,
         target_trusted=root,
         max_bytes=max_workspace_bytes,
@@ -292,7 +292,7 @@ def regrade_from_files(root: Path, *, sample: int | None, seed: int) -> RegradeR
         entry = RegradedCell(cell.rel)
         report.cells.append(entry)
         try:
-            task = read_document(cell.dir / TASK_JSON, Task, trusted=root)
+            task = read_document(RunDir(cell.dir).task_json, Task, trusted=root)
         except DokimiError as exc:
             entry.error = exc.message
             continue
@@ -338,20 +338,21 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
     scope check and the judge again on the diff the cell stored before its grade, the judge's verdict cache
     bypassed (the regrade sample measures whether the judge repeats itself). The perf check is not rerun:
     its measurement is carried over."""
+    rd = RunDir(scratch)
     assert cell.result is not None
     root = opened.layout.root
     safefs.remove(scratch, trusted=root)
     copy_grade_inputs(
         cell.dir, scratch, trusted=root, max_workspace_bytes=workspace_cap_bytes(opened.manifest.image)
     )
-    task = read_document(scratch / TASK_JSON, Task, trusted=root)
+    task = read_document(rd.task_json, Task, trusted=root)
     checks = None
     original_merge = read_merge(cell.dir)
     diff = merge.stored_diff(cell.dir) if original_merge is not None else None
     rubric = merge.load_rubric(task_dir(opened.layout.content, opened.manifest, task.id))
     environment = _rejudging(opened, original_merge, request.judge_bin)
     if diff is not None and rubric is not None:
-        meta = read_document(scratch / META_JSON, Meta, trusted=root)
+        meta = read_document(rd.meta_json, Meta, trusted=root)
         checks = merge.checks_of_diff(environment, task, rubric=rubric, diff=diff, base_date=meta.base_date)
         checks.agent_tests = merge.stored_tests_list(cell.dir)  # the workspace copy was graded already
     outcome = grade_run(

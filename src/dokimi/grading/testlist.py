@@ -22,7 +22,7 @@ from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_WORKSPACE
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
-from dokimi.rundir import TESTS_LIST_JSON, WORKSPACE
+from dokimi.rundir import RunDir
 from dokimi.sandbox.container import Mount
 from dokimi.sandbox.specs import GradeMounts, command_argv, fresh_grade_home, grade_spec
 from dokimi.schemas._base import write_document
@@ -74,7 +74,7 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
     )
     # read-only: listing imports the agent's code, which must not change the tree grade is about to see
     spec = dataclasses.replace(
-        spec, mounts=[*spec.mounts, Mount(run_dir / WORKSPACE, CONTAINER_WORKSPACE, read_only=True)]
+        spec, mounts=[*spec.mounts, Mount(RunDir(run_dir).workspace, CONTAINER_WORKSPACE, read_only=True)]
     )
     result = run_sealed(
         spec,
@@ -95,6 +95,6 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
     doc = TestsListDoc(
         command=command, ids=None if failure else parse_test_ids(result.stdout), failure=failure
     )
-    safefs.remove(run_dir / TESTS_LIST_JSON, trusted=run_dir)  # whatever the command left in its place
-    write_document(run_dir / TESTS_LIST_JSON, doc)
+    safefs.remove(RunDir(run_dir).tests_list_json, trusted=run_dir)  # whatever the command left in its place
+    write_document(RunDir(run_dir).tests_list_json, doc)
     return doc

@@ -49,9 +49,8 @@ from dokimi.rundir import (
     GRADE_JSON,
     PERF_STDERR,
     PERF_STDOUT,
-    TASK_JSON,
-    WORKSPACE,
     WORKSPACE_DIFF,
+    RunDir,
     entry_stderr,
     entry_stdout,
 )
@@ -248,13 +247,13 @@ def cell_diff(cell: Cell) -> str:
         raise DokimiError(
             "no workspace.diff and no valid meta.json (start_sha) to compute it from", path=str(cell.dir)
         )
-    return take_workspace_diff(cell.dir / WORKSPACE, meta.start_sha).text
+    return take_workspace_diff(RunDir(cell.dir).workspace, meta.start_sha).text
 
 
 def _task_text(cell: Cell) -> str:
     """The task as raters need it: id and prompt. Other keys of task.json (effort, mode, limits) are left
     out: some are cell dimensions."""
-    path = cell.dir / TASK_JSON
+    path = RunDir(cell.dir).task_json
     task_id = cell.result.task if cell.result is not None else ""
     prompt = ""
     if os.path.lexists(path):

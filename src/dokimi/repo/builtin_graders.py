@@ -32,7 +32,7 @@ from dokimi.constants import (
     CONTAINER_WORKSPACE,
 )
 from dokimi.errors import UsageError
-from dokimi.rundir import BUILTIN_TESTS, JUNIT_REPORT, PYTEST_STREAM
+from dokimi.rundir import JUNIT_REPORT, PYTEST_STREAM, RunDir
 from dokimi.sandbox.specs import substitute
 from dokimi.schemas._base import did_you_mean
 
@@ -123,7 +123,7 @@ def builtin_argv(
     argv = ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "prepare" if kind == "grade" else "oracle"]
     argv += ["--contract", str(CONTAINER_RUN_DIR), "--eval-dir", str(CONTAINER_EVAL_DIR), "--task", task]
     if kind == "grade":
-        argv += ["--out", str(CONTAINER_RUN_DIR / BUILTIN_TESTS)]
+        argv += ["--out", str(RunDir(CONTAINER_RUN_DIR).builtin_tests)]
         if uses_report(command):
             argv.append("--uses-report")
         argv.append(builtin.name)

@@ -28,7 +28,7 @@ from dokimi.controls import strip_controls
 from dokimi.errors import DokimiError, UsageError
 from dokimi.globs import match_any
 from dokimi.home import cache_directory
-from dokimi.rundir import GRADE_JSON, ORACLE_PATCH, TASK_JSON, entry_stderr, tasks_check_run_dir
+from dokimi.rundir import ORACLE_PATCH, TASK_JSON, RunDir, entry_stderr, tasks_check_run_dir
 from dokimi.schemas._base import load_json
 from dokimi.source.git import run_git
 
@@ -265,7 +265,7 @@ def _phase_outcomes(out: Path, task_id: str, phase: str) -> PhaseOutcomes:
     """``details.outcomes`` and ``details.collection_errors`` of the discovery grade of one phase, from the
     tasks check's run directory; a DokimiError naming the kept grader output when there are none."""
     run_dir = tasks_check_run_dir(out, task_id, phase)
-    path = run_dir / GRADE_JSON
+    path = RunDir(run_dir).grade_json
     stderr = run_dir / entry_stderr("grade")
     try:  # written in the grade container, where the code under test ran: read as hostile
         data = load_json(safefs.read_bytes(path, trusted=run_dir))

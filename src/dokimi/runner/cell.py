@@ -57,15 +57,10 @@ from dokimi.process import shutting_down
 from dokimi.repo.rules import reviewer_prompt, rules_for_reviewer
 from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, arm_gives_rules, prepare_workspace
 from dokimi.rundir import (
-    AGENT_CONFIG,
-    AGENT_HOME,
     AGENT_STDERR,
-    AGENT_STDOUT,
-    META_JSON,
-    RESULT_JSON,
     TASK_JSON,
-    WORKSPACE,
     BatchLayout,
+    RunDir,
     task_dir,
 )
 from dokimi.runner.plan import CellLimits
@@ -106,8 +101,8 @@ DRY_RUN_LAUNCHER = "dryrun_agent.py"
 DRY_RUN_PORT = 47113
 """The scripted server's port on the agent container's own loopback in a dry run: fixed, so that a harness
 that reads its endpoint from a config file (Codex) gets the URL written there before the container starts."""
-CONTAINER_CONFIG = CONTAINER_RUN_DIR / AGENT_CONFIG
-CONTAINER_HOME = CONTAINER_RUN_DIR / AGENT_HOME
+CONTAINER_CONFIG = RunDir(CONTAINER_RUN_DIR).agent_config
+CONTAINER_HOME = RunDir(CONTAINER_RUN_DIR).agent_home
 
 CellStatus = Literal["finished", "skipped", "failed", "not_started", "interrupted", "lost"]
 """``lost``: the machine running the cell went away (a cluster node died) and the engine's one retry did
@@ -301,17 +296,18 @@ def reset_run_dir(run_dir: Path) -> None:
 
 
 def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
+    rd = RunDir(run_dir)
     with ctx.prep_lock:
         prepared = prepare_workspace(
             WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
             ctx.cell_task(key),
             arm=key.arm,
             profile=ctx.profile,
-            dest=run_dir / WORKSPACE,
+            dest=rd.workspace,
             patches_root=ctx.task_dir(key.task),
             overlay=ctx.overlay(key),
         )
-    give_to_container_user(run_dir / WORKSPACE)
+    give_to_container_user(rd.workspace)
     return prepared
 
 
@@ -359,7 +355,7 @@ def agent_argv_and_env(
         endpoint=endpoint,
         web=bool(task.egress),  # web tools only where the task's egress lets the network in
     )
-    invocation.write_config_files(run_dir / AGENT_CONFIG)
+    invocation.write_config_files(RunDir(run_dir).agent_config)
     argv = [*launcher[:-1], *invocation.argv]  # a Node harness: /eval/node /eval/harness/...js
     if ctx.dry_run:
         assert ctx.profile.endpoint_env is not None
@@ -426,8 +422,9 @@ def run_agent(
     prompt, its dry-run script, the container name's last part, and (dry run) where the scripted server
     records the requests. A sealed cell is opened on the batch's gateway and egress proxy for the
     container's lifetime, and its account returned with the run."""
-    (run_dir / AGENT_CONFIG).mkdir(exist_ok=True)
-    (run_dir / AGENT_HOME).mkdir(exist_ok=True)
+    rd = RunDir(run_dir)
+    rd.agent_config.mkdir(exist_ok=True)
+    rd.agent_home.mkdir(exist_ok=True)
     capture = capture if ctx.dry_run else None
     if ctx.sealed is None:
         return _run_agent_container(
@@ -479,9 +476,9 @@ def _run_agent_container(
         spec = dataclasses.replace(spec, mounts=[*spec.mounts, Mount(script, DRY_RUN_MOUNT, read_only=True)])
     limits = ctx.limits[key.task]
     result = run_container(
-        spec, timeout=limits.timeout_s, stdout_file=run_dir / AGENT_STDOUT, max_output=AGENT_OUTPUT_CAP
+        spec, timeout=limits.timeout_s, stdout_file=RunDir(run_dir).agent_stdout, max_output=AGENT_OUTPUT_CAP
     )
-    safefs.write_text(run_dir / AGENT_STDERR, result.stderr, trusted=run_dir)
+    safefs.write_text(RunDir(run_dir).agent_stderr, result.stderr, trusted=run_dir)
     return AgentRun(result.returncode, result.timed_out, result.duration, dry_run=ctx.dry_run)
 
 
@@ -512,11 +509,12 @@ def write_run_files(
 ) -> Conversion:
     """events.jsonl, answer.txt, task.json and meta.json, after the agent's container exited.
     ``review_rules``: the ids of the team rules the agent's prompt held, in an arm that gives them."""
+    rd = RunDir(run_dir)
     task = ctx.cell_task(key)
-    conversion = convert_file(run_dir / AGENT_STDOUT, ctx.profile.trace)
+    conversion = convert_file(rd.agent_stdout, ctx.profile.trace)
     write_conversion(conversion, run_dir)
     task_json = ctx.task_dir(key.task) / TASK_JSON
-    write_text_atomic(run_dir / TASK_JSON, task_json.read_bytes().decode("utf-8"))
+    write_text_atomic(rd.task_json, task_json.read_bytes().decode("utf-8"))
     meta = Meta.model_validate(
         {
             "schema": "repo_meta.v1",
@@ -542,7 +540,7 @@ def write_run_files(
             "review_rules": review_rules,
         }
     )
-    write_document(run_dir / META_JSON, meta)
+    write_document(rd.meta_json, meta)
     return conversion
 
 
@@ -632,7 +630,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         rubric = mergegrade.load_rubric(ctx.task_dir(key.task))
         ignored_before: set[str] = set()
         if rubric is not None:
-            ignored_before = mergegrade.before_agent(run_dir / WORKSPACE, prepared.start_sha)
+            ignored_before = mergegrade.before_agent(RunDir(run_dir).workspace, prepared.start_sha)
         given = reviewer_rules_given(ctx, key, prepared, rubric)
         agent = run_agent(ctx, key, run_dir, prompt=reviewer_prompt(task.prompt, given) if given else None)
     except (DokimiError, OSError) as exc:
@@ -686,5 +684,5 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         agent_network=ctx.agent_network,
         base_date=prepared.base_date,
     )
-    write_document(run_dir / RESULT_JSON, result)
+    write_document(RunDir(run_dir).result_json, result)
     return CellOutcome(key, "finished", result=result, seconds=time.monotonic() - start)

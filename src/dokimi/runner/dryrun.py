@@ -43,7 +43,7 @@ from dokimi.batch import CellKey, slug
 from dokimi.errors import UsageError
 from dokimi.grading.entrypoints import run_entry_point
 from dokimi.repo.workspace import ARM_GENERATED, ARM_NONE
-from dokimi.rundir import ANSWER_TXT, META_JSON, TASK_JSON, WORKSPACE
+from dokimi.rundir import TASK_JSON, RunDir
 from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name
 from dokimi.schemas._base import write_document, write_text_atomic
@@ -298,7 +298,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
         # start commit, so the base without guidance gives the same script.
         prep_arm = ARM_NONE if arm == ARM_GENERATED else arm
         prepared = prepare(ctx, CellKey(task_id, prep_arm, ORACLE_MODEL, None, 0), scratch)
-        write_text_atomic(scratch / TASK_JSON, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
+        write_text_atomic(RunDir(scratch).task_json, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
         meta = {
             "schema": "repo_meta.v1",
             "task": task_id,
@@ -311,7 +311,7 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
             "patches": prepared.meta_fields()["patches"],
             **{k: v for k, v in prepared.meta_fields().items() if k not in ("arm", "patches")},
         }
-        write_document(scratch / META_JSON, Meta.model_validate(meta))
+        write_document(RunDir(scratch).meta_json, Meta.model_validate(meta))
         environment = dataclasses.replace(ctx.grading, grade_timeout_s=DERIVE_TIMEOUT_S)
         entry = run_entry_point(
             environment,
@@ -326,11 +326,11 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
                 f"dry run: the oracle of task {task_id} failed, so no script can be derived: {failure}",
                 hint="`dokimi repo tasks check` shows why; or give this arm a script with --dry-run-script",
             )
-        diff = oracle_diff(scratch / WORKSPACE, prepared.start_sha)
-        answer_file = scratch / ANSWER_TXT
+        diff = oracle_diff(RunDir(scratch).workspace, prepared.start_sha)
+        answer_file = RunDir(scratch).answer_txt
         answer = answer_file.read_text("utf-8", errors="replace") if answer_file.is_file() else ""
         if ctx.profile.script_tools.text_edits == "search-replace":
-            changes = oracle_changes(scratch / WORKSPACE, prepared.start_sha)
+            changes = oracle_changes(RunDir(scratch).workspace, prepared.start_sha)
             return write_script(dest, search_replace_script(changes, answer))
         return write_script(dest, oracle_script(diff, answer, ctx.profile.script_tools.command))
     finally:

@@ -40,8 +40,8 @@ from dokimi.repo.workspace import (
     guidance_patterns,
     overlay_from_snapshot,
 )
-from dokimi.rundir import AGENT_STDOUT, WORKSPACE
-from dokimi.runner.cell import AGENT_STDERR, _usable, prepare, reset_run_dir, run_agent
+from dokimi.rundir import RunDir
+from dokimi.runner.cell import _usable, prepare, reset_run_dir, run_agent
 from dokimi.runner.dryrun import write_script
 from dokimi.safefs import UnsafePathError, read_bytes
 from dokimi.schemas._base import read_document, write_document
@@ -198,9 +198,9 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
             role="generate",
             capture=DRY_RUN_CAPTURE_IN_CONTAINER,
         )
-        workspace = scratch / WORKSPACE
+        workspace = RunDir(scratch).workspace
         written = _changed_guidance(workspace, patterns, before)
-        conversion = convert_file(scratch / AGENT_STDOUT, ctx.profile.trace)
+        conversion = convert_file(RunDir(scratch).agent_stdout, ctx.profile.trace)
         observed = observed_usage(agent.account, _usable(conversion.cost_usd), conversion.turns)
         if directory.exists():
             shutil.rmtree(directory)
@@ -214,9 +214,9 @@ def generate_guidance(ctx: CellContext, task_id: str, model: str, *, script: Pat
             else:
                 target.write_bytes(data)
             records.append({"path": path, "mode": mode, "sha": blob_sha(data)})
-        shutil.copyfile(scratch / AGENT_STDOUT, directory / GENERATOR_STDOUT)
-        if (scratch / AGENT_STDERR).is_file():
-            shutil.copyfile(scratch / AGENT_STDERR, directory / "generator.stderr")
+        shutil.copyfile(RunDir(scratch).agent_stdout, directory / GENERATOR_STDOUT)
+        if RunDir(scratch).agent_stderr.is_file():
+            shutil.copyfile(RunDir(scratch).agent_stderr, directory / "generator.stderr")
         if ctx.dry_run:  # what the harness sent the scripted model: the generator's real prompt
             _keep_capture(scratch, directory)
         record = Generated.model_validate(

@@ -54,7 +54,14 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
 from dokimi.harness.profile import resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
-from dokimi.rundir import CONTENT_DIR, DRY_RUN_DIR, MANIFEST_COPY, NOT_RETURNED, RESULT_JSON, SUPPORT_DIR
+from dokimi.rundir import (
+    CONTENT_DIR,
+    DRY_RUN_DIR,
+    MANIFEST_COPY,
+    RESULT_JSON,
+    SUPPORT_DIR,
+    RunDir,
+)
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
 from dokimi.runner.packing import add_tree
@@ -185,7 +192,7 @@ def pack_run_dir(run_dir: Path, cap: int) -> bytes:
                 f"{_safe_label()}\n"
             )
     if left:
-        safefs.write_text(run_dir / NOT_RETURNED, "".join(left), trusted=run_dir)
+        safefs.write_text(RunDir(run_dir).not_returned, "".join(left), trusted=run_dir)
     return pack_dir(run_dir, skip=frozenset(skip))
 
 
@@ -266,7 +273,7 @@ def install_cell(root: Path, key: CellKey, returned: NodeReturn) -> None:
         shutil.rmtree(_attempt_root(attempt, attempts), ignore_errors=True)
     outcome = returned.outcome
     if outcome.status == "finished" and outcome.result is not None:
-        write_document(dest / RESULT_JSON, outcome.result)
+        write_document(RunDir(dest).result_json, outcome.result)
 
 
 def _attempt_root(cell_dir: Path, attempts: Path) -> Path:

@@ -21,7 +21,7 @@ from dokimi.grading.merge import load_rubric
 from dokimi.grading.reference import load_references, measure_reference, not_measured
 from dokimi.process import shutting_down
 from dokimi.repo.workspace import ARM_RAW
-from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL, META_JSON, TASK_JSON
+from dokimi.rundir import TASK_JSON, RunDir
 from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name
 from dokimi.schemas._base import write_document, write_text_atomic
@@ -43,13 +43,13 @@ def measure_task_reference(ctx: CellContext, task_id: str) -> TaskReferenceDoc:
     run_dir = ctx.layout.reference_run_dir(task_id)
     reset_run_dir(run_dir)
     prepared = prepare(ctx, CellKey(task_id, ARM_RAW, REFERENCE_MODEL, None, 0), run_dir)
-    write_text_atomic(run_dir / TASK_JSON, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
+    write_text_atomic(RunDir(run_dir).task_json, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
     meta = no_agent_meta(
         prepared.meta_fields(), task=task_id, mode=task.mode, batch=ctx.batch, model=REFERENCE_MODEL
     )
-    write_document(run_dir / META_JSON, meta)
-    write_text_atomic(run_dir / EVENTS_JSONL, "")
-    write_text_atomic(run_dir / ANSWER_TXT, "")
+    write_document(RunDir(run_dir).meta_json, meta)
+    write_text_atomic(RunDir(run_dir).events_jsonl, "")
+    write_text_atomic(RunDir(run_dir).answer_txt, "")
     return measure_reference(
         ctx.grading,
         run_dir,

@@ -27,7 +27,7 @@ from dokimi.errors import UsageError
 from dokimi.grading.entrypoints import run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
-from dokimi.rundir import CONTENT_DIR, META_JSON, TASK_JSON, WORKSPACE, task_dir
+from dokimi.rundir import CONTENT_DIR, TASK_JSON, RunDir, task_dir
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import build_image, use_image
@@ -101,6 +101,7 @@ class ContainerOracle:
     def __call__(self, task: Task, run_dir: Path) -> None:
         """Prepare ``run_dir/workspace`` as a cell's, with task.json and meta.json beside it, and run the
         oracle there."""
+        rd = RunDir(run_dir)
         environment = self.environment()
         manifest = self.manifest
         assert manifest.eval_dir is not None
@@ -110,12 +111,12 @@ class ContainerOracle:
             task,
             arm=ARM_RAW,
             profile=None,
-            dest=run_dir / WORKSPACE,
+            dest=rd.workspace,
             patches_root=directory,
         )
-        shutil.copyfile(directory / TASK_JSON, run_dir / TASK_JSON)
+        shutil.copyfile(directory / TASK_JSON, rd.task_json)
         meta = no_agent_meta(prepared.meta_fields(), task=task.id, mode=task.mode)
-        write_document(run_dir / META_JSON, meta)
+        write_document(rd.meta_json, meta)
         prepare_agent_dirs(run_dir, image_env(manifest.image, task=task.id).scratch)
         name = container_name(self._batch, task.id, "oracle")
         entry = run_entry_point(environment, run_dir, task, "oracle", name=name)

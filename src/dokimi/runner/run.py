@@ -57,7 +57,7 @@ from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, check_arm
-from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, RESULT_JSON, WORKSPACE, BatchLayout
+from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, BatchLayout, RunDir
 from dokimi.runner import dryrun_agent
 from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
 from dokimi.runner.cell import CellContext, CellOutcome
@@ -562,7 +562,7 @@ def probe_isolation(ctx: CellContext, task_ids: Sequence[str], scratch: Path) ->
     run_dir = scratch / "probe"
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    (run_dir / WORKSPACE).mkdir(parents=True)
+    RunDir(run_dir).workspace.mkdir(parents=True)
     spec = agent_spec(
         ctx.agent_containers,
         name=container_name(ctx.batch, EVAL_DIR_NAME, "probe"),
@@ -900,7 +900,7 @@ def finished_result(root: Path, key: CellKey) -> Result | None:
     """The cell's result.json when it validates and names the cell (the only proof a cell is done). An
     infra_error cell was failed by the model's API: it is not done, and runs again like a missing cell."""
     path = key.path(root)
-    if not (path / RESULT_JSON).is_file():
+    if not RunDir(path).result_json.is_file():
         return None
     cell = load_cell(root, path, key)
     return cell.result if cell.status == "finished" else None

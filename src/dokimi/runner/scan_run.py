@@ -32,7 +32,7 @@ from dokimi.checks.scan.verdict import Draft, Verdict, fail, ok, unresolved
 from dokimi.errors import ContainerError, UsageError
 from dokimi.repo.manifest import load_manifest
 from dokimi.repo.workspace import init_and_commit
-from dokimi.rundir import WORKSPACE
+from dokimi.rundir import RunDir
 from dokimi.sandbox.container import container_name, run_container
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import build_image
@@ -89,7 +89,7 @@ def run_guidance_commands(
                 say(f"run: building the image of {model.id}")
                 built = build_image(repo, model, work_dir=scratch, progress=say)
                 run_dir = scratch / "run"
-                workspace = run_dir / WORKSPACE
+                workspace = RunDir(run_dir).workspace
                 export_tree_as_stored(snapshot, workspace, exclude=[model.eval_dir])
                 init_and_commit(workspace)
                 settings = ContainerSettings(

@@ -21,7 +21,7 @@ from dokimi.errors import ContainerError, UsageError
 from dokimi.grading.entrypoints import run_entry_point
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.repo.workspace import init_and_commit
-from dokimi.rundir import CONTENT_DIR, STATIC_JSON, WORKSPACE
+from dokimi.rundir import CONTENT_DIR, STATIC_JSON, RunDir
 from dokimi.sandbox.container import container_name, give_to_container_user
 from dokimi.sandbox.docker import require_docker
 from dokimi.sandbox.image import BUILD_TIMEOUT_S, build_image, use_image
@@ -73,7 +73,7 @@ def run_static(
             )
         )
         run_dir = scratch / STATIC_RUN_DIR
-        workspace = run_dir / WORKSPACE
+        workspace = RunDir(run_dir).workspace
         export_tree_as_stored(snapshot, workspace, exclude=[manifest.eval_dir])
         init_and_commit(workspace)
         give_to_container_user(run_dir)
@@ -95,7 +95,7 @@ def run_static(
         failure = entry.failure(timeout_s)
         if failure is not None:
             raise ContainerError(f"the static entry point failed: {failure}", hint="fix entry_points.static")
-        written = run_dir / STATIC_JSON
+        written = RunDir(run_dir).static_json
         if not written.is_file() or written.is_symlink():
             raise ContainerError(
                 "the static entry point wrote nothing to {out}",

@@ -59,16 +59,14 @@ from dokimi.repo.workspace import (
     prepare_workspace,
 )
 from dokimi.rundir import (
-    ANSWER_TXT,
     CONTENT_DIR,
     EVAL_DIR_NAME,
-    EVENTS_JSONL,
     GRADER_PROBE,
     GRADER_PROBE_REPORTS,
-    META_JSON,
     TASK_JSON,
     TASKS_CHECK_JSON,
     WORKSPACE,
+    RunDir,
     task_dir,
     tasks_check_run_dir,
 )
@@ -483,11 +481,12 @@ def _task_dir_in_content(ctx: _Context, task_id: str) -> Path:
 def _write_inputs(ctx: _Context, run_dir: Path, task: Task, meta_fields: dict[str, object]) -> None:
     """The inputs a grader reads: task.json (the repository's own bytes), meta.json, empty trace and
     answer."""
-    shutil.copyfile(_task_dir_in_content(ctx, task.id) / TASK_JSON, run_dir / TASK_JSON)
+    rd = RunDir(run_dir)
+    shutil.copyfile(_task_dir_in_content(ctx, task.id) / TASK_JSON, rd.task_json)
     meta = no_agent_meta(meta_fields, task=task.id, mode=task.mode)
-    write_document(run_dir / META_JSON, meta)
-    write_text_atomic(run_dir / EVENTS_JSONL, "")
-    write_text_atomic(run_dir / ANSWER_TXT, "")
+    write_document(rd.meta_json, meta)
+    write_text_atomic(rd.events_jsonl, "")
+    write_text_atomic(rd.answer_txt, "")
 
 
 def _event(phase: str, arm: str) -> str:
@@ -551,7 +550,7 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
         task,
         arm=arm,
         profile=ctx.profile,
-        dest=run_dir / WORKSPACE,
+        dest=RunDir(run_dir).workspace,
         patches_root=_task_dir_in_content(ctx, task.id),
         overlay=ctx.overlays.get(arm),
     )
@@ -695,7 +694,7 @@ def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace
     assert ctx.manifest.eval_dir is not None
     eval_dir = ctx.manifest.eval_dir
     rubric = load_rubric(_task_dir_in_content(ctx, task.id))
-    ignored = before_agent(run_dir / WORKSPACE, prepared.start_sha) if rubric is not None else set()
+    ignored = before_agent(RunDir(run_dir).workspace, prepared.start_sha) if rubric is not None else set()
 
     def prepare_oracle_variant(dest: Path) -> object:
         return prepare_workspace(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from dokimi.errors import PrerequisiteError
 from dokimi.harness.profile import version_argv
 from dokimi.harness.runtime import CONTAINER_PYTHON, container_launcher, is_python_script
-from dokimi.rundir import EVAL_DIR_NAME, WORKSPACE
+from dokimi.rundir import EVAL_DIR_NAME, RunDir
 from dokimi.sandbox.container import container_name, run_container
 from dokimi.sandbox.specs import ContainerSettings, agent_spec
 
@@ -38,7 +38,7 @@ def harness_version_in_image(
     run_dir = scratch / "version"
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    (run_dir / WORKSPACE).mkdir(parents=True)
+    RunDir(run_dir).workspace.mkdir(parents=True)
     spec = agent_spec(
         ContainerSettings(image, None, "none", (), batch),
         name=container_name(batch, where, "version"),

@@ -48,11 +48,9 @@ from dokimi.rundir import (
     AGENT_HOME,
     BUILTIN_HOME,
     BUILTIN_OUT,
-    BUILTIN_TESTS,
     BUILTIN_TREE,
-    GRADE_HOME,
     RUN_DIR_ENTRIES,
-    WORKSPACE,
+    RunDir,
 )
 from dokimi.sandbox.container import ContainerSpec, Mount, give_to_container_user
 from dokimi.schemas.manifest import Limits
@@ -264,10 +262,11 @@ def agent_mounts(
     support_dir: Path | None = None,
 ) -> list[Mount]:
     """The agent container's mounts (and nothing else; see the module docstring)."""
+    rd = RunDir(run_dir)
     mounts = [
-        Mount(run_dir / WORKSPACE, CONTAINER_WORKSPACE),
-        Mount(run_dir / AGENT_HOME, CONTAINER_RUN_DIR / AGENT_HOME),
-        Mount(run_dir / AGENT_CONFIG, CONTAINER_RUN_DIR / AGENT_CONFIG),
+        Mount(rd.workspace, CONTAINER_WORKSPACE),
+        Mount(rd.agent_home, RunDir(CONTAINER_RUN_DIR).agent_home),
+        Mount(rd.agent_config, RunDir(CONTAINER_RUN_DIR).agent_config),
     ]
     mounts += [Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in scratch]
     mounts += _cache_mounts(caches)
@@ -300,7 +299,7 @@ def agent_spec(
     """The agent's container: cwd the workspace, ``HOME`` its per-run home, image.env, then ``env``."""
     configured = image_env(settings.image_config, task=task)
     prepare_agent_dirs(run_dir, configured.scratch)
-    full_env = {**configured.env, "HOME": str(CONTAINER_RUN_DIR / AGENT_HOME), **(env or {})}
+    full_env = {**configured.env, "HOME": str(RunDir(CONTAINER_RUN_DIR).agent_home), **(env or {})}
     return ContainerSpec(
         name=name,
         image=settings.image,
@@ -346,7 +345,7 @@ def grade_git_env() -> dict[str, str]:
     env = {
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": str(CONTAINER_RUN_DIR / GRADE_HOME / ".gitconfig"),
+        "GIT_CONFIG_GLOBAL": str(RunDir(CONTAINER_RUN_DIR).grade_home / ".gitconfig"),
         "GIT_CONFIG_COUNT": str(len(GRADE_GIT_CONFIG)),
     }
     for i, (key, value) in enumerate(GRADE_GIT_CONFIG):
@@ -358,7 +357,7 @@ def grade_git_env() -> dict[str, str]:
 def fresh_grade_home(run_dir: Path) -> Path:
     """{run_dir}/grade-home, emptied (a link or file in its place is removed, never followed), with the
     neutral global git config in it."""
-    home = run_dir / GRADE_HOME
+    home = RunDir(run_dir).grade_home
     safefs.remove(home, trusted=run_dir)
     home.mkdir()
     os.chmod(home, 0o755)
@@ -383,10 +382,10 @@ def builtin_tests_spec(
     off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
     configured = image_env(settings.image_config, task=task)
     make_scratch_dirs(run_dir, configured.scratch)
-    work = run_dir / BUILTIN_TESTS
+    work = RunDir(run_dir).builtin_tests
     mounts = [
         Mount(work / BUILTIN_TREE, CONTAINER_WORKSPACE),
-        Mount(work / BUILTIN_HOME, CONTAINER_RUN_DIR / GRADE_HOME),
+        Mount(work / BUILTIN_HOME, RunDir(CONTAINER_RUN_DIR).grade_home),
         Mount(work / BUILTIN_OUT, CONTAINER_TEST_OUT),
         *(Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in configured.scratch),
         *_cache_mounts(settings.caches),
@@ -395,7 +394,7 @@ def builtin_tests_spec(
     ]
     env = {
         **configured.env,
-        "HOME": str(CONTAINER_RUN_DIR / GRADE_HOME),
+        "HOME": str(RunDir(CONTAINER_RUN_DIR).grade_home),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
@@ -454,7 +453,7 @@ def grade_spec(
     mounts += _cache_mounts(settings.caches)
     full_env = {
         **configured.env,
-        "HOME": str(CONTAINER_RUN_DIR / GRADE_HOME),
+        "HOME": str(RunDir(CONTAINER_RUN_DIR).grade_home),
         "PYTHONNOUSERSITE": "1",
         **grade_git_env(),
         **(env or {}),

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dokimi.errors import UsageError
-from dokimi.rundir import ANSWER_TXT, EVENTS_JSONL
+from dokimi.rundir import RunDir
 from dokimi.schemas._base import load_json
 
 __all__ = [
@@ -246,8 +246,8 @@ def write_conversion(conversion: Conversion, run_dir: str | Path) -> tuple[Path,
     """Write ``events.jsonl`` (one sorted-key JSON object per line) and ``answer.txt`` into run_dir."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    events_path = run_dir / EVENTS_JSONL
-    answer_path = run_dir / ANSWER_TXT
+    events_path = RunDir(run_dir).events_jsonl
+    answer_path = RunDir(run_dir).answer_txt
     dumps: Callable[..., str] = json.dumps
     with open(events_path, "w", encoding="utf-8", newline="\n") as f:
         f.writelines(dumps(event, sort_keys=True, ensure_ascii=False) + "\n" for event in conversion.events)
