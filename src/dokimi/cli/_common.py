@@ -40,6 +40,23 @@ def manifest_options(func: F) -> F:
     return func
 
 
+def working_tree_options(func: F) -> F:
+    """``-C/--repo DIR`` (a working tree with the manifest, default ``.``) and ``--manifest PATH`` inside it:
+    the commands that write into the repository (repo task new, repo rules)."""
+    func = click.option(
+        "--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository."
+    )(func)
+    return click.option(
+        "-C",
+        "--repo",
+        "repo_dir",
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="The repository (a working tree with the manifest).",
+    )(func)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(func)
 

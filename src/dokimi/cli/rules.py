@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from dokimi.cli._common import FiniteFloat, echo, emit_json, json_option, note
+from dokimi.cli._common import FiniteFloat, echo, emit_json, json_option, note, working_tree_options
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_OK
 
@@ -41,18 +41,6 @@ class DateParam(click.ParamType[dt.date]):
 
 
 DATE = DateParam()
-
-
-def repo_option(func: Any) -> Any:
-    return click.option(
-        "-C",
-        "--repo",
-        "repo_dir",
-        type=click.Path(file_okay=False, exists=True, path_type=Path),
-        default=Path("."),
-        show_default=True,
-        help="The repository (a working tree with the manifest).",
-    )(func)
 
 
 @click.group("rules", cls=SuggestingGroup)
@@ -160,8 +148,7 @@ def fetch(
 
 
 @rules.command("mine")
-@repo_option
-@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@working_tree_options
 @click.option(
     "--comments",
     "comments",
@@ -337,8 +324,7 @@ def rules_file_option(func: Any) -> Any:
 
 @rules.command("triage")
 @click.argument("rule_id", metavar="[ID]", required=False)
-@repo_option
-@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@working_tree_options
 @rules_file_option
 @click.option("--accept", "decision", flag_value="accept", help="Confirm the rule.")
 @click.option(
@@ -431,8 +417,7 @@ def _print_pending(waiting: Any, path: str) -> None:
 
 
 @rules.command("evaluate")
-@repo_option
-@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@working_tree_options
 @rules_file_option
 @click.option(
     "--comments",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dokimi.cli._common import echo, emit_json, json_option, note
+from dokimi.cli._common import echo, emit_json, json_option, note, working_tree_options
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
@@ -54,16 +54,7 @@ def task() -> None:
     help="Which changed files are tests, the hidden part (repeatable; default: test_*.py, *_test.py, "
     "conftest.py and tests/ or test/ directories).",
 )
-@click.option(
-    "-C",
-    "--repo",
-    "repo_dir",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="The repository (a working tree with the manifest).",
-)
-@click.option("--manifest", "manifest", metavar="PATH", help="Path of repo-eval.yaml inside the repository.")
+@working_tree_options
 @click.option("--image", metavar="IMAGE", help="Check in this local image instead of building one.")
 @json_option
 def new(
