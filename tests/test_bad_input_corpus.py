@@ -226,6 +226,7 @@ def alarm() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(INPUTS))
 @pytest.mark.parametrize("reader", sorted(READERS))
 def test_every_reader_ends_every_bad_input_in_a_clean_error(
@@ -328,6 +329,7 @@ def _clean(rc: int, text: str) -> None:
 BATCH_CASES = [(c, d) for c, (_argv, docs) in sorted(BATCH_COMMANDS.items()) for d in docs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(INPUTS))
 @pytest.mark.parametrize(("command", "document"), BATCH_CASES)
 def test_every_batch_command_ends_every_bad_document_cleanly(
@@ -363,6 +365,7 @@ NAMES: dict[str, bytes] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(NAMES))
 @pytest.mark.parametrize("command", sorted(BATCH_COMMANDS))
 def test_every_batch_command_reads_a_batch_with_a_strange_cell_directory_name(
@@ -379,6 +382,7 @@ def test_every_batch_command_reads_a_batch_with_a_strange_cell_directory_name(
     assert "\x1b" not in text and "\x07" not in text
 
 
+@pytest.mark.slow
 def test_a_100000_deep_events_line_leaves_the_batch_report_and_export_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -424,6 +428,7 @@ def _repo_with(root: Path, path: str, content: bytes | Callable[[Path], None]) -
     return tiny.path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(INPUTS))
 def test_validate_ends_every_bad_task_json_cleanly(
     kind: str, tmp_path: Path, alarm: None, capsys: pytest.CaptureFixture[str]
@@ -444,6 +449,7 @@ FILE_COMMANDS: dict[str, list[str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(INPUTS))
 @pytest.mark.parametrize("command", sorted(FILE_COMMANDS))
 def test_every_command_ends_every_bad_file_it_is_given_cleanly(
@@ -491,6 +497,7 @@ def _every_text_option() -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["", " ", ","])
 @pytest.mark.parametrize(("command", "option"), _every_text_option())
 def test_every_text_option_refuses_an_empty_value(
@@ -525,6 +532,7 @@ def tiny_source(tmp_path: Path) -> list[str]:
 MODELS_101 = ",".join(f"m{i}" for i in range(101))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "said"),
     [
@@ -571,6 +579,7 @@ def device(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

@@ -44,6 +44,7 @@ def test_the_lock_file_is_not_a_cell_and_reading_needs_no_lock(tmp_path: Path) -
     assert [c.status for c in batch.cells] == ["finished"]
 
 
+@pytest.mark.slow
 def test_repo_run_on_a_batch_another_process_writes_exits_2_naming_it(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -62,6 +62,7 @@ def _tasks(repo: Path) -> dict[str, dict[str, Any]]:
 # --- build
 
 
+@pytest.mark.slow
 def test_building_the_example_twice_gives_the_same_shas(tmp_path: Path) -> None:
     build = _build_example()
     first = build(tmp_path / "one")
@@ -78,6 +79,7 @@ def test_the_build_refuses_a_non_empty_destination(tmp_path: Path) -> None:
         _build_example()(tmp_path)
 
 
+@pytest.mark.slow
 def test_every_task_base_is_a_full_sha_that_resolves_to_commit_1_or_2(
     example: tuple[Path, dict[str, str]],
 ) -> None:
@@ -110,6 +112,7 @@ def test_claude_md_is_a_symlink_to_agents_md_in_the_built_repo(example: tuple[Pa
     assert os.readlink(repo / "CLAUDE.md") == "AGENTS.md"
 
 
+@pytest.mark.slow
 def test_the_public_tests_of_the_example_pass(example: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     repo, _ = example
     shutil.copytree(repo, tmp_path / "ws", ignore=shutil.ignore_patterns(".git"), symlinks=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -75,6 +76,7 @@ def reference_match(pattern: str, path: str) -> bool:
 # --- the dialect agrees with its statement ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=600)
 @given(PATTERN, PATH)
 @example("**/AGENTS.md", "AGENTS.md")
@@ -90,6 +92,7 @@ def test_match_glob_agrees_with_the_segment_by_segment_statement_of_the_dialect(
 # --- rule by rule -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(st.lists(SEGMENT, min_size=1, max_size=6))
 def test_double_star_crosses_slashes_at_any_depth(segments: list[str]) -> None:
     path = "/".join(segments)
@@ -99,6 +102,7 @@ def test_double_star_crosses_slashes_at_any_depth(segments: list[str]) -> None:
     assert match_glob(f"top/**/{segments[-1]}", f"top/{path}")
 
 
+@pytest.mark.slow
 @given(
     st.lists(SEGMENT, min_size=2, max_size=6),
     st.text(alphabet="*?", min_size=1, max_size=6).filter(lambda w: w != "**"),
@@ -118,6 +122,7 @@ def test_star_matches_exactly_one_segment_and_question_mark_one_character(segmen
     assert not match_glob("*", f"d/{segment}")
 
 
+@pytest.mark.slow
 @given(st.lists(SEGMENT, min_size=1, max_size=3))
 def test_a_trailing_double_star_is_everything_under_a_directory_but_not_the_directory(
     segments: list[str],
@@ -147,6 +152,7 @@ def test_a_leading_bang_is_not_a_negation() -> None:
     assert match_glob("!a", "!a")
 
 
+@pytest.mark.slow
 @given(PATH)
 def test_a_pattern_without_wildcards_matches_only_itself(path: str) -> None:
     assert not is_glob(path)
@@ -155,6 +161,7 @@ def test_a_pattern_without_wildcards_matches_only_itself(path: str) -> None:
     assert not match_glob(path, "x/" + path)
 
 
+@pytest.mark.slow
 @given(PATTERN, st.lists(PATH, max_size=8))
 def test_filter_paths_and_match_any_are_match_glob_over_many_paths(pattern: str, paths: list[str]) -> None:
     assert filter_paths(pattern, paths) == [p for p in paths if match_glob(pattern, p)]
@@ -162,6 +169,7 @@ def test_filter_paths_and_match_any_are_match_glob_over_many_paths(pattern: str,
         assert match_any([pattern, "nothing/at/all"], path) == match_glob(pattern, path)
 
 
+@pytest.mark.slow
 @given(PATTERN, PATH)
 def test_every_match_lies_under_the_literal_prefix(pattern: str, path: str) -> None:
     prefix = literal_prefix(pattern)
@@ -210,6 +218,7 @@ def test_any_directory_globs_match_exactly_as_the_glob_engine_does() -> None:
         assert filter_paths(pattern, paths) == [p for p in paths if wc.globmatch(p, pattern, flags=flags)]
 
 
+@pytest.mark.slow
 def test_simple_globs_match_exactly_as_the_glob_engine_does() -> None:
     """Literal parts, ``*`` in parts and whole ``**`` parts (``docs/**/*.md``) are matched by a regex of
     dokimi's own; on generated patterns and paths (with dot directories, ``.`` and ``..`` parts, empty parts

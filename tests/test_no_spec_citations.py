@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CITATION = re.compile(r"§|(?<![/\w])(?:contract|mergeability|agent-modes|scoring-rubric)\.md\b|\bspec/")
 
@@ -22,6 +24,7 @@ def _texts() -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_no_user_facing_text_cites_a_spec_section() -> None:
     found = []
     for path in _texts():

@@ -41,6 +41,7 @@ def test_a_background_member_of_the_group_does_not_delay_the_result() -> None:
     assert time.monotonic() - start < 10  # the group was killed when the child exited
 
 
+@pytest.mark.slow
 def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_caller() -> None:
     marker = f"dokimi-escaped-{uuid.uuid4().hex}"
     script = f"echo before; setsid sh -c 'sleep 60 # {marker}' & sleep 0.2; echo after"
@@ -54,6 +55,7 @@ def test_a_process_that_escaped_the_group_holding_the_pipe_does_not_hang_the_cal
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_timeout_keeps_what_the_child_printed_and_reports_no_returncode() -> None:
     done = process.run(["sh", "-c", "echo started; sleep 30"], timeout=0.5, bounds=process.Bounds(grace=0.5))
     assert done.timed_out and done.returncode is None and done.stdout == "started\n"

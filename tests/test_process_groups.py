@@ -83,6 +83,7 @@ def wait_for(predicate: object, timeout: float = 60.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_hanging_harness_is_killed_at_its_timeout_with_its_whole_group(fake_dir: Path) -> None:
     fake = make_fake_harness(fake_dir, HANG)
     try:
@@ -94,6 +95,7 @@ def test_a_hanging_harness_is_killed_at_its_timeout_with_its_whole_group(fake_di
         kill_strays(fake.marker)
 
 
+@pytest.mark.slow
 def test_output_written_to_a_file_survives_the_timeout_kill(fake_dir: Path, tmp_path: Path) -> None:
     fake = make_fake_harness(fake_dir, HANG)
     try:
@@ -108,6 +110,7 @@ def test_output_written_to_a_file_survives_the_timeout_kill(fake_dir: Path, tmp_
         kill_strays(fake.marker)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_to_the_cli_kills_the_harness_group_and_the_cli_ends_with_it(
     sig: signal.Signals, fake_dir: Path, tmp_path: Path

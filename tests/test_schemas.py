@@ -175,6 +175,7 @@ def test_the_example_manifest_points_editors_at_the_committed_manifest_schema() 
     assert target.is_file()
 
 
+@pytest.mark.slow
 def test_export_writes_one_file_per_name_under_the_stem_rule(tmp_path: Path) -> None:
     result = export_all(tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
@@ -185,6 +186,7 @@ def test_export_writes_one_file_per_name_under_the_stem_rule(tmp_path: Path) -> 
     assert export_all(tmp_path, check=True).stale == []
 
 
+@pytest.mark.slow
 def test_a_changed_schema_file_is_reported_stale(tmp_path: Path) -> None:
     export_all(tmp_path)
     (tmp_path / "repo_grade.v1.schema.json").write_text("{}\n")

@@ -42,6 +42,7 @@ def test_wilson_interval_refuses_more_successes_than_trials() -> None:
         stats.wilson_interval(3, 2)
 
 
+@pytest.mark.slow
 def test_holm_matches_statsmodels_on_random_pvalues() -> None:
     rng = random.Random(7)
     for _ in range(80):
@@ -95,6 +96,7 @@ def test_sign_flip_p_is_exact_at_sixteen_changed_tasks_and_monte_carlo_above() -
     assert stats.sign_flip_p(seventeen) == estimate  # fixed seed: the same number every run
 
 
+@pytest.mark.slow
 def test_sign_flip_p_equals_mcnemar_exact_at_one_cell_per_task_and_arm() -> None:
     """With binary outcomes and one cell per task and arm, deltas are -1/0/+1 and the test is McNemar's."""
     rng = random.Random(3)
@@ -142,6 +144,7 @@ def test_bootstrap_interval_is_deterministic_and_brackets_the_mean() -> None:
     assert -0.5 <= first[0] < first[1] <= 1.0
 
 
+@pytest.mark.slow
 def test_bootstrap_interval_covers_the_true_delta_at_about_the_nominal_rate() -> None:
     rng = np.random.default_rng(12345)
     true_delta = 0.15
@@ -159,6 +162,7 @@ def test_bootstrap_interval_covers_the_true_delta_at_about_the_nominal_rate() ->
     assert 0.88 <= covered / simulations <= 0.99
 
 
+@pytest.mark.slow
 def test_cohen_kappa_matches_statsmodels() -> None:
     rng = random.Random(5)
     for _ in range(100):
@@ -189,6 +193,7 @@ def test_cohen_kappa_of_perfect_agreement_is_one() -> None:
     assert stats.cohen_kappa(["a", "b", "a"], ["a", "b", "a"]) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n1,n2", [(1, 1), (2, 3), (5, 5), (4, 10), (20, 7)])
 def test_newcombe_interval_matches_statsmodels_for_every_count(n1: int, n2: int) -> None:
     from statsmodels.stats.proportion import confint_proportions_2indep
@@ -251,6 +256,7 @@ def _fisher_by_enumeration(a: int, b: int, c: int, d: int) -> float:
     return min(1.0, sum(prob(x) for x in range(low, high + 1) if prob(x) <= observed * (1 + 1e-7)))
 
 
+@pytest.mark.slow
 def test_fisher_exact_p_matches_enumeration_on_every_small_table() -> None:
     for a, b, c, d in itertools.product(range(5), repeat=4):
         if a + b and c + d:

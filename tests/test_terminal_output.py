@@ -96,6 +96,7 @@ def hostile_batch(tmp_path: Path) -> Path:
     return batch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -143,6 +144,7 @@ def test_validate_prints_a_task_directory_named_with_escapes_escaped(
     assert "tasks/t\\x1b]0;owned title\\x07" in captured.out + captured.err
 
 
+@pytest.mark.slow
 def test_a_progress_bar_shows_a_task_named_with_markup_and_escapes_as_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

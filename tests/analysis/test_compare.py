@@ -101,6 +101,7 @@ def test_one_task_gives_no_interval(tmp_path: Path) -> None:
     assert measure(comparison, "gate").p == 1.0  # one changed task: both signs reach |1|
 
 
+@pytest.mark.slow
 def test_at_one_cell_per_task_and_arm_p_is_mcnemars_exact_test(tmp_path: Path) -> None:
     # 7 tasks only the treatment passes, 1 only the baseline, 2 both, 2 neither
     outcomes = [(False, True)] * 7 + [(True, False)] + [(True, True)] * 2 + [(False, False)] * 2
@@ -113,6 +114,7 @@ def test_at_one_cell_per_task_and_arm_p_is_mcnemars_exact_test(tmp_path: Path) -
     assert (gate.up, gate.down, gate.tied) == (7, 1, 4)
 
 
+@pytest.mark.slow
 def test_holm_runs_over_the_gate_and_score_comparisons_of_one_call(tmp_path: Path) -> None:
     for i in range(6):
         write_cell(tmp_path, f"t{i}", NONE, passed=False)

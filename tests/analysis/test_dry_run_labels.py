@@ -34,6 +34,7 @@ def dry_batch(root: Path, *, reps: int = 2) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_report_of_a_dry_batch_opens_with_the_banner_and_shows_zero_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,6 +54,7 @@ def test_report_of_a_dry_batch_opens_with_the_banner_and_shows_zero_cost(
     assert "never paid" in cell_pages[0].read_text()
 
 
+@pytest.mark.slow
 def test_compare_of_a_dry_batch_shows_the_banner_and_no_cost_difference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,6 +88,7 @@ def test_a_real_batch_has_no_banner_and_compare_warns_when_a_dry_arm_meets_a_rea
     assert "a dry run" in warnings["dry_and_real"] and "a real run" in warnings["dry_and_real"]
 
 
+@pytest.mark.slow
 def test_plan_refuses_a_dry_pilot_unless_the_user_says_they_know(tmp_path: Path) -> None:
     batch = dry_batch(tmp_path / "dry")
     args = ["repo", "plan", str(batch), "--baseline", NONE, "--effect", "0.1"]

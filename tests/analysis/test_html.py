@@ -79,6 +79,7 @@ def test_the_report_chart_has_one_bar_per_arm_with_the_numbers_of_the_report(thr
         assert float(bar["data-hi"]) == pytest.approx(arm.pass_ci[1])
 
 
+@pytest.mark.slow
 def test_report_html_rendered_in_chromium_shows_one_bar_per_arm(
     three_arms: Path, tmp_path: Path, chromium_bin: Path
 ) -> None:
@@ -101,6 +102,7 @@ def test_report_html_rendered_in_chromium_shows_one_bar_per_arm(
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_compare_html_rendered_in_chromium_shows_one_delta_bar_per_paired_task(
     three_arms: Path, tmp_path: Path, chromium_bin: Path
 ) -> None:
@@ -126,6 +128,7 @@ def test_the_compare_page_escapes_names(tmp_path: Path) -> None:
     assert html.count("<script>") == 1  # dokimi's own
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["report", "compare"])
 def test_a_wide_table_scrolls_inside_the_page_instead_of_widening_it(
     kind: str, tmp_path: Path, chromium_bin: Path

@@ -45,6 +45,7 @@ def test_infra_error_cells_are_counted_apart_and_in_no_rate(tmp_path: Path) -> N
     assert (row.finished, row.passes, row.pass_rate, row.infra_errors) == (1, 1, 1.0, 1)
 
 
+@pytest.mark.slow
 def test_a_compare_with_infra_errors_equals_one_of_a_batch_that_never_had_them(tmp_path: Path) -> None:
     clean, noisy = tmp_path / "clean", tmp_path / "noisy"
     clean_batch(clean)
@@ -63,6 +64,7 @@ def test_a_compare_with_infra_errors_equals_one_of_a_batch_that_never_had_them(t
     assert a == dumped
 
 
+@pytest.mark.slow
 def test_compare_counts_infra_errors_per_arm_and_warns_when_one_arm_lost_more(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

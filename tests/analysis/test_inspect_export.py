@@ -38,6 +38,7 @@ def exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, ob
     return {"out": out, "logs": {log["arm"]: Path(log["path"]) for log in listed["logs"]}}
 
 
+@pytest.mark.slow
 def test_one_log_per_arm_and_model_that_inspect_reads_back(exported: dict[str, object]) -> None:
     logs = exported["logs"]
     assert isinstance(logs, dict) and sorted(logs) == [NONE, RAW]
@@ -88,6 +89,7 @@ def test_a_sample_carries_the_prompt_the_tool_calls_their_output_and_the_answer(
     )
 
 
+@pytest.mark.slow
 def test_inspect_view_bundle_accepts_the_logs(exported: dict[str, object], tmp_path: Path) -> None:
     inspect_cli = shutil.which("inspect")
     assert inspect_cli is not None, "the inspect command comes with inspect-ai"
@@ -204,6 +206,7 @@ def serve(directory: Path) -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_inspect_s_own_viewer_names_the_arm_and_shows_the_prompt_as_plain_text(
     real_and_dry: dict[str, Path], tmp_path: Path, chromium_bin: Path
 ) -> None:

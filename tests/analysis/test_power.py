@@ -88,6 +88,7 @@ class ContinuousTruth:
         return self.effect + noise[0] - noise[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("truth", "effect", "pilot_tasks", "pilot_reps", "reps", "seed"),
     [
@@ -119,6 +120,7 @@ def test_the_recommended_size_reaches_80_percent_power_on_data_with_a_known_effe
         assert float((study_pvalues(fewer, seed=seed) < 0.05).mean()) < achieved
 
 
+@pytest.mark.slow
 def test_more_reps_need_fewer_tasks_and_no_heterogeneity_is_invented_for_a_uniform_effect() -> None:
     rng = np.random.default_rng(9)
     result = plan(BinaryTruth(2.0, 2.0, 0.1).pilot(300, 4, rng), 0.1, reps=(1, 4))
@@ -127,6 +129,7 @@ def test_more_reps_need_fewer_tasks_and_no_heterogeneity_is_invented_for_a_unifo
     assert result.fit.heterogeneity_sd == 0.0 and 0.1 < (result.fit.icc or 0) < 0.3
 
 
+@pytest.mark.slow
 def test_the_vectorised_test_is_compares_sign_flip_test() -> None:
     rng = np.random.default_rng(5)
     for tasks in (3, 7, EXACT_TASKS):
@@ -140,6 +143,7 @@ def test_the_vectorised_test_is_compares_sign_flip_test() -> None:
     assert np.max(np.abs(got - want)) < 0.03
 
 
+@pytest.mark.slow
 def test_the_minimum_detectable_effect_has_80_percent_power_and_five_tasks_detect_nothing() -> None:
     rng = np.random.default_rng(2)
     deltas = list(rng.normal(0.0, 0.3, 25))
@@ -181,6 +185,7 @@ def _pilot_batch(root: Path, *, treatment: bool, tasks: int = 30, reps: int = 3)
     return batch
 
 
+@pytest.mark.slow
 def test_repo_plan_prints_a_repo_power_document_for_a_pilot_batch(tmp_path: Path) -> None:
     batch = _pilot_batch(tmp_path, treatment=True)
     run = dokimi_cli(
@@ -212,6 +217,7 @@ def test_repo_plan_prints_a_repo_power_document_for_a_pilot_batch(tmp_path: Path
     assert text.returncode == 0 and "recommended" in text.stdout
 
 
+@pytest.mark.slow
 def test_repo_plan_works_from_a_baseline_only_pilot_and_refuses_bad_options(tmp_path: Path) -> None:
     batch = _pilot_batch(tmp_path, treatment=False)
     run = dokimi_cli(
@@ -238,6 +244,7 @@ def test_repo_plan_works_from_a_baseline_only_pilot_and_refuses_bad_options(tmp_
     assert none.returncode == 2 and "guidance:raw" in none.stderr
 
 
+@pytest.mark.slow
 def test_compare_says_when_a_non_significant_result_was_underpowered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

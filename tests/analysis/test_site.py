@@ -165,6 +165,7 @@ def cell_page(site: Path, task: str, arm: str, rep: int) -> Path:
 # --- the pages as written --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_summary_links_every_task_and_arm_to_each_of_its_cells(site: Path) -> None:
     index = parse(site / "index.html")
     cells = sorted(link for link in index.links if link.startswith("cells/"))
@@ -174,6 +175,7 @@ def test_the_summary_links_every_task_and_arm_to_each_of_its_cells(site: Path) -
             assert sum(1 for c in cells if c.startswith(f"cells/{task}--{arm}--")) == 2
 
 
+@pytest.mark.slow
 def test_every_page_runs_only_dokimi_s_script_allowed_by_its_hash_and_nothing_else(site: Path) -> None:
     for path in sorted(site.rglob("*.html")):
         found = parse(path)
@@ -184,6 +186,7 @@ def test_every_page_runs_only_dokimi_s_script_allowed_by_its_hash_and_nothing_el
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", path.read_text()), path.name
 
 
+@pytest.mark.slow
 def test_a_cell_page_shows_the_diff_the_named_tests_the_tokens_and_labelled_output_escaped(
     site: Path,
 ) -> None:
@@ -225,6 +228,7 @@ def test_a_cell_page_shows_the_diff_the_named_tests_the_tokens_and_labelled_outp
     assert "task.json is not shown" in linked and "root:" not in linked
 
 
+@pytest.mark.slow
 def test_the_first_and_last_cells_have_no_previous_and_no_next(site: Path) -> None:
     first = cell_page(site, "add_feature", NONE, 0).read_text()
     last = cell_page(site, "fix_parser", RAW, 1).read_text()
@@ -232,6 +236,7 @@ def test_the_first_and_last_cells_have_no_previous_and_no_next(site: Path) -> No
     assert 'id="next"' not in last and 'id="prev"' in last
 
 
+@pytest.mark.slow
 def test_the_compare_page_has_a_heatmap_and_a_forest_plot(site: Path) -> None:
     html = (site / "compare.html").read_text()
     assert 'class="heatmap' in html and 'class="chart forest"' in html
@@ -283,6 +288,7 @@ def header_index(page: Page, table: str, name: str) -> int:
     )
 
 
+@pytest.mark.slow
 def test_the_first_screen_shows_the_per_task_deltas_the_test_and_the_guidance_table(
     site: Path, tmp_path: Path, chromium_bin: Path
 ) -> None:
@@ -312,6 +318,7 @@ def test_the_first_screen_shows_the_per_task_deltas_the_test_and_the_guidance_ta
     print(f"\nsite screenshots: {shots}", file=sys.__stderr__)
 
 
+@pytest.mark.slow
 def test_tables_sort_and_filter_when_clicked(site: Path, tmp_path: Path, chromium_bin: Path) -> None:
     with Browser(chromium_bin, tmp_path) as browser:
         page = browser.open((site / "index.html").as_uri())
@@ -350,6 +357,7 @@ def test_tables_sort_and_filter_when_clicked(site: Path, tmp_path: Path, chromiu
     print(f"\nsite screenshots: {shots}", file=sys.__stderr__)
 
 
+@pytest.mark.slow
 def test_hostile_text_in_a_transcript_runs_nothing_and_requests_nothing(
     site: Path, tmp_path: Path, chromium_bin: Path
 ) -> None:
@@ -372,6 +380,7 @@ def test_hostile_text_in_a_transcript_runs_nothing_and_requests_nothing(
         assert 'onerror="window.__pwned = 2;' in shown
 
 
+@pytest.mark.slow
 def test_every_page_renders_fits_1280_px_logs_nothing_and_every_link_resolves(
     site: Path, tmp_path: Path, chromium_bin: Path
 ) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import dokimi
 
 CLI = Path(dokimi.__file__).resolve().parent / "cli"
@@ -40,6 +42,7 @@ def _writes(node: ast.Call) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_no_command_prints_except_through_the_escaping_helpers() -> None:
     found = []
     for path in sorted(CLI.glob("*.py")):

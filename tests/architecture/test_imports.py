@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 import dokimi
 
 PACKAGE = Path(dokimi.__file__).resolve().parent
@@ -139,11 +141,13 @@ def describe(circle: list[str], graph: Mapping[str, Mapping[str, int]], package:
     return "circle " + " <-> ".join(circle) + ":\n  " + "\n  ".join(ties)
 
 
+@pytest.mark.slow
 def test_no_module_is_in_an_import_circle() -> None:
     graph = import_graph(PACKAGE)
     assert [describe(c, graph, PACKAGE) for c in circles(graph)] == []
 
 
+@pytest.mark.slow
 def test_no_package_at_the_root_is_in_an_import_circle() -> None:
     rooms = package_graph(import_graph(PACKAGE))
     assert circles(rooms) == []
@@ -215,6 +219,7 @@ def unexplained_imports(package: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_function_level_import_says_why_it_is_not_at_the_top() -> None:
     """An import inside a function hides an arrow from a reader; it stays only for a start-up cost that
     bench/bench_cli_start.py or the lean scan shows (or an optional extra, or a platform), and says which."""

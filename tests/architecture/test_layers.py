@@ -10,6 +10,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import dokimi
 
 PACKAGE = Path(dokimi.__file__).resolve().parent
@@ -99,6 +101,7 @@ def test_the_table_names_every_module_of_the_package_once() -> None:
     assert modules - set(table) == set(), "add each module to the table of docs/architecture.md"
 
 
+@pytest.mark.slow
 def test_no_module_imports_from_a_floor_above_its_own() -> None:
     assert violations(PACKAGE, floors()) == []
 

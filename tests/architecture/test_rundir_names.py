@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import dokimi
 from dokimi import rundir
 
@@ -42,6 +44,7 @@ def literals(path: Path, names: set[str], root: Path = PACKAGE) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_every_run_directory_name_is_spelled_in_rundir_only() -> None:
     names = layout_names()
     assert {"grade.json", "result.json", "_eval", "merge.json", "workspace"} <= names

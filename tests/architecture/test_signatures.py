@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import dokimi
 
 PACKAGE = Path(dokimi.__file__).resolve().parent
@@ -38,6 +40,7 @@ def long_signatures(package: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_function_outside_cli_takes_more_than_eight_parameters() -> None:
     assert long_signatures(PACKAGE) == []
 

@@ -35,6 +35,7 @@ def test_a_ready_machine_passes_and_a_missing_harness_given_by_bin_fails_with_it
     assert any(name.startswith("disk") for name in checks)
 
 
+@pytest.mark.slow
 def test_no_docker_is_missing_with_the_setup_script_as_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -267,6 +267,7 @@ def test_a_run_classifies_each_file_in_each_scenario_and_writes_reach_json(
     assert (tmp_path / "out/traces/cwd_sub/events.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_harness_printing_garbage_gives_class_error_not_a_traceback(fake_dir: Path, tmp_path: Path) -> None:
     fake = make_fake_harness(fake_dir, GARBAGE, trace="claude-stream-json")
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# root\n"})
@@ -283,6 +284,7 @@ def test_a_harness_printing_garbage_gives_class_error_not_a_traceback(fake_dir: 
     assert fake.marker in (tmp_path / "out/traces/cwd_./stdout").read_text()
 
 
+@pytest.mark.slow
 def test_a_hanging_harness_is_an_error_at_the_timeout_and_leaves_no_orphan(
     fake_dir: Path, tmp_path: Path
 ) -> None:

@@ -590,6 +590,7 @@ def test_gate_mergeable_without_a_rubric_warns(repo: Repo) -> None:
     assert one(report, "mergeable_gate_has_rubric", "warning").key == "gate[1]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("key", "value", "fragment"),
     [
@@ -637,6 +638,7 @@ def test_a_missing_patch_is_an_error(repo: Repo) -> None:
     assert "outside eval_dir" in found[1].message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("host", "fragment"),
     [
@@ -718,6 +720,7 @@ def test_a_guidance_only_manifest_is_checked_at_the_eval_tree(repo: Repo) -> Non
     assert one(report, "guidance_globs_at_every_base", "warning").key == "guidance.globs[1]"
 
 
+@pytest.mark.slow
 def test_a_missing_also_scan_file_warns(repo: Repo) -> None:
     repo.add_eval(
         MANIFEST.replace('globs: ["**/AGENTS.md"]', 'globs: ["**/AGENTS.md"]\n  also_scan: [CONTRIBUTING.md]')
@@ -802,6 +805,7 @@ def _bases_and_tasks(path: Path, *, files: int, tasks: int) -> Path:
     return repo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source_kind", ["commit", "worktree", "blobless_url"])
 def test_validate_starts_the_same_git_processes_for_10_tasks_as_for_30_tasks_and_10x_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source_kind: str
@@ -829,6 +833,7 @@ def test_validate_starts_the_same_git_processes_for_10_tasks_as_for_30_tasks_and
     assert calls["small"].count("diff-tree") == 1  # every other base against it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source_kind", ["commit", "worktree"])
 def test_the_union_of_paths_over_bases_equals_one_ls_tree_per_base(tmp_path: Path, source_kind: str) -> None:
     """One diff-tree against a reference tree gives the same union as listing every base on its own: a path
@@ -855,6 +860,7 @@ def test_the_union_of_paths_over_bases_equals_one_ls_tree_per_base(tmp_path: Pat
                 assert ctx.union_of_paths_at(list(bases)) == expected, bases
 
 
+@pytest.mark.slow
 def test_no_fail_to_pass_ids_warn_unless_the_command_grades_by_exit_code(repo: Repo) -> None:
     task = repo.task("t1", grader="builtin:pytest", oracle_patch="oracle.patch")
     repo.add_eval(BUILTIN_MANIFEST, tasks={"t1": task}, files={f"{EVAL}/tasks/t1/oracle.patch": "x"})

@@ -18,6 +18,7 @@ def repo(tmp_path: Path) -> Repo:
     return Repo(tmp_path / "repo")
 
 
+@pytest.mark.slow
 def test_a_valid_manifest_exits_0_with_a_summary(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.add_eval(tasks={"t1": repo.task("t1", base=repo.c1[:12])})
     rc = main(["repo", "validate", str(repo.path), "--manifest", MANIFEST_PATH])
@@ -29,6 +30,7 @@ def test_a_valid_manifest_exits_0_with_a_summary(repo: Repo, capsys: pytest.Capt
     assert out[-1].startswith(f"valid: {MANIFEST_PATH}: 0 error(s), 1 warning(s); 1 tasks over 1 bases")
 
 
+@pytest.mark.slow
 def test_an_invalid_manifest_exits_1_with_one_line_per_finding(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -44,6 +46,7 @@ def test_an_invalid_manifest_exits_1_with_one_line_per_finding(
     assert out[-1].startswith("invalid: ") and "2 error(s)" in out[-1]
 
 
+@pytest.mark.slow
 def test_json_prints_a_repo_validation_document(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     sha = repo.add_eval(tasks={"t1": repo.task("t1", timeout_s=-1)})
     rc = main(["repo", "validate", f"{repo.path}@HEAD", "--manifest", MANIFEST_PATH, "--json"])
@@ -57,6 +60,7 @@ def test_json_prints_a_repo_validation_document(repo: Repo, capsys: pytest.Captu
     ]
 
 
+@pytest.mark.slow
 def test_manifest_file_reads_a_manifest_from_outside_the_tree(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -70,6 +74,7 @@ def test_manifest_file_reads_a_manifest_from_outside_the_tree(
     assert "guidance-only manifest" in out[-1]
 
 
+@pytest.mark.slow
 def test_the_default_manifest_location_is_used_without_options(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,6 +83,7 @@ def test_the_default_manifest_location_is_used_without_options(
     assert capsys.readouterr().out.startswith(f"valid: {MANIFEST_PATH}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [

@@ -156,6 +156,7 @@ def test_a_citation_of_a_confirmed_eligible_rule_after_the_cut_is_valid(repo: Re
     assert [f.code for f in report.warnings] == ["review_rules_file"]  # R4, not cited, from one reviewer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("cited", "fragment"),
     [
@@ -179,6 +180,7 @@ def test_a_citation_must_name_an_existing_confirmed_blocker_eligible_rule(
     assert finding.key == "blockers[1].evidence[1]" and finding.line is not None
 
 
+@pytest.mark.slow
 def test_a_citation_without_a_rules_file_is_an_error(repo: Repo) -> None:
     repo.add_eval({"t1": repo.task("t1")}, rubrics={"t1": rubric("t1", "house:R13")})
     (finding,) = found(repo.validate(), "house_citations")
@@ -225,6 +227,7 @@ def test_the_leak_guard_is_silent_without_a_rules_file(repo: Repo) -> None:
     assert found(repo.validate(), "review_rules_cut_date", "warning") == []
 
 
+@pytest.mark.slow
 def test_a_well_formed_perf_object_with_an_entry_point_is_valid(repo: Repo) -> None:
     perf = {"metric": "time", "tolerance": 1.5, "sizes": [{"n": 10}, {"n": 100}]}
     repo.add_eval(
@@ -234,6 +237,7 @@ def test_a_well_formed_perf_object_with_an_entry_point_is_valid(repo: Repo) -> N
     assert report.valid and found(report, "perf_task_key") == []
 
 
+@pytest.mark.slow
 def test_a_perf_object_needs_the_perf_entry_point_and_its_documented_keys(repo: Repo) -> None:
     perf = {"tolerance": 0.9, "rounds": 0}
     repo.add_eval({"t1": repo.task("t1", perf=perf)})
@@ -241,6 +245,7 @@ def test_a_perf_object_needs_the_perf_entry_point_and_its_documented_keys(repo: 
     assert keys == ["perf", "perf.metric", "perf.rounds", "perf.tolerance"]
 
 
+@pytest.mark.slow
 def test_a_review_threads_rules_are_rules_of_the_file(repo: Repo) -> None:
     threads = [{"id": "t1", "rules": ["R13"]}, {"id": "t2", "rules": ["R99"]}, {"id": "t3", "rules": []}]
     repo.add_eval({"r1": repo.task("r1", mode="review", threads=threads)}, rules=RULES_DOC)

@@ -106,6 +106,7 @@ def findings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[st
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", sorted(CRAFTED))
 def test_each_crafted_task_gets_its_warning_and_no_other(
     findings: dict[str, set[tuple[str, str]]], task_id: str

@@ -34,6 +34,7 @@ def run_base(tmp_path: Path) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["--timeout", "--budget", "--max-batch-usd"])
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_limit_that_is_not_a_finite_number_is_refused(
@@ -50,6 +51,7 @@ def test_tasks_check_refuses_a_nan_grade_timeout(tmp_path: Path, capsys: pytest.
     assert rc == 2 and "not a finite number" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("arms", "models"), [("", "m"), ("guidance:raw", ""), (",", "m"), (" ", "m")])
 def test_an_empty_arm_or_model_exits_2_instead_of_running_nothing(
     run_base: list[str], capsys: pytest.CaptureFixture[str], arms: str, models: str
@@ -100,6 +102,7 @@ def test_a_fifo_as_agents_md_in_a_working_tree_is_an_unreadable_guidance_file(
     assert "AGENTS.md cannot be read" in text and rc in (0, 1)
 
 
+@pytest.mark.slow
 def test_validate_finds_an_unbalanced_entry_point_and_an_oversize_prompt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

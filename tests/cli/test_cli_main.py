@@ -107,6 +107,7 @@ def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Missing argument 'SOURCE'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_py_runs_from_the_checkout_without_installing(tmp_path: Path) -> None:
     """`python cli.py repo validate ...` as the spec writes it, from another directory, without dokimi on
     sys.path: cli.py puts src/ there itself."""

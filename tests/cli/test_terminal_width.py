@@ -55,11 +55,13 @@ def test_report_fits_100_columns_with_arms_in_columns(
     assert f"every row: model {MODEL}, effort default" in out  # said once, not a column
 
 
+@pytest.mark.slow
 def test_compare_fits_100_columns(batch: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["repo", "compare", str(batch), "--baseline", "guidance:none"]) == 0
     assert_fits(capsys.readouterr().out, [*ARMS, MODEL, "sha256:eval1"])
 
 
+@pytest.mark.slow
 def test_plan_fits_100_columns(batch: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = [
         "repo",
@@ -74,6 +76,7 @@ def test_plan_fits_100_columns(batch: Path, capsys: pytest.CaptureFixture[str]) 
     assert_fits(capsys.readouterr().out, ["reps", "power"])
 
 
+@pytest.mark.slow
 def test_doctor_fits_100_columns(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     main(["doctor"])

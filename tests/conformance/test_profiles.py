@@ -62,6 +62,7 @@ def test_tools_appears_exactly_once_as_a_whole_element(profile: HarnessProfile) 
     assert profile.invoke.count(TOOLS_ELEMENT) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tools", ["none", "read", "all"])
 def test_each_argv_element_stays_one_argument_and_the_prompt_is_never_resubstituted(
     profile: HarnessProfile, tools: str
@@ -129,6 +130,7 @@ def test_version_cmd_substitutes_only_bin(profile: HarnessProfile) -> None:
     assert not any(PLACEHOLDER_RE.search(e) for e in argv)
 
 
+@pytest.mark.slow
 def test_every_declared_effort_value_goes_in_after_the_tools(profile: HarnessProfile) -> None:
     if profile.effort is None:
         pytest.raises(UsageError, _invoke, profile, effort="high")

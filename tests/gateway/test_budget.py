@@ -12,6 +12,7 @@ import pytest
 from dokimi.gateway.budget import Budget, BudgetSpent
 
 
+@pytest.mark.slow
 def test_requests_that_fit_go_together_and_one_that_does_not_waits_to_go_alone() -> None:
     cell = Budget(1.0)
     a, b = cell.hold(0.4), cell.hold(0.4)  # 0.8 reserved: both fit

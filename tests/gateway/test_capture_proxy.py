@@ -115,6 +115,7 @@ def dead_port() -> int:
 # --- the proxy ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_sse_stream_from_the_scripted_server_passes_through_byte_for_byte() -> None:
     script = [{"text": "hello RCabcdef", "tool_use": {"name": "Bash", "input": {"command": "ls"}}}]
     body = messages_body("list tokens RC123456", stream=True)
@@ -133,6 +134,7 @@ def test_an_sse_stream_from_the_scripted_server_passes_through_byte_for_byte() -
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_non_streaming_answer_keeps_its_status_and_body_and_a_404_stays_a_404() -> None:
     with MockModelServer([{"final": "done here"}]) as mock, CaptureProxy(mock.url) as proxy:
         with post(proxy.url, "/v1/messages", messages_body("hi", stream=False)) as resp:
@@ -143,6 +145,7 @@ def test_a_non_streaming_answer_keeps_its_status_and_body_and_a_404_stays_a_404(
     assert [r.status for r in proxy.requests] == [200, 404]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framing", ["close-delimited", "chunked"])
 def test_each_event_reaches_the_client_before_the_upstream_has_finished(framing: str) -> None:
     """The upstream sends one event, then waits until the client has seen it: a buffering proxy would leave
@@ -177,6 +180,7 @@ def test_each_event_reaches_the_client_before_the_upstream_has_finished(framing:
             assert finished.is_set()
 
 
+@pytest.mark.slow
 def test_credentials_are_forwarded_upstream_but_never_recorded(tmp_path: Path) -> None:
     received: list[dict[str, str]] = []
 
@@ -216,6 +220,7 @@ def test_credentials_are_forwarded_upstream_but_never_recorded(tmp_path: Path) -
     assert SECRET not in text and SECRET not in repr(seen)
 
 
+@pytest.mark.slow
 def test_a_dead_upstream_gives_502_with_a_short_body_at_once() -> None:
     with CaptureProxy(f"http://127.0.0.1:{dead_port()}") as proxy:
         with post(proxy.url, "/v1/messages", messages_body("x", stream=True)) as resp:
@@ -227,6 +232,7 @@ def test_a_dead_upstream_gives_502_with_a_short_body_at_once() -> None:
     assert seen.raw == messages_body("x", stream=True), "a failed request is still captured"
 
 
+@pytest.mark.slow
 def test_an_upstream_that_never_answers_gives_502_after_the_read_timeout() -> None:
     release = threading.Event()
 
@@ -241,6 +247,7 @@ def test_an_upstream_that_never_answers_gives_502_after_the_read_timeout() -> No
         release.set()
 
 
+@pytest.mark.slow
 def test_an_upstream_dying_mid_response_cuts_the_client_stream_instead_of_ending_it() -> None:
     def handle(h: BaseHTTPRequestHandler) -> None:
         h.rfile.read(int(h.headers["Content-Length"]))
@@ -258,6 +265,7 @@ def test_an_upstream_dying_mid_response_cuts_the_client_stream_instead_of_ending
     assert seen.status == 200 and seen.error is not None
 
 
+@pytest.mark.slow
 def test_an_upstream_path_prefix_is_kept_and_a_gzip_body_is_captured_decoded() -> None:
     paths: list[str] = []
 
@@ -276,6 +284,7 @@ def test_an_upstream_path_prefix_is_kept_and_a_gzip_body_is_captured_decoded() -
     assert seen.raw == raw and find_tokens(seen.raw) == ["RC00ff00"]
 
 
+@pytest.mark.slow
 def test_the_standalone_proxy_prints_its_url_and_refuses_a_bad_upstream(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     bad = subprocess.run(
@@ -450,6 +459,7 @@ guidance: {{names: [AGENTS.md], resolution: cwd}}
 """
 
 
+@pytest.mark.slow
 def test_a_real_run_fills_payload_from_what_passed_through_the_proxy(fake_dir: Path, tmp_path: Path) -> None:
     """A harness that sends its cwd's AGENTS.md to its endpoint and prints the model's echo; the endpoint
     (the caller's FAKE_BASE_URL) is a scripted server: payload is what that server received."""
@@ -490,6 +500,7 @@ def test_a_real_run_fills_payload_from_what_passed_through_the_proxy(fake_dir: P
     assert all(SECRET not in p.read_text() for p in out.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_a_real_run_with_no_capture_leaves_payload_null_and_says_why(fake_dir: Path, tmp_path: Path) -> None:
     script = fake_dir / "posting-fake"
     script.write_text(POSTING_HARNESS)

@@ -68,6 +68,7 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_an_allowed_name_is_reached_through_connect_and_another_host_is_refused_and_logged(
     tmp_path: Path,
 ) -> None:
@@ -98,6 +99,7 @@ def test_an_allowed_name_is_reached_through_connect_and_another_host_is_refused_
     assert cell.refused == 3 and cell.attempts == 5
 
 
+@pytest.mark.slow
 def test_a_request_without_a_cell_token_is_refused_407_and_logged_unattributed(tmp_path: Path) -> None:
     with server() as port:
         with EgressProxy(
@@ -110,6 +112,7 @@ def test_a_request_without_a_cell_token_is_refused_407_and_logged_unattributed(t
     assert not (tmp_path / "egress.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_an_allowed_name_that_resolves_to_loopback_is_refused_unless_mapped(tmp_path: Path) -> None:
     with server() as port:
         with EgressProxy() as proxy:
@@ -201,6 +204,7 @@ MALFORMED: dict[str, tuple[bytes, int]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_a_malformed_request_gets_a_clean_answer_and_one_log_line_never_a_traceback(
     name: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
@@ -221,6 +225,7 @@ def test_a_malformed_request_gets_a_clean_answer_and_one_log_line_never_a_traceb
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_what_the_standard_library_refuses_before_the_headers_is_logged_unattributed(tmp_path: Path) -> None:
     with EgressProxy(unattributed_path=tmp_path / "u.jsonl") as proxy:
         too_many = b"GET http://a.test/ HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n"

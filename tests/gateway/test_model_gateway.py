@@ -61,6 +61,7 @@ def post(url: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> 
 MESSAGE = {"model": "claude-haiku-4-5", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}
 
 
+@pytest.mark.slow
 def test_the_real_key_replaces_the_cell_dummy_upstream_and_is_never_recorded(tmp_path: Path) -> None:
     seen: list[dict[str, str]] = []
 
@@ -94,6 +95,7 @@ def test_the_real_key_replaces_the_cell_dummy_upstream_and_is_never_recorded(tmp
     assert usage.turns == 1 and usage.usage.input == 3 and usage.cost_usd > 0
 
 
+@pytest.mark.slow
 def test_a_request_without_a_cell_key_or_with_an_ended_cells_key_is_refused_unforwarded(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +113,7 @@ def test_a_request_without_a_cell_key_or_with_an_ended_cells_key_is_refused_unfo
         assert mock.requests == []
 
 
+@pytest.mark.slow
 def test_two_cells_are_accounted_apart_and_a_stream_is_recorded_with_its_usage(tmp_path: Path) -> None:
     with MockModelServer([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as mock:
         with ModelGateway(mock.url, credential_vars=["ANTHROPIC_API_KEY"], credentials={}) as gateway:
@@ -132,6 +135,7 @@ def test_two_cells_are_accounted_apart_and_a_stream_is_recorded_with_its_usage(t
     assert lines[0]["usage"]["output_tokens"] == DEFAULT_OUTPUT_TOKENS and lines[0]["cost_usd"] > 0
 
 
+@pytest.mark.slow
 def test_a_server_answering_only_529_leaves_a_cell_with_no_turn_and_an_infra_reason(tmp_path: Path) -> None:
     overloaded = {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}}
     with MockModelServer([overloaded] * 3) as mock:
@@ -150,6 +154,7 @@ def test_a_server_answering_only_529_leaves_a_cell_with_no_turn_and_an_infra_rea
     assert reach.verdict == "infra" and "only errors" in str(reach.reason) and "3x 529" in str(reach.reason)
 
 
+@pytest.mark.slow
 def test_a_request_the_api_refuses_as_too_long_is_the_cells_failure_with_the_apis_reason(
     tmp_path: Path,
 ) -> None:
@@ -176,6 +181,7 @@ def test_a_request_the_api_refuses_as_too_long_is_the_cells_failure_with_the_api
     assert reach.verdict == "failure" and "400: prompt is too long" in str(reach.reason)
 
 
+@pytest.mark.slow
 def test_an_unreachable_upstream_is_an_infra_error_that_says_so(tmp_path: Path) -> None:
     with ModelGateway(
         "http://127.0.0.1:9", credential_vars=["K"], credentials={}, connect_timeout=2
@@ -226,6 +232,7 @@ def test_a_credential_header_holds_the_cells_dummy_and_nothing_else() -> None:
         assert credential_problem(anthropic, "/", [("x-api-key", value)], [dummy]) is not None
 
 
+@pytest.mark.slow
 def test_a_cell_that_spent_its_cap_gets_no_more_requests_forwarded(tmp_path: Path) -> None:
     with MockModelServer([{"text": "a"}, {"text": "b"}]) as mock:
         with ModelGateway(mock.url, credential_vars=["K"], credentials={}) as gateway:
@@ -240,6 +247,7 @@ def test_a_cell_that_spent_its_cap_gets_no_more_requests_forwarded(tmp_path: Pat
     assert [line["status"] for line in lines] == [200, 429]
 
 
+@pytest.mark.slow
 def test_a_huge_request_is_refused_unread_and_a_large_body_is_recorded_by_its_head(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,6 +286,7 @@ def _answer(h: BaseHTTPRequestHandler, data: bytes, *, length: int | None = None
     h.close_connection = True  # a short body then ends with the connection
 
 
+@pytest.mark.slow
 def test_an_answer_cut_short_or_unreadable_is_charged_its_worst_case(tmp_path: Path) -> None:
     full = json.dumps(
         {"model": "claude-haiku-4-5", "usage": {"input_tokens": 3, "output_tokens": 2}}
@@ -305,6 +314,7 @@ def test_an_answer_cut_short_or_unreadable_is_charged_its_worst_case(tmp_path: P
     assert usage.cost_usd == pytest.approx(sum(line["cost_usd"] for line in lines))
 
 
+@pytest.mark.slow
 def test_the_real_key_an_upstream_quotes_back_is_scrubbed_from_headers_body_and_record(
     tmp_path: Path,
 ) -> None:

@@ -77,6 +77,7 @@ def _chains() -> str:
     return subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True, timeout=60).stdout
 
 
+@pytest.mark.slow
 def test_closing_the_batch_network_removes_it_and_its_firewall_chain(docker_available: bool) -> None:
     net = open_batch_network(f"test-{uuid.uuid4().hex[:8]}")
     assert f"-N {net.chain}" in _chains() and f"-i {net.bridge} -j {net.chain}" in _chains()
@@ -103,6 +104,7 @@ def other_container(docker_available: bool) -> Iterator[str]:
         _docker("network", "rm", network, check=False)
 
 
+@pytest.mark.slow
 def test_the_agent_container_reaches_only_the_gateway_and_its_allowed_host(
     batch_network: BatchNetwork, other_container: str, tmp_path: Path
 ) -> None:

@@ -36,6 +36,7 @@ def test_a_prefix_of_the_key_at_the_end_is_released_as_it_was() -> None:
     assert scrubber.end() == b"sk-ant"
 
 
+@pytest.mark.slow
 def test_gzip_and_deflate_answers_are_decoded_in_bounded_pieces_and_others_refused() -> None:
     bomb = gzip.compress(b"\0" * (40 * 1024 * 1024))
     decoder = Decoder("gzip")

@@ -91,6 +91,7 @@ def test_a_batch_keeps_one_price_per_model_and_a_sealed_run_refuses_an_unpriced_
     assert "--price gpt-x=IN,OUT" in (caught.value.hint or "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["mystery-1", "mystery-1=2", "mystery-1=a,b", "mystery-1=-1,2", "=1,2"])
 def test_a_malformed_price_is_a_usage_error(tmp_path: Path, bad: str) -> None:
     from tests.helpers.runs import dokimi_cli

@@ -68,6 +68,7 @@ def test_nothing_found_names_every_place_looked_and_the_install_script(clean_env
     assert check.status == "warn" and "install-harness.sh" in (check.fix or "")
 
 
+@pytest.mark.slow
 def test_doctor_lists_every_other_built_in_harness_with_its_pin_and_verification(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

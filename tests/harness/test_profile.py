@@ -269,6 +269,7 @@ def test_a_binary_not_on_path_is_a_prerequisite_error(
         resolve_bin(load_profile("codex"))
 
 
+@pytest.mark.slow
 def test_repo_reach_with_a_missing_binary_exits_2_without_a_traceback(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# a\n"})
     proc = subprocess.run(
@@ -281,6 +282,7 @@ def test_repo_reach_with_a_missing_binary_exits_2_without_a_traceback(tmp_path: 
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_repo_reach_with_a_bad_profile_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", {"AGENTS.md": "# a\n"})
     bad = write(tmp_path, GOOD.replace('"{tools}"]', '"{tools}", "{tools}"]'))

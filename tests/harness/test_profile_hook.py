@@ -26,6 +26,7 @@ def bash(command: str, **extra: object) -> dict[str, object]:
     return {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command, **extra}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -52,6 +53,7 @@ def test_run_in_background_is_refused() -> None:
     assert done.returncode == 2 and "run_in_background" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [

@@ -74,6 +74,7 @@ def test_the_workflow_export_import_adjudicate_summary(
     assert max(len(line) for line in text.splitlines()) <= 100  # fits 100 columns (stdout not a terminal)
 
 
+@pytest.mark.slow
 def test_import_of_a_bad_row_exits_2_with_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

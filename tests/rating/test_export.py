@@ -18,6 +18,7 @@ def _all_text(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_no_file_handed_to_raters_contains_an_arm_model_harness_or_batch_string(tmp_path: Path) -> None:
     data = make_batch(tmp_path)
     out = tmp_path / "rating"
@@ -56,6 +57,7 @@ def test_an_artifact_keeps_what_raters_score_and_leaves_out_the_harness_trace(tm
     assert "ZeroDivisionError" in task and "fix_div" in task
 
 
+@pytest.mark.slow
 def test_a_cell_without_workspace_diff_gets_git_diff_of_its_workspace_from_start_sha(tmp_path: Path) -> None:
     data = make_batch(tmp_path, with_leak=False)
     out = tmp_path / "rating"
@@ -89,6 +91,7 @@ def test_a_key_inside_the_raters_directory_is_refused(tmp_path: Path) -> None:
         export_batch(data.root, out, seed=1, key_path=out / "blinded" / "key.json")
 
 
+@pytest.mark.slow
 def test_ids_are_stable_for_a_seed_and_change_with_it(tmp_path: Path) -> None:
     data = make_batch(tmp_path, with_git=False)
 
@@ -110,6 +113,7 @@ def test_a_seeded_sample_takes_n_cells_and_the_same_ones_again(tmp_path: Path) -
     assert read_key(one.key).artifacts == read_key(two.key).artifacts
 
 
+@pytest.mark.slow
 def test_file_times_do_not_reveal_the_order_of_the_cells(tmp_path: Path) -> None:
     data = make_batch(tmp_path, with_git=False, with_leak=False)
     out = tmp_path / "rating"
@@ -146,6 +150,7 @@ def test_extra_markers_are_redacted(tmp_path: Path) -> None:
     assert "EXPLORE-STEP" not in texts and report.redactions > 0
 
 
+@pytest.mark.slow
 def test_reblind_retires_the_id_and_redacts_the_reported_marker(tmp_path: Path) -> None:
     data = make_batch(tmp_path, with_git=False, with_leak=False)
     (data.cells["raw0"] / "answer.txt").write_text("Plan-o-matic v3 says: done\n")

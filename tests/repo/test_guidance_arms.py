@@ -150,6 +150,7 @@ def recorded(dest: Path) -> dict[str, str]:
     return {item["path"]: item["sha"] for item in data["files"]}
 
 
+@pytest.mark.slow
 def test_guidance_tree_puts_the_eval_trees_files_onto_every_base_with_their_blob_shas(
     history: History, repo: Repo, tmp_path: Path
 ) -> None:
@@ -170,6 +171,7 @@ def test_guidance_tree_puts_the_eval_trees_files_onto_every_base_with_their_blob
         assert git(dest, "status", "--porcelain") == "?? .guidance.json\n"
 
 
+@pytest.mark.slow
 def test_guidance_at_rev_uses_that_revisions_files_and_none_and_raw_keep_their_meaning(
     history: History, repo: Repo, tmp_path: Path
 ) -> None:
@@ -347,6 +349,7 @@ def test_what_a_generator_leaves_is_read_without_following_links_or_blocking_on_
     ]
 
 
+@pytest.mark.slow
 def test_guidance_generated_is_refused_before_any_work_for_a_harness_without_a_generator(
     history: History, tmp_path: Path
 ) -> None:
@@ -382,6 +385,7 @@ def test_guidance_generated_is_refused_before_any_work_for_a_harness_without_a_g
     assert not (tmp_path / "runs" / "gen" / "_eval").exists()  # nothing exported, built or planned
 
 
+@pytest.mark.slow
 def test_an_at_arm_whose_revision_does_not_resolve_is_refused_with_its_name(
     history: History, tmp_path: Path
 ) -> None:
@@ -412,6 +416,7 @@ def test_an_at_arm_whose_revision_does_not_resolve_is_refused_with_its_name(
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_a_study_file_whose_baseline_is_not_an_arm_is_refused(tmp_path: Path) -> None:
     study = tmp_path / "study.yaml"
     study.write_text(

@@ -88,6 +88,7 @@ def test_a_commit_without_tests_or_a_merge_given_as_a_commit_is_refused(tmp_path
         read_fix(repo / ".git", sha, merge=True, test_globs=DEFAULT_TEST_GLOBS)
 
 
+@pytest.mark.slow
 def test_a_merged_pull_request_is_the_merge_against_its_first_parent(tmp_path: Path) -> None:
     repo, _ = _fix_repo(tmp_path)
     git(repo, "checkout", "-q", "-b", "feature")
@@ -135,6 +136,7 @@ def test_tests_are_classified_from_the_null_and_the_oracle_outcomes() -> None:
     assert classify(null, oracle) == (["t::a", "t::new"], ["t::b"], ["t::c", "t::d"])
 
 
+@pytest.mark.slow
 def test_task_new_refuses_an_existing_task_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -58,6 +58,7 @@ def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_evaluate_figures_match_the_hand_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from dokimi.cli.main import main
 

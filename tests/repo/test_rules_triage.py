@@ -69,6 +69,7 @@ def test_an_edit_keeps_the_status_and_an_empty_edit_or_an_unknown_id_is_refused(
         apply_triage(rules, decide("R9", "reject"))
 
 
+@pytest.mark.slow
 def test_repo_rules_triage_lists_then_decides_in_the_eval_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

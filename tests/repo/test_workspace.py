@@ -221,6 +221,7 @@ def test_init_and_commit_makes_one_commit_of_every_file_without_conversion(
 # --- step 4 -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_setup_patches_are_applied_and_their_sha256_recorded(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     dest = _exported(source, tmp_path)
@@ -231,6 +232,7 @@ def test_setup_patches_are_applied_and_their_sha256_recorded(source: Path, tmp_p
     assert "patched" in (dest / "pkg" / "mod.py").read_text()
 
 
+@pytest.mark.slow
 def test_a_setup_patch_that_does_not_apply_names_the_patch(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     dest = _exported(source, tmp_path)
@@ -245,6 +247,7 @@ def test_a_setup_patch_that_does_not_apply_names_the_patch(source: Path, tmp_pat
 # --- step 5 -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_guidance_none_deletes_every_matched_file_at_every_depth(source: Path, tmp_path: Path) -> None:
     dest = _exported(source, tmp_path)
     init_and_commit(dest)
@@ -273,6 +276,7 @@ SKILLS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("globs", [DEFAULT_GUIDANCE_GLOBS, (".agents/**", "**/CLAUDE.md")])
 def test_guidance_none_removes_skills_whole_and_leaves_no_empty_directory(
     tmp_path: Path, globs: tuple[str, ...]
@@ -311,6 +315,7 @@ def test_an_overlay_carries_each_matched_skill_whole(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_guidance_raw_keeps_every_file(source: Path, tmp_path: Path) -> None:
     dest = _exported(source, tmp_path)
     init_and_commit(dest)
@@ -319,6 +324,7 @@ def test_guidance_raw_keeps_every_file(source: Path, tmp_path: Path) -> None:
     assert _files(dest) == before
 
 
+@pytest.mark.slow
 def test_guidance_bridge_writes_the_bridge_next_to_every_matched_agents_md(
     source: Path, tmp_path: Path
 ) -> None:
@@ -332,6 +338,7 @@ def test_guidance_bridge_writes_the_bridge_next_to_every_matched_agents_md(
     assert (dest / "lib" / "CLAUDE.md").read_text() == "# lib has its own CLAUDE.md\n"
 
 
+@pytest.mark.slow
 def test_guidance_bridge_without_a_profile_bridge_is_a_usage_error(source: Path, tmp_path: Path) -> None:
     dest = _exported(source, tmp_path)
     with pytest.raises(UsageError, match="bridge"):
@@ -355,6 +362,7 @@ def test_bridge_of_reads_a_profile_object_or_a_plain_dict() -> None:
 # --- step 6 -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_amend_commit_folds_patches_and_arm_into_the_single_commit(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     dest = _exported(source, tmp_path)
@@ -371,6 +379,7 @@ def test_amend_commit_folds_patches_and_arm_into_the_single_commit(source: Path,
 # --- step 7 -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_review_patch_is_the_head_commit_under_a_neutral_author(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     dest = _exported(source, tmp_path)
@@ -385,6 +394,7 @@ def test_review_patch_is_the_head_commit_under_a_neutral_author(source: Path, tm
     assert git(dest, "show", "--name-only", "--format=", head).split() == ["pkg/new.py"]
 
 
+@pytest.mark.slow
 def test_a_review_patch_that_does_not_apply_is_aborted_and_named(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     dest = _exported(source, tmp_path)
@@ -399,6 +409,7 @@ def test_a_review_patch_that_does_not_apply_is_aborted_and_named(source: Path, t
 # --- step 8 -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_expire_reflog_and_prune_leaves_no_unreachable_object(source: Path, tmp_path: Path) -> None:
     dest = _exported(source, tmp_path)
     init_and_commit(dest)
@@ -424,6 +435,7 @@ def _all_objects(dest: Path) -> str:
     ).stdout.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_nothing_removed_unpatched_or_upstream_is_recoverable_from_the_workspace_git(
     source: Path, tmp_path: Path
 ) -> None:
@@ -453,6 +465,7 @@ def test_nothing_removed_unpatched_or_upstream_is_recoverable_from_the_workspace
     assert stored <= reachable
 
 
+@pytest.mark.slow
 def test_prepare_workspace_records_the_meta_fields_and_is_deterministic(source: Path, tmp_path: Path) -> None:
     task_dir = _task_dir(tmp_path, source)
     repo = open_source(str(source))

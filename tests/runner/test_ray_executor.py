@@ -117,6 +117,7 @@ def test_a_sparse_file_within_the_cap_comes_back_sparse(tmp_path: Path) -> None:
     assert not (dest / "not-returned.txt").exists()
 
 
+@pytest.mark.slow
 def test_an_entry_past_workspace_mb_stays_on_the_node_and_is_named(tmp_path: Path) -> None:
     run_dir = tmp_path / "node" / "run"
     _sparse(run_dir / "home" / "big", 2 * GIB, {0: b"x"})

@@ -58,6 +58,7 @@ def _prepared(tmp_path: Path, cells: int, cap: float, *, dry_run: bool = False) 
     return PreparedBatch(ctx=ctx, pin=None, cells=keys, warnings=[])  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("max_batch", "cost", "started", "most"),
     [

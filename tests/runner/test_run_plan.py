@@ -365,6 +365,7 @@ def test_a_script_that_does_not_play_is_refused(tmp_path: Path) -> None:
         parse_script_options([str(bad)], ["guidance:raw"])
 
 
+@pytest.mark.slow
 def test_a_dry_run_script_without_dry_run_is_refused(tmp_path: Path) -> None:
     from tests.helpers.runs import dokimi_cli
 

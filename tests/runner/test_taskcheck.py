@@ -153,6 +153,7 @@ def test_warm_runs_with_a_network_and_writable_caches(docker_available: bool, tm
         _check(str(path), caches={"other": cache})
 
 
+@pytest.mark.slow
 def test_a_guidance_only_manifest_cannot_be_checked(tmp_path: Path) -> None:
     path, _, _ = make_eval_repo(tmp_path / "repo", manifest="schema: repo_manifest.v1\nid: toy\n")
     with pytest.raises(UsageError, match="guidance-only"):

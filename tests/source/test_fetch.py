@@ -32,6 +32,7 @@ def served(tmp_path: Path) -> tuple[Path, str, str]:
     return bare, f"file://{bare}", second
 
 
+@pytest.mark.slow
 def test_fetch_makes_a_bare_blobless_clone_and_reuses_it(
     served: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -46,6 +47,7 @@ def test_fetch_makes_a_bare_blobless_clone_and_reuses_it(
     assert again.git_dir == first.git_dir and not again.fetched  # a full SHA in the cache needs no network
 
 
+@pytest.mark.slow
 def test_a_branch_name_is_fetched_again_so_the_cache_is_updated(
     served: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -59,6 +61,7 @@ def test_a_branch_name_is_fetched_again_so_the_cache_is_updated(
     assert ensure_clone(url, "main", cache_dir=cache).sha == newer
 
 
+@pytest.mark.slow
 def test_reading_blobs_of_a_blobless_clone_fetches_them_in_one_request(
     served: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -80,12 +83,14 @@ def test_reading_blobs_of_a_blobless_clone_fetches_them_in_one_request(
     assert missing_blobs(clone.git_dir, sha, [snap.entries[p].oid or "" for p in paths]) == []
 
 
+@pytest.mark.slow
 def test_a_revision_the_remote_lacks_is_a_clear_error(served: tuple[Path, str, str], tmp_path: Path) -> None:
     _, url, _ = served
     with pytest.raises(SourceError, match="is not in the repository"):
         ensure_clone(url, "no-such-branch", cache_dir=tmp_path / "cache")
 
 
+@pytest.mark.slow
 def test_cli_fetch_prints_sha_and_path(
     served: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,6 +111,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_fetch_through_git_daemon_on_loopback(served: tuple[Path, str, str], tmp_path: Path) -> None:
     bare, _, sha = served
     port = _free_port()
@@ -191,6 +197,7 @@ def unauthorized_url(
         server.server_close()
 
 
+@pytest.mark.slow
 def test_a_url_that_would_prompt_fails_fast_with_the_line_and_the_fix(
     unauthorized_url: str, tmp_path: Path
 ) -> None:
@@ -206,6 +213,7 @@ def test_a_url_that_would_prompt_fails_fast_with_the_line_and_the_fix(
     )
 
 
+@pytest.mark.slow
 def test_an_askpass_program_is_still_honoured(
     unauthorized_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -167,6 +167,7 @@ def request(forge: FakeGitHub, **kw: Any) -> FetchRequest:
     return FetchRequest(repo="acme/calc", token=TOKEN, api_base=forge.api_base, timeout_s=10, **kw)
 
 
+@pytest.mark.slow
 def test_the_fetcher_pages_through_pulls_their_comments_and_reviews(
     forge: FakeGitHub, tmp_path: Path
 ) -> None:
@@ -191,6 +192,7 @@ def test_the_fetcher_pages_through_pulls_their_comments_and_reviews(
     assert not out.with_name(out.name + ".partial").exists()
 
 
+@pytest.mark.slow
 def test_since_stops_the_listing_and_until_leaves_later_merges_out(forge: FakeGitHub, tmp_path: Path) -> None:
     import datetime as dt
 
@@ -202,6 +204,7 @@ def test_since_stops_the_listing_and_until_leaves_later_merges_out(forge: FakeGi
     assert not forge.paths(f"{BASE_PATH}/repos/acme/calc/pulls/1/")
 
 
+@pytest.mark.slow
 def test_rate_limits_are_waited_for_and_a_stopped_fetch_resumes(forge: FakeGitHub, tmp_path: Path) -> None:
     reset = str(int(time.time()) + 1)
     forge.faults = {
@@ -233,6 +236,7 @@ def test_rate_limits_are_waited_for_and_a_stopped_fetch_resumes(forge: FakeGitHu
     assert len(forge.paths(f"{BASE_PATH}/repos/acme/calc/pulls/5/comments")) == 2  # once, not again
 
 
+@pytest.mark.slow
 def test_the_token_never_leaves_the_api_base(forge: FakeGitHub, tmp_path: Path) -> None:
     with FakeGitHub() as elsewhere:
         forge.next_origin = elsewhere.origin  # a Link header pointing at another origin
@@ -245,6 +249,7 @@ def test_the_token_never_leaves_the_api_base(forge: FakeGitHub, tmp_path: Path) 
         assert elsewhere.requests == []
 
 
+@pytest.mark.slow
 def test_a_bad_token_and_a_missing_repository_are_errors_that_say_so(
     forge: FakeGitHub, tmp_path: Path
 ) -> None:
@@ -266,6 +271,7 @@ def test_next_link_reads_the_rel_next_target() -> None:
     assert next_link('<https://h/x?page=1>; rel="prev"') is None and next_link(None) is None
 
 
+@pytest.mark.slow
 def test_repo_rules_fetch_reads_the_token_from_the_environment(
     forge: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -109,6 +109,7 @@ SCRIPT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
 def test_a_streamed_tool_call_arrives_as_sse_blocks_with_input_json_delta(server: MockModelServer) -> None:
     status, headers, payload = request(server.url, "POST", "/v1/messages?beta=true", messages_body())
@@ -128,6 +129,7 @@ def test_a_streamed_tool_call_arrives_as_sse_blocks_with_input_json_delta(server
     assert events[0][1]["message"]["usage"]["input_tokens"] == DEFAULT_INPUT_TOKENS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
 def test_a_non_streaming_request_gets_the_same_turn_as_one_json_message(server: MockModelServer) -> None:
     status, headers, payload = request(server.url, "POST", "/v1/messages", messages_body(stream=False))
@@ -138,6 +140,7 @@ def test_a_non_streaming_request_gets_the_same_turn_as_one_json_message(server: 
     assert (message["usage"]["input_tokens"], message["usage"]["output_tokens"]) == (1000, 100)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
 def test_turns_play_in_order_and_an_exhausted_script_answers_done(server: MockModelServer) -> None:
     answers = []
@@ -155,6 +158,7 @@ def test_turns_play_in_order_and_an_exhausted_script_answers_done(server: MockMo
     assert server.turns_left == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
 def test_side_requests_get_a_canned_answer_and_do_not_consume_the_script(server: MockModelServer) -> None:
     quota = {"model": "claude-haiku-4-5", "max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]}
@@ -185,6 +189,7 @@ def test_the_main_loop_rule() -> None:
     assert not is_main_loop_request("not a mapping")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "server", [[{"echo_tokens": True}, {"text": "Tokens:", "echo_tokens": True}]], indirect=True
 )
@@ -202,6 +207,7 @@ def test_echo_tokens_answers_with_every_rc_token_in_the_request_in_order_once(
     assert json.loads(payload)["content"][0]["text"] == "Tokens:\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [[{"echo_tokens": True}]], indirect=True)
 def test_an_echo_with_no_token_answers_none_which_the_reach_probe_reads_as_no_prose(
     server: MockModelServer,
@@ -220,6 +226,7 @@ def test_find_tokens_reads_bytes_and_text_alike() -> None:
     assert find_tokens("RCdeadbe\u00e9") == ["RCdeadbe"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [SCRIPT], indirect=True)
 def test_every_request_is_captured_to_jsonl_without_credentials(
     server: MockModelServer, tmp_path: Path
@@ -255,6 +262,7 @@ def usage_of(server: MockModelServer, body: dict[str, Any]) -> tuple[int, int]:
     return usage["input_tokens"], usage["output_tokens"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "server",
     [
@@ -284,6 +292,7 @@ def test_usage_is_fixed_per_answer_whatever_the_request_and_a_turn_can_set_it(
     assert lines[0]["bytes"] > 100_000 > lines[1]["bytes"]
 
 
+@pytest.mark.slow
 def test_hello_count_tokens_and_unknown_paths(server: MockModelServer) -> None:
     assert request(server.url, "GET", "/api/hello")[0] == 200
     assert request(server.url, "HEAD", "/api/hello")[0] == 200
@@ -296,6 +305,7 @@ def test_hello_count_tokens_and_unknown_paths(server: MockModelServer) -> None:
     assert [r.known for r in server.requests] == [True, True, True, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", [[{"error": {"status": 529, "type": "overloaded_error"}}]], indirect=True)
 def test_an_error_turn_answers_with_that_status_and_an_api_error_body(server: MockModelServer) -> None:
     status, _, payload = request(server.url, "POST", "/v1/messages", messages_body())
@@ -352,6 +362,7 @@ def _start_standalone(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str]
     return proc, url
 
 
+@pytest.mark.slow
 def test_the_single_file_runs_standalone_with_only_the_stdlib(tmp_path: Path) -> None:
     # A copy outside the package, run with -I -S (no site-packages, no PYTHONPATH): what a container's
     # read-only support dir does.
@@ -382,6 +393,7 @@ def test_the_single_file_runs_standalone_with_only_the_stdlib(tmp_path: Path) ->
     assert len(capture.read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_dokimi_mock_model_serve_plays_a_script_and_rejects_a_bad_one(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(json.dumps([{"final": "from the cli"}]))
     env = {**os.environ, "PYTHONPATH": str(Path(mockmodel_module.__file__).parents[2])}
@@ -411,6 +423,7 @@ def test_dokimi_mock_model_serve_plays_a_script_and_rejects_a_bad_one(tmp_path: 
     assert "unknown key(s) ['bogus']" in bad.stderr and "docs/mock-model.md" in bad.stderr
 
 
+@pytest.mark.slow
 def test_serving_on_a_port_already_in_use_is_an_environment_error_not_a_bug(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(json.dumps([{"final": "x"}]))
     env = {**os.environ, "PYTHONPATH": str(Path(mockmodel_module.__file__).parents[2])}

@@ -61,6 +61,7 @@ def test_the_path_decides_the_api() -> None:
     assert api_of("DELETE", "/v1/responses") is None
 
 
+@pytest.mark.slow
 def test_responses_streamed_a_function_call_then_echoed_tokens(server: MockModelServer) -> None:
     status, headers, payload = request(server.url, "POST", "/v1/responses", responses_body(True))
     assert status == 200 and headers["content-type"] == "text/event-stream"
@@ -83,6 +84,7 @@ def test_responses_streamed_a_function_call_then_echoed_tokens(server: MockModel
     assert [r.turn for r in server.requests] == [0, 1]
 
 
+@pytest.mark.slow
 def test_chat_completions_streamed_and_not(server: MockModelServer) -> None:
     body = {
         "model": "gpt-4o",
@@ -108,6 +110,7 @@ def test_chat_completions_streamed_and_not(server: MockModelServer) -> None:
     assert answer["choices"][0]["finish_reason"] == "stop"
 
 
+@pytest.mark.slow
 def test_gemini_stream_generate_content_and_generate_content(server: MockModelServer) -> None:
     body = {
         "contents": [{"role": "user", "parts": [{"text": "go RCabcdef"}]}],
@@ -132,6 +135,7 @@ def test_gemini_stream_generate_content_and_generate_content(server: MockModelSe
     assert lines[0]["path"] == path and lines[0]["body"] == body
 
 
+@pytest.mark.slow
 def test_a_structured_output_request_is_a_side_request_answered_with_an_empty_object(
     server: MockModelServer,
 ) -> None:
@@ -151,6 +155,7 @@ def test_a_structured_output_request_is_a_side_request_answered_with_an_empty_ob
     assert is_main_loop_request({"model": "b"}, api=CHAT, main_model="b")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "check"),
     [
@@ -187,6 +192,7 @@ def reported_usage(api: str, payload: bytes, stream: bool) -> tuple[int, int]:
     return answer["usageMetadata"]["promptTokenCount"], answer["usageMetadata"]["candidatesTokenCount"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 @pytest.mark.parametrize(
     ("api", "path"),

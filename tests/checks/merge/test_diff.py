@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dokimi.checks.merge.diff import list_ignored, take_workspace_diff
 from dokimi.checks.merge.scope import check_scope
 from dokimi.schemas.rubric import Scope
@@ -23,6 +25,7 @@ def _workspace(tmp_path: Path) -> tuple[Path, str]:
     return repo, head(repo)
 
 
+@pytest.mark.slow
 def test_an_untouched_workspace_has_an_empty_diff(tmp_path: Path) -> None:
     ws, start = _workspace(tmp_path)
     diff = take_workspace_diff(ws, start, ignored_before=list_ignored(ws))
@@ -47,6 +50,7 @@ def test_a_committed_change_is_seen_from_start_sha(tmp_path: Path) -> None:
     assert [(f.status, f.path, f.added, f.deleted) for f in diff.files] == [("M", "src/app.py", 1, 1)]
 
 
+@pytest.mark.slow
 def test_untracked_files_are_diffed_through_a_scratch_index_leaving_the_real_one_untouched(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from dokimi.checks.scan.engine import ScanResult
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,6 +45,7 @@ def render(result: ScanResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_the_bench_repository_scans_to_the_same_claims_as_before_the_speed_work(tmp_path: Path) -> None:
     bench = bench_module()
     repo, sha = bench.build_repo(tmp_path, FILES, GUIDES)

@@ -107,6 +107,7 @@ def test_a_commit_is_read_with_its_own_attributes_not_the_working_trees(tmp_path
     assert rows(scan_dir(f"{repo}@{head(repo)}")) == [(1, "identifier", "named_here", "ok")]
 
 
+@pytest.mark.slow
 def test_a_blobless_clone_applies_the_attributes_of_its_commit(tmp_path: Path) -> None:
     repo = git_repo(
         tmp_path / "repo",

@@ -209,6 +209,7 @@ make all && python scripts/run.py
 """
 
 
+@pytest.mark.slow
 def test_a_working_tree_a_commit_and_a_blobless_clone_give_identical_claims(tmp_path: Path) -> None:
     files = {
         "AGENTS.md": GUIDE_FOR_SOURCES,

@@ -12,6 +12,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from dokimi.checks.scan.identifiers import TRIE_WORD_LIMIT, grep_pattern, search_words
 from dokimi.source import open_source
 from tests.helpers.git import git, git_repo, head
@@ -34,6 +36,7 @@ def reference(repo: Path, words: list[str]) -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_one_pattern_for_all_words_finds_what_one_pattern_per_word_finds(tmp_path: Path) -> None:
     rng = random.Random(11)
     files = {

@@ -89,6 +89,7 @@ def heavy_among(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
+@pytest.mark.slow
 def test_a_text_scan_imports_no_cli_framework_models_or_rich(repo: Path) -> None:
     code, modules = imported_by_a_scan(repo, "--fail-on-fail")
     assert code == 1  # src/gone.py does not exist: the gate fails, so the scan really ran
@@ -96,6 +97,7 @@ def test_a_text_scan_imports_no_cli_framework_models_or_rich(repo: Path) -> None
     assert heavy_among(modules) == []
 
 
+@pytest.mark.slow
 def test_sarif_and_all_stay_lean_too(repo: Path) -> None:
     _, modules = imported_by_a_scan(repo, "--format", "sarif", "--all")
     assert heavy_among(modules) == []
@@ -107,6 +109,7 @@ PLAIN_MANIFEST = (
 )
 
 
+@pytest.mark.slow
 def test_a_scan_with_a_plain_manifest_stays_lean(repo: Path, tmp_path: Path) -> None:
     """A manifest in plain YAML is read without ruamel or the models, given or at the default place."""
     (tmp_path / "m.yaml").write_text(PLAIN_MANIFEST)
@@ -124,6 +127,7 @@ def test_a_scan_with_a_plain_manifest_stays_lean(repo: Path, tmp_path: Path) -> 
     assert "ruamel.yaml" in modules and "dokimi.schemas.manifest" in modules
 
 
+@pytest.mark.slow
 def test_a_scan_of_unchanged_guidance_imports_no_markdown_parser(repo: Path) -> None:
     """The Markdown items of the first scan are kept (dokimi.checks.scan.items_cache): the next scan of the
     same texts needs no parse, nor markdown-it, and finds the same."""
@@ -134,6 +138,7 @@ def test_a_scan_of_unchanged_guidance_imports_no_markdown_parser(repo: Path) -> 
     assert "markdown_it" not in modules
 
 
+@pytest.mark.slow
 def test_the_bash_grammar_is_loaded_without_its_package_extras(repo: Path) -> None:
     """A command the plain-word split cannot take runs tree-sitter's bash grammar: its compiled module only,
     not the package's importlib.resources (and tempfile) for queries the scan never reads."""
@@ -144,6 +149,7 @@ def test_the_bash_grammar_is_loaded_without_its_package_extras(repo: Path) -> No
     assert heavy_among(modules) == [] and "importlib.resources" not in modules
 
 
+@pytest.mark.slow
 def test_help_goes_to_click(repo: Path) -> None:
     _, modules = imported_by_a_scan(repo, "--help")
     assert "click" in modules

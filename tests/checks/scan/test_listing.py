@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dokimi.source.git import ls_tree
 from tests.helpers.git import git, git_repo
 
 
+@pytest.mark.slow
 def test_a_listing_read_in_chunks_keeps_every_path_whole_and_in_order(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo", {"README.md": "x\n"})
     empty = git(repo, "hash-object", "-w", "--stdin", input="").strip()

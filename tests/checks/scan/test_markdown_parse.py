@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ def markdown_it_split() -> Callable[[str], list[str]]:
 ORIGINAL = markdown_it_split()
 
 
+@pytest.mark.slow
 @settings(max_examples=1000)
 @given(st.text(alphabet="|\\ab` ", max_size=24))
 @example("a\\|b|c")

@@ -6,6 +6,8 @@ import posixpath
 import random
 from pathlib import Path
 
+import pytest
+
 from dokimi.checks.scan.paths import REGEX_FROM, first_match, glob_matcher, scan_glob_regex
 from tests.checks.scan._util import add_submodule_entry, find, rows, scan_dir, scan_files
 from tests.helpers.git import Symlink, git_repo
@@ -113,6 +115,7 @@ def test_a_path_in_a_nested_guidance_file_is_tried_at_its_directory_then_ancesto
     ]
 
 
+@pytest.mark.slow
 def test_the_glob_shortcut_matches_exactly_what_the_glob_regex_matches() -> None:
     rng = random.Random(3)
     pieces = ["a", "b", "ab", "/", ".", "py", "src", "*", "**", "**/", "?", "[ab]", "<x>", "{y}", "-", "\n"]

@@ -262,6 +262,7 @@ def generated(rng: random.Random) -> str:
     return "\n".join(lines) + rng.choice(["\n", "", "\n\n"])
 
 
+@pytest.mark.slow
 def test_generated_manifests_the_plain_reader_accepts_read_the_same_as_the_model_reads_them() -> None:
     rng = random.Random(1616)
     accepted = refused_by_both = 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dokimi.checks.scan.skills import skill_references
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
 from tests.checks.scan._util import rows, scan_dir, scan_files
@@ -99,6 +101,7 @@ def test_skill_references_outside_fences_only() -> None:
     assert refs == [(1, "$one"), (5, "$three"), (6, "five")]
 
 
+@pytest.mark.slow
 def test_the_default_globs_scan_the_example_as_before(example: Path) -> None:
     """The example has no skills: the skill globs match nothing and add no warning."""
     result = scan_dir(str(example), globs=list(DEFAULT_GUIDANCE_GLOBS))
