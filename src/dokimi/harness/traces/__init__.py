@@ -42,6 +42,7 @@ __all__ = [
     "Conversion",
     "Converter",
     "Event",
+    "JsonLines",
     "builtin_traces",
     "convert",
     "convert_file",
@@ -135,23 +136,35 @@ def event_time(timestamp: float | None, first_timestamp: float | None, line_inde
     return round(max(0.0, timestamp - first_timestamp), 3)
 
 
+class JsonLines:
+    """(line index, object) of every JSON object line of a trace, as the lines come; ``garbage`` counts the
+    other non-blank lines, skipped."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = lines
+        self.garbage = 0
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        loads = load_json
+        for index, line in enumerate(self.lines):
+            if not line or line.isspace():
+                continue
+            try:
+                obj = loads(line)
+            except ValueError:
+                self.garbage += 1
+                continue
+            if type(obj) is not dict:
+                self.garbage += 1
+                continue
+            yield index, obj
+
+
 def json_objects(lines: Iterable[str]) -> tuple[list[tuple[int, dict[str, Any]]], int]:
     """(line index, object) for every JSON object line, and how many other non-blank lines there were."""
-    objects: list[tuple[int, dict[str, Any]]] = []
-    garbage = 0
-    for index, line in enumerate(lines):
-        if not line or line.isspace():
-            continue
-        try:
-            obj = load_json(line)
-        except ValueError:
-            garbage += 1
-            continue
-        if type(obj) is not dict:
-            garbage += 1
-            continue
-        objects.append((index, obj))
-    return objects, garbage
+    stream = JsonLines(lines)
+    objects = list(stream)
+    return objects, stream.garbage
 
 
 # --- the converter a profile names, and the files ----------------------------------------------------------

@@ -12,11 +12,11 @@ from typing import Any
 from dokimi.harness.traces import (
     Conversion,
     Event,
+    JsonLines,
     event_time,
     parse_timestamp,
     truncate_output,
 )
-from dokimi.schemas._base import load_json
 
 COMMAND_TOOLS = frozenset({"Bash"})
 READ_TOOLS = frozenset({"Read"})
@@ -264,22 +264,10 @@ def convert(lines: Iterable[str]) -> Conversion:
 
 
 def convert_stream_json(lines: Iterable[str], state: ClaudeStreamJson) -> Conversion:
-    garbage = 0
-    loads = load_json
-    for index, line in enumerate(lines):
-        if not line or line.isspace():
-            continue
-        try:
-            obj = loads(line)
-        except ValueError:
-            garbage += 1
-            continue
-        if type(obj) is not dict:
-            garbage += 1
-            continue
-        if state.late():
-            continue
-        state.feed(index, obj)
+    stream = JsonLines(lines)
+    for index, obj in stream:
+        if not state.late():
+            state.feed(index, obj)
     out = state.finish()
-    out.garbage_lines = garbage
+    out.garbage_lines = stream.garbage
     return out
