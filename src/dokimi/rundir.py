@@ -60,6 +60,9 @@ GRADE_HOME: Final = "grade-home"
 """HOME of the grade container, made empty before each entry point."""
 AGENT_GIT: Final = "agent-git"
 """Where the workspace's .git/config and .git/hooks are moved before grading."""
+AFTER_GRADE: Final = "after-grade"
+"""Under agent-git/: what the code under test left in the workspace's .git during grading, moved aside when
+the finished workspace is handed back."""
 BUILTIN_TESTS: Final = "builtin-tests"
 """A built-in grader's work: tree/ (the tree under test), home/, out/ (the test process's report),
 prepared.json (what the prepare step put back and which tests run), prepare.stdout and prepare.stderr."""

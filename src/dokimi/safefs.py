@@ -340,14 +340,15 @@ def makedirs(path: Path, *, trusted: Path) -> None:
         pass
 
 
-def chown_tree(path: Path, uid: int, gid: int, *, trusted: Path) -> None:
-    """``chown -R -h``: ``path`` and everything below it, links changed themselves, none followed."""
+def chown_tree(path: Path, uid: int, gid: int, *, trusted: Path, recursive: bool = True) -> None:
+    """``chown -R -h``: ``path`` and everything below it (only ``path`` when not ``recursive``), links changed
+    themselves, none followed."""
     with parent_fd(path, trusted=trusted) as (dir_fd, name):
         st = _lstat_at(dir_fd, name)
         if st is None:
             return
         os.chown(name, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
-        if not stat.S_ISDIR(st.st_mode):
+        if not recursive or not stat.S_ISDIR(st.st_mode):
             return
         for _root, dirs, files, fd in os.fwalk(name, dir_fd=dir_fd, follow_symlinks=False):
             for entry in (*dirs, *files):

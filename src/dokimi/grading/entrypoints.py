@@ -41,6 +41,7 @@ from dokimi.harness.runas import harness_identity
 from dokimi.repo.builtin_graders import builtin_argv, is_builtin
 from dokimi.repo.workspace import NEUTRAL_EMAIL, NEUTRAL_NAME
 from dokimi.rundir import (
+    AFTER_GRADE,
     AGENT_GIT,
     ANSWER_TXT,
     GRADE_JSON,
@@ -69,6 +70,7 @@ __all__ = [
     "GradeOutcome",
     "entry_argv",
     "grade_run",
+    "hand_back_workspace",
     "move_agent_git",
     "needs_source_dir",
     "read_grade",
@@ -206,9 +208,13 @@ def reduce_git_dir(run_dir: Path) -> list[str]:
     link, a gitdir file) is moved aside whole: the grader then sees no repository, which is the agent's
     doing. No link is followed (:mod:`dokimi.safefs`). Returns what was moved (names under agent-git/);
     running it again (a regrade's copy) moves nothing more."""
+    return _reduce_git_dir(run_dir, RunDir(run_dir).agent_git)
+
+
+def _reduce_git_dir(run_dir: Path, aside: Path) -> list[str]:
+    """:func:`reduce_git_dir`, moving what it takes out of .git to ``aside``."""
     rd = RunDir(run_dir)
     dot_git = rd.workspace / ".git"
-    aside = rd.agent_git
     kind = safefs.kind(aside, trusted=run_dir)
     if kind is not None and kind != "a directory":
         safefs.remove(aside, trusted=run_dir)
@@ -221,10 +227,11 @@ def reduce_git_dir(run_dir: Path) -> list[str]:
         return ["dotgit"]
     moved: list[str] = []
     config = dot_git / "config"
+    object_format = _agent_object_format(rd.agent_git / "config", run_dir)
     ours = False
     if safefs.kind(config, trusted=run_dir) == "a regular file":
         head = safefs.read_bytes(config, trusted=run_dir, limit=MAX_AGENT_CONFIG_BYTES)
-        ours = head.startswith(MINIMAL_GIT_CONFIG_FIRST_LINE.encode())
+        ours = head == minimal_git_config(object_format).encode()
     for name in _names(dot_git, run_dir):
         if name in KEPT_IN_GIT_DIR or (ours and name == "config"):
             continue
@@ -242,9 +249,58 @@ def reduce_git_dir(run_dir: Path) -> list[str]:
                 safefs.rename(entry, aside / flat, trusted=run_dir)
                 moved.append(flat)
     if not ours:
-        object_format = _agent_object_format(aside / "config", run_dir) if "config" in moved else None
+        if "config" in moved and aside == rd.agent_git:
+            object_format = _agent_object_format(aside / "config", run_dir)
         safefs.write_text(config, minimal_git_config(object_format), trusted=run_dir)
     return moved
+
+
+def hand_back_workspace(run_dir: Path) -> list[str]:
+    """The workspace of a finished cell, made safe and readable for the user who ran dokimi, once its last
+    container is gone (docs/running.md, "A finished workspace").
+
+    Grade ran the agent's code with the workspace writable, so its .git may hold config, hooks or a gitdir
+    file again: :func:`reduce_git_dir` runs once more, what it takes out going to
+    {run_dir}/agent-git/after-grade/, and .git/config is dokimi's own again, byte for byte. Then, when dokimi
+    runs as root (the containers ran as another uid), the workspace directory itself and its whole .git are
+    given back to root, links changed themselves and none followed, so root's ``git diff`` there works
+    without "dubious ownership", and what git then reads as the repository's configuration is the file dokimi
+    just wrote, never one the agent or the code under test wrote. Every other ``.git`` of the work tree (a
+    nested repository, a gitfile) goes to agent-git/after-grade/nested/ first: git enters a submodule with
+    its GIT_DIR set, which skips the ownership check, so a nested repository's own config (an fsmonitor)
+    would run. The work tree's other files stay the container user's. Returns what was moved."""
+    rd = RunDir(run_dir)
+    if safefs.kind(rd.workspace, trusted=run_dir) != "a directory":
+        return []
+    aside = rd.agent_git / AFTER_GRADE
+    moved = _reduce_git_dir(run_dir, aside)
+    for relative in nested_git_entries(run_dir):
+        safefs.rename(rd.workspace / relative, aside / NESTED / relative, trusted=run_dir)
+        moved.append(f"{NESTED}/{relative}")
+    if harness_identity() is not None:
+        uid, gid = os.geteuid(), os.getegid()
+        safefs.chown_tree(rd.workspace, uid, gid, trusted=run_dir, recursive=False)
+        if safefs.kind(rd.workspace / ".git", trusted=run_dir) == "a directory":
+            safefs.chown_tree(rd.workspace / ".git", uid, gid, trusted=run_dir)
+    return moved
+
+
+NESTED = "nested"
+
+
+def nested_git_entries(run_dir: Path) -> list[str]:
+    """Every ``.git`` below the workspace other than its own (a directory, a gitfile, a link), as paths
+    relative to the workspace, found without following a link; none is looked into."""
+    found: list[str] = []
+    with safefs.parent_fd(RunDir(run_dir).workspace / "_", trusted=run_dir) as (top, _name):
+        for root, dirs, files, _fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            if root == ".":
+                dirs[:] = [d for d in dirs if d != ".git"]
+                continue
+            if ".git" in dirs or ".git" in files:
+                found.append(os.path.join(root[2:], ".git"))
+            dirs[:] = [d for d in dirs if d != ".git"]
+    return sorted(found)
 
 
 def _names(directory: Path, trusted: Path) -> list[str]:

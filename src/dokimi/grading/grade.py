@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING
 from dokimi import safefs
 from dokimi.errors import UsageError
 from dokimi.grading.checks import CheckDocument, FrameworkCheck, framework_document
-from dokimi.grading.entrypoints import GradeOutcome, grade_run, read_grade, reduce_git_dir
+from dokimi.grading.entrypoints import (
+    GradeOutcome,
+    grade_run,
+    hand_back_workspace,
+    read_grade,
+    reduce_git_dir,
+)
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged
 from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
@@ -106,6 +112,8 @@ def grade_cell(environment: GradeEnvironment, run_dir: Path, task: Task, facts: 
         return _grade_steps(environment, run_dir, task, facts)
     except EvidenceChanged as exc:
         return GradedCell(grader_failure(task, exc.message), {})
+    finally:  # grade's containers are gone: the workspace goes back to the user, its .git dokimi's again
+        hand_back_workspace(run_dir)
 
 
 def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts: CellFacts) -> GradedCell:

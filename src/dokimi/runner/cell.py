@@ -26,6 +26,7 @@ distributed engine) can run cells side by side.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import shutil
@@ -46,6 +47,7 @@ from dokimi.gateway.model import RECORD_FILE
 from dokimi.gateway.prices import CHECKED
 from dokimi.gateway.sealed import observed_usage, passes_into_sealed_container
 from dokimi.grading import merge as mergegrade
+from dokimi.grading.entrypoints import hand_back_workspace, reduce_git_dir
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.gate import grader_failure, not_graded
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
@@ -662,6 +664,9 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
         )
     except _NotGraded:
         graded = GradedCell(not_graded(task), {})
+        with contextlib.suppress(DokimiError, OSError):  # else it stays the container user's: git refuses it
+            reduce_git_dir(run_dir)
+            hand_back_workspace(run_dir)
     except Exception as exc:
         # Any failure on the host after the agent ran counts against the run: an unreadable
         # trace, a read-only .git, docker refusing the grade container. Its reason is kept in result.json.
