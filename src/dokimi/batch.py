@@ -26,11 +26,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from dokimi import safefs
 from dokimi.errors import DocumentError, UsageError
+from dokimi.home import runs_root
 from dokimi.rundir import (
     BATCH_JSON,
     DEFAULT_EFFORT_SLUG,
@@ -288,11 +290,38 @@ def load_cell(root: Path, path: Path, planned: CellKey | None = None) -> Cell:
     return Cell(dir=path, rel=rel, status=status, result=result, key=key)
 
 
+def locate_batch(given: str | Path) -> Path:
+    """The batch directory a user named: ``given`` itself when it is a directory; else, for a relative
+    ``NAME`` or ``REPO_ID/NAME``, the batch of that name under ``<DOKIMI_HOME>/runs/`` (where ``repo run``
+    puts batches without ``--out``), when exactly one repository has one; else ``given`` as it is (the
+    caller says it is no batch). A name several repositories' batches share is a UsageError naming them."""
+    path = Path(given)
+    if path.is_dir() or path.is_absolute() or not path.parts or path.parts[0] in (".", ".."):
+        return path
+    runs = runs_root()
+    if len(path.parts) == 2 and (runs / path).is_dir():
+        return runs / path
+    if len(path.parts) != 1:
+        return path
+    found = sorted(p for p in runs.glob(f"*/{glob_escape(path.name)}") if p.is_dir()) if runs.is_dir() else []
+    if len(found) > 1:
+        raise UsageError(
+            f"batch {path.name!r} exists for several repositories under {runs}",
+            hint="give one of: " + ", ".join(f"{p.parent.name}/{p.name}" for p in found),
+        )
+    return found[0] if found else path
+
+
 def load_batch(root: str | Path) -> Batch:
-    """Read a batch directory. Raises DocumentError only when ``root`` is not a directory."""
-    root = Path(root)
+    """Read a batch directory (:func:`locate_batch` finds a bare batch name under ``<DOKIMI_HOME>/runs``).
+    Raises DocumentError only when there is no such directory."""
+    root = locate_batch(root)
     if not root.is_dir():
-        raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
+        raise DocumentError(
+            "no such batch directory",
+            path=str(root),
+            hint=f"give <out>/<batch>, or the name of a batch under {runs_root()}/<repo id>/",
+        )
     pin, pin_error = read_pin(root)
     plan, plan_error = read_plan(root)
     planned = {key.path(root): key for key in plan or []}

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dokimi import stats
 from dokimi.analysis.power import minimum_detectable_effect
 from dokimi.analysis.report import cell_passed, cell_score, check_k, warn_few_mergeable_reps
-from dokimi.batch import Batch, dimensions, load_batch, slug
+from dokimi.batch import Batch, dimensions, load_batch, locate_batch, slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
 from dokimi.schemas.batch import ImagePin
@@ -137,15 +137,16 @@ def _parse(text: str, batches: _Batches, *, bare_ok: bool) -> _Parsed:
     stripped = text.rstrip("/")
     if "/" not in stripped and bare_ok:
         return _Parsed(text, None, stripped)
-    path = Path(stripped)
+    path = locate_batch(stripped)
     if path.is_dir():
         return _Parsed(text, batches.get(path, stripped), None)
     head, _, arm = stripped.rpartition("/")
-    if head and arm and Path(head).is_dir():
-        return _Parsed(text, batches.get(Path(head), head), arm)
+    if head and arm and (found := locate_batch(head)).is_dir():
+        return _Parsed(text, batches.get(found, head), arm)
     raise UsageError(
         f"{text!r} is neither a batch directory nor BATCH/ARM with an existing batch",
-        hint="give <out>/<batch> or <out>/<batch>/<arm>, for example repo-runs/pilot/guidance:raw",
+        hint="give <out>/<batch> or <out>/<batch>/<arm> (a batch of <DOKIMI_HOME>/runs/<repo id>/ by its "
+        "name), for example pilot/guidance:raw",
     )
 
 

@@ -26,9 +26,10 @@ from dokimi.analysis.arms import arm_guidance, generation_records
 from dokimi.analysis.compare import compare
 from dokimi.analysis.pilot import PowerSettings, plan_batch
 from dokimi.analysis.report import DRY_RUN_BANNER
-from dokimi.batch import load_batch
+from dokimi.batch import load_batch, locate_batch
 from dokimi.errors import UsageError
 from dokimi.gateway.prices import parse_price
+from dokimi.home import runs_root
 from dokimi.repo.workspace import check_arm
 from dokimi.runner.run import RunOptions
 from dokimi.schemas._base import read_document, write_document, write_text_atomic
@@ -76,8 +77,18 @@ def _relative(study_path: Path, value: str) -> Path:
 
 
 def batch_root(study: Study, study_path: Path, out: Path | None = None) -> Path:
-    """``<out>/<batch>`` of the study (``out`` relative to the study file unless given)."""
-    return (out or _relative(study_path, study.out)) / study.batch
+    """``<out>/<batch>`` of the study: ``out`` when given, else the file's ``out`` (relative to the file),
+    else the batch of that name under ``<DOKIMI_HOME>/runs/`` (where ``repo run`` puts a batch without
+    ``--out``), found without git."""
+    if out is not None or study.out is not None:
+        return (out or _relative(study_path, study.out or "")) / study.batch
+    found = locate_batch(study.batch)
+    if found.parent.parent != runs_root():
+        raise UsageError(
+            f"{study_path}: no batch {study.batch} under {runs_root()}",
+            hint="run `dokimi repo study run` first, or give --out DIR (where the batch is)",
+        )
+    return found
 
 
 def run_options(
@@ -111,7 +122,7 @@ def run_options(
         models=tuple(study.models),
         reps=study.reps,
         batch=study.batch,
-        out=out or _relative(study_path, study.out),
+        out=out or (_relative(study_path, study.out) if study.out is not None else None),
         manifest=study.manifest,
         tasks=tuple(study.tasks),
         harness=study.harness,

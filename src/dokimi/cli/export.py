@@ -44,7 +44,7 @@ def export(batch: Path, fmt: str, out: Path | None, as_json: bool) -> int:
         raise UsageError(
             f"{batch}: no finished cell to export", hint="give <out>/<batch>, the directory repo run wrote"
         )
-    target = out if out is not None else batch.parent / f"{batch.name}-inspect"
+    target = out if out is not None else loaded.root.parent / f"{loaded.root.name}-inspect"
     logs = export_inspect(loaded, target)
     if as_json:
         emit_json(

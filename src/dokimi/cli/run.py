@@ -87,6 +87,7 @@ class _Reporter:
         self.live = live
         self.bar: Any = None
         self.task_id: Any = None
+        self.root: Path | None = None
 
     def __enter__(self) -> _Reporter:
         if self.live:
@@ -104,6 +105,17 @@ class _Reporter:
     def note(self, text: str) -> None:
         if self.bar is not None:
             print_above(self.bar.console, text)
+
+    def batch(self, root: Path, *, default_place: bool) -> None:
+        """The first line: where the batch is (a batch without --out lands outside the working tree)."""
+        self.root = root
+        text = f"batch {root}" + (
+            " (the default place; --out DIR puts batches elsewhere)" if default_place else ""
+        )
+        if self.bar is not None:
+            print_above(self.bar.console, text)
+        else:
+            note(text)
 
     def planned(self, total: int, done: int) -> None:
         if self.bar is not None:
@@ -220,12 +232,14 @@ def _print_table(run: BatchRun) -> None:
     print_lines(lines)
 
 
-def _stopped_note(root: Path) -> str:
+def _stopped_note(root: Path | None) -> str:
     """What a user reads after Ctrl-C or SIGTERM: what is kept, and how to go on."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.batch import load_batch
     from dokimi.errors import DokimiError
 
+    if root is None:
+        return "interrupted before the batch started: nothing was run"
     try:
         finished = len(load_batch(root).finished())
     except DokimiError:
@@ -297,9 +311,8 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("repo-runs"),
-    show_default=True,
-    help="Where batches live.",
+    help="Where batches live (default: $DOKIMI_HOME/runs/<manifest id>, DOKIMI_HOME being ~/.cache/dokimi "
+    "unless set).",
 )
 @click.option("--task", "tasks", multiple=True, metavar="ID", help="Only these tasks (repeatable).")
 @click.option(
@@ -451,7 +464,7 @@ def run(
     models: tuple[str, ...],
     reps: int | None,
     batch: str | None,
-    out: Path,
+    out: Path | None,
     tasks: tuple[str, ...],
     harness: str,
     bin_: str | None,
@@ -562,12 +575,12 @@ def run(
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.process import Terminated
 
-    root = out / batch
+    reporter = _Reporter(live=sys.stderr.isatty() and not as_json)
     try:
-        with _Reporter(live=sys.stderr.isatty() and not as_json) as reporter:
+        with reporter:
             result = run_batch(options, progress=reporter)
     except (KeyboardInterrupt, Terminated):
-        note(_stopped_note(root))
+        note(_stopped_note(reporter.root))
         raise
     for warning in result.warnings:
         note(f"warning: {warning}")

@@ -25,7 +25,8 @@ OUT = click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where batches live (default: the study file's out, relative to the file).",
+    help="Where batches live (default: the study file's out, relative to the file, else "
+    "$DOKIMI_HOME/runs/<manifest id>).",
 )
 
 
@@ -110,7 +111,7 @@ def run(
         result = run_batch(options, progress=reporter)
     for warning in result.warnings:
         echo(f"warning: {warning}", err=True)
-    _deliver(build_study_report(spec, study_file, out=out), as_json)
+    _deliver(build_study_report(spec, study_file, out=result.root.parent), as_json)
     if not result.complete:
         echo("some cells did not finish: run the study again to fill them", err=True)
         return EXIT_FOUND_PROBLEMS

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dokimi import safefs
-from dokimi.batch import batch_writer, load_batch
+from dokimi.batch import batch_writer, load_batch, locate_batch
 from dokimi.checks.merge import JudgeOptions
 from dokimi.errors import DocumentError, DokimiError
 from dokimi.grading import merge
@@ -258,7 +258,7 @@ def regrade_batch(
     """Regrade ``sample`` finished cells of the batch at ``root`` (all of them when None); see the module
     docstring. Raises UsageError when the batch cannot be regraded at all (no pin, no manifest, no image),
     and BatchLocked when a ``repo run`` or another regrade writes the batch."""
-    root = Path(root).absolute()
+    root = locate_batch(root).absolute()
     if not root.is_dir():
         raise DocumentError("no such batch directory", path=str(root), hint="give <out>/<batch>")
     with batch_writer(root, "repo regrade"):

@@ -31,6 +31,7 @@ result.json for an unfinished cell.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -54,6 +55,7 @@ from dokimi.grading.gate import gate_key
 from dokimi.grading.verdict import read_cell
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
+from dokimi.home import default_batches_directory
 from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, check_arm
@@ -126,7 +128,8 @@ class RunOptions:
     models: tuple[str, ...]
     reps: int
     batch: str
-    out: Path = Path("repo-runs")
+    out: Path | None = None
+    """Where batches live; None: ``<DOKIMI_HOME>/runs/<manifest id>`` (:func:`batches_directory`)."""
     manifest: str | None = None
     manifest_file: Path | None = None
     tasks: tuple[str, ...] = ()
@@ -177,6 +180,9 @@ class Progress(Protocol):
 
     def note(self, text: str) -> None: ...
 
+    def batch(self, root: Path, *, default_place: bool) -> None:
+        """Where the batch is: said first, before anything is built (``default_place``: no ``--out``)."""
+
     def planned(self, total: int, done: int) -> None: ...
 
     def cell_started(self, key: CellKey) -> None: ...
@@ -188,6 +194,9 @@ class QuietProgress:
     """Reports nothing (library callers, benchmarks)."""
 
     def note(self, text: str) -> None:
+        pass
+
+    def batch(self, root: Path, *, default_place: bool) -> None:
         pass
 
     def planned(self, total: int, done: int) -> None:
@@ -721,6 +730,7 @@ def prepare_batch(
         )
     require_docker()
 
+    assert opts.out is not None, "run_batch resolves the default --out"
     root = (opts.out / opts.batch).absolute()
     layout = BatchLayout(root)
     eval_root = layout.eval_root
@@ -1004,6 +1014,18 @@ def execute_cells(
     return [outcomes[key] for key in prepared.cells if key in outcomes], ledger, stopped
 
 
+def batches_directory(opts: RunOptions, repo: Repo) -> Path:
+    """``--out`` when given; else ``<DOKIMI_HOME>/runs/<manifest id>``: a batch lands outside the user's
+    working tree, under the repository's id, wherever the command runs from."""
+    if opts.out is not None:
+        return opts.out
+    loaded = load_manifest(
+        repo.eval_snapshot(), manifest=opts.manifest, manifest_file=opts.manifest_file, required=True
+    )
+    assert loaded.manifest is not None
+    return default_batches_directory(loaded.manifest.id)
+
+
 def run_batch(
     opts: RunOptions,
     *,
@@ -1014,12 +1036,17 @@ def run_batch(
     progress = progress or QuietProgress()
     cancel = cancel or threading.Event()
     check_batch_name(opts.batch)
-
-    with (
-        batch_writer((opts.out / opts.batch).absolute(), "repo run"),
-        open_source(opts.source) as repo,
-        cluster_session(opts.executor, opts.ray_address),
-    ):
+    with contextlib.ExitStack() as stack:
+        if opts.out is not None:  # the lock first: a second writer is refused before any clone
+            progress.batch((opts.out / opts.batch).absolute(), default_place=False)
+            stack.enter_context(batch_writer((opts.out / opts.batch).absolute(), "repo run"))
+        repo = stack.enter_context(open_source(opts.source))
+        if opts.out is None:
+            opts = dataclasses.replace(opts, out=batches_directory(opts, repo))
+            assert opts.out is not None
+            progress.batch((opts.out / opts.batch).absolute(), default_place=True)
+            stack.enter_context(batch_writer((opts.out / opts.batch).absolute(), "repo run"))
+        stack.enter_context(cluster_session(opts.executor, opts.ray_address))
         prepared = prepare_batch(opts, repo, cancel=cancel, progress=progress)
         try:
             outcomes, ledger, stopped = execute_cells(

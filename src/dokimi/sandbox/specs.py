@@ -43,6 +43,7 @@ from dokimi.constants import (
 )
 from dokimi.errors import UsageError
 from dokimi.harness.runtime import harness_mounts
+from dokimi.home import path_component
 from dokimi.rundir import (
     AGENT_CONFIG,
     AGENT_HOME,
@@ -182,19 +183,14 @@ def resolve_caches(
             f"--cache {unknown[0]}=...: the manifest declares no cache named {unknown[0]!r}",
             hint=f"declared caches: {', '.join(sorted(names)) or '(none)'}",
         )
-    base = (root or default_cache_root()) / _safe_component(manifest_id)
+    base = (root or default_cache_root()) / path_component(manifest_id)
     mounts = []
     for cache in declared:
-        host = Path(overrides[cache.name]) if cache.name in overrides else base / _safe_component(cache.name)
+        host = Path(overrides[cache.name]) if cache.name in overrides else base / path_component(cache.name)
         host.mkdir(parents=True, exist_ok=True)
         give_to_container_user(host)
         mounts.append(CacheMount(cache.name, host.resolve(), PurePosixPath(cache.path)))
     return mounts
-
-
-def _safe_component(value: str) -> str:
-    out = re.sub(r"[^A-Za-z0-9._-]", "_", value)
-    return out if out.strip(".") else "_" * max(1, len(out))
 
 
 # --- image.env ----------------------------------------------------------------------------------------------

@@ -42,7 +42,8 @@ class RunFile(Document):
     efforts: list[NonEmpty] | None = None
     """Reasoning efforts, each a cell dimension (``--effort``)."""
     out: NonEmpty | None = None
-    """Where batches live (``--out``; default ``repo-runs``)."""
+    """Where batches live (``--out``; default ``$DOKIMI_HOME/runs/<manifest id>``, DOKIMI_HOME being
+    ``~/.cache/dokimi`` unless set)."""
     manifest: NonEmpty | None = None
     """Path of repo-eval.yaml inside the source (``--manifest``)."""
     manifest_file: NonEmpty | None = None

@@ -66,8 +66,9 @@ class Study(Document):
     """Only these tasks; empty: every task of the manifest."""
     batch: NonEmpty
     """Batch name under ``out``."""
-    out: NonEmpty = "repo-runs"
-    """Where batches live."""
+    out: NonEmpty | None = None
+    """Where batches live, relative to the study file; default: ``$DOKIMI_HOME/runs/<manifest id>``
+    (DOKIMI_HOME being ``~/.cache/dokimi`` unless set), where ``repo run`` puts them."""
     agent_network: NonEmpty | None = None
     """Docker network of the agent's container (until the egress proxy exists)."""
     timeout_s: Positive | None = None
