@@ -46,7 +46,7 @@ COMMITS = (
     ),
     (
         "eval",
-        "add the evaluation directory .agent-eval\n\nManifest, Dockerfile, grader and four tasks.\n",
+        "add the evaluation directory .agent-eval\n\nManifest, Dockerfile, grader and seven tasks.\n",
         "2024-03-01T10:00:00+00:00",
     ),
 )

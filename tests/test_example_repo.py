@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from dokimi.checks.review import review_verdict
 from dokimi.support import support_dir
 from tests.helpers.git import git
 
@@ -226,10 +227,15 @@ def _entry_point(name: str, run_dir: Path, eval_content: Path) -> None:
     assert proc.returncode == 0, f"{name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
 
 
-def _gate_passes(task: dict[str, Any], grade: dict[str, Any]) -> bool:
-    """Contract §3 gate, or for a score-only task whether score.metric reached score.max."""
+def _gate_passes(task: dict[str, Any], grade: dict[str, Any], run_dir: Path) -> bool:
+    """Contract §3 gate, or for a score-only task whether score.metric reached score.max, or for the clean
+    diff of a review task whether its answer has no blocking finding (dokimi's review check, its rule)."""
     assert grade["schema"] == "repo_grade.v1" and grade["task"] == task["id"] and grade["errors"] == []
     assert all(v is None or isinstance(v, (bool, int, float)) for v in grade["metrics"].values())
+    if "clean_diff_of" in task:
+        assert grade["pass"] is None
+        answer = (run_dir / "answer.txt").read_text()
+        return review_verdict(answer, [], clean_diff=True).metrics["no_blocking_finding"] is True
     if "score" in task:
         assert grade["pass"] is None
         return bool(grade["metrics"][task["score"]["metric"]] >= task["score"]["max"])
@@ -282,11 +288,11 @@ def test_a_task_fails_on_the_null_workspace_and_passes_after_the_oracle(
     _prepare(repo, eval_setup, task, null)
     _entry_point("grade", null, eval_setup)
     null_grade = json.loads((null / "grade.json").read_text())
-    assert not _gate_passes(task, null_grade), null_grade
+    assert not _gate_passes(task, null_grade, null), null_grade
 
     oracle = tmp_path / "oracle"
     _prepare(repo, eval_setup, task, oracle)
     _entry_point("oracle", oracle, eval_setup)
     _entry_point("grade", oracle, eval_setup)
     oracle_grade = json.loads((oracle / "grade.json").read_text())
-    assert _gate_passes(task, oracle_grade), oracle_grade
+    assert _gate_passes(task, oracle_grade, oracle), oracle_grade

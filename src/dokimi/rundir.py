@@ -16,7 +16,8 @@ A batch (``repo run``)::
 
 A run directory ({run_dir}, /eval/run in every container): the inputs of grade (workspace/, task.json,
 meta.json, events.jsonl, answer.txt), the agent's raw output, what grading writes (grade.json, workspace.diff,
-workspace_diff.json, tests_list.json, merge.json, perf/check.json) and result.json, written last.
+workspace_diff.json, tests_list.json, own_tests.json, merge.json, review.json, perf/check.json) and
+result.json, written last.
 :class:`RunDir` names them.
 
 A task directory inside an exported eval_dir is :func:`task_dir` (the one formula). Code outside this module
@@ -56,6 +57,12 @@ WORKSPACE_DIFF_JSON: Final = "workspace_diff.json"
 MERGE_JSON: Final = "merge.json"
 TESTS_LIST_JSON: Final = "tests_list.json"
 """The test ids ``tests.list`` printed in the agent's workspace before grade (repo_tests_list.v1)."""
+REVIEW_JSON: Final = "review.json"
+"""The review checks of a review task's answer (repo_review_check.v1)."""
+OWN_TESTS_JSON: Final = "own_tests.json"
+"""Whether the agent's own tests fail on the base (repo_own_tests.v1)."""
+OWN_TESTS_DIR: Final = "own-tests"
+"""The trees the agent's own tests run in (agent/, base/), each with tree/ and home/; removed once run."""
 GRADE_HOME: Final = "grade-home"
 """HOME of the grade container, made empty before each entry point."""
 AGENT_GIT: Final = "agent-git"
@@ -66,8 +73,10 @@ the finished workspace is handed back."""
 BUILTIN_TESTS: Final = "builtin-tests"
 """A built-in grader's work: tree/ (the tree under test), home/, out/ (the test process's report),
 prepared.json (what the prepare step put back and which tests run), prepare.stdout and prepare.stderr."""
-BUILTIN_TREE: Final = "tree"
-BUILTIN_HOME: Final = "home"
+TESTS_TREE: Final = "tree"
+"""The tree under test of a container that runs tests alone (builtin-tests/, own-tests/agent/, ...)."""
+TESTS_HOME: Final = "home"
+"""Its HOME, made fresh for it."""
 BUILTIN_OUT: Final = "out"
 BUILTIN_PREPARED: Final = "prepared.json"
 BUILTIN_PREPARE_LOGS: Final = ("prepare.stdout", "prepare.stderr")
@@ -124,6 +133,9 @@ RUN_DIR_ENTRIES: Final = frozenset(
         WORKSPACE_DIFF_JSON,
         MERGE_JSON,
         TESTS_LIST_JSON,
+        REVIEW_JSON,
+        OWN_TESTS_JSON,
+        OWN_TESTS_DIR,
         PERF_DIR,
         GRADE_HOME,
         AGENT_GIT,
@@ -152,6 +164,8 @@ EVIDENCE: Final = (
     GRADE_RUN_JSON,
     STATIC_JSON,
     MERGE_JSON,
+    REVIEW_JSON,
+    OWN_TESTS_JSON,
     *(entry_stdout(kind) for kind in ENTRY_KINDS_WITH_LOGS),
     *(entry_stderr(kind) for kind in ENTRY_KINDS_WITH_LOGS),
     PERF_STDOUT,
@@ -254,6 +268,18 @@ class RunDir(Generic[P]):
     @property
     def merge_json(self) -> P:
         return self.path / MERGE_JSON
+
+    @property
+    def own_tests_json(self) -> P:
+        return self.path / OWN_TESTS_JSON
+
+    @property
+    def own_tests_dir(self) -> P:
+        return self.path / OWN_TESTS_DIR
+
+    @property
+    def review_json(self) -> P:
+        return self.path / REVIEW_JSON
 
     @property
     def perf_dir(self) -> P:

@@ -47,6 +47,7 @@ def test_a_dry_run_of_the_example_passes_as_the_oracles_do_and_a_null_script_fai
     out = tmp_path / "runs"
     args = [
         "repo", "run", f"{example}@HEAD", "--manifest", ".agent-eval/repo-eval.yaml", "--harness", harness,
+        *(f"--task={task}" for task in (*GATED, SCORED)),
         "--arm", "guidance:none,guidance:raw", "--model", model, "--reps", "1", "--batch", harness,
         "--out", str(out), "--bin", str(binary), "--dry-run", "--dry-run-script", f"guidance:none={null}",
         "-j", "2", "--json", "--max-batch-usd", "0.01",

@@ -315,8 +315,9 @@ def task_values(results: Sequence[Result], metrics: Sequence[str], k: int = 1) -
     """Reduce one task's cells in one arm to one value per measure: the mean over reps.
 
     gate: the share of passing cells (a grader failure fails); pass@k and pass^k: their unbiased estimates
-    over the gated cells (absent with fewer than k); score: the mean score of score-only cells (a grader
-    failure scores 0); cost, turns and each metric: the mean over the cells that report it.
+    over the gated cells (absent with fewer than k); score: the mean score of score-only cells and of review
+    cells gated with their score (a grader failure scores 0); cost, turns and each metric: the mean over the
+    cells that report it.
     """
     values: dict[str, tuple[float, int]] = {}
     gated = [r for r in results if r.gated]
@@ -395,8 +396,6 @@ def pair_tasks(
         if _gating(b) != _gating(t) or _gating(b) == "mixed":
             continue
         if spec.kind in ("gate", *RELIABILITY_KINDS) and _gating(b) != "gated":
-            continue
-        if spec.kind == "score" and _gating(b) != "score-only":
             continue
         has_b, has_t = spec.key in b.values, spec.key in t.values
         if has_b and has_t:
@@ -585,6 +584,27 @@ def default_k(selections: Sequence[Selection]) -> int:
     return min((batch.reps() for s in selections for batch in s.batches()), default=1)
 
 
+def _modes(cells: Iterable[Result]) -> set[str | None]:
+    return {_group(result)[2] for result in cells}
+
+
+def _mode_names(modes: Iterable[str | None]) -> str:
+    return ", ".join(sorted(mode or "none" for mode in modes))
+
+
+def refuse_across_modes(baseline: Selection, treatment: Selection) -> None:
+    """Arms are compared within one agent mode, and there is no score across modes: two arms whose cells
+    share no mode are not compared at all (UsageError, exit 2)."""
+    base, treat = _modes(baseline.cells), _modes(treatment.cells)
+    if base and treat and not base & treat:
+        raise UsageError(
+            f"{treatment.label} ran tasks of mode {_mode_names(treat)} and {baseline.label} tasks of mode "
+            f"{_mode_names(base)}: arms are compared within one agent mode, and there is no score across "
+            "modes",
+            hint="compare arms that ran tasks of the same mode (docs/agent-modes.md)",
+        )
+
+
 def build_comparison(
     selections: Sequence[Selection], metrics: Sequence[str] = (), k: int | None = None
 ) -> CompareDoc:
@@ -595,9 +615,12 @@ def build_comparison(
     metrics = list(dict.fromkeys(metrics))
     check_metrics(selections, metrics)
     baseline, treatments = selections[0], selections[1:]
+    for treatment in treatments:
+        refuse_across_modes(baseline, treatment)
     specs = measures_for(metrics, k)
     comparisons: list[Comparison] = []
     base_infra = Counter(_group(r) for r in baseline.infra())
+    base_modes = _modes(baseline.cells)
     for treatment in treatments:
         treat_infra = Counter(_group(r) for r in treatment.infra())
         groups: dict[GroupKey, tuple[list[Result], list[Result]]] = defaultdict(lambda: ([], []))
@@ -611,6 +634,8 @@ def build_comparison(
             base_cells, treat_cells = groups[key]
             if not treat_cells and not treat_infra[key]:
                 continue  # the baseline ran a model/effort/mode this treatment never ran
+            if key[2] not in base_modes:
+                continue  # a mode the baseline never ran: warned about, never paired across modes
             base_tasks, treat_tasks = _by_task(base_cells, metrics, k), _by_task(treat_cells, metrics, k)
             labels = (baseline.label, treatment.label)
             unpaired = task_level_unpaired(base_tasks, treat_tasks, labels)
@@ -797,6 +822,23 @@ def warn_different_harness_versions(baseline: Selection, treatment: Selection) -
     ]
 
 
+def warn_modes_not_compared(baseline: Selection, treatment: Selection) -> list[ReportWarning]:
+    """The modes one arm ran and the other did not: those tasks are left out, never paired across modes."""
+    base, treat = _modes(baseline.cells), _modes(treatment.cells)
+    if not base & treat:
+        return []  # refused as a whole (refuse_across_modes)
+    sides = ((treatment.label, treat - base, baseline.label), (baseline.label, base - treat, treatment.label))
+    return [
+        ReportWarning(
+            code="mode_not_compared",
+            message=f"{label} ran tasks of mode {_mode_names(only)}, which {other} did not run: they are "
+            "left out (arms are compared within one agent mode)",
+        )
+        for label, only, other in sides
+        if only
+    ]
+
+
 def warn_dry_and_real(baseline: Selection, treatment: Selection) -> list[ReportWarning]:
     """One arm ran the scripted model (a dry run) and the other a real one: their difference measures the
     script against a model, never the guidance."""
@@ -850,6 +892,7 @@ def compare_warnings(selections: Sequence[Selection]) -> list[ReportWarning]:
     out = [*warn_pooled_batches(selections), *warn_no_pin(selections)]
     out += warn_few_mergeable_reps([r for s in selections for r in s.cells], compared=True)
     for treatment in treatments:
+        out += warn_modes_not_compared(baseline, treatment)
         out += warn_dry_and_real(baseline, treatment)
         out += warn_different_pins(baseline, treatment)
         out += warn_different_harness_versions(baseline, treatment)

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from dokimi.checks.own_tests import own_tests_argv
 from dokimi.checks.perf.spec import PERF_KEY, perf_problems
 from dokimi.checks.weak_tasks import (
     FileChange,
@@ -35,7 +36,7 @@ from dokimi.checks.weak_tasks import (
     referenced_names,
 )
 from dokimi.constants import BUILD_SYSTEMS, PLACEHOLDERS
-from dokimi.errors import DocumentError, SourceError
+from dokimi.errors import DocumentError, SourceError, UsageError
 from dokimi.repo.builtin_graders import ORACLE, REPORT_PLACEHOLDER, builtin_problem, is_builtin, uses_report
 from dokimi.repo.manifest import (
     TASK_FILE,
@@ -60,6 +61,7 @@ from dokimi.schemas._base import (
     unknown_key_hint,
     validate_marked,
 )
+from dokimi.schemas.grade import FRAMEWORK_METRICS, OWN_TESTS_METRIC, REVIEW_METRICS
 from dokimi.schemas.manifest import RepoManifest
 from dokimi.schemas.review_rules import (
     MIN_PRS_FOR_BLOCKER,
@@ -73,10 +75,12 @@ from dokimi.schemas.rubric import HOUSE_CITATION
 from dokimi.schemas.task import (
     BUILTIN_GRADER_KEYS,
     REQUIRED_KEYS,
+    Task,
     base_form,
     egress_host_problem,
     framework_task_keys,
     split_base,
+    success_rule,
 )
 from dokimi.schemas.validation import Finding, Severity, ValidationReport
 from dokimi.source import Repo
@@ -543,6 +547,8 @@ def _templated_values(m: RepoManifest) -> Iterator[tuple[Loc, str]]:
             yield ("image", "env", key), value
     if m.tests is not None and m.tests.list_ is not None:
         yield ("tests", "list"), m.tests.list_
+    if m.tests is not None and m.tests.run is not None:
+        yield ("tests", "run"), m.tests.run
 
 
 def placeholders_in(text: str) -> list[str]:
@@ -557,6 +563,8 @@ def check_placeholders(ctx: Context) -> Iterator[Finding]:
         return
     for loc, value in _templated_values(m):
         allowed = (*PLACEHOLDERS, *_EXTRA_PLACEHOLDERS.get(loc, ()))
+        if loc == ("tests", "run"):  # a container holding the tree alone: no eval dir, no run dir
+            allowed = ("tests", "task")
         if loc == ("entry_points", "grade") and is_builtin(value):
             allowed = (*allowed, REPORT_PLACEHOLDER)  # builtin:command's JUnit report path
         for name in dict.fromkeys(placeholders_in(value)):
@@ -705,12 +713,13 @@ def check_build_systems_known(ctx: Context) -> Iterator[Finding]:
 
 
 def check_tests_block(ctx: Context) -> Iterator[Finding]:
-    """A ``tests`` block that checks nothing is a mistake worth a warning."""
+    """A ``tests`` block that checks nothing is a mistake worth a warning; ``tests.run`` names its files with
+    ``{tests}``, and without ``tests.globs`` no file of a change is a test."""
     m = ctx.manifest
     if m is None or m.tests is None:
         return
     t = m.tests
-    if not t.globs and not t.config_globs and not (t.list_ and t.list_.strip()):
+    if not t.globs and not t.config_globs and not (t.list_ and t.list_.strip()) and t.run is None:
         yield ctx.at_manifest(
             _code(check_tests_block),
             ("tests",),
@@ -722,6 +731,24 @@ def check_tests_block(ctx: Context) -> Iterator[Finding]:
         yield ctx.at_manifest(
             _code(check_tests_block), ("tests", "list"), "empty command", "give the command or remove the key"
         )
+    if t.run is not None:
+        try:
+            own_tests_argv(t.run, ["tests/test_example.py"], task="task")
+        except UsageError as exc:
+            yield ctx.at_manifest(
+                _code(check_tests_block),
+                ("tests", "run"),
+                exc.message,
+                "write a command that runs the files of {tests}, for example: python3 -m pytest -q {tests}",
+            )
+        if not t.globs:
+            yield ctx.at_manifest(
+                _code(check_tests_block),
+                ("tests", "run"),
+                "tests.run without tests.globs: dokimi cannot tell which files of a change are its tests",
+                "add tests.globs",
+                severity="warning",
+            )
 
 
 # --- task rules -------------------------------------------------------------------------------------------
@@ -946,19 +973,25 @@ def check_gate_and_score_forms(ctx: Context) -> Iterator[Finding]:
 
 
 def check_mergeable_gate_has_rubric(ctx: Context) -> Iterator[Finding]:
-    """A gate naming ``mergeable`` needs tasks/<id>/rubric.json, else mergeable is never measured."""
+    """A gate naming ``mergeable`` (its own, or its mode's success rule) needs tasks/<id>/rubric.json, else
+    mergeable is never measured."""
     for lt, data in ctx.task_data():
         gate = data.get("gate")
+        from_mode = gate is None and lt.task is not None and lt.task.gate_from_mode
+        if from_mode:
+            assert lt.task is not None
+            gate = lt.task.gate_names
         if not isinstance(gate, list):
             continue
         names = [e if isinstance(e, str) else e.get("metric") if isinstance(e, dict) else None for e in gate]
         for i, name in enumerate(names):
             if name in ("mergeable", "merge_score") and not ctx.snapshot.is_file(f"{lt.dir}/rubric.json"):
+                whose = f"the {data.get('mode')} success rule" if from_mode else "the gate"
                 yield ctx.at_task(
                     lt,
                     _code(check_mergeable_gate_has_rubric),
-                    ("gate", i),
-                    f"the gate names {name} but {lt.dir}/rubric.json does not exist, so it is never measured",
+                    ("mode",) if from_mode else ("gate", i),
+                    f"{whose} names {name} but {lt.dir}/rubric.json does not exist, so it is never measured",
                     "add the task's rubric.json (docs/mergeability.md), or drop the gate entry",
                     severity="warning",
                 )
@@ -1123,6 +1156,177 @@ def check_mode_values(ctx: Context) -> Iterator[Finding]:
         effort = data.get("effort")
         if effort is not None and (not isinstance(effort, str) or not effort.strip()):
             yield ctx.at_task(lt, code, ("effort",), f"must be a non-empty string, not {effort!r}")
+
+
+#: Metrics only one mode's success rule measures: a gate of another mode that names one measures a different
+#: way of using the agent.
+_MODE_METRICS: dict[str, frozenset[str]] = {
+    "review": frozenset(REVIEW_METRICS),
+    "change": frozenset({"mergeable", "merge_score", OWN_TESTS_METRIC}),
+}
+
+
+def _test_verdict_entries(names: Iterable[str]) -> list[str]:
+    """Gate entries that are the repository's own test verdict (``pass``, ``strict_pass``, ...): every entry
+    that is not a framework metric."""
+    return [name for name in names if name not in FRAMEWORK_METRICS]
+
+
+def check_gate_fits_mode(ctx: Context) -> Iterator[Finding]:
+    """A task's own gate wins over its mode's success rule; a gate that leaves out what the rule holds, or
+    names a metric of another mode, measures something else than the mode, and is warned about."""
+    code = _code(check_gate_fits_mode)
+    for lt, data in ctx.task_data():
+        task = lt.task
+        if task is None or task.mode is None or "gate" not in data:
+            continue
+        rule = success_rule(
+            task.mode,
+            decoys=bool(task.decoys),
+            clean_diff=task.clean_diff_of is not None,
+            perf=(task.model_extra or {}).get("perf") is not None,
+        )
+        names = task.gate_names
+        wanted = [e if isinstance(e, str) else e.metric for e in rule or ()]
+        missing = [name for name in wanted if name not in names and name != "pass"]
+        if "pass" in wanted and not _test_verdict_entries(names):
+            missing.insert(0, "pass (or another test verdict of the grader)")
+        own = _MODE_METRICS["review"] if task.mode == "review" else _MODE_METRICS["change"]
+        foreign = [n for n in names if n in FRAMEWORK_METRICS and n not in own and n in _MODE_SPECIFIC]
+        if missing:
+            yield ctx.at_task(
+                lt,
+                code,
+                ("gate",),
+                f"the gate leaves out {', '.join(missing)}, which the {task.mode} success rule holds: this "
+                f"task's verdicts are not {task.mode} verdicts",
+                f"remove gate to use the {task.mode} rule ({', '.join(wanted)}), or add the entries",
+                severity="warning",
+            )
+        if foreign:
+            yield ctx.at_task(
+                lt,
+                code,
+                ("gate",),
+                f"the gate names {', '.join(foreign)}, which a {task.mode} task does not measure",
+                "name the metrics of the task's own mode, or change its mode",
+                severity="warning",
+            )
+
+
+_MODE_SPECIFIC = _MODE_METRICS["review"] | _MODE_METRICS["change"]
+
+
+def check_autonomous_prompt_is_an_issue(ctx: Context) -> Iterator[Finding]:
+    """An autonomous task's prompt is an issue as filed (``prompt_style: issue``); ``spec`` contradicts it."""
+    for lt, data in ctx.task_data():
+        if data.get("mode") == "autonomous" and data.get("prompt_style") == "spec":
+            yield ctx.at_task(
+                lt,
+                _code(check_autonomous_prompt_is_an_issue),
+                ("prompt_style",),
+                "an autonomous task gets an issue as filed, but prompt_style says spec",
+                "rewrite the prompt as the issue a user would file and set prompt_style: issue (or drop the "
+                "key), or make the task interactive",
+                severity="warning",
+            )
+
+
+def check_own_tests_measurable(ctx: Context) -> Iterator[Finding]:
+    """A gate naming ``own_tests_fail_on_base`` (an autonomous task's rule does) needs the manifest's
+    ``tests.globs`` and ``tests.run``, else it is never measured and the task never passes."""
+    tests = ctx.manifest.tests if ctx.manifest is not None else None
+    if tests is not None and tests.globs and tests.run:
+        return
+    for lt, _data in ctx.task_data():
+        task = lt.task
+        if task is None or OWN_TESTS_METRIC not in task.gate_names:
+            continue
+        whose = f"the {task.mode} success rule" if task.gate_from_mode else "the gate"
+        yield ctx.at_task(
+            lt,
+            _code(check_own_tests_measurable),
+            ("mode",) if task.gate_from_mode else ("gate",),
+            f"{whose} names {OWN_TESTS_METRIC}, but the manifest has no tests.globs and tests.run, so it "
+            "is never measured and the task never passes",
+            "add tests.globs and tests.run to the manifest (docs/agent-modes.md)",
+            severity="warning",
+        )
+
+
+def check_review_task_keys(ctx: Context) -> Iterator[Finding]:
+    """decoys and clean_diff_of belong to a review task with a review_patch; clean_diff_of names another
+    review task of the same base and the same prompt (a different prompt would tell the agent which diff is
+    the clean one); each decoy is in a file the diff under review changes."""
+    code = _code(check_review_task_keys)
+    by_id = {lt.id: lt.task for lt in ctx.tasks if lt.task is not None}
+    for lt, _data in ctx.task_data():
+        task = lt.task
+        if task is None or not (task.decoys or task.clean_diff_of):
+            continue
+        key = "decoys" if task.decoys else "clean_diff_of"
+        if task.mode != "review":
+            yield ctx.at_task(
+                lt, code, (key,), f"{key} belongs to a review task, and this task's mode is {task.mode}",
+                'set "mode": "review"', severity="warning",
+            )  # fmt: skip
+        if task.review_patch is None:
+            yield ctx.at_task(
+                lt, code, (key,), f"{key} without review_patch: there is no diff under review",
+                "add review_patch (the change the agent reviews)",
+            )  # fmt: skip
+        if task.clean_diff_of is not None:
+            yield from _clean_diff_problems(ctx, lt, task, by_id.get(task.clean_diff_of))
+        if task.decoys and task.review_patch is not None:
+            yield from _decoys_outside_the_diff(ctx, lt, task)
+
+
+def _clean_diff_problems(ctx: Context, lt: LoadedTask, task: Task, other: Task | None) -> Iterator[Finding]:
+    code = _code(check_review_task_keys)
+    loc = ("clean_diff_of",)
+    if task.clean_diff_of == task.id:
+        yield ctx.at_task(
+            lt, code, loc, "names the task itself", "name the review task whose diff it cleans up"
+        )
+    elif other is None:
+        known = ", ".join(sorted(t.id for t in ctx.tasks)) or "none"
+        yield ctx.at_task(lt, code, loc, f"no task {task.clean_diff_of!r} (tasks: {known})")
+    else:
+        if other.mode != "review":
+            yield ctx.at_task(
+                lt, code, loc, f"{other.id} is not a review task (mode {other.mode})", severity="warning"
+            )
+        if other.base != task.base:
+            yield ctx.at_task(
+                lt, code, loc, f"{other.id} has base {other.base}, this task {task.base}: the clean diff "
+                "is another change, not the same one cleaned up", "give both the same base",
+                severity="warning",
+            )  # fmt: skip
+        if other.prompt != task.prompt:
+            yield ctx.at_task(
+                lt, code, ("prompt",), f"the prompt differs from {other.id}'s: an agent told something "
+                "else on the clean diff can tell which diff is the clean one", "give both the same prompt",
+                severity="warning",
+            )  # fmt: skip
+
+
+def _decoys_outside_the_diff(ctx: Context, lt: LoadedTask, task: Task) -> Iterator[Finding]:
+    assert task.review_patch is not None
+    path = posixpath.normpath(posixpath.join(lt.dir, task.review_patch))
+    if not ctx.snapshot.is_file(path):
+        return  # patches_exist reports it
+    try:
+        text = ctx.snapshot.read_many([path])[path].decode("utf-8", "replace")
+    except (SourceError, KeyError):
+        return
+    changed = parse_patch(text)
+    for i, decoy in enumerate(task.decoys):
+        if decoy.path not in changed:
+            yield ctx.at_task(
+                lt, _code(check_review_task_keys), ("decoys", i, "path"),
+                f"{decoy.path} is not a file {task.review_patch} changes: a reviewer of the diff never "
+                "looks there", "point the decoy at a file of the diff under review", severity="warning",
+            )  # fmt: skip
 
 
 #: task.json keys a named rule checks; the schema rule reports problems only for other keys.
@@ -1711,6 +1915,10 @@ RULES: tuple[Rule, ...] = (
     check_patches_exist,
     check_egress_hosts,
     check_mode_values,
+    check_gate_fits_mode,
+    check_autonomous_prompt_is_an_issue,
+    check_own_tests_measurable,
+    check_review_task_keys,
     check_task_schema,
     check_near_miss_task_keys,
     check_builtin_task_keys,

@@ -37,13 +37,13 @@ from dokimi.repo.builtin_graders import (
     verdict,
 )
 from dokimi.rundir import (
-    BUILTIN_HOME,
     BUILTIN_OUT,
     BUILTIN_PREPARE_LOGS,
     BUILTIN_PREPARED,
-    BUILTIN_TREE,
     JUNIT_REPORT,
     PYTEST_STREAM,
+    TESTS_HOME,
+    TESTS_TREE,
     RunDir,
     entry_stderr,
     entry_stdout,
@@ -161,7 +161,7 @@ def after_prepare(
     if prepared.error is not None:
         _write_grade(run_dir, task, grader, {"errors": [prepared.error]})
         return TestsRun()
-    for sub in (BUILTIN_HOME, BUILTIN_OUT):
+    for sub in (TESTS_HOME, BUILTIN_OUT):
         _fresh_dir(work / sub, run_dir)
     argv = builtin_tests_argv(command, task=task.id, targets=prepared.targets, roots=prepared.roots)
     spec = builtin_tests_spec(
@@ -185,7 +185,7 @@ def after_prepare(
         return TestsRun(tuple(argv), ran)
     document = _decide(run_dir, prepared, ran, command, timeout=environment.grade_timeout_s)
     _write_grade(run_dir, task, grader, document)
-    for sub in (BUILTIN_TREE, BUILTIN_HOME):
+    for sub in (TESTS_TREE, TESTS_HOME):
         safefs.remove(work / sub, trusted=run_dir)
     return TestsRun(tuple(argv), ran)
 

@@ -1,7 +1,9 @@
 """The gate: a pure function from a task and its grade to a verdict. No files, no docker.
 
 - A task is gated unless it is score-only: its grader returns ``pass: null`` (without errors) and the task has
-  ``score``; the result is then ``score.metric``.
+  ``score``; the result is then ``score.metric``. A review task gated on dokimi's review checks alone
+  (``Task.gated_without_pass``) is gated whatever its grader says of ``pass``, and keeps its score beside the
+  gate (recall of the human review threads).
 - Each gate entry (default ``["pass"]``) is a boolean metric that must be true (``pass`` is grade.json's own
   ``pass``), or ``{"metric", "min"}``, a numeric metric that must reach ``min``. A metric that was not
   measured (null or absent) gives ``None`` for that entry, and the gate is not passed: only ``True`` passes.
@@ -52,16 +54,21 @@ def _number(value: MetricValue) -> float | None:
     return float(value)
 
 
+def score_only(task: Task) -> bool:
+    """Whether the task's result is its score alone when its grader leaves ``pass`` null."""
+    return task.score is not None and not task.gated_without_pass
+
+
 def not_graded(task: Task) -> GateVerdict:
     """The verdict of a cell that never reached its model (an infra error): not graded, never a pass."""
-    if task.score is not None:
+    if score_only(task):
         return GateVerdict(False, None, None, {})
     return GateVerdict(True, False, None, {gate_key(entry): None for entry in task.gate})
 
 
 def grader_failure(task: Task, reason: str) -> GateVerdict:
     """The verdict of a run whose grader failed: a failure on every gated metric."""
-    if task.score is not None:
+    if score_only(task):
         return GateVerdict(False, None, None, {}, grader_failure=True, grader_error=reason)
     results: dict[str, bool | None] = {gate_key(entry): False for entry in task.gate}
     return GateVerdict(True, False, None, results, grader_failure=True, grader_error=reason)
@@ -98,9 +105,8 @@ def evaluate_gate(
         return grader_failure(task, "; ".join(problems))
     metrics: dict[str, MetricValue] = {**grade.metrics, **(extra_metrics or {})}
     score = _number(metrics.get(task.score.metric)) if task.score is not None else None
-    if (
-        grade.pass_ is None
-    ):  # score-only: grade_problems checked the task has score and the metric is a number
+    if grade.pass_ is None and score_only(task):
+        # grade_problems checked the task has score and the metric is a number
         return GateVerdict(False, None, score, {})
     results = {gate_key(entry): entry_result(entry, grade, metrics) for entry in task.gate}
     return GateVerdict(True, all(value is True for value in results.values()), score, results)

@@ -4,13 +4,16 @@
    rubric also the scope check, the judge and the agent's test ids (``tests.list``), all BEFORE grade runs (a
    grader restores hidden tests, which would replace the agent's test edits in the diff and bring back a test
    it deleted);
-2. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
-3. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
-4. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
-5. the gate, once, over the documents these steps wrote (:func:`dokimi.grading.verdict.gate_over`).
+2. for a task whose gate names ``own_tests_fail_on_base``: the agent's own tests on its tree and on the base,
+   each in a container of its own, also before grade (own_tests.json, :mod:`dokimi.grading.own_tests`);
+3. the grade container (:func:`dokimi.grading.entrypoints.grade_run`);
+4. for a task with a rubric: test integrity and the outcome, ``mergeable`` and ``merge_score`` (merge.json);
+5. for a task with ``perf``: the perf check against the oracle variant (perf/check.json);
+6. for a review task: the review checks of its answer (review.json, :mod:`dokimi.grading.review`);
+7. the gate, once, over the documents these steps wrote (:func:`dokimi.grading.verdict.gate_over`).
 
-Steps 1, 3 and 4 are the framework checks (:mod:`dokimi.grading.checks`), :data:`FRAMEWORK_CHECKS` in the
-order they run; :func:`verdict_from_files` reads what every step left in a finished run directory.
+Steps 1, 2, 4, 5 and 6 are the framework checks (:mod:`dokimi.grading.checks`), :data:`FRAMEWORK_CHECKS` in
+the order they run; :func:`verdict_from_files` reads what every step left in a finished run directory.
 
 The function takes the grade environment, the run directory and the task; what the agent's side knows that
 grading needs (the ignored files before the run, how to prepare a workspace like the cell's, the container
@@ -38,7 +41,9 @@ from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged
 from dokimi.grading.gate import GateVerdict, MetricValue, grader_failure
 from dokimi.grading.merge import MERGEABILITY
+from dokimi.grading.own_tests import OWN_TESTS
 from dokimi.grading.perf import PERF, PrepareWorkspace
+from dokimi.grading.review import REVIEW
 from dokimi.grading.verdict import FileVerdict, gate_over
 from dokimi.rundir import RunDir
 from dokimi.sandbox.specs import workspace_cap_bytes
@@ -58,7 +63,7 @@ __all__ = [
     "verdict_from_files",
 ]
 
-FRAMEWORK_CHECKS: tuple[FrameworkCheck, ...] = (MERGEABILITY, PERF)
+FRAMEWORK_CHECKS: tuple[FrameworkCheck, ...] = (MERGEABILITY, OWN_TESTS, PERF, REVIEW)
 """The framework's own checks of a cell, in the order they run (:mod:`dokimi.grading.checks`)."""
 
 

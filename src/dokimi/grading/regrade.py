@@ -336,8 +336,8 @@ def _regrade(root: Path, request: RegradeRequest, *, progress: Callable[[str], N
 def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: RegradeRequest) -> Result:
     """One cell graded again on a copy of its inputs: grade in a container, and for a task with a rubric the
     scope check and the judge again on the diff the cell stored before its grade, the judge's verdict cache
-    bypassed (the regrade sample measures whether the judge repeats itself). The perf check is not rerun:
-    its measurement is carried over."""
+    bypassed (the regrade sample measures whether the judge repeats itself). The other framework checks (the
+    perf check, the agent's own tests, the review checks) are not rerun: their documents are carried over."""
     rd = RunDir(scratch)
     assert cell.result is not None
     root = opened.layout.root

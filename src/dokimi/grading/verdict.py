@@ -53,7 +53,8 @@ def gate_over(
 ) -> FileVerdict:
     """The gate, once, over grading's documents: ``error`` is why grade.json cannot be used (the container
     failed, no file, an invalid one); a grader failure fails every gated entry, and the framework checks'
-    metrics (merge.json, perf/check.json, in :data:`dokimi.grading.grade.FRAMEWORK_CHECKS` order) count only
+    metrics (merge.json, own_tests.json, perf/check.json, review.json, in
+    :data:`dokimi.grading.grade.FRAMEWORK_CHECKS` order) count only
     when grading did not fail."""
     metrics: dict[str, MetricValue] = dict(grade.metrics) if grade is not None else {}
     verdict = evaluate_gate(task, grade, error=error)
@@ -89,10 +90,11 @@ class CellReading:
 
     @property
     def score(self) -> float | None:
-        """The score of a score-only cell; None for a gated cell or a score that was not measured. A
-        score-only cell whose grader failed scores 0: a failure, never left out."""
+        """The score of a score-only cell, or of a review cell gated with its score; None for another gated
+        cell or a score that was not measured. A scored cell whose grader failed scores 0: a failure, never
+        left out."""
         r = self.result
-        if r.gated:
+        if r.gated and not r.gated_with_score:
             return None
         if r.grader_failure:
             return 0.0

@@ -73,7 +73,10 @@ __all__ = [
     "OVERLAY_ARMS",
     "RULES_ARM_SUFFIX",
     "arm_gives_rules",
+    "arm_guidance",
     "arm_kind",
+    "arm_mode",
+    "arm_runs_task",
     "arm_revision",
     "arm_without_rules",
     "blob_sha",
@@ -109,6 +112,8 @@ ARM_GENERATED = "guidance:generated"
 RULES_ARM_SUFFIX = "+rules"
 """``<arm>+rules`` (``guidance:raw+rules``): the arm, and a review task's reviewer agent gets the team review
 rules that apply in its prompt (docs/review-rules.md); ``<arm>`` alone gives none."""
+MODES: tuple[str, ...] = get_args(Mode)
+"""The agent modes an arm can be restricted to (``ARM@MODE``)."""
 ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE, ARM_TREE, ARM_GENERATED)
 """The arms with a fixed name; ``guidance:at=REV`` is the one family with a parameter."""
 OVERLAY_ARMS = ("tree", "at", "generated")
@@ -279,27 +284,48 @@ def _list_files(dest: Path) -> list[str]:
 # --- arms ---------------------------------------------------------------------------------------------------
 
 
-def _mode_tail(arm: str) -> tuple[str, str]:
-    """``(head, "@mode")`` of an arm restricted to one mode's tasks, ``(arm, "")`` otherwise."""
+def arm_mode(arm: str) -> str | None:
+    """The agent mode an arm is restricted to (``ARM@MODE``, for example ``guidance:at=review-guide@review``:
+    mode-specific guidance is an arm in its own right, run on that mode's tasks only); None for an arm that
+    runs on every task."""
     head, sep, mode = arm.rpartition("@")
-    return (head, sep + mode) if sep and head and mode in get_args(Mode) else (arm, "")
+    return mode if sep and head and mode in MODES else None
+
+
+def _without_mode(arm: str) -> str:
+    mode = arm_mode(arm)
+    return arm[: -len(mode) - 1] if mode is not None else arm
+
+
+def arm_runs_task(arm: str, mode: str | None) -> bool:
+    """Whether an arm runs on a task of ``mode``: every arm runs on every task, except one restricted to
+    another mode (a task without a mode runs in no restricted arm)."""
+    restricted = arm_mode(arm)
+    return restricted is None or restricted == mode
 
 
 def arm_gives_rules(arm: str) -> bool:
     """Whether an arm gives review tasks' reviewer agents the team rules (``<arm>+rules``)."""
-    return _mode_tail(arm)[0].endswith(RULES_ARM_SUFFIX)
+    return _without_mode(arm).endswith(RULES_ARM_SUFFIX)
 
 
 def arm_without_rules(arm: str) -> str:
     """The same arm without the rules: ``guidance:raw+rules@review`` -> ``guidance:raw@review``."""
-    head, tail = _mode_tail(arm)
-    return head[: -len(RULES_ARM_SUFFIX)] + tail if head.endswith(RULES_ARM_SUFFIX) else arm
+    if not arm_gives_rules(arm):
+        return arm
+    mode = arm_mode(arm)
+    return _without_mode(arm)[: -len(RULES_ARM_SUFFIX)] + (f"@{mode}" if mode is not None else "")
+
+
+def arm_guidance(arm: str) -> str:
+    """The guidance part of an arm: the arm without its ``+rules`` and its ``@MODE``."""
+    return _without_mode(arm_without_rules(arm))
 
 
 def arm_kind(arm: str) -> str:
-    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated`` (of the arm without ``+rules``);
-    UsageError for any other arm."""
-    guidance = arm_without_rules(arm)
+    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated`` (of the arm's guidance part:
+    :func:`arm_guidance`); UsageError for any other arm."""
+    guidance = arm_guidance(arm)
     if guidance in ARMS:
         return guidance.split(":", 1)[1]
     if guidance.startswith(ARM_AT_PREFIX) and arm_revision(arm):
@@ -307,13 +333,14 @@ def arm_kind(arm: str) -> str:
     raise UsageError(
         f"unknown arm {arm!r}",
         hint=f"use one of: {', '.join(ARMS)}, {ARM_AT_PREFIX}REV (REV: a commit, branch or tag), each "
-        f"optionally with {RULES_ARM_SUFFIX} (review tasks get the team's review rules)",
+        f"optionally with {RULES_ARM_SUFFIX} (review tasks get the team's review rules) and restricted to "
+        f"one mode's tasks with @{'|@'.join(MODES)}",
     )
 
 
 def check_arm(arm: str) -> str:
     """The arm as given when it is one dokimi can build; UsageError otherwise."""
-    if arm_gives_rules(arm) and arm_without_rules(arm) == ARM_GENERATED:
+    if arm_gives_rules(arm) and arm_kind(arm) == "generated":
         raise UsageError(
             f"arm {arm}: {RULES_ARM_SUFFIX} cannot be combined with {ARM_GENERATED} yet",
             hint=f"compare the rules on another arm, for example guidance:raw{RULES_ARM_SUFFIX}",
@@ -323,8 +350,8 @@ def check_arm(arm: str) -> str:
 
 
 def arm_revision(arm: str) -> str:
-    """REV of ``guidance:at=REV`` (or ``guidance:at=REV+rules``; empty for any other arm)."""
-    guidance = arm_without_rules(arm)
+    """REV of ``guidance:at=REV`` (with ``+rules`` or ``@MODE`` after it too; empty for any other arm)."""
+    guidance = arm_guidance(arm)
     return guidance[len(ARM_AT_PREFIX) :].strip() if guidance.startswith(ARM_AT_PREFIX) else ""
 
 

@@ -57,7 +57,7 @@ from dokimi.harness.runtime import container_launcher
 from dokimi.harness.traces import END_OF_RUN_MARKER, convert_file, write_conversion
 from dokimi.process import shutting_down
 from dokimi.repo.rules import reviewer_prompt, rules_for_reviewer
-from dokimi.repo.workspace import ARM_GENERATED, WorkspaceSource, arm_gives_rules, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, arm_gives_rules, arm_kind, prepare_workspace
 from dokimi.rundir import (
     AGENT_STDERR,
     TASK_JSON,
@@ -188,7 +188,7 @@ class CellContext:
 
     def overlay(self, key: CellKey) -> GuidanceOverlay | None:
         """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
-        if key.arm == ARM_GENERATED:
+        if arm_kind(key.arm) == "generated":
             return self.generated.get((key.task, key.model))
         return self.overlays.get(key.arm)
 
@@ -249,6 +249,7 @@ def build_result(
             "gated": verdict.gated,
             "passed": verdict.passed,
             "score": verdict.score,
+            "gated_with_score": task.gated_without_pass and task.score is not None,
             "gate_results": dict(verdict.gate_results),
             "metrics": dict(graded.metrics),
             "grader_failure": verdict.grader_failure,

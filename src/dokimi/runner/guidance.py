@@ -30,7 +30,6 @@ from dokimi.errors import DokimiError, UsageError
 from dokimi.gateway.sealed import observed_usage
 from dokimi.harness.traces import convert_file
 from dokimi.repo.workspace import (
-    ARM_GENERATED,
     ARM_NONE,
     GuidanceFile,
     GuidanceOverlay,
@@ -300,7 +299,7 @@ def generated_overlays(
 ) -> dict[tuple[str, str], GuidanceOverlay]:
     """The generated guidance of every (task, model) among the guidance:generated ``cells``: generated once
     (one pair at a time: the generator shares the batch's machine with nothing else yet) and reused."""
-    pairs = sorted({(c.task, c.model) for c in cells if c.arm == ARM_GENERATED})
+    pairs = sorted({(c.task, c.model) for c in cells if arm_kind(c.arm) == "generated"})
     if not pairs:
         return {}
     _generator_prompt(ctx)

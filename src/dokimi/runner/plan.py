@@ -26,6 +26,7 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey
 from dokimi.constants import MAX_CELLS, MAX_REPS
 from dokimi.errors import UsageError
 from dokimi.gateway.budget import Budget
+from dokimi.repo.workspace import arm_mode, arm_runs_task
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -111,12 +112,13 @@ def plan_cells(
     prompts: Sequence[str] = (),
 ) -> list[CellKey]:
     """Every cell of the batch, sorted: tasks x arms x prompt variants x models x efforts x reps
-    (0 .. reps-1)."""
+    (0 .. reps-1), where an arm restricted to one mode (``ARM@MODE``) runs on that mode's tasks only."""
     check_cell_count(tasks, arms, models, efforts, reps, prompts)
     cells = {
         CellKey(task.id, arm, model, effort, rep, prompt)
         for task in tasks
         for arm in arms
+        if arm_runs_task(arm, task.mode)
         for prompt in cell_prompts(task, prompts)
         for model in models
         for effort in cell_efforts(task, efforts)
@@ -138,8 +140,14 @@ def check_cell_count(
     typo must not become a plan that never ends)."""
     if not 1 <= reps <= MAX_REPS:
         raise UsageError(f"--reps {reps}: give 1 to {MAX_REPS} repetitions per cell")
-    per_task = sum(len(cell_efforts(t, efforts)) * len(cell_prompts(t, prompts)) for t in tasks)
-    count = per_task * len(arms) * len(models) * reps
+    check_arm_modes(tasks, arms)
+    per_task = sum(
+        len(cell_efforts(task, efforts)) * len(cell_prompts(task, prompts))
+        for task in tasks
+        for arm in arms
+        if arm_runs_task(arm, task.mode)
+    )
+    count = per_task * len(models) * reps
     if count > MAX_CELLS:
         raise UsageError(
             f"{count} cells planned ({len(tasks)} tasks x {len(arms)} arms x {len(models)} models x "
@@ -147,6 +155,20 @@ def check_cell_count(
             hint="run fewer reps, tasks, arms or models per batch",
         )
     return count
+
+
+def check_arm_modes(tasks: Sequence[Task], arms: Sequence[str]) -> None:
+    """An arm restricted to one mode (``ARM@MODE``) that no task of the batch has would run nothing: refused
+    before anything is planned."""
+    for arm in arms:
+        mode = arm_mode(arm)
+        if mode is not None and not any(task.mode == mode for task in tasks):
+            found = sorted({task.mode or "none" for task in tasks})
+            raise UsageError(
+                f"arm {arm} runs on {mode} tasks only, and no task of the batch is one (modes: "
+                f"{', '.join(found) or 'none'})",
+                hint="give the task's mode in its task.json, or choose tasks of that mode (--task)",
+            )
 
 
 def check_cell_paths(cells: Sequence[CellKey]) -> list[CellKey]:

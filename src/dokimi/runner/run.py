@@ -58,7 +58,7 @@ from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.home import default_batches_directory
 from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.repo.rules import load_review_rules
-from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, check_arm
+from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, arm_kind, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, BatchLayout, RunDir
 from dokimi.runner import dryrun_agent
 from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
@@ -702,7 +702,7 @@ def prepare_batch(
     )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
-    if ARM_GENERATED in opts.arms and not profile.guidance_init:
+    if any(arm_kind(arm) == "generated" for arm in opts.arms) and not profile.guidance_init:
         raise UsageError(
             f"arm {ARM_GENERATED} needs the harness's own guidance generator, and profile {profile.name} "
             "declares none (guidance_init)",
@@ -888,7 +888,7 @@ def _prepare_cells(
     earlier, _ = read_plan(root)
     write_plan(root, check_cell_paths([*(earlier or []), *cells]))
     todo_cells = [c for c in cells if opts.force or not _finished(root, c)]
-    if any(c.arm == ARM_GENERATED for c in todo_cells):
+    if any(arm_kind(c.arm) == "generated" for c in todo_cells):
         script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)

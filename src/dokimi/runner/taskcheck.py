@@ -55,6 +55,7 @@ from dokimi.repo.workspace import (
     GuidanceOverlay,
     WorkspaceSource,
     arm_kind,
+    arm_runs_task,
     check_arm,
     prepare_workspace,
 )
@@ -156,7 +157,7 @@ def checked_arms(named: Sequence[str]) -> list[str]:
     """guidance:raw first, then each named arm once (default :data:`DEFAULT_ARMS`); guidance:generated is
     written by a model during the run and cannot be checked here, so it is refused."""
     arms = [BASELINE_ARM, *(check_arm(a) for a in (named or DEFAULT_ARMS))]
-    if ARM_GENERATED in arms:
+    if any(arm_kind(arm) == "generated" for arm in arms):
         raise UsageError(
             f"tasks check cannot prove {ARM_GENERATED} sound: a model writes its guidance during the run",
             hint="leave it out of --arm (a dry run of repo run checks it end to end)",
@@ -248,7 +249,9 @@ def check_tasks(
     # before the image build, which may take hours: a --cache NAME the manifest does not declare is a typo
     caches = resolve_caches(manifest.image, manifest.id, overrides=options.caches)
     if on_total is not None:
-        on_total(2 * len(tasks) * len(arms) + len(tasks))  # and one grader isolation probe per task
+        modes = [t.task.mode if t.task is not None else None for t in tasks]
+        runs = sum(1 for arm in arms for mode in modes if arm_runs_task(arm, mode))
+        on_total(2 * runs + len(tasks))  # and one grader isolation probe per task
     temporary = options.out_dir is None
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
     try:
@@ -404,14 +407,19 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         if early is not None:
             reports[loaded_task.id] = early
             if ctx.progress:
-                for arm in ctx.arms:
+                mode = loaded_task.task.mode if loaded_task.task is not None else None
+                for arm in (a for a in ctx.arms if arm_runs_task(a, mode)):
                     ctx.progress(loaded_task.id, _event("null", arm))
                     ctx.progress(loaded_task.id, _event("oracle", arm))
         else:
             assert loaded_task.task is not None
             runnable.append((loaded_task, loaded_task.task))
     units: list[tuple[LoadedTask, Task, Phase, str]] = [
-        (lt, task, phase, arm) for arm in ctx.arms for lt, task in runnable for phase in ("null", "oracle")
+        (lt, task, phase, arm)
+        for arm in ctx.arms
+        for lt, task in runnable
+        if arm_runs_task(arm, task.mode)  # an arm restricted to one mode proves that mode's tasks only
+        for phase in ("null", "oracle")
     ]
     units += [(lt, task, "probe", BASELINE_ARM) for lt, task in runnable]
     pool = ThreadPoolExecutor(max_workers=ctx.options.jobs, thread_name_prefix="tasks-check")
@@ -782,9 +790,20 @@ def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOu
             detail += f"\n{stderr}"
         return [CheckItem(name=f"{phase}: grade.json", ok=False, detail=detail)]
     checks = [CheckItem(name=f"{phase}: grade.json", ok=True)]
-    score_max = float(task.score.max) if task.score is not None else None
+    # a review task gated on its review checks alone keeps its score (recall) beside the gate: the untouched
+    # workspace flags no decoy, so the score, not the gate, is what it must miss
+    scored = task.score is not None and (not verdict.gated or task.gated_without_pass)
     if phase == "null":
-        if verdict.gated:
+        if scored and task.score is not None:
+            reached = reaches_score_max(task, verdict)
+            checks.append(
+                CheckItem(
+                    name="null stays below score.max",
+                    ok=not reached,
+                    detail=f"{task.score.metric} = {verdict.score} (max {float(task.score.max):g})",
+                )
+            )
+        elif verdict.gated:
             checks.append(
                 CheckItem(
                     name="null fails the gate",
@@ -792,15 +811,6 @@ def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOu
                     detail=None
                     if verdict.passed is False
                     else f"the untouched workspace passes: {_gates(verdict)}",
-                )
-            )
-        elif score_max is not None and task.score is not None:
-            reached = reaches_score_max(task, verdict)
-            checks.append(
-                CheckItem(
-                    name="null stays below score.max",
-                    ok=not reached,
-                    detail=f"{task.score.metric} = {verdict.score} (max {score_max:g})",
                 )
             )
     else:
@@ -812,7 +822,7 @@ def _gate_checks(task: Task, phase: Phase, verdict: GateVerdict, graded: GradeOu
                     detail=None if verdict.passed else f"the oracle workspace fails: {_gates(verdict)}",
                 )
             )
-        elif task.score is not None:
+        if scored and task.score is not None:
             checks.append(
                 CheckItem(
                     name="oracle reaches score.max",

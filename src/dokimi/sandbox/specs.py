@@ -47,10 +47,10 @@ from dokimi.home import path_component
 from dokimi.rundir import (
     AGENT_CONFIG,
     AGENT_HOME,
-    BUILTIN_HOME,
     BUILTIN_OUT,
-    BUILTIN_TREE,
     RUN_DIR_ENTRIES,
+    TESTS_HOME,
+    TESTS_TREE,
     RunDir,
 )
 from dokimi.sandbox.container import ContainerSpec, Mount, give_to_container_user
@@ -361,6 +361,48 @@ def fresh_grade_home(run_dir: Path) -> Path:
     return home
 
 
+def tests_only_spec(
+    settings: ContainerSettings,
+    *,
+    name: str,
+    work: Path,
+    scratch_root: Path,
+    argv: Sequence[str],
+    task: str,
+    mounts: Sequence[Mount] = (),
+    env: Mapping[str, str] | None = None,
+) -> ContainerSpec:
+    """A container that runs tests and holds nothing but their tree: ``<work>/tree`` at /eval/run/workspace
+    (its cwd), a fresh HOME (``<work>/home``), image.env's scratch directories (under ``scratch_root``), the
+    caches, and ``mounts``. No {eval_dir}, no {source_dir}, none of dokimi's files in the run directory, so
+    the code under test reaches only its own tree and what ``mounts`` add."""
+    configured = image_env(settings.image_config, task=task)
+    make_scratch_dirs(scratch_root, configured.scratch)
+    return ContainerSpec(
+        name=name,
+        image=settings.image,
+        argv=list(argv),
+        mounts=[
+            Mount(work / TESTS_TREE, CONTAINER_WORKSPACE),
+            Mount(work / TESTS_HOME, RunDir(CONTAINER_RUN_DIR).grade_home),
+            *(Mount(scratch_root / rel, CONTAINER_RUN_DIR / rel) for rel in configured.scratch),
+            *_cache_mounts(settings.caches),
+            *mounts,
+        ],
+        env={
+            **configured.env,
+            "HOME": str(RunDir(CONTAINER_RUN_DIR).grade_home),
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **(env or {}),
+        },
+        workdir=CONTAINER_WORKSPACE,
+        network=settings.network,
+        batch=settings.batch,
+        **limit_options(settings.image_config),
+    )
+
+
 def builtin_tests_spec(
     settings: ContainerSettings,
     *,
@@ -370,41 +412,24 @@ def builtin_tests_spec(
     task: str,
     probe: Path | None = None,
 ) -> ContainerSpec:
-    """A built-in grader's test container: the tree under test (``<run_dir>/builtin-tests/tree`` at
-    /eval/run/workspace, its cwd), a fresh HOME (``builtin-tests/home``), the report directory
-    (``builtin-tests/out`` at /eval/out), image.env's scratch directories, the caches, and dokimi's support
-    scripts read-only. Nothing else: no {eval_dir}, no {source_dir}, none of dokimi's files in the run
-    directory, so the code under test reaches only its own tree and its report. Plugin autoload of pytest is
-    off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
-    configured = image_env(settings.image_config, task=task)
-    make_scratch_dirs(run_dir, configured.scratch)
+    """A built-in grader's test container (:func:`tests_only_spec`): the tree under test is
+    ``<run_dir>/builtin-tests/tree``, and it also holds the report directory (``builtin-tests/out`` at
+    /eval/out), dokimi's support scripts read-only, and with ``probe`` the grader isolation probe's directory.
+    Plugin autoload of pytest is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
     work = RunDir(run_dir).builtin_tests
-    mounts = [
-        Mount(work / BUILTIN_TREE, CONTAINER_WORKSPACE),
-        Mount(work / BUILTIN_HOME, RunDir(CONTAINER_RUN_DIR).grade_home),
-        Mount(work / BUILTIN_OUT, CONTAINER_TEST_OUT),
-        *(Mount(run_dir / rel, CONTAINER_RUN_DIR / rel) for rel in configured.scratch),
-        *_cache_mounts(settings.caches),
-        Mount(support_dir(), CONTAINER_SUPPORT, read_only=True),
-        *([Mount(probe, CONTAINER_PROBE)] if probe is not None else []),
-    ]
-    env = {
-        **configured.env,
-        "HOME": str(RunDir(CONTAINER_RUN_DIR).grade_home),
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    }
-    return ContainerSpec(
+    return tests_only_spec(
+        settings,
         name=name,
-        image=settings.image,
-        argv=list(argv),
-        mounts=mounts,
-        env=env,
-        workdir=CONTAINER_WORKSPACE,
-        network=settings.network,
-        batch=settings.batch,
-        **limit_options(settings.image_config),
+        work=work,
+        scratch_root=run_dir,
+        argv=argv,
+        task=task,
+        mounts=[
+            Mount(work / BUILTIN_OUT, CONTAINER_TEST_OUT),
+            Mount(support_dir(), CONTAINER_SUPPORT, read_only=True),
+            *([Mount(probe, CONTAINER_PROBE)] if probe is not None else []),
+        ],
+        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
 
 
@@ -464,4 +489,18 @@ def grade_spec(
         network=settings.network,
         batch=settings.batch,
         **limit_options(settings.image_config),
+    )
+
+
+def own_tests_spec(
+    settings: ContainerSettings, *, name: str, work: Path, argv: Sequence[str], task: str
+) -> ContainerSpec:
+    """The container of one run of the agent's own tests (:func:`tests_only_spec`): ``<work>`` holds its tree
+    and HOME and, so that the agent's tree and the base never share one, its scratch directories; git's
+    configuration is the grade container's. The verdict is the command's exit status: the tests are the
+    agent's own code, so nothing the run could forge about itself is worth more than what the tests already
+    decide (pytest plugins load as the image has them; a repository that needs one names it in
+    ``tests.run``)."""
+    return tests_only_spec(
+        settings, name=name, work=work, scratch_root=work, argv=argv, task=task, env=grade_git_env()
     )

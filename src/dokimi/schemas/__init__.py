@@ -51,6 +51,8 @@ SCHEMAS: dict[str, str] = {
     "repo_merge.v1": "dokimi.schemas.grading:MergeDoc",
     "repo_perf_check.v1": "dokimi.schemas.grading:PerfCheckDoc",
     "repo_tests_list.v1": "dokimi.schemas.grading:TestsListDoc",
+    "repo_review_check.v1": "dokimi.schemas.grading:ReviewCheckDoc",
+    "repo_own_tests.v1": "dokimi.schemas.grading:OwnTestsDoc",
     "repo_task_reference.v1": "dokimi.schemas.grading:TaskReferenceDoc",
     "repo_generated.v1": "dokimi.schemas.generated:Generated",
     "repo_power.v1": "dokimi.schemas.power:RepoPower",

@@ -16,7 +16,21 @@ FiniteFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 MetricValue = StrictBool | StrictInt | FiniteFloat | None
 """A metric value: a number, a boolean, or null for "not measured" (never false)."""
 
-FRAMEWORK_METRICS = ("mergeable", "merge_score", "perf_ratio", "perf_pass", "perf_scaling_ok")
+OWN_TESTS_METRIC = "own_tests_fail_on_base"
+"""Whether the tests the agent added pass on its tree and fail on the base (docs/agent-modes.md)."""
+DECOYS_NOT_FLAGGED = "decoys_not_flagged"
+NO_BLOCKING_FINDING = "no_blocking_finding"
+REVIEW_METRICS = ("decoys_flagged", DECOYS_NOT_FLAGGED, "blocking_findings", NO_BLOCKING_FINDING)
+"""What dokimi measures of a review task's answer: the decoys it flagged, and its blocking findings."""
+FRAMEWORK_METRICS = (
+    "mergeable",
+    "merge_score",
+    "perf_ratio",
+    "perf_pass",
+    "perf_scaling_ok",
+    OWN_TESTS_METRIC,
+    *REVIEW_METRICS,
+)
 """Metrics the framework adds after grade returns; a grade.json may not contain them."""
 
 
@@ -61,6 +75,9 @@ class TaskLike(Protocol):
     @property
     def score(self) -> ScoreLike | None: ...
 
+    @property
+    def gated_without_pass(self) -> bool: ...
+
 
 def grader_reported_errors(grade: RepoGrade) -> str | None:
     """``pass: null`` with non-empty ``errors`` means the grader failed."""
@@ -70,8 +87,9 @@ def grader_reported_errors(grade: RepoGrade) -> str | None:
 
 
 def null_pass_without_score(grade: RepoGrade, task: TaskLike) -> str | None:
-    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score``."""
-    if grade.pass_ is None and not grade.errors and task.score is None:
+    """``pass: null`` without errors is score-only, accepted only for a task whose task.json has ``score``, or
+    a review task gated on dokimi's review checks alone (``Task.gated_without_pass``)."""
+    if grade.pass_ is None and not grade.errors and task.score is None and not task.gated_without_pass:
         return "pass is null but the task has no score: only a score-only task may leave pass null"
     return None
 
@@ -87,7 +105,8 @@ def score_metric_missing(grade: RepoGrade, task: TaskLike) -> str | None:
 
 
 def framework_metrics_claimed(grade: RepoGrade) -> str | None:
-    """``mergeable`` and ``merge_score`` belong to the framework; a grade.json containing them failed."""
+    """``mergeable``, ``merge_score`` and the other :data:`FRAMEWORK_METRICS` belong to the framework; a
+    grade.json containing them failed."""
     claimed = [name for name in FRAMEWORK_METRICS if name in grade.metrics]
     if claimed:
         return f"metrics {', '.join(claimed)} belong to the framework; a grader may not report them"

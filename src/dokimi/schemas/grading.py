@@ -87,6 +87,86 @@ class MergeDoc(Document):
         return {"mergeable": self.mergeable, "merge_score": self.merge_score}
 
 
+class ReviewFindingDoc(Document):
+    """One finding of a review answer, as dokimi read it."""
+
+    path: str
+    """The file the finding cites."""
+    lines: list[int]
+    """``[first, last]`` line the finding cites."""
+    blocking: bool
+    """False when its text starts with a non-blocking marker (``nit:``, ``non-blocking``, ...)."""
+    text: str
+    """What the reviewer wrote after the location (at most 500 characters)."""
+
+
+class ReviewCheckDoc(Document):
+    """repo_review_check.v1: the review checks of one run of a review task (review.json): the findings of its
+    answer, the decoys they flag, and whether a clean diff drew a blocking finding."""
+
+    schema_: Literal["repo_review_check.v1"] = Field(default="repo_review_check.v1", alias="schema")
+    """The document type."""
+    task: str
+    """The task id."""
+    answered: bool
+    """Whether the agent's final answer holds any text."""
+    clean_diff: bool
+    """Whether the diff under review is a clean one (the task's ``clean_diff_of``)."""
+    decoys: list[str]
+    """The task's decoy ids."""
+    flagged: list[str]
+    """The decoys some finding flags."""
+    findings: list[ReviewFindingDoc]
+    """The findings of the answer, in order (at most 200)."""
+    findings_total: int = Field(ge=0)
+    """How many findings the answer holds (also those past the first 200)."""
+    reasons: list[str]
+    """Why the review checks fail, for people; empty when they hold."""
+    metrics: dict[str, MetricValue]
+    """``decoys_flagged``, ``decoys_not_flagged``, ``blocking_findings`` and ``no_blocking_finding`` for the
+    run's metrics (null: not measured)."""
+
+
+class OwnTestsRunDoc(Document):
+    """One run of the agent's own tests, in a container of its own."""
+
+    tree: Literal["agent", "base"]
+    """``agent``: the agent's workspace; ``base``: the workspace as the agent got it, with the agent's test
+    files copied in."""
+    argv: list[str]
+    """The command run (``tests.run`` with ``{tests}`` replaced by the test files)."""
+    returncode: int | None
+    """Its exit status; null when it ran past the timeout."""
+    passed: bool
+    """Exit status 0 within the timeout."""
+    output: str
+    """The end of what it printed (stdout and stderr)."""
+
+
+class OwnTestsDoc(Document):
+    """repo_own_tests.v1: whether the tests the agent added test its change (own_tests.json): they pass on the
+    agent's tree and fail on the base."""
+
+    schema_: Literal["repo_own_tests.v1"] = Field(default="repo_own_tests.v1", alias="schema")
+    """The document type."""
+    task: str
+    """The task id."""
+    own_tests_fail_on_base: bool | None
+    """True when the agent's test files pass on its tree and fail on the base; false when they do not, or
+    when the change adds no test; null when not measured (see ``reason``)."""
+    test_files: list[str]
+    """The agent's test files: added or changed files matching the manifest's ``tests.globs``."""
+    runs: list[OwnTestsRunDoc]
+    """The runs, the agent's tree first."""
+    reason: str
+    """Why the metric has its value, for people."""
+
+    @property
+    def metrics(self) -> dict[str, MetricValue]:
+        """``own_tests_fail_on_base`` for the run's metrics."""
+        return {"own_tests_fail_on_base": self.own_tests_fail_on_base}
+
+
 class TestsListDoc(Document):
     """repo_tests_list.v1: the test ids the manifest's ``tests.list`` command printed in one workspace (the
     agent's, after its run and before grade: tests_list.json of the run directory)."""

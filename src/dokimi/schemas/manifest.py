@@ -156,7 +156,8 @@ class EntryPoints(Document):
 
 
 class TestsBlock(Document):
-    """Test files and how to list test cases, for the test-integrity check."""
+    """Test files, how to list test cases (the test-integrity check), and how to run given test files (the
+    agent's own tests, ``own_tests_fail_on_base``)."""
 
     globs: list[str] = Field(default_factory=list)
     """Globs of test files: none may be deleted by the agent."""
@@ -166,6 +167,10 @@ class TestsBlock(Document):
     list_: str | None = Field(default=None, alias="list")
     """Command that prints one test id per line in the workspace; the base list is compared with the agent's.
     """
+    run: str | None = None
+    """Command that runs the test files named by ``{tests}`` (a word of its own, replaced by one word per
+    file, relative to the workspace) and exits 0 when they pass, for example ``python3 -m pytest -q
+    {tests}``. It runs in a container of its own, holding only the tree under test."""
 
 
 class RepoManifest(Document):

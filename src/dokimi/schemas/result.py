@@ -90,7 +90,11 @@ class Result(Document):
     passed: bool | None
     """The gate verdict: every gate entry held. Null exactly when the task is score-only."""
     score: Annotated[float, Field(allow_inf_nan=False)] | None = None
-    """The value of the task's ``score.metric`` for a score-only task; null otherwise or when not measured."""
+    """The value of the task's ``score.metric`` for a score-only task (or one ``gated_with_score``); null
+    otherwise or when not measured."""
+    gated_with_score: bool = False
+    """A review task gated on dokimi's review checks keeps its ``score`` (recall of the human review
+    threads) beside the gate: reports count both, and a grader failure scores 0."""
     gate_results: dict[str, bool | None] = Field(default_factory=dict)
     """Per gate entry (metric name): whether it held; null when the metric was not measured."""
     metrics: dict[str, MetricValue] = Field(default_factory=dict)

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dokimi.schemas._base import Document, OpenDocument, did_you_mean
+from dokimi.schemas.grade import DECOYS_NOT_FLAGGED, NO_BLOCKING_FINDING, OWN_TESTS_METRIC, REVIEW_METRICS
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
@@ -128,6 +129,49 @@ def _default_gate() -> list[GateEntry]:
     return ["pass"]
 
 
+class Decoy(Document):
+    """A spot of a review task's diff that looks wrong and is not: a careful reviewer leaves it alone."""
+
+    id: str = Field(min_length=1)
+    """Decoy id, unique in the task."""
+    path: str = Field(min_length=1)
+    """The file, relative to the repository root."""
+    lines: Annotated[list[Annotated[int, Field(strict=True, ge=1)]], Field(min_length=2, max_length=2)]
+    """``[first, last]``: the lines (1-based, of the file as the change under review leaves it) a finding
+    must cite to flag the decoy."""
+    why: str = Field(min_length=1)
+    """Why the code is right: for the people who read the task, never shown to the agent."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Decoy:
+        if self.lines[0] > self.lines[1]:
+            raise ValueError(f"lines {self.lines}: the first line comes after the last")
+        return self
+
+
+def success_rule(
+    mode: str | None, *, decoys: bool = False, clean_diff: bool = False, perf: bool = False
+) -> list[GateEntry] | None:
+    """The gate a task of ``mode`` gets when its task.json names none; None without a mode (the default gate,
+    ``["pass"]``, applies). One rule per mode (docs/agent-modes.md):
+
+    - interactive: the tests pass and the change is mergeable;
+    - autonomous: the same, plus the agent's own tests fail on the base, and with a ``perf`` check its
+      verdict (the scope and performance blockers hold);
+    - review: decoys not flagged, and on a clean diff no blocking finding; recall of the human review threads
+      is the task's ``score``. A review task with neither keeps the default gate.
+    """
+    if mode == "interactive":
+        return ["pass", "mergeable"]
+    if mode == "autonomous":
+        return ["pass", "mergeable", OWN_TESTS_METRIC, *(["perf_pass"] if perf else [])]
+    if mode == "review":
+        review: list[GateEntry] = [NO_BLOCKING_FINDING] if clean_diff else []
+        review += [DECOYS_NOT_FLAGGED] if decoys else []
+        return review or None
+    return None
+
+
 def _builtin_keys_in_schema(schema: dict[str, Any]) -> None:
     """The keys the built-in graders read, described for editors (they stay grader keys: not typed here)."""
     schema.setdefault("properties", {}).update(
@@ -204,16 +248,24 @@ class Task(OpenDocument):
     """Extra hosts this task's agent and entry points reach through the proxy: DNS names with an optional
     ``:port``; ``*`` is one whole label and the last two labels are literal."""
     mode: Mode | None = None
-    """Which way of using an agent the task models: interactive, autonomous or review."""
+    """Which way of using an agent the task models: interactive, autonomous or review. A task that names no
+    ``gate`` gets its mode's success rule as its gate (docs/agent-modes.md)."""
     prompt_style: PromptStyle | None = None
     """How the prompt reads: ``spec`` (names files and constraints) or ``issue`` (as filed). With
-    ``prompt_issue`` beside it, ``prompt`` is the spec variant (``spec`` or unset)."""
+    ``prompt_issue`` beside it, ``prompt`` is the spec variant (``spec`` or unset). An autonomous task's
+    prompt is an issue: ``issue`` unless the task says otherwise or carries ``prompt_issue``."""
     prompt_issue: str | None = None
     """The same task told as an issue is filed (short, leaving the conventions to the repository), beside the
     spec-style ``prompt``: ``repo run --prompt-style spec,issue`` runs either or both, and reports split
     them."""
     effort: str | None = None
     """Reasoning effort of the harness for this task, passed to the harness profile."""
+    decoys: list[Decoy] = Field(default_factory=list)
+    """Review tasks: spots of the diff under review that look wrong and are not. A finding that cites one
+    flags it (``decoys_flagged``); the review rule asks that none is flagged."""
+    clean_diff_of: str | None = Field(default=None, min_length=1)
+    """Review tasks: the id of the review task whose change this task's ``review_patch`` is the clean version
+    of. The review rule asks for no blocking finding on it (``no_blocking_finding``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -254,6 +306,44 @@ class Task(OpenDocument):
             return self.model_copy(update={"prompt": self.prompt_issue, "prompt_style": "issue"})
         return self.model_copy(update={"prompt_style": style})
 
+    @model_validator(mode="after")
+    def _mode_defaults(self) -> Task:
+        """The mode's success rule when task.json names no gate, and an autonomous task's issue prompt. Set
+        without marking the keys as given, so :attr:`gate_from_mode` can tell."""
+        if "gate" not in self.model_fields_set:
+            rule = success_rule(
+                self.mode,
+                decoys=bool(self.decoys),
+                clean_diff=self.clean_diff_of is not None,
+                perf=(self.model_extra or {}).get("perf") is not None,
+            )
+            if rule is not None:
+                self.__dict__["gate"] = rule
+        if (
+            self.mode == "autonomous"
+            and "prompt_style" not in self.model_fields_set
+            and not self.prompt_issue
+        ):
+            self.__dict__["prompt_style"] = "issue"
+        return self
+
+    @property
+    def gate_from_mode(self) -> bool:
+        """Whether the gate is the mode's success rule (task.json names no gate of its own)."""
+        return "gate" not in self.model_fields_set and self.gate != _default_gate()
+
+    @property
+    def gate_names(self) -> list[str]:
+        """The metric each gate entry names, in order."""
+        return [entry if isinstance(entry, str) else entry.metric for entry in self.gate]
+
+    @property
+    def gated_without_pass(self) -> bool:
+        """Whether the gate names only dokimi's review checks: such a task is gated even when its grader
+        leaves ``pass`` null, and its ``score`` (recall) is reported beside the gate."""
+        names = self.gate_names
+        return bool(names) and all(name in REVIEW_METRICS for name in names)
+
     @field_validator("base")
     @classmethod
     def _base_is_hex(cls, value: str) -> str:
@@ -271,6 +361,15 @@ class Task(OpenDocument):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise ValueError(f"thread ids must be unique: {', '.join(repeated)}")
+        return value
+
+    @field_validator("decoys")
+    @classmethod
+    def _decoy_ids_unique(cls, value: list[Decoy]) -> list[Decoy]:
+        ids = [decoy.id for decoy in value]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"decoy ids must be unique: {', '.join(repeated)}")
         return value
 
     @field_validator("egress")
