@@ -89,6 +89,10 @@ AGENT_HOME: Final = "home"
 AGENT_CONFIG: Final = "config"
 AGENT_TMP: Final = "tmp"
 NOT_RETURNED: Final = "not-returned.txt"
+GATEWAY_JSONL: Final = "gateway.jsonl"
+"""A sealed cell's model requests and responses, as the model gateway relayed them."""
+EGRESS_JSONL: Final = "egress.jsonl"
+"""Every connection attempt through the egress proxy: the agent's, then its entry points' (``by``)."""
 """With ``--executor ray``: what of the run directory stayed on its node (over workspace_mb)."""
 PERF_DIR: Final = "perf"
 """The cell's perf directory: out/ (the documents), oracle/ (the oracle variant), check.json."""
@@ -144,6 +148,8 @@ RUN_DIR_ENTRIES: Final = frozenset(
         AGENT_TMP,
         NOT_RETURNED,
         BUILTIN_TESTS,
+        GATEWAY_JSONL,
+        EGRESS_JSONL,
     }
 )
 
@@ -171,6 +177,8 @@ EVIDENCE: Final = (
     PERF_STDOUT,
     PERF_STDERR,
     f"{PERF_DIR}/{PERF_CHECK_JSON}",
+    GATEWAY_JSONL,
+    EGRESS_JSONL,
     RESULT_JSON,
 )
 
@@ -296,6 +304,14 @@ class RunDir(Generic[P]):
     @property
     def not_returned(self) -> P:
         return self.path / NOT_RETURNED
+
+    @property
+    def gateway_jsonl(self) -> P:
+        return self.path / GATEWAY_JSONL
+
+    @property
+    def egress_jsonl(self) -> P:
+        return self.path / EGRESS_JSONL
 
     @property
     def result_json(self) -> P:

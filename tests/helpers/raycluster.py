@@ -56,11 +56,53 @@ class RayCluster:
             shutil.rmtree(self.ray_tmp, ignore_errors=True)
 
 
-def start_cluster(directory: Path, timeout_s: float = 180.0) -> RayCluster:
+#: Ray system settings that put every object in the object store (none inlined into a task) and make it spill
+#: what it can to disk (under RAY_TMPDIR) at once: what a test reads back to see what travelled through it.
+#: The driver needs them too.
+SPILL_EVERYTHING = {
+    "RAY_object_spilling_threshold": "0.0",
+    "RAY_min_spilling_size": "1",
+    "RAY_max_direct_call_object_size": "1",
+}
+
+
+class SpillKeeper:
+    """Keeps every file the cluster spills (a hard link, so Ray deleting it once the object is freed does not
+    take its content) while it runs; :meth:`stop` returns them."""
+
+    def __init__(self, ray_tmp: Path, keep: Path) -> None:
+        import threading
+
+        self.ray_tmp, self.keep = ray_tmp, keep
+        keep.mkdir(parents=True, exist_ok=True)
+        self._seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for path in self.ray_tmp.glob("ray/session_*/ray_spilled_objects*/*"):
+                if str(path) not in self._seen:
+                    try:
+                        os.link(path, self.keep / f"{len(self._seen)}-{path.name}")
+                        self._seen.add(str(path))
+                    except OSError:
+                        pass
+            self._stop.wait(0.05)
+
+    def stop(self) -> list[Path]:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return sorted(self.keep.iterdir())
+
+
+def start_cluster(directory: Path, timeout_s: float = 180.0, *, spill: bool = False) -> RayCluster:
+    """The test cluster (see the module docstring); ``spill``: its object store spills everything it can."""
     directory.mkdir(parents=True, exist_ok=True)
     info = directory / "cluster.json"
     ray_tmp = Path(tempfile.mkdtemp(prefix="dkray-", dir="/tmp"))
-    env = {**os.environ, **cluster_environment(ray_tmp)}
+    env = {**os.environ, **cluster_environment(ray_tmp), **(SPILL_EVERYTHING if spill else {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
     with open(directory / "cluster.log", "wb") as log:
         process = subprocess.Popen(

@@ -64,6 +64,16 @@ def _resolve(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _host_port(value: str | None) -> str | None:
+    """``--gateway-listen HOST:PORT``: an IP address or a name, and a port (0: any free one)."""
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="--gateway-listen")
+    return value
+
+
 def _prices(values: tuple[str, ...]) -> dict[str, Any]:
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.gateway.prices import parse_price
@@ -413,6 +423,13 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="With --executor ray: every node mounts --out at the same path, so run directories are moved "
     "there instead of sent back to this machine.",
 )
+@click.option(
+    "--gateway-listen",
+    metavar="HOST:PORT",
+    callback=lambda ctx, param, value: _host_port(value),
+    help="With --executor ray, a sealed run: where this machine's model gateway listens for the nodes "
+    "(default: its address in the Ray cluster, a free port). Open that port to the nodes (docs/scale.md).",
+)
 @click.option("--force", is_flag=True, help="Run cells again even when they have a result.json.")
 @click.option(
     "--allow-unchecked",
@@ -480,6 +497,7 @@ def run(
     executor: str,
     ray_address: str | None,
     shared_out: bool,
+    gateway_listen: str | None,
     force: bool,
     allow_unchecked: bool,
     dry_run: bool,
@@ -534,8 +552,8 @@ def run(
     arm_list = parse_list(arms)
     if dry_run_scripts and not dry_run:
         raise click.UsageError("--dry-run-script needs --dry-run")
-    if executor != "ray" and (ray_address or shared_out):
-        raise click.UsageError("--ray-address and --shared-out need --executor ray")
+    if executor != "ray" and (ray_address or shared_out or gateway_listen):
+        raise click.UsageError("--ray-address, --shared-out and --gateway-listen need --executor ray")
     options = RunOptions(
         source=source,
         manifest=manifest,
@@ -571,6 +589,7 @@ def run(
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
         shared_out=shared_out,
+        gateway_listen=gateway_listen,
     )
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.process import Terminated

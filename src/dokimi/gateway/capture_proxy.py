@@ -510,8 +510,16 @@ class ServedHTTP:
     """A :class:`BoundedHTTPServer` answering on a daemon thread from the moment it is made: what the capture
     proxy (and with it the model gateway) and the egress proxy each listen with."""
 
-    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler], name: str) -> None:
-        self._httpd = BoundedHTTPServer((host, port), handler)
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: type[BaseHTTPRequestHandler],
+        name: str,
+        *,
+        per_client: int = MAX_CONNECTIONS_PER_CLIENT,
+    ) -> None:
+        self._httpd = BoundedHTTPServer((host, port), handler, per_client=per_client)
         self._thread = threading.Thread(target=self._httpd.serve_forever, name=name, daemon=True)
         self._thread.start()
 
@@ -581,8 +589,12 @@ class CaptureProxy:
         if self.capture_path is not None:
             self.capture_path.parent.mkdir(parents=True, exist_ok=True)
             self._capture_file = self.capture_path.open("a", encoding="utf-8")
-        self._server = ServedHTTP(self._host, self._port, _make_handler(self), "capture-proxy")
+        self._server = ServedHTTP(self._host, self._port, self.handler_class(), "capture-proxy")
         return self
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler this proxy serves with (another listener of the same proxy subclasses it)."""
+        return _make_handler(self)
 
     def stop(self, *, settle: float = 5.0) -> None:
         """Stop listening, give requests still in flight up to ``settle`` seconds to finish (a client has

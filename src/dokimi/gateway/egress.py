@@ -47,6 +47,7 @@ from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
 from dokimi.gateway.capture_proxy import ServedHTTP
+from dokimi.rundir import EGRESS_JSONL
 from dokimi.schemas.gateway import EgressRecord
 
 __all__ = [
@@ -57,11 +58,12 @@ __all__ = [
     "host_allowed",
     "body_length",
     "parse_target",
+    "pipe",
     "split_absolute_url",
     "valid_host",
 ]
 
-EGRESS_LOG = "egress.jsonl"
+EGRESS_LOG = EGRESS_JSONL
 ANY_HOST = "*"
 """The allow-list of a manifest with ``image.network: public``: any public host (still logged; a name that
 resolves to a non-public address is still refused)."""
@@ -377,7 +379,7 @@ def _shown_target(target: str) -> str:
     return target[:LOGGED_TARGET_CHARS] + f"... ({len(target)} characters)"
 
 
-def _pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
+def pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
     """Copy bytes both ways until either side closes or both are idle for ``idle`` seconds; returns
     (bytes a->b, bytes b->a)."""
     sent = {a: 0, b: 0}
@@ -504,7 +506,7 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
                 else:
                     upstream.settimeout(None)
                     self.connection.settimeout(None)
-                    up, down = _pipe(self.connection, upstream, proxy.idle_timeout)
+                    up, down = pipe(self.connection, upstream, proxy.idle_timeout)
             record.update(bytes_up=up, bytes_down=down, duration_s=round(time.monotonic() - start, 3))
             proxy._log(cell, record)
             self.close_connection = True

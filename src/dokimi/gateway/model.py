@@ -61,6 +61,7 @@ from dokimi.gateway.capture_proxy import Admission, CaptureProxy, ProxiedRequest
 from dokimi.gateway.prices import PRICES, Price, Usage, price_for, price_of, worst_cost
 from dokimi.gateway.relay import Decoder, Scrubber, UnreadableEncoding, scrub_text
 from dokimi.gateway.usage import UsageMeter, sse_payloads
+from dokimi.rundir import GATEWAY_JSONL
 from dokimi.schemas.gateway import GatewayRecord
 
 __all__ = [
@@ -81,7 +82,7 @@ DUMMY_PATTERN = re.compile(r"dokimi-gw-[0-9a-f]{32}")
 """A per-cell dummy credential."""
 _BEARER = re.compile(r"bearer\s+(\S+)", re.IGNORECASE)
 
-RECORD_FILE = "gateway.jsonl"
+RECORD_FILE = GATEWAY_JSONL
 RECORD_BODY_LIMIT = 8 * 1024 * 1024
 """The most of one request or response body a record keeps whole; a larger one keeps its head."""
 CELL_RECORD_LIMIT = 512 * 1024 * 1024

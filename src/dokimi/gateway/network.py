@@ -32,6 +32,7 @@ from dokimi.sandbox.docker import docker
 __all__ = [
     "BatchNetwork",
     "close_batch_network",
+    "remove_batch_networks",
     "firewall_rules",
     "network_name",
     "open_batch_network",
@@ -53,8 +54,10 @@ class BatchNetwork:
     """The host firewall chain of this network."""
 
 
-def network_name(batch: str) -> str:
-    return container_name(batch, "net", "internal")
+def network_name(batch: str, where: str | None = None) -> str:
+    """``dokimi-<batch>-net-internal``; on a node of a cluster ``dokimi-<batch>-net-node-<node>``, since
+    two nodes may share a docker daemon."""
+    return container_name(batch, "net", "internal" if where is None else f"node-{where}")
 
 
 def _docker(args: Sequence[str], *, check: bool = True) -> process.Completed:
@@ -115,11 +118,12 @@ def _remove_chain(tool: str, chain: str, bridge: str) -> None:
     _iptables(tool, ["-X", chain], check=False)
 
 
-def open_batch_network(batch: str, ports: Sequence[int] = ()) -> BatchNetwork:
+def open_batch_network(batch: str, ports: Sequence[int] = (), *, where: str | None = None) -> BatchNetwork:
     """The batch's internal network (made, or reused from an earlier run of the batch) with its firewall
-    chain; ``ports`` are opened now or later with :func:`allow_ports`."""
+    chain; ``ports`` are opened now or later with :func:`allow_ports`. ``where``: the cluster node it is for
+    (:func:`network_name`)."""
     _require_firewall()
-    name = network_name(batch)
+    name = network_name(batch, where)
     info = _inspect(name)
     if info is None:
         _docker(
@@ -197,3 +201,20 @@ def close_batch_network(net: BatchNetwork) -> None:
         _docker(["network", "rm", net.name], check=False)
     except Exception:
         pass
+
+
+def remove_batch_networks(batch: str) -> list[str]:
+    """Every network of ``batch`` on this docker daemon (the batch's, and those its cluster nodes made) with
+    its firewall chain: what a run killed with SIGKILL, or a cluster node that died, left behind. Networks a
+    container still uses are left (docker refuses); returns the names removed."""
+    listed = _docker(["network", "ls", "-q", "--filter", f"label={LABEL_BATCH}={batch}"], check=False)
+    removed = []
+    for net_id in listed.stdout.split():
+        info = _inspect(net_id)
+        if info is None or not info.get("Internal"):
+            continue
+        net = _describe(str(info.get("Name") or net_id), info)
+        close_batch_network(net)
+        if _inspect(net.id) is None:
+            removed.append(net.name)
+    return removed

@@ -4,6 +4,7 @@
   built once per batch and passed whole;
 - :mod:`dokimi.grading.entrypoints`: the repository's entry points (grade, oracle, static) in a grade
   container, and grade.json read as untrusted input; each takes ``(environment, run_dir, task)``;
+- :mod:`dokimi.grading.egress`: a task's egress hosts for its entry points, through a sealed run's proxy;
 - :mod:`dokimi.grading.gate`: the gate, a pure function from a task and its grade to a verdict;
 - :mod:`dokimi.grading.checks`: the framework's own checks of a cell, one protocol, kept by:
 - :mod:`dokimi.grading.merge`: mergeability inside a cell (diff, scope, judge, test integrity, merge.json);

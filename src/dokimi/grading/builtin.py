@@ -21,6 +21,7 @@ during the run by code that is not pytest's or a conftest.py of the tree (``deta
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi import safefs
 from dokimi.errors import DokimiError
+from dokimi.grading.egress import entry_egress
 from dokimi.repo.builtin_graders import (
     builtin_tests_argv,
     junit_outcomes,
@@ -164,20 +166,21 @@ def after_prepare(
     for sub in (TESTS_HOME, BUILTIN_OUT):
         _fresh_dir(work / sub, run_dir)
     argv = builtin_tests_argv(command, task=task.id, targets=prepared.targets, roots=prepared.roots)
-    spec = builtin_tests_spec(
-        environment.containers_for(task),
-        name=f"{name}-tests",
-        run_dir=run_dir,
-        argv=argv,
-        task=task.id,
-        probe=environment.probe_dir,
-    )
-    ran = run_container(
-        spec,
-        timeout=environment.grade_timeout_s,
-        stdout_file=run_dir / entry_stdout("grade"),
-        kill_grace_s=environment.kill_grace,
-    )
+    with entry_egress(environment, task, run_dir, by="grade", name=f"{name}-tests") as (settings, extra):
+        spec = builtin_tests_spec(
+            settings,
+            name=f"{name}-tests",
+            run_dir=run_dir,
+            argv=argv,
+            task=task.id,
+            probe=environment.probe_dir,
+        )
+        ran = run_container(
+            dataclasses.replace(spec, env={**spec.env, **extra}),
+            timeout=environment.grade_timeout_s,
+            stdout_file=run_dir / entry_stdout("grade"),
+            kill_grace_s=environment.kill_grace,
+        )
     safefs.write_text(run_dir / entry_stderr("grade"), ran.stderr, trusted=run_dir)
     missing = _command_not_run(ran)
     if missing is not None:  # the image lacks the command: the task cannot be graded in it

@@ -34,6 +34,7 @@ from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_SOURCE_DIR
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading import builtin
+from dokimi.grading.egress import entry_egress
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.evidence import EvidenceChanged, run_sealed
 from dokimi.grading.gate import GateVerdict, evaluate_gate
@@ -401,29 +402,30 @@ def run_entry_point(
         )
     fresh_grade_home(run_dir)
     mounts = GradeMounts(environment.eval_content, mount_source, probe=environment.probe_dir)
-    spec = grade_spec(
-        environment.containers_for(task),
-        mounts,
-        name=name,
-        run_dir=run_dir,
-        argv=argv,
-        task=task.id if task is not None else None,
-        env=env,
-    )
-    _give_top_level(run_dir)
-    try:
-        result = run_sealed(
-            spec,
-            run_dir,
-            what=kind,
-            writes=(*ENTRY_WRITES[kind], entry_stdout(kind), entry_stderr(kind)),
-            timeout=environment.grade_timeout_s,
-            stdout_file=run_dir / entry_stdout(kind),
-            kill_grace_s=environment.kill_grace,
+    with entry_egress(environment, task, run_dir, by=kind, name=name) as (settings, egress_env):
+        spec = grade_spec(
+            settings,
+            mounts,
+            name=name,
+            run_dir=run_dir,
+            argv=argv,
+            task=task.id if task is not None else None,
+            env={**(env or {}), **egress_env},
         )
-    except EvidenceChanged as exc:
-        safefs.write_text(run_dir / entry_stderr(kind), exc.result.stderr, trusted=run_dir)
-        raise
+        _give_top_level(run_dir)
+        try:
+            result = run_sealed(
+                spec,
+                run_dir,
+                what=kind,
+                writes=(*ENTRY_WRITES[kind], entry_stdout(kind), entry_stderr(kind)),
+                timeout=environment.grade_timeout_s,
+                stdout_file=run_dir / entry_stdout(kind),
+                kill_grace_s=environment.kill_grace,
+            )
+        except EvidenceChanged as exc:
+            safefs.write_text(run_dir / entry_stderr(kind), exc.result.stderr, trusted=run_dir)
+            raise
     safefs.write_text(run_dir / entry_stderr(kind), result.stderr, trusted=run_dir)
     return EntryPointResult(kind, tuple(argv), result)
 

@@ -20,6 +20,7 @@ from dokimi.sandbox.specs import CacheMount, ContainerSettings, docker_network
 
 if TYPE_CHECKING:
     from dokimi.checks.merge import JudgeOptions
+    from dokimi.gateway.sealed import EgressRoute
     from dokimi.schemas.grading import TaskReferenceDoc
     from dokimi.schemas.manifest import EntryPoints, Image, RepoManifest, TestsBlock
     from dokimi.schemas.review_rules import RepoReviewRules
@@ -70,7 +71,11 @@ class GradeEnvironment:
     entries, scope, test integrity) is mergeable; the judge's part is ``repo rubric check``'s. A batch keeps
     it False: there, mergeable is never true without the judge."""
     egress_network: str | None = None
-    """``--agent-network``: the network of a task with egress while the egress proxy is missing."""
+    """``--agent-network``: the network of a task with egress in a run that is not sealed."""
+    egress: EgressRoute | None = None
+    """A sealed run's (or tasks check's) batch network and egress proxy: an entry point of a task with
+    ``egress`` joins that network and reaches the task's hosts, and only them, through the proxy
+    (:mod:`dokimi.grading.egress`). Belongs to one process: a cluster node puts its own in."""
     grade_timeout_s: float = GRADE_TIMEOUT_S
     perf_timeout_s: float = PERF_TIMEOUT_S
     kill_grace_s: float | None = None
@@ -125,8 +130,8 @@ class GradeEnvironment:
         return self.containers.network
 
     def network_for(self, task: Task | None) -> str:
-        """Entry points run with image.network; a task with egress gets --agent-network until the proxy
-        exists."""
+        """Entry points run with image.network; a task with egress gets --agent-network in a run that is not
+        sealed (a sealed one puts them on its network: :mod:`dokimi.grading.egress`)."""
         if task is not None and task.egress and self.egress_network:
             return self.egress_network
         return self.containers.network

@@ -48,6 +48,7 @@ from dokimi.checks.perf.spec import TaskPerf, perf_env, task_perf
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR
 from dokimi.errors import DocumentError, DokimiError, UsageError
 from dokimi.grading.checks import framework_document
+from dokimi.grading.egress import entry_egress
 from dokimi.grading.entrypoints import needs_source_dir, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
@@ -234,19 +235,20 @@ def run_perf_check(
                 out_container = RunDir(CONTAINER_RUN_DIR).perf_out / out_name
                 argv = perf_argv(command, variant=variant, out=out_container, task=task.id)
                 fresh_grade_home(variant_dir)
-                spec = grade_spec(
-                    environment.containers_for(task),
-                    GradeMounts(environment.eval_content),
-                    name=name,
-                    run_dir=variant_dir,
-                    argv=argv,
-                    task=task.id,
-                    env=perf_env(perf, variant=variant, size_index=size_index),
-                )
-                if variant == "candidate" and hidden:
-                    spec = replace(spec, mounts=[*spec.mounts, *hidden])
-                give_to_container_user(RunDir(variant_dir).grade_home)
-                result = run_sealed(spec, variant_dir, what=f"perf ({slot})", timeout=timeout)
+                with entry_egress(environment, task, run_dir, by="perf", name=name) as (settings, extra):
+                    spec = grade_spec(
+                        settings,
+                        GradeMounts(environment.eval_content),
+                        name=name,
+                        run_dir=variant_dir,
+                        argv=argv,
+                        task=task.id,
+                        env={**perf_env(perf, variant=variant, size_index=size_index), **extra},
+                    )
+                    if variant == "candidate" and hidden:
+                        spec = replace(spec, mounts=[*spec.mounts, *hidden])
+                    give_to_container_user(RunDir(variant_dir).grade_home)
+                    result = run_sealed(spec, variant_dir, what=f"perf ({slot})", timeout=timeout)
                 invocations += 1
                 _append(RunDir(run_dir).perf_stdout, f"{label} ({variant})", result.stdout)
                 _append(RunDir(run_dir).perf_stderr, f"{label} ({variant})", result.stderr)

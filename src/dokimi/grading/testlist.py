@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from dokimi import safefs
 from dokimi.constants import CONTAINER_EVAL_DIR, CONTAINER_RUN_DIR, CONTAINER_WORKSPACE
+from dokimi.grading.egress import entry_egress
 from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
 from dokimi.rundir import RunDir
@@ -64,26 +65,28 @@ def run_tests_list(environment: GradeEnvironment, run_dir: Path, task: Task, *, 
     command = list_command(environment)
     assert command is not None
     fresh_grade_home(run_dir)
-    spec = grade_spec(
-        environment.containers_for(task),
-        GradeMounts(environment.eval_content),
-        name=name,
-        run_dir=run_dir,
-        argv=tests_list_argv(command, task=task.id),
-        task=task.id,
-    )
-    # read-only: listing imports the agent's code, which must not change the tree grade is about to see
-    spec = dataclasses.replace(
-        spec, mounts=[*spec.mounts, Mount(RunDir(run_dir).workspace, CONTAINER_WORKSPACE, read_only=True)]
-    )
-    result = run_sealed(
-        spec,
-        run_dir,
-        what="tests.list",
-        timeout=environment.grade_timeout_s,
-        kill_grace_s=environment.kill_grace,
-        max_output=MAX_LIST_BYTES,
-    )
+    with entry_egress(environment, task, run_dir, by="tests.list", name=name) as (settings, egress_env):
+        spec = grade_spec(
+            settings,
+            GradeMounts(environment.eval_content),
+            name=name,
+            run_dir=run_dir,
+            argv=tests_list_argv(command, task=task.id),
+            task=task.id,
+            env=egress_env,
+        )
+        # read-only: listing imports the agent's code, which must not change the tree grade is about to see
+        spec = dataclasses.replace(
+            spec, mounts=[*spec.mounts, Mount(RunDir(run_dir).workspace, CONTAINER_WORKSPACE, read_only=True)]
+        )
+        result = run_sealed(
+            spec,
+            run_dir,
+            what="tests.list",
+            timeout=environment.grade_timeout_s,
+            kill_grace_s=environment.kill_grace,
+            max_output=MAX_LIST_BYTES,
+        )
     failure = None
     if result.timed_out:
         failure = f"tests.list ran past its timeout of {environment.grade_timeout_s:g} s and was stopped"

@@ -43,9 +43,8 @@ from dokimi.checks.merge.judge import paths_in_diff_text
 from dokimi.constants import CONTAINER_RUN_DIR, CONTAINER_SUPPORT, DRY_RUN_MOUNT
 from dokimi.errors import DokimiError
 from dokimi.gateway.boundary import infra_only_when_upstream_failed, read_gateway_records
-from dokimi.gateway.model import RECORD_FILE
 from dokimi.gateway.prices import CHECKED
-from dokimi.gateway.sealed import observed_usage, passes_into_sealed_container
+from dokimi.gateway.sealed import ALLOW_LIST, is_proxy_setting, observed_usage, passes_into_sealed_container
 from dokimi.grading import merge as mergegrade
 from dokimi.grading.entrypoints import hand_back_workspace, reduce_git_dir
 from dokimi.grading.environment import GradeEnvironment
@@ -74,7 +73,7 @@ from dokimi.schemas.result import Result
 
 if TYPE_CHECKING:
     from dokimi.gateway.boundary import ModelReach
-    from dokimi.gateway.sealed import SealAccount, SealedBatch
+    from dokimi.gateway.sealed import BatchSeal, SealAccount
     from dokimi.harness.traces import Conversion
     from dokimi.repo.manifest import LoadedTask
     from dokimi.repo.workspace import GuidanceOverlay, PreparedWorkspace
@@ -144,9 +143,9 @@ class CellContext:
     batch)."""
     generated: Mapping[tuple[str, str], GuidanceOverlay] = field(default_factory=dict)
     """(task, model) -> the guidance files the harness's generator wrote (guidance:generated)."""
-    sealed: SealedBatch | None = None
+    sealed: BatchSeal | None = None
     """A sealed real run: the batch network, the model gateway and the egress proxy (None: --dry-run or
-    --agent-network)."""
+    --agent-network); on a cluster node, that node's seal."""
     cancel: threading.Event = field(default_factory=threading.Event)
     prep_lock: threading.Lock = field(default_factory=threading.Lock)
     """Workspace preparation reads the source through one git cat-file process: one cell at a time."""
@@ -229,7 +228,8 @@ def build_result(
     account = agent.account
     infra = agent.infra_reason
     observed = observed_usage(account, _usable(agent.cost_usd), agent.turns)
-    usage = None if account is None else {**account.usage.to_json(), "prices_checked": CHECKED}
+    gateway = None if account is None else account.usage
+    usage = None if gateway is None else {**gateway.to_json(), "prices_checked": CHECKED}
     cost, cost_source, simulated = _usable(observed.cost_usd), observed.cost_source, None
     if agent.dry_run:  # the scripted model's made-up figures are kept apart: a dry run pays nothing
         cost, cost_source = 0.0, "dry_run"
@@ -333,9 +333,12 @@ def agent_argv_and_env(
     launcher = container_launcher(ctx.harness_bin)
     extra_env = dict(ctx.profile.dry_run_env) if ctx.dry_run else {}
     endpoint = f"http://127.0.0.1:{DRY_RUN_PORT}" if ctx.dry_run else None
+    environ = ctx.environ
     if seal_env is not None:
         extra_env.update(seal_env)
         endpoint = seal_env.get(ctx.profile.endpoint_env or "")
+        allow_list = ctx.sealed is not None and ctx.sealed.route.kind == ALLOW_LIST
+        environ = sealed_environ(ctx.profile, ctx.environ, allow_list=allow_list)
     invocation = build_invocation(
         ctx.profile,
         AgentRequest(
@@ -353,7 +356,7 @@ def agent_argv_and_env(
             in_container=True,
             home=str(CONTAINER_HOME),
         ),
-        environ=ctx.environ if seal_env is None else sealed_environ(ctx.profile, ctx.environ),
+        environ=environ,
         extra_env=extra_env,
         endpoint=endpoint,
         web=bool(task.egress),  # web tools only where the task's egress lets the network in
@@ -563,20 +566,28 @@ class _NotGraded(Exception):
     """The model's API failed the cell (an infra error): nothing to grade."""
 
 
-def sealed_environ(profile: HarnessProfile, environ: Mapping[str, str]) -> dict[str, str]:
+def sealed_environ(
+    profile: HarnessProfile, environ: Mapping[str, str], *, allow_list: bool = False
+) -> dict[str, str]:
     """What a sealed cell's harness may read of the caller's environment (through env_allow, as ever): no
-    credential (see :func:`dokimi.gateway.sealed.passes_into_sealed_container`), no endpoint, no proxy."""
+    credential (see :func:`dokimi.gateway.sealed.passes_into_sealed_container`), no endpoint, no proxy. On
+    the allow-list route the harness signs its own requests, so its credentials pass (never the host's
+    proxy settings: the seal's proxy is its only way out)."""
+    if allow_list:
+        return {k: v for k, v in environ.items() if not is_proxy_setting(k)}
     return {k: v for k, v in environ.items() if passes_into_sealed_container(profile, k)}
 
 
 def model_reach(run_dir: Path, agent: AgentRun) -> ModelReach | None:
     """Whether a sealed cell reached its model, else whose doing it was (the rule is
-    :func:`dokimi.gateway.boundary.infra_only_when_upstream_failed`, read from the cell's gateway.jsonl).
-    None for an unsealed cell (dry run, --agent-network): there is no gateway to tell."""
-    if agent.account is None:
+    :func:`dokimi.gateway.boundary.infra_only_when_upstream_failed`, read from the cell's gateway.jsonl, or
+    on a cluster node from what the driver's gateway returned of it). None for an unsealed cell (dry run,
+    --agent-network) or one on the allow-list route: there is no gateway to tell."""
+    if agent.account is None or agent.account.usage is None:
         return None
+    records = agent.account.records
     return infra_only_when_upstream_failed(
-        read_gateway_records(run_dir / RECORD_FILE),
+        read_gateway_records(RunDir(run_dir).gateway_jsonl) if records is None else records,
         agent_rc=agent.rc,
         timed_out=agent.timed_out,
         model_turns=agent.account.usage.turns,

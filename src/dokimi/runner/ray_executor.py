@@ -20,6 +20,11 @@ On the node that picked it, the task
    ``--shared-out`` (``--out`` is on a filesystem every node mounts at the same path) the attempt directory,
    which the driver moves into place.
 
+A sealed real run is sealed on every node as on one machine (:mod:`dokimi.runner.ray_seal`): the model
+gateway stays on the driver with the real credentials and the budget, each node seals its own cells (its
+batch network, firewall chain, egress proxy, and a relay to the driver's gateway), and a cell's gateway.jsonl,
+kept on the driver, is moved into its run directory when the cell comes back.
+
 The driver installs the run directory into the batch with result.json last, so it stays the batch's only
 writer. A task runs once more when its worker or its node dies (Ray's ``max_retries=1``; the cell is
 idempotent and its leftover containers are removed by name). A cell whose retry dies too is ``lost``: no
@@ -52,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from dokimi import __version__, process, safefs
 from dokimi.batch import EVAL_DIR_NAME, CellKey, read_pin
 from dokimi.errors import DokimiError, PrerequisiteError, UsageError
+from dokimi.gateway.sealed import ALLOW_LIST, SealedBatch
 from dokimi.harness.profile import resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.rundir import (
@@ -65,6 +71,14 @@ from dokimi.rundir import (
 from dokimi.runner.cell import CellContext, CellOutcome, reset_run_dir, run_cell
 from dokimi.runner.executor import ExecutorName, stop_local_containers
 from dokimi.runner.packing import add_tree
+from dokimi.runner.ray_seal import (
+    NodeSealSpec,
+    RemoteSeal,
+    environ_for_nodes,
+    node_credentials,
+    node_seal_spec,
+    open_node_seal,
+)
 from dokimi.sandbox.docker import DOCKER, image_inspect, image_labels, remove_batch_containers
 from dokimi.sandbox.harness_version import harness_version_in_image
 from dokimi.sandbox.image import LABEL_CONTEXT_DIGEST, build_image, context_digest
@@ -136,6 +150,8 @@ class PortableBatch:
     bin_option: str | None = None
     """``--bin`` as given: each node finds its own harness executable with it (the same lookup as the driver:
     --bin, the harness's environment variable, the pinned install, PATH)."""
+    seal: NodeSealSpec | None = None
+    """A sealed run: what each node needs to seal its cells (:mod:`dokimi.runner.ray_seal`)."""
 
 
 @dataclass
@@ -147,16 +163,11 @@ class NodeReturn:
     """The run directory as a gzip tar (without result.json, which the outcome carries)."""
     attempt: str | None = None
     """With --shared-out: the attempt directory (on the shared filesystem) holding the run directory."""
+    gateway_cells: list[str] = dataclasses.field(default_factory=list)
+    """A sealed run: the accounts the cell opened on the driver's gateway (its gateway.jsonl is there)."""
 
 
 # --- the driver side ----------------------------------------------------------------------------------------
-
-
-def _environ_for_nodes(ctx: CellContext) -> dict[str, str]:
-    """Only the variables the harness profile passes to the agent travel to the nodes, never the whole
-    environment of the driver."""
-    names = {*ctx.profile.env_allow, *getattr(ctx.profile, "endpoint_bypass_env", ())}
-    return {name: value for name, value in ctx.environ.items() if name in names}
 
 
 def pack_dir(
@@ -216,13 +227,6 @@ def make_portable(
     ctx: CellContext, *, source: str, shared_out: bool, bin_option: str | None = None
 ) -> PortableBatch:
     """The batch as plain data for the nodes (see the module docstring)."""
-    if getattr(ctx, "sealed", None) is not None:
-        raise UsageError(
-            "--executor ray does not run sealed batches yet: the model gateway and the egress proxy run on "
-            "this machine, and each node would need its own",
-            hint="use --dry-run, or --agent-network NET (the agent then reaches any host), or the local "
-            "executor",
-        )
     pin, error = read_pin(ctx.root)
     if pin is None:
         raise UsageError(f"batch {ctx.batch}: no pin to check the nodes against ({error})")
@@ -231,7 +235,12 @@ def make_portable(
         for f in dataclasses.fields(ctx)
         if f.name not in RUNTIME_FIELDS and f.init
     }
-    fields["environ"] = _environ_for_nodes(ctx)
+    fields["environ"] = environ_for_nodes(ctx.profile, ctx.environ, sealed=ctx.sealed is not None)
+    fields["grading"] = dataclasses.replace(ctx.grading, egress=None)  # each node puts its own in
+    seal = None
+    if ctx.sealed is not None:
+        assert isinstance(ctx.sealed, SealedBatch)
+        seal = node_seal_spec(ctx.sealed)
     eval_files = pack_dir(ctx.root / EVAL_DIR_NAME, SHIPPED_EVAL)
     digest = hashlib.sha256()
     for part in (pin.model_dump_json(by_alias=True), __version__, str(ctx.root), source):
@@ -250,11 +259,13 @@ def make_portable(
         driver_git_dir=None if git_dir is None else str(git_dir),
         shared_out=shared_out,
         bin_option=bin_option,
+        seal=seal,
     )
 
 
-def install_cell(root: Path, key: CellKey, returned: NodeReturn) -> None:
-    """The run directory a node handed back, into the batch: files first, result.json last (atomically)."""
+def install_cell(root: Path, key: CellKey, returned: NodeReturn, gateway_record: Path | None = None) -> None:
+    """The run directory a node handed back, into the batch: files first, then (a sealed run) the cell's
+    gateway.jsonl kept on the driver, result.json last (atomically)."""
     if returned.files is None and returned.attempt is None:
         return
     dest = key.path(root)
@@ -271,9 +282,20 @@ def install_cell(root: Path, key: CellKey, returned: NodeReturn) -> None:
             if name != RESULT_JSON:
                 os.replace(attempt / name, dest / name)
         shutil.rmtree(_attempt_root(attempt, attempts), ignore_errors=True)
+    if gateway_record is not None:
+        _move_record(gateway_record, RunDir(dest).gateway_jsonl)
     outcome = returned.outcome
     if outcome.status == "finished" and outcome.result is not None:
         write_document(RunDir(dest).result_json, outcome.result)
+
+
+def _move_record(record: Path, dest: Path) -> None:
+    """The driver's gateway.jsonl of a cell into its run directory, in place of whatever came back under
+    that name (the node's copy of the run directory is hostile input)."""
+    safefs.remove(dest, trusted=dest.parent)
+    if record.is_file():  # a cell that sent no request has none, as on one machine
+        os.replace(record, dest)
+    shutil.rmtree(record.parent, ignore_errors=True)
 
 
 def _attempt_root(cell_dir: Path, attempts: Path) -> Path:
@@ -346,13 +368,14 @@ class RayExecutor:
         # Ray is an extra and takes seconds to import
         import ray.exceptions as rex
 
+        returned: NodeReturn | None = None
         try:
             future = ref.future()
             while not wait_futures([future], timeout=POLL_S).done:
                 if self.closing.is_set():
                     return CellOutcome(key, "interrupted")
             try:
-                returned: NodeReturn = future.result()
+                returned = future.result()
             except (rex.TaskCancelledError, rex.WorkerCrashedError) as exc:
                 if self.ctx.cancel.is_set():
                     return CellOutcome(key, "interrupted")
@@ -364,10 +387,23 @@ class RayExecutor:
         finally:
             with self.lock:
                 self.running.pop(key, None)
+            record = self._finish_accounts(key, returned)
+        assert returned is not None
         if self.ctx.cancel.is_set() and returned.outcome.status != "finished":
             return returned.outcome
-        install_cell(self.ctx.root, key, returned)
+        install_cell(self.ctx.root, key, returned, record)
         return returned.outcome
+
+    def _finish_accounts(self, key: CellKey, returned: NodeReturn | None) -> Path | None:
+        """A sealed cell is back (or lost): every account its attempts opened on the gateway is closed (an
+        attempt on a node that died never closed its own), and the returned attempt's record is found."""
+        sealed = self.ctx.sealed
+        cluster = getattr(sealed, "cluster", None)
+        if cluster is None:
+            return None
+        owner = self.ctx.layout.rel(key.path(self.ctx.root))
+        record: Path | None = cluster.finish(owner, [] if returned is None else returned.gateway_cells)
+        return record
 
     def stop(self) -> None:
         """Cancel the running tasks (their workers are killed) and remove the batch's containers on every
@@ -459,6 +495,13 @@ def _warm_up(ray: Any) -> None:
         pass  # only a head start: the cells start their workers themselves
 
 
+def driver_address() -> str:
+    """This machine's address in the Ray cluster it joined: where the nodes reach the driver's gateway."""
+    import ray  # Ray is an extra and takes seconds to import
+
+    return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+
+
 def warm_worker() -> None:
     """Import what a cell runs (a node's worker process starts with Ray only)."""
 
@@ -545,6 +588,8 @@ class NodeState:
     base: Path
     node: str
     stack: ExitStack
+    seal: RemoteSeal | None = None
+    """A sealed run: this node's seal (:mod:`dokimi.runner.ray_seal`)."""
 
 
 _STATES: dict[str, NodeState] = {}
@@ -751,12 +796,32 @@ def _node_state(portable: PortableBatch) -> NodeState:
                     unpack(portable.eval_files, eval_root)
                     check_node(portable, ctx, base)
                     ready.write_text(json.dumps({"batch": portable.batch, "token": portable.token}) + "\n")
+            seal = None
+            if portable.seal is not None:
+                seal = open_node_seal(portable.seal, ctx.profile, f"node {node_label()}")
+                ctx = sealed_on_node(ctx, seal)
         except BaseException:
             stack.close()
             raise
-        state = NodeState(ctx, base, node_label(), stack)
+        state = NodeState(ctx, base, node_label(), stack, seal)
         _STATES[portable.token] = state
         return state
+
+
+def sealed_on_node(ctx: CellContext, seal: RemoteSeal) -> CellContext:
+    """The cell context on a node of a sealed run: the node's network and seal for the agent and for the
+    entry points of a task with egress; on the allow-list route, the harness's credentials from this node's
+    own environment (they never travel through Ray)."""
+    environ = dict(ctx.environ)
+    if seal.route.kind == ALLOW_LIST:
+        environ.update(node_credentials(ctx.profile))
+    return dataclasses.replace(
+        ctx,
+        network=seal.network,
+        sealed=seal,
+        grading=dataclasses.replace(ctx.grading, egress=seal),
+        environ=environ,
+    )
 
 
 def _attempt_dir(portable: PortableBatch, base: Path) -> Path:
@@ -788,11 +853,12 @@ def run_cell_on_node(portable: PortableBatch, key: CellKey) -> NodeReturn:
         outcome = run_cell(ctx, key)
         outcome.node = state.node
         run_dir = key.path(attempt)
+        accounts = [] if state.seal is None else state.seal.gateway_cells(run_dir)
         if portable.shared_out:
-            return NodeReturn(outcome, attempt=str(run_dir))
+            return NodeReturn(outcome, attempt=str(run_dir), gateway_cells=accounts)
         cap = workspace_cap_bytes(ctx.manifest.image)
         files = pack_run_dir(run_dir, cap) if run_dir.is_dir() else None
-        return NodeReturn(outcome, files=files)
+        return NodeReturn(outcome, files=files, gateway_cells=accounts)
     finally:
         if not portable.shared_out:
             shutil.rmtree(attempt, ignore_errors=True)

@@ -49,7 +49,7 @@ from dokimi.batch import CellKey, batch_writer, load_batch, load_cell, read_pin,
 from dokimi.checks.merge import JudgeOptions, require_full_model_id
 from dokimi.errors import ContainerError, UsageError
 from dokimi.gateway.prices import Price, with_prices
-from dokimi.gateway.sealed import SealedBatch, gateway_upstream, unpriced_models
+from dokimi.gateway.sealed import GATEWAY, SealedBatch, model_route, unpriced_models
 from dokimi.grading.environment import GradeEnvironment, JudgeSettings
 from dokimi.grading.gate import gate_key
 from dokimi.grading.verdict import read_cell
@@ -80,6 +80,8 @@ from dokimi.runner.plan import (
     pin_refusal,
     plan_cells,
 )
+from dokimi.runner.ray_executor import CELL_CPUS, driver_address
+from dokimi.runner.ray_seal import seal_the_nodes
 from dokimi.runner.references import with_references
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import require_docker
@@ -173,6 +175,9 @@ class RunOptions:
     prices: Mapping[str, Price] = field(default_factory=dict)
     """--price MODEL=IN,OUT: USD per million tokens of a model the price table lacks (sealed runs refuse an
     unpriced model); recorded in batch.json."""
+    gateway_listen: str | None = None
+    """--gateway-listen HOST:PORT: with ``--executor ray``, where the driver's model gateway listens for the
+    nodes (default: this machine's address in the cluster, a free port)."""
 
 
 class Progress(Protocol):
@@ -619,7 +624,7 @@ def _agent_network(opts: RunOptions, manifest: RepoManifest, profile: HarnessPro
         return opts.agent_network
     if opts.dry_run or not (profile.endpoint_env or profile.egress):
         return docker_network(manifest.image.network if manifest.image else "none")
-    gateway_upstream(profile, os.environ)  # refuse a harness the gateway cannot serve before any work
+    model_route(profile, os.environ)  # refuse a harness neither route can serve before any work
     return SEALED
 
 
@@ -656,6 +661,8 @@ class PreparedBatch:
     warnings: list[str]
     budget: Budget | None = None
     """The batch's budget, shared with the model gateway of a sealed run (None: made by execute_cells)."""
+    sealed: SealedBatch | None = None
+    """A sealed run's network, gateway and proxy on this machine: stopped when the run ends."""
 
 
 def check_run_options(opts: RunOptions) -> None:
@@ -737,7 +744,7 @@ def prepare_batch(
     progress.note(f"exporting {manifest.eval_dir} to {layout.content}")
     old_pin, _ = read_pin(root)
     prices = batch_prices(old_pin, opts.prices, opts.batch)
-    if network == SEALED:
+    if network == SEALED and _gateway_route(profile):
         check_priced(opts.models, prices)
     staging, eval_digest = export_eval_dir(repo, manifest, eval_root)
     try:
@@ -843,26 +850,69 @@ def prepare_batch(
     budget = batch_budget(
         None if opts.dry_run else opts.max_batch_usd, _spent_so_far(root, limits, opts.budget_usd)
     )
+    sealed = None
     if network == SEALED:
-        progress.note("starting the batch network, the model gateway and the egress proxy")
-        sealed = SealedBatch(
-            opts.batch,
-            profile=profile,
-            environ=os.environ,
-            log_dir=eval_root,
-            resolve=opts.egress_resolve,
-            prices=with_prices(prices),
-            budget=budget,
-        ).start()
-        ctx = dataclasses.replace(ctx, network=sealed.network, sealed=sealed)
+        sealed = start_sealed(opts, profile, eval_root, prices, budget, progress)
+        ctx = dataclasses.replace(
+            ctx,
+            network=sealed.network,
+            sealed=sealed,
+            grading=dataclasses.replace(ctx.grading, egress=sealed),
+        )
     try:
         return dataclasses.replace(
-            _prepare_cells(opts, ctx, task_ids, pin, warnings, progress), budget=budget
+            _prepare_cells(opts, ctx, task_ids, pin, warnings, progress), budget=budget, sealed=sealed
         )
     except BaseException:
-        if ctx.sealed is not None:
-            ctx.sealed.stop()
+        if sealed is not None:
+            sealed.stop()
         raise
+
+
+def _gateway_route(profile: HarnessProfile) -> bool:
+    """Whether a sealed run of ``profile`` goes through the model gateway (else the allow-list route)."""
+    return model_route(profile, os.environ).kind == GATEWAY
+
+
+def start_sealed(
+    opts: RunOptions,
+    profile: HarnessProfile,
+    eval_root: Path,
+    prices: Mapping[str, Price],
+    budget: Budget | None,
+    progress: Progress,
+) -> SealedBatch:
+    """The batch network, the model gateway and the egress proxy of a sealed run; with ``--executor ray``
+    the gateway also listens for the cluster's nodes (docs/scale.md). ``prices``: the batch's ``--price``
+    rows, over the price table."""
+    progress.note("starting the batch network, the model gateway and the egress proxy")
+    sealed = SealedBatch(
+        opts.batch,
+        profile=profile,
+        environ=os.environ,
+        log_dir=eval_root,
+        resolve=opts.egress_resolve,
+        prices=with_prices(prices),
+        budget=budget,
+        cluster=gateway_listen_address(opts) if opts.executor == "ray" else None,
+    ).start()
+    if opts.executor == "ray":
+        try:
+            progress.note("sealing every node of the cluster (its network, firewall chain, proxy and relay)")
+            seal_the_nodes(sealed, CELL_CPUS)
+        except BaseException:
+            sealed.stop()
+            raise
+    return sealed
+
+
+def gateway_listen_address(opts: RunOptions) -> tuple[str, int]:
+    """Where the driver's gateway listens for a cluster's nodes: ``--gateway-listen HOST:PORT``, else this
+    machine's address in the Ray cluster and a free port."""
+    if opts.gateway_listen:
+        host, _, port = opts.gateway_listen.rpartition(":")
+        return host.strip("[]"), int(port)
+    return driver_address(), 0
 
 
 def _prepare_cells(
@@ -1060,8 +1110,8 @@ def run_batch(
                 ),
             )
         finally:
-            if prepared.ctx.sealed is not None:
-                prepared.ctx.sealed.stop()
+            if prepared.sealed is not None:
+                prepared.sealed.stop()
     ctx = prepared.ctx
     return BatchRun(
         root=ctx.root,

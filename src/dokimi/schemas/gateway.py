@@ -94,3 +94,6 @@ class EgressRecord(Document):
     """Bytes from the host to the container."""
     duration_s: Seconds | None = None
     """How long the connection lasted."""
+    by: str | None = None
+    """Who made the attempt: null for the agent's container; the entry point (``grade``, ``oracle``,
+    ``static``, ``tests.list``, ``perf``) for one that ran after it, appended once its container exited."""

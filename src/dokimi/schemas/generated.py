@@ -45,7 +45,7 @@ class Generated(Document):
     cost_usd: float | None = Field(default=None, ge=0)
     """What the generator's run cost: the model gateway's account in a sealed run, else what the harness's
     trace reports; 0 in a dry run (the scripted model costs nothing); null when unknown."""
-    cost_source: Literal["gateway", "harness", "dry_run"] | None = None
+    cost_source: Literal["gateway", "harness", "harness_allow_list", "dry_run"] | None = None
     """Where cost_usd comes from (``dry_run``: nothing was paid)."""
     turns: int | None = Field(default=None, ge=0)
     """Turns of the generator's run, as its trace reports them."""

@@ -114,8 +114,12 @@ class Result(Document):
     cost_usd: NonNegative | None = None
     """The cell's cost: the model gateway's in a sealed run (``cost_source: gateway``), else the harness's own
     figure (``harness``); 0 for a dry run (``dry_run``); null when neither is known."""
-    cost_source: Literal["gateway", "harness", "dry_run"] | None = None
-    """Where ``cost_usd`` comes from (``dry_run``: nothing was paid)."""
+    cost_source: Literal["gateway", "harness", "harness_allow_list", "dry_run"] | None = None
+    """Where ``cost_usd`` comes from: ``gateway`` (the model gateway priced every request), ``harness`` (the
+    harness's own figure, unsealed), ``harness_allow_list`` (the harness's own figure in a sealed run on the
+    allow-list route, where the model was reached through the egress proxy's tunnels and no gateway could
+    read its usage: untrusted, as the agent can write to what the harness prints), ``dry_run`` (nothing was
+    paid)."""
     simulated: SimulatedAccount | None = None
     """A dry run's made-up figures, kept apart from the cost: the harness's own cost figure and token counts
     for the scripted answers. Null for a real run."""

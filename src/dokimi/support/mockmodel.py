@@ -53,7 +53,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "DEFAULT_INPUT_TOKENS",
@@ -183,6 +183,8 @@ class CapturedRequest:
     """Index of the script turn that answered it; None for side requests, unknown paths, exhausted scripts."""
     known: bool = True
     """False for a path the server does not implement (answered 404)."""
+    authenticated: bool | None = None
+    """With ``api_key``: whether the request carried that key (never the key itself); None without."""
 
     def tokens(self) -> list[str]:
         """Every reach-probe token in the raw request bytes, in order of first appearance."""
@@ -199,6 +201,7 @@ class CapturedRequest:
             "main_loop": self.main_loop,
             "turn": self.turn,
             "known": self.known,
+            "authenticated": self.authenticated,
         }
 
 
@@ -789,6 +792,34 @@ def _text_reply(text: str) -> _Reply:
 # --- the server ---------------------------------------------------------------------------------------------
 
 
+def answers_in(body: Mapping[str, Any], api: str) -> int:
+    """How many model answers a request's conversation already holds: its assistant messages (Anthropic,
+    Chat Completions), its model contents (Gemini), its function calls and assistant messages (Responses)."""
+    if api == GEMINI:
+        items = body.get("contents")
+        return sum(1 for c in items or () if isinstance(c, Mapping) and c.get("role") == "model")
+    if api == RESPONSES:
+        items = body.get("input")
+        if not isinstance(items, list):
+            return 0
+        return sum(
+            1 for i in items
+            if isinstance(i, Mapping) and (i.get("type") == "function_call" or i.get("role") == "assistant")
+        )  # fmt: skip
+    items = body.get("messages")
+    return sum(1 for m in items or () if isinstance(m, Mapping) and m.get("role") == "assistant")
+
+
+def _credentials(headers: Mapping[str, str], path: str) -> set[str]:
+    """Every credential a request carries where an API expects one."""
+    found = {headers.get("x-api-key", ""), headers.get("x-goog-api-key", "")}
+    authorization = headers.get("authorization", "")
+    if authorization.lower().startswith("bearer "):
+        found.add(authorization[7:].strip())
+    found.update(v for k, v in parse_qsl(urlsplit(path).query) if k == "key")
+    return found - {""}
+
+
 class MockModelServer:
     """A scripted Anthropic Messages API server on 127.0.0.1.
 
@@ -804,7 +835,17 @@ class MockModelServer:
         main_model: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        api_key: str | None = None,
+        per_conversation: bool = False,
     ) -> None:
+        """``api_key``: the one key it accepts, as a vendor does: a request carrying another (or none, in
+        x-api-key, ``Authorization: Bearer``, x-goog-api-key or the ``key`` query parameter) is answered 401,
+        and every request records whether it carried it (:attr:`CapturedRequest.authenticated`).
+        ``per_conversation``: play the script to every conversation from its start, the turn of a request
+        being the number of model answers already in its history (:func:`answers_in`), so several agents
+        can share one server; by default the turns are played in arrival order, once."""
+        self.api_key = api_key
+        self.per_conversation = per_conversation
         if isinstance(script, (str, Path)):
             self._turns = load_script(script)
         else:
@@ -905,7 +946,13 @@ class MockModelServer:
         kept = {k: v for k, v in ((h, headers.get(h)) for h in CAPTURED_HEADERS) if v is not None}
         with self._lock:
             req = CapturedRequest(len(self._requests), method, path, kept, raw, body)
-            answer = self._route(req, route, body, raw)
+            if self.api_key is not None:
+                req.authenticated = self.api_key in _credentials(headers, path)
+            if req.authenticated is False:
+                refused = _error_body(ANTHROPIC, 401, "authentication_error", "invalid x-api-key")
+                answer = _Answer(401, refused)
+            else:
+                answer = self._route(req, route, body, raw)
             self._record(req)
         return answer
 
@@ -940,11 +987,12 @@ class MockModelServer:
             side = "{}" if asks_for_structured_output(found.api, body) else SIDE_TEXT
             return _Answer(200, _text_reply(side), stream, found.api, model)
         req.main_loop = True
-        if self._next_turn >= len(self._turns):
+        index = answers_in(body, found.api) if self.per_conversation else self._next_turn
+        if index >= len(self._turns):
             return _Answer(200, _text_reply(DONE_TEXT), stream, found.api, model)
-        req.turn = self._next_turn
-        turn = self._turns[self._next_turn]
-        self._next_turn += 1
+        req.turn = index
+        turn = self._turns[index]
+        self._next_turn = max(self._next_turn, index + 1)
         return self._play(turn, raw, stream, found.api, model)
 
     def _play(self, turn: Turn, raw: bytes, stream: bool, api: str, model: str) -> _Answer:
