@@ -24,7 +24,7 @@ from pydantic import Field
 from dokimi import process
 from dokimi.constants import BASE_IMAGE, LABEL_BATCH, LABEL_MANAGED, LABEL_OWNER_LOCK
 from dokimi.errors import PrerequisiteError
-from dokimi.gateway.network import firewall_problem
+from dokimi.gateway.network import firewall_problem, remove_batch_networks
 from dokimi.harness.locate import locate_harness
 from dokimi.harness.profile import builtin_profiles, load_profile, version_argv
 from dokimi.harness.runtime import CONTAINER_PYTHON, host_launcher, is_python_script
@@ -161,12 +161,16 @@ class CleanReport(Document):
     """Containers whose dokimi process had ended."""
     kept: dict[str, str] = Field(default_factory=dict)
     """Container -> why it was kept (its dokimi process still runs, or nobody can tell)."""
+    networks: list[str] = Field(default_factory=list)
+    """``--clean-batch``: the batch's networks on this daemon removed with their firewall chains (what a run
+    killed with SIGKILL, or a cluster node that died, left)."""
 
 
 def clean_left_containers(*, batch: str | None = None) -> CleanReport:
     """Remove the containers whose dokimi process has ended (only ``batch``'s when given); a container of a
     process that still runs, or whose owner cannot be told (another user's lock, an older dokimi's
-    container without the label), is kept and listed."""
+    container without the label), is kept and listed. With ``batch``, also its networks and their firewall
+    chains (the caller holds the batch's lock, so no run of it uses them)."""
     report = CleanReport()
     for container in dokimi_containers():
         if batch is not None and container.batch != batch:
@@ -181,6 +185,8 @@ def clean_left_containers(*, batch: str | None = None) -> CleanReport:
                 "its owner cannot be told (another user's, or started by an older dokimi): remove it with "
                 f"`docker rm -f {container.name}` if you know it is left over"
             )
+    if batch is not None:
+        report.networks = remove_batch_networks(batch)
     return report
 
 

@@ -105,5 +105,7 @@ def _clean(batch_dir: Path | None, as_json: bool) -> int:
         echo(f"removed {name}")
     for name, why in report.kept.items():
         echo(f"kept {name}: {why}")
+    for name in report.networks:
+        echo(f"removed network {name} and its firewall chain")
     echo(f"{len(report.removed)} removed, {len(report.kept)} kept")
     return EXIT_OK
