@@ -189,3 +189,23 @@ class FiniteFloat(click.FloatRange):
         if isinstance(number, float) and not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
+
+
+def parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
+    """``--egress-resolve HOST=ADDRESS`` (repeatable): host name (lower-cased) -> IP address."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    import ipaddress
+
+    out: dict[str, str] = {}
+    for value in values:
+        host, sep, address = value.partition("=")
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise click.BadParameter(
+                f"{value!r}: expected HOST=ADDRESS with an IP address", param_hint="--egress-resolve"
+            ) from None
+        if not sep or not host:
+            raise click.BadParameter(f"{value!r}: expected HOST=ADDRESS", param_hint="--egress-resolve")
+        out[host.lower()] = address
+    return out

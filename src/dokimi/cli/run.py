@@ -22,6 +22,7 @@ from dokimi.cli._common import (
     json_option,
     manifest_options,
     note,
+    parse_resolve,
     print_above,
     run_file_option,
     source_argument,
@@ -42,25 +43,6 @@ def _caches(values: tuple[str, ...]) -> dict[str, Path]:
         if not sep or not name or not path:
             raise click.BadParameter(f"{value!r}: expected NAME=PATH", param_hint="--cache")
         out[name] = Path(path)
-    return out
-
-
-def _resolve(values: tuple[str, ...]) -> dict[str, str]:
-    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    import ipaddress
-
-    out: dict[str, str] = {}
-    for value in values:
-        host, sep, address = value.partition("=")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            raise click.BadParameter(
-                f"{value!r}: expected HOST=ADDRESS with an IP address", param_hint="--egress-resolve"
-            ) from None
-        if not sep or not host:
-            raise click.BadParameter(f"{value!r}: expected HOST=ADDRESS", param_hint="--egress-resolve")
-        out[host.lower()] = address
     return out
 
 
@@ -585,7 +567,7 @@ def run(
         judge_model=judge_model,
         judge_bin=judge_bin,
         second_judge_model=second_judge_model,
-        egress_resolve=_resolve(egress_resolve),
+        egress_resolve=parse_resolve(egress_resolve),
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
         shared_out=shared_out,

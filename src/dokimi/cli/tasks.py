@@ -20,6 +20,7 @@ from dokimi.cli._common import (
     json_option,
     manifest_options,
     note,
+    parse_resolve,
     progress_bar,
     run_file_option,
     shown,
@@ -120,6 +121,14 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
     help="A grader that lets the code under test read the reference (the grader isolation probe) makes the "
     "task broken, not only a warning.",
 )
+@click.option(
+    "--egress-resolve",
+    "egress_resolve",
+    multiple=True,
+    metavar="HOST=ADDRESS",
+    help="The address the egress proxy connects to for HOST of a task's egress (like curl --resolve): an "
+    "internal mirror, or a name your DNS does not know. A mapped host may be a private address.",
+)
 @json_option
 def check(
     source: str,
@@ -140,6 +149,7 @@ def check(
     arms: tuple[str, ...],
     harness: str | None,
     strict: bool,
+    egress_resolve: tuple[str, ...],
     as_json: bool,
 ) -> int:
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
@@ -169,6 +179,7 @@ def check(
         arms=named,
         harness=harness,
         strict=strict,
+        egress_resolve=parse_resolve(egress_resolve),
     )
     with open_source(source) as repo:
         loaded = load_manifest(

@@ -11,7 +11,11 @@ Per task, in containers from the eval tree's image:
 
 A grader failure on either workspace (a crash, a timeout, no or an invalid grade.json) is a grader bug and is
 reported with its stderr. A task that cannot be prepared (a patch that does not apply), that an isolation rule
-fails, or whose oracle fails, is broken. A task with ``egress`` is unsupported until the egress proxy exists.
+fails, or whose oracle fails, is broken. A task with ``egress`` is checked like any other: tasks check starts
+a batch network with its firewall chain and the egress proxy (as a sealed ``repo run`` does), and the task's
+entry points reach its egress hosts, and nothing else, through the proxy; every attempt is in the phase's
+egress.jsonl (:mod:`dokimi.grading.egress`). Where that network cannot be made (no root, no iptables), such
+a task is unsupported, with the reason: it never runs with a wider network than its egress.
 Each task runs with its own network: ``image.network`` (none or docker's bridge); ``--warm``
 runs both steps with a network (``--build-network``, default bridge) to fill the read-write caches for later
 offline runs.
@@ -22,6 +26,7 @@ Null and oracle of every task are independent units of work; ``jobs`` of them ru
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 import secrets
 import shutil
@@ -30,11 +35,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from dokimi import safefs
 from dokimi.errors import ContainerError, DokimiError, UsageError, WorkspaceError
+from dokimi.gateway.sealed import SealedBatch
 from dokimi.globs import is_glob
 from dokimi.grading.entrypoints import GradeOutcome, run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeSettings
@@ -133,6 +141,8 @@ class CheckOptions:
     judge: JudgeSettings | None = None
     """The rubric judge (a model call) for tasks with a rubric; None: no model call, and mergeable is decided
     on the deterministic checks (``repo rubric check`` admits the judge's part)."""
+    egress_resolve: Mapping[str, str] = field(default_factory=dict)
+    """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host of a task's egress."""
     arms: Sequence[str] = ()
     """The guidance arms to prove sound (``--arm``, a run file's ``arms``); empty: every arm the manifest
     allows without a harness or a model (:data:`DEFAULT_ARMS`). guidance:raw always runs: the others are
@@ -192,6 +202,8 @@ class _Context:
     overlays: dict[str, GuidanceOverlay] = field(default_factory=dict)
     profile: object | None = None
     """The harness profile guidance:bridge reads its bridge from (None without that arm)."""
+    egress_refusal: str | None = None
+    """Why tasks with egress cannot be checked here (the sealed network could not be made), or None."""
     shared: dict[tuple[str, str, str], _Shared] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -308,7 +320,10 @@ def check_tasks(
             overlays=overlays,
             profile=profile,
         )
-        reports = _run_all(ctx, tasks)
+        with ExitStack() as stack:
+            if any(t.task is not None and t.task.egress for t in tasks) and not options.warm:
+                ctx = _with_egress(ctx, stack, out / EVAL_DIR_NAME)
+            reports = _run_all(ctx, tasks)
         report = TasksCheck(
             source=repo.label,
             manifest_id=manifest.id,
@@ -353,6 +368,19 @@ def _keep_records(
         source=report.source,
         report=None if out is None else out / TASKS_CHECK_JSON,
     )
+
+
+def _with_egress(ctx: _Context, stack: ExitStack, log_dir: Path) -> _Context:
+    """The sealed network and egress proxy for the entry points of tasks with egress (stopped with
+    ``stack``); or, where it cannot be made, the reason those tasks are unsupported."""
+    try:
+        sealed = SealedBatch(
+            ctx.batch, profile=None, environ={}, log_dir=log_dir, resolve=ctx.options.egress_resolve
+        ).start()
+    except DokimiError as exc:
+        return dataclasses.replace(ctx, egress_refusal=exc.message)
+    stack.callback(sealed.stop)
+    return dataclasses.replace(ctx, grading=dataclasses.replace(ctx.grading, egress=sealed))
 
 
 def _bridge_profile(options: CheckOptions, arms: Sequence[str]) -> object | None:
@@ -403,7 +431,7 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
     runnable: list[tuple[LoadedTask, Task]] = []
     reports: dict[str, TaskReport] = {}
     for loaded_task in tasks:
-        early = _precheck(loaded_task)
+        early = _precheck(loaded_task, ctx.egress_refusal)
         if early is not None:
             reports[loaded_task.id] = early
             if ctx.progress:
@@ -449,8 +477,9 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
     return [reports[t.id] for t in tasks]
 
 
-def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
-    """A task that cannot run at all: invalid task.json, an id that is not its directory, egress."""
+def _precheck(loaded_task: LoadedTask, egress_refusal: str | None = None) -> TaskReport | None:
+    """A task that cannot run at all: invalid task.json, an id that is not its directory, egress where the
+    egress proxy's network cannot be made (``egress_refusal``)."""
     if loaded_task.task is None:
         problems = [str(error) for error in loaded_task.errors] or ["task.json cannot be read"]
         return TaskReport(
@@ -468,10 +497,10 @@ def _precheck(loaded_task: LoadedTask) -> TaskReport | None:
             problems=[problem],
             checks=[CheckItem(name=TASK_JSON, ok=False, detail=problem)],
         )
-    if task.egress:
+    if task.egress and egress_refusal is not None:
         problem = (
-            f"egress {', '.join(task.egress)} needs the egress proxy, which tasks check does not start yet; "
-            "bake the dependency into the image instead"
+            f"egress {', '.join(task.egress)} is reached through the egress proxy on a sealed network, which "
+            f"cannot be made here: {egress_refusal}"
         )
         return TaskReport(
             task=task.id,
@@ -616,6 +645,8 @@ def _graded_steps(
             return
     started = time.monotonic()
     graded = grade_cell(ctx.grading, run_dir, task, facts)
+    if task.egress and ctx.grading.egress is not None:
+        outcome.checks.append(_egress_item(run_dir, _named(f"{phase}: egress", arm)))
     if graded.grade is None:  # a container before grade changed dokimi's files (dokimi.grading.evidence)
         detail = f"grader bug: {graded.verdict.grader_error}"
         outcome.checks.append(CheckItem(name=_named(f"{phase}: grade.json", arm), ok=False, detail=detail))
@@ -693,6 +724,19 @@ def grader_isolation_message(found: GraderIsolation) -> str | None:
         + (f"; it could write {', '.join(wrote)}" if wrote else "")
         + '; run the tests with dokimi\'s isolation helper (docs/running.md, "What a grader must not trust")'
     )
+
+
+def _egress_item(run_dir: Path, name: str) -> CheckItem:
+    """What the entry points of a task with egress tried through the proxy (egress.jsonl): information, never
+    a failure (a refused host is the grader's business, and its verdict says what came of it)."""
+    try:
+        text = safefs.read_text(RunDir(run_dir).egress_jsonl, trusted=run_dir)
+    except (FileNotFoundError, safefs.UnsafePathError):
+        text = ""
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    refused = sorted({f"{r.get('host') or r.get('target')}" for r in lines if not r.get("allowed")})
+    detail = f"{len(lines)} attempt(s) through the egress proxy, {len(refused)} host(s) refused"
+    return CheckItem(name=name, ok=True, detail=detail + (f": {', '.join(refused)}" if refused else ""))
 
 
 def _facts(ctx: _Context, task: Task, run_dir: Path, prepared: PreparedWorkspace, cell: str) -> CellFacts:
