@@ -95,7 +95,7 @@ def test_an_allowed_name_is_reached_through_connect_and_another_host_is_refused_
         ("127.0.0.1", False),
     ]
     assert records[0]["bytes_down"] > 0 and records[0]["entry"] == f"allowed.test:{allowed_port}"
-    assert "not on the task's egress list" in records[1]["reason"]
+    assert "not on this container's egress list" in records[1]["reason"]
     assert cell.refused == 3 and cell.attempts == 5
 
 

@@ -344,7 +344,7 @@ class EgressProxy:
         entry = host_allowed(cell.allow, host, port, plain_http=plain_http)
         if entry is None:
             listed = ", ".join(cell.allow) or "nothing"
-            return _Verdict(False, f"{host}:{port} is not on the task's egress list ({listed})")
+            return _Verdict(False, f"{host}:{port} is not on this container's egress list ({listed})")
         if host in self.resolve:
             return _Verdict(True, "allowed", entry, self.resolve[host])
         try:

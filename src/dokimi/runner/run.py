@@ -3,8 +3,8 @@
 Before any cell (:func:`prepare_batch`):
 
 1. the manifest and its tasks are loaded from the eval tree; a guidance-only manifest, a task that does not
-   validate, and a task with ``egress`` (while the egress proxy is not built, unless ``--agent-network``) are
-   refused;
+   validate, and a task with ``egress`` in a run that is not sealed (a dry run, unless ``--agent-network``)
+   are refused;
 2. eval_dir is exported to ``<batch>/_eval/content`` (mounted read-only as {eval_dir} for graders);
 3. the pin (``_eval/batch.json``): a batch stays on its eval tree, its revision or, for a working tree, its
    eval_dir and image-context digests; a run from another eval tree into the same batch is refused (exit 2)

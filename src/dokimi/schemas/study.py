@@ -70,7 +70,8 @@ class Study(Document):
     """Where batches live, relative to the study file; default: ``$DOKIMI_HOME/runs/<manifest id>``
     (DOKIMI_HOME being ``~/.cache/dokimi`` unless set), where ``repo run`` puts them."""
     agent_network: NonEmpty | None = None
-    """Docker network of the agent's container (until the egress proxy exists)."""
+    """Docker network of the agent's container instead of the sealed batch network: UNSEALED (the agent
+    reaches any host that network reaches)."""
     timeout_s: Positive | None = None
     """Agent wall-clock cap per cell."""
     max_turns: Annotated[int, Field(strict=True, ge=1)] | None = None
