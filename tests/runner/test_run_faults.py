@@ -81,7 +81,9 @@ def test_a_cell_writes_the_contract_files_and_a_passing_verdict(
     pin = json.loads((batch / "_eval" / "batch.json").read_text())
     assert pin["tree"] == tiny.eval_sha and pin["image"] == f"dokimi/runner-tiny:{tiny.eval_sha}"
     plan = json.loads((batch / "_eval" / "plan.json").read_text())
-    assert plan["cells"] == [{"task": "fix_f", "arm": "guidance:raw", "model": "m", "effort": None, "rep": 0}]
+    assert plan["cells"] == [
+        {"task": "fix_f", "arm": "guidance:raw", "model": "m", "effort": None, "rep": 0, "prompt": None}
+    ]
     assert (batch / "_eval" / "content" / "grade.py").is_file()
     assert not (batch / "_eval" / "content" / "tasks" / "fix_f" / "task.json").is_symlink()
     assert containers_gone(name)
