@@ -1,5 +1,7 @@
 """``dokimi repo task new ID --from-commit SHA | --from-pr MERGE [--tests GLOB]``: a task mined from a fix
-(dokimi.repo.mining), its tests classified and the task checked.
+(dokimi.repo.mining), its tests classified and the task checked. ``repo task new --from-log RANGE [-j N]``:
+every fix of a range (dokimi.runner.minelog), exit 0 once the range is mined whatever was skipped, 2 on a bad
+range or manifest, 130 on Ctrl-C (no candidate's task directory left).
 
 Exit codes: 0 the task is written and sound (the null workspace fails, the oracle passes); 1 it is not sound:
 tasks check finds a problem (the task directory stays, to be fixed), or no test goes from failing to passing
@@ -36,7 +38,7 @@ def task() -> None:
 
 
 @task.command("new")
-@click.argument("task_id", metavar="ID")
+@click.argument("task_id", metavar="[ID]", required=False)
 @click.option(
     "--from-commit", "from_commit", metavar="SHA", help="A fix commit; the task's base is its parent."
 )
@@ -45,6 +47,20 @@ def task() -> None:
     "from_pr",
     metavar="MERGE",
     help="The merge commit of a pull request; base: its first parent.",
+)
+@click.option(
+    "--from-log",
+    "from_log",
+    metavar="RANGE",
+    help="Every fix of a range of history (v1.2..main, HEAD~50..HEAD; merges left out), each made into a "
+    "task named after its subject and SHA, or skipped with the reason: no test, only tests, no "
+    "failing-before test, flaky (a test changes outcome between two runs), not sound.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="With --from-log: candidates graded side by side (default 1).",
 )
 @click.option(
     "--tests",
@@ -58,9 +74,11 @@ def task() -> None:
 @click.option("--image", metavar="IMAGE", help="Check in this local image instead of building one.")
 @json_option
 def new(
-    task_id: str,
+    task_id: str | None,
     from_commit: str | None,
     from_pr: str | None,
+    from_log: str | None,
+    jobs: int | None,
     test_globs: tuple[str, ...],
     repo_dir: Path,
     manifest: str | None,
@@ -71,7 +89,10 @@ def new(
     become the hidden tests (tests.patch), its code changes the reference solution (oracle.patch), its
     message, minus what gives the fix away, the draft prompt. With a built-in grade, the null and oracle
     workspaces are then graded to find FAIL_TO_PASS and PASS_TO_PASS test ids, and tasks check runs on the
-    task. Edit the prompt in task.json afterwards."""
+    task. Edit the prompt in task.json afterwards.
+
+    With --from-log RANGE instead (no ID): every fix of the range, a table of what became of each (--json: a
+    repo_task_mining.v1 document); exit 0 once the range is mined, whatever was skipped."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.errors import UsageError
     from dokimi.repo.builtin_graders import is_builtin
@@ -86,8 +107,16 @@ def new(
     )
     from dokimi.source import open_source
 
-    if (from_commit is None) == (from_pr is None):
-        raise click.UsageError("give --from-commit SHA or --from-pr MERGE (one of them)")
+    if sum(x is not None for x in (from_commit, from_pr, from_log)) != 1:
+        raise click.UsageError("give --from-commit SHA, --from-pr MERGE or --from-log RANGE (one of them)")
+    if from_log is not None:
+        if task_id is not None:
+            raise click.UsageError("--from-log names each task itself: give no ID")
+        return _from_log(from_log, test_globs, repo_dir, manifest, image, jobs or 1, as_json)
+    if jobs is not None:
+        raise click.UsageError("-j/--jobs is for --from-log")
+    if task_id is None:
+        raise click.UsageError("give the new task's ID")
     if not TASK_ID.match(task_id):
         raise click.UsageError(f"{task_id!r}: a task id is letters, digits, '.', '_' and '-'")
     globs = list(test_globs) or list(DEFAULT_TEST_GLOBS)
@@ -323,3 +352,140 @@ def _print(mined: MinedTask) -> None:
     echo("draft prompt (edit it in task.json: say what is wrong, not how to fix it):")
     for line in mined.prompt.splitlines():
         echo(f"  {line}")
+
+
+# --- --from-log ---------------------------------------------------------------------------------------------
+
+
+class _MiningBar:
+    """The progress of --from-log on a terminal: one bar per step over every candidate; notes above it."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.bar: Any = None
+        self.current: Any = None
+
+    def __enter__(self) -> _MiningBar:
+        if self.live:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+            from dokimi.cli._common import progress_bar
+
+            self.bar = progress_bar()
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def note(self, text: str) -> None:
+        if self.bar is not None:
+            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+            from dokimi.cli._common import print_above
+
+            print_above(self.bar.console, text)
+        else:
+            note(text)
+
+    def phase(self, text: str, total: int) -> None:
+        if self.bar is not None:
+            if self.current is not None:
+                self.bar.remove_task(self.current)
+            self.current = self.bar.add_task(text, total=total)
+        else:
+            note(f"{text} ...")
+
+    def advance(self) -> None:
+        if self.bar is not None and self.current is not None:
+            self.bar.advance(self.current)
+
+
+def _from_log(
+    rev_range: str,
+    test_globs: tuple[str, ...],
+    repo_dir: Path,
+    manifest: str | None,
+    image: str | None,
+    jobs: int,
+    as_json: bool,
+) -> int:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    import sys
+
+    from dokimi.repo.mining import DEFAULT_TEST_GLOBS
+    from dokimi.runner.minelog import LogOptions, mine_log
+
+    options = LogOptions(rev_range, tuple(test_globs or DEFAULT_TEST_GLOBS), manifest, image, jobs)
+    with _MiningBar(live=sys.stderr.isatty() and not as_json) as bar:
+        mined = mine_log(repo_dir, options, bar)
+    if as_json:
+        emit_json(_mining_document(mined))
+    else:
+        _print_mining(mined)
+    return EXIT_OK
+
+
+def _mining_document(mined: Any) -> Any:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.schemas.task_new import MinedCommit, TaskMining
+
+    return TaskMining(
+        range=mined.rev_range,
+        tasks_dir=str(mined.tasks_dir),
+        made=len(mined.made),
+        skipped=dict(mined.skipped_by_reason),
+        commits=[
+            MinedCommit(
+                sha=c.sha,
+                subject=c.subject,
+                task=c.task_id if c.skip is None else None,
+                skipped=c.skip,
+                detail=c.detail,
+                fail_to_pass=c.fail_to_pass if c.skip is None else [],
+                pass_to_pass=c.pass_to_pass if c.skip is None else [],
+            )
+            for c in mined.commits
+        ],
+        image=mined.image,
+        jobs=mined.jobs,
+        evidence=str(mined.evidence) if mined.evidence is not None else None,
+    )
+
+
+def _print_mining(mined: Any) -> None:
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.cli.tables import Col, fit_line, print_lines, render_table, terminal_width
+    from dokimi.repo.mining import SKIP_REASONS
+
+    width = terminal_width()
+    skipped = sum(mined.skipped_by_reason.values())
+    title = f"--from-log {mined.rev_range}: {len(mined.made)} task(s) made in {_shown(mined.tasks_dir)}, " + (
+        f"{skipped} commit(s) skipped" if skipped else "nothing skipped"
+    )
+    rows = [
+        [
+            c.sha[:10],
+            c.task_id if c.skip is None else f"skipped: {SKIP_REASONS[c.skip]}",
+            str(len(c.fail_to_pass)) if c.skip is None else "-",
+            str(len(c.pass_to_pass)) if c.skip is None else "-",
+        ]
+        for c in mined.commits
+    ]
+    columns = [Col("commit", key=True), Col("task", key=True), Col("F2P", right=True), Col("P2P", right=True)]
+    lines = render_table(columns, rows, width=width, title=title)
+    reasons = [c for c in mined.commits if c.skip is not None]
+    if reasons:
+        lines.append("why each was skipped:")
+        for c in reasons:
+            lines += fit_line(f"  {c.sha[:10]} {SKIP_REASONS[c.skip]}: {c.detail} ({c.subject})", width)
+    if mined.evidence is not None:
+        lines += fit_line(
+            f"kept: {mined.evidence} (the run directories and patches of the skips that were graded)", width
+        )
+    if mined.made:
+        lines += fit_line(
+            "edit each new task's prompt in its task.json: it is the commit message minus what gives the fix "
+            "away",
+            width,
+        )
+    print_lines(lines)

@@ -30,6 +30,7 @@ from dokimi.globs import match_any
 from dokimi.home import cache_directory
 from dokimi.rundir import ORACLE_PATCH, TASK_JSON, RunDir, entry_stderr, tasks_check_run_dir
 from dokimi.schemas._base import load_json
+from dokimi.schemas.task_new import SkipReason
 from dokimi.source.git import run_git
 
 #: Which changed files are tests (the hidden part) when ``--tests`` is not given.
@@ -110,12 +111,8 @@ def read_fix(git_dir: Path, rev: str, *, merge: bool, test_globs: Sequence[str])
             f"{rev} is {what}",
             hint="--from-commit takes a commit with one parent; for a merged pull request use --from-pr",
         )
-    raw = run_git(
-        ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", f"{sha}^1", sha, "--"], git_dir=git_dir
-    )
-    paths = [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
-    tests = [p for p in paths if match_any(test_globs, p)]
-    code = [p for p in paths if p not in set(tests)]
+    paths = changed_paths(git_dir, sha)
+    tests, code = split_paths(paths, test_globs)
     if not tests:
         raise UsageError(
             f"{sha[:12]} changes no test file: none of {', '.join(test_globs)} matches "
@@ -129,6 +126,20 @@ def read_fix(git_dir: Path, rev: str, *, merge: bool, test_globs: Sequence[str])
         )
     message = _git_text(git_dir, "log", "-1", "--format=%B", sha)
     return Fix(sha, f"{sha}^", message, tests, code)
+
+
+def changed_paths(git_dir: Path, sha: str) -> list[str]:
+    """The paths a commit changes against its first parent (no renames: a rename is a delete and an add)."""
+    raw = run_git(
+        ["diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", f"{sha}^1", sha, "--"], git_dir=git_dir
+    )
+    return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def split_paths(paths: Sequence[str], test_globs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the tests, the code) of a fix's changed paths: a path some test glob matches is a test."""
+    tests = [p for p in paths if match_any(test_globs, p)]
+    return tests, [p for p in paths if p not in set(tests)]
 
 
 def patch_of(git_dir: Path, fix: Fix, paths: Sequence[str]) -> bytes:
@@ -261,7 +272,7 @@ def _stderr_tail(run_dir: Path, lines: int = 15) -> str:
     return "\n".join(f"    {line}" for line in text.rstrip().splitlines()[-lines:])
 
 
-def _phase_outcomes(out: Path, task_id: str, phase: str) -> PhaseOutcomes:
+def phase_outcomes(out: Path, task_id: str, phase: str) -> PhaseOutcomes:
     """``details.outcomes`` and ``details.collection_errors`` of the discovery grade of one phase, from the
     tasks check's run directory; a DokimiError naming the kept grader output when there are none."""
     run_dir = tasks_check_run_dir(out, task_id, phase)
@@ -308,7 +319,7 @@ def discover(task: dict[str, Any], run_check: CheckFn, evidence: Path) -> Discov
     phases: dict[str, PhaseOutcomes] = {}
     try:
         for phase in ("null", "oracle"):
-            phases[phase] = _phase_outcomes(evidence, task["id"], phase)
+            phases[phase] = phase_outcomes(evidence, task["id"], phase)
     except DokimiError as exc:
         problems = [p for t in getattr(report, "tasks", []) for p in t.problems]
         if problems:
@@ -334,3 +345,101 @@ def keep_patches(task_dir: Path, evidence: Path) -> None:
     for name in (TEST_PATCH, ORACLE_PATCH, TASK_JSON):
         if (task_dir / name).is_file():
             shutil.copyfile(task_dir / name, evidence / name)
+
+
+# --- a range of fixes (--from-log) --------------------------------------------------------------------------
+
+#: Why a commit of a range made no task, each said with a detail.
+SKIP_REASONS: dict[SkipReason, str] = {
+    "no_test": "no test",
+    "only_tests": "only tests",
+    "no_failing_test": "no failing-before test",
+    "flaky": "flaky",
+    "not_sound": "not sound",
+    "mined": "already a task",
+    "error": "grader error",
+}
+MAX_COMMITS = 1000
+TASK_ID_SLUG = 40
+
+
+@dataclass
+class LogCommit:
+    """A commit of the range, and what became of it: a task, or a skip with its reason."""
+
+    sha: str
+    subject: str
+    fix: Fix | None = None
+    task_id: str | None = None
+    skip: SkipReason | None = None
+    """A key of :data:`SKIP_REASONS`; None while it is still a candidate, and for a task made."""
+    detail: str = ""
+    """Why it was skipped, in a line (the test ids that changed outcome, tasks check's problems, ...)."""
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: list[str] = field(default_factory=list)
+
+    def skip_with(self, reason: SkipReason, detail: str) -> None:
+        self.skip, self.detail = reason, detail
+
+
+def log_commits(git_dir: Path, rev_range: str) -> list[LogCommit]:
+    """The commits of ``rev_range`` (``A..B``, ``B --not A``-style ranges git accepts), oldest first, merges
+    left out (their fixes are their commits'): at most :data:`MAX_COMMITS`."""
+    if rev_range.startswith("-"):
+        raise UsageError(f"--from-log {rev_range!r}: a range, not an option", hint="for example v1.2..main")
+    try:
+        raw = run_git(
+            ["log", "--reverse", "--no-merges", "--format=%H%x00%s", "--end-of-options", rev_range, "--"],
+            git_dir=git_dir,
+        )
+    except DokimiError as exc:
+        raise UsageError(
+            f"--from-log {rev_range}: git cannot read that range ({exc.message.splitlines()[0]})",
+            hint="give a range of this repository's history, for example v1.2..main or HEAD~20..HEAD",
+        ) from None
+    commits = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        sha, _, subject = line.partition("\0")
+        commits.append(LogCommit(sha, strip_controls(subject)))
+    if not commits:
+        raise UsageError(f"--from-log {rev_range}: no commit in that range (merges are left out)")
+    if len(commits) > MAX_COMMITS:
+        raise UsageError(
+            f"--from-log {rev_range}: {len(commits)} commits, more than {MAX_COMMITS}",
+            hint="mine a shorter range at a time",
+        )
+    return commits
+
+
+def read_log_commit(git_dir: Path, commit: LogCommit, test_globs: Sequence[str]) -> None:
+    """Read the commit as a fix, or mark it skipped: it changes no test, or only tests."""
+    tests, code = split_paths(changed_paths(git_dir, commit.sha), test_globs)
+    if not tests:
+        commit.skip_with("no_test", "changes no file the test globs match")
+    elif not code:
+        commit.skip_with("only_tests", "changes only tests: no fix for the agent to make")
+    else:
+        message = _git_text(git_dir, "log", "-1", "--format=%B", commit.sha)
+        commit.fix = Fix(commit.sha, f"{commit.sha}^", message, tests, code)
+
+
+def log_task_id(commit: LogCommit, taken: set[str]) -> str:
+    """A task id from the subject and the short SHA (``fix-total-of-empty-cart-1a2b3c4``), unique among
+    ``taken``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", commit.subject.lower()).strip("-")[:TASK_ID_SLUG].strip("-")
+    for length in range(7, 41):
+        task_id = f"{slug or 'fix'}-{commit.sha[:length]}"
+        if task_id not in taken:
+            return task_id
+    raise UsageError(f"no free task id for {commit.sha}")
+
+
+def outcome_changes(first: dict[str, str], second: dict[str, str]) -> list[str]:
+    """The tests whose outcome differs between two runs of the same workspace (a test in one run only
+    counts): ``id: failed then passed``."""
+    changed = []
+    for test in sorted(set(first) | set(second)):
+        a, b = first.get(test, "absent"), second.get(test, "absent")
+        if a != b:
+            changed.append(f"{test}: {a} then {b}")
+    return changed

@@ -60,6 +60,7 @@ SCHEMAS: dict[str, str] = {
     "repo_study_report.v1": "dokimi.schemas.study:StudyReport",
     "repo_run_file.v1": "dokimi.schemas.run_file:RunFile",
     "repo_task_new.v1": "dokimi.schemas.task_new:TaskNew",
+    "repo_task_mining.v1": "dokimi.schemas.task_new:TaskMining",
     "repo_init.v1": "dokimi.schemas.init:InitReport",
 }
 

@@ -59,3 +59,54 @@ class TaskNew(Document):
     out sound (they are removed)."""
     removed: bool = False
     """Whether the task directory was removed again: no test fails before the fix and passes after it."""
+
+
+SkipReason = Literal["no_test", "only_tests", "no_failing_test", "flaky", "not_sound", "mined", "error"]
+"""Why a commit of a range made no task (``repo task new --from-log``)."""
+
+
+class MinedCommit(Document):
+    """One commit of the range and what became of it."""
+
+    sha: str
+    """Full SHA of the commit."""
+    subject: str
+    """The first line of its message."""
+    task: str | None
+    """The task made from it (its directory name); null when it was skipped."""
+    skipped: SkipReason | None
+    """Why it made no task: it changes no test (``no_test``), only tests (``only_tests``); no test fails
+    before it and passes after it (``no_failing_test``); a test it touches changed outcome between two runs of
+    the same workspace (``flaky``); tasks check found the task unsound (``not_sound``); a task of the tasks
+    directory is mined from it already (``mined``); its grade recorded no outcome (``error``). Null for a
+    task made."""
+    detail: str
+    """The skip's reason in a line (the tests that changed outcome, tasks check's problems, ...); empty for a
+    task made."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """A task made: the tests that fail before the fix and pass after it."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """A task made: the tests that pass before and after."""
+
+
+class TaskMining(Document):
+    """repo_task_mining.v1: what ``repo task new --from-log RANGE`` did with each commit of the range."""
+
+    schema_: Literal["repo_task_mining.v1"] = Field(default="repo_task_mining.v1", alias="schema")
+    """Document type and version."""
+    range: str
+    """The range as given (``v1.2..main``); merges are left out."""
+    tasks_dir: str
+    """The tasks directory the tasks were written to."""
+    made: int
+    """Tasks made (each proven sound by tasks check)."""
+    skipped: dict[str, int]
+    """Commits skipped, by reason (the keys of ``commits[].skipped``)."""
+    commits: list[MinedCommit]
+    """Every commit of the range, oldest first."""
+    image: str | None = None
+    """The image the candidates were graded in; null when no commit needed a grade."""
+    jobs: int = 1
+    """Candidates graded side by side (``--jobs``)."""
+    evidence: str | None = None
+    """Where the run directories and patches of the graded skips are kept; null when nothing is kept."""
