@@ -265,7 +265,9 @@ def check_tasks(
         runs = sum(1 for arm in arms for mode in modes if arm_runs_task(arm, mode))
         on_total(2 * runs + len(tasks))  # and one grader isolation probe per task
     temporary = options.out_dir is None
+    # absolute: a workspace's git runs in the workspace, where a relative --out names another directory
     out = Path(tempfile.mkdtemp(prefix="dokimi-tasks-check.")) if temporary else Path(options.out_dir or ".")
+    out = out.absolute()
     try:
         make_output_dir(out)
         content = out / EVAL_DIR_NAME / CONTENT_DIR
