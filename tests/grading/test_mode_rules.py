@@ -4,13 +4,16 @@ gate."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dokimi.grading.gate import evaluate_gate, grader_failure, not_graded
+from dokimi.grading.review import check_review, read_review
 from dokimi.grading.verdict import read_cell
-from dokimi.schemas.grade import RepoGrade, grade_problems
+from dokimi.rundir import RunDir
+from dokimi.schemas.grade import REVIEW_METRICS, RepoGrade, grade_problems
 from dokimi.schemas.result import Result
 from dokimi.schemas.task import Task
 
@@ -106,3 +109,21 @@ def test_a_review_cell_gated_with_its_score_counts_both(fields: dict[str, Any], 
          "duration_s": 1.0, **fields}
     )  # fmt: skip
     assert read_cell(result).score == score
+
+
+@pytest.mark.parametrize("kind", ["huge", "link"])
+def test_an_answer_dokimi_cannot_read_measures_nothing(tmp_path: Path, kind: str) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    answer = RunDir(run_dir).answer_txt
+    if kind == "huge":
+        with answer.open("wb") as out:
+            out.truncate(64 * 1024 * 1024)  # sparse: a size no review answer has
+    else:
+        (tmp_path / "elsewhere.txt").write_text("calc/evaluator.py:17: flagged\n")
+        answer.symlink_to(tmp_path / "elsewhere.txt")
+    review = task(mode="review", decoys=[DECOY], score={"metric": "recall", "max": 1.0})
+    document = check_review(run_dir, review)
+    assert document.metrics == dict.fromkeys(REVIEW_METRICS)  # a gate on them fails, never passes
+    assert document.reasons[0].startswith("the answer cannot be read")
+    assert read_review(run_dir) == document

@@ -55,24 +55,12 @@ def _answer(run_dir: Path) -> str:
 def check_review(run_dir: Path, task: Task) -> ReviewCheckDoc:
     """The review checks of the run's answer; review.json is written and returned. An answer dokimi cannot
     read measures nothing: every review metric is null, so a gate on them fails."""
-    clean = task.clean_diff_of is not None
+    unreadable = None
     try:
         answer = _answer(run_dir)
     except DokimiError as exc:
-        document = ReviewCheckDoc(
-            task=task.id,
-            answered=True,
-            clean_diff=clean,
-            decoys=[d.id for d in task.decoys],
-            flagged=[],
-            findings=[],
-            findings_total=0,
-            reasons=[f"the answer cannot be read: {exc.message}"],
-            metrics=dict.fromkeys(REVIEW_METRICS),
-        )
-        write_document(RunDir(run_dir).review_json, document)
-        return document
-    verdict = review_verdict(answer, task.decoys, clean_diff=clean)
+        answer, unreadable = "", f"the answer cannot be read: {exc.message}"
+    verdict = review_verdict(answer, task.decoys, clean_diff=task.clean_diff_of is not None)
     findings = [
         ReviewFindingDoc(
             path=f.path, lines=[f.first, f.last], blocking=f.blocking, text=f.text[:MAX_FINDING_TEXT]
@@ -81,14 +69,14 @@ def check_review(run_dir: Path, task: Task) -> ReviewCheckDoc:
     ]
     document = ReviewCheckDoc(
         task=task.id,
-        answered=verdict.answered,
+        answered=verdict.answered or unreadable is not None,
         clean_diff=verdict.clean_diff,
         decoys=verdict.decoys,
         flagged=verdict.flagged,
         findings=findings,
         findings_total=len(verdict.findings),
-        reasons=verdict.reasons(),
-        metrics=dict(verdict.metrics),
+        reasons=[unreadable] if unreadable else verdict.reasons(),
+        metrics=dict.fromkeys(REVIEW_METRICS) if unreadable else dict(verdict.metrics),
     )
     write_document(RunDir(run_dir).review_json, document)
     return document

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from dokimi.schemas._base import Document, OpenDocument, did_you_mean
 from dokimi.schemas.grade import DECOYS_NOT_FLAGGED, NO_BLOCKING_FINDING, OWN_TESTS_METRIC, REVIEW_METRICS
@@ -354,22 +354,14 @@ class Task(OpenDocument):
             )
         return value
 
-    @field_validator("threads")
+    @field_validator("threads", "decoys")
     @classmethod
-    def _thread_ids_unique(cls, value: list[ReviewThread]) -> list[ReviewThread]:
-        ids = [thread.id for thread in value]
+    def _ids_unique(cls, value: list[ReviewThread] | list[Decoy], info: ValidationInfo) -> list[Any]:
+        ids = [item.id for item in value]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
-            raise ValueError(f"thread ids must be unique: {', '.join(repeated)}")
-        return value
-
-    @field_validator("decoys")
-    @classmethod
-    def _decoy_ids_unique(cls, value: list[Decoy]) -> list[Decoy]:
-        ids = [decoy.id for decoy in value]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"decoy ids must be unique: {', '.join(repeated)}")
+            what = "thread" if info.field_name == "threads" else "decoy"
+            raise ValueError(f"{what} ids must be unique: {', '.join(repeated)}")
         return value
 
     @field_validator("egress")
