@@ -80,7 +80,6 @@ from dokimi.schemas.task import (
     egress_host_problem,
     framework_task_keys,
     split_base,
-    success_rule,
 )
 from dokimi.schemas.validation import Finding, Severity, ValidationReport
 from dokimi.source import Repo
@@ -1180,19 +1179,13 @@ def check_gate_fits_mode(ctx: Context) -> Iterator[Finding]:
         task = lt.task
         if task is None or task.mode is None or "gate" not in data:
             continue
-        rule = success_rule(
-            task.mode,
-            decoys=bool(task.decoys),
-            clean_diff=task.clean_diff_of is not None,
-            perf=(task.model_extra or {}).get("perf") is not None,
-        )
         names = task.gate_names
-        wanted = [e if isinstance(e, str) else e.metric for e in rule or ()]
+        wanted = [e if isinstance(e, str) else e.metric for e in task.mode_rule() or ()]
         missing = [name for name in wanted if name not in names and name != "pass"]
         if "pass" in wanted and not _test_verdict_entries(names):
             missing.insert(0, "pass (or another test verdict of the grader)")
         own = _MODE_METRICS["review"] if task.mode == "review" else _MODE_METRICS["change"]
-        foreign = [n for n in names if n in FRAMEWORK_METRICS and n not in own and n in _MODE_SPECIFIC]
+        foreign = [n for n in names if n not in own and any(n in m for m in _MODE_METRICS.values())]
         if missing:
             yield ctx.at_task(
                 lt,
@@ -1212,9 +1205,6 @@ def check_gate_fits_mode(ctx: Context) -> Iterator[Finding]:
                 "name the metrics of the task's own mode, or change its mode",
                 severity="warning",
             )
-
-
-_MODE_SPECIFIC = _MODE_METRICS["review"] | _MODE_METRICS["change"]
 
 
 def check_autonomous_prompt_is_an_issue(ctx: Context) -> Iterator[Finding]:

@@ -311,12 +311,7 @@ class Task(OpenDocument):
         """The mode's success rule when task.json names no gate, and an autonomous task's issue prompt. Set
         without marking the keys as given, so :attr:`gate_from_mode` can tell."""
         if "gate" not in self.model_fields_set:
-            rule = success_rule(
-                self.mode,
-                decoys=bool(self.decoys),
-                clean_diff=self.clean_diff_of is not None,
-                perf=(self.model_extra or {}).get("perf") is not None,
-            )
+            rule = self.mode_rule()
             if rule is not None:
                 self.__dict__["gate"] = rule
         if (
@@ -326,6 +321,16 @@ class Task(OpenDocument):
         ):
             self.__dict__["prompt_style"] = "issue"
         return self
+
+    def mode_rule(self) -> list[GateEntry] | None:
+        """The success rule of the task's mode for what the task declares (decoys, a clean diff, a perf
+        check); None without a mode."""
+        return success_rule(
+            self.mode,
+            decoys=bool(self.decoys),
+            clean_diff=self.clean_diff_of is not None,
+            perf=(self.model_extra or {}).get("perf") is not None,
+        )
 
     @property
     def gate_from_mode(self) -> bool:
