@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
 from dokimi.analysis.report import Cutoff, build_report, cutoff_side, parse_cutoffs
@@ -297,3 +299,58 @@ def test_no_mergeable_rate_without_a_judged_cell(tmp_path: Path) -> None:
     write_cell(tmp_path, "t1", RAW, rep=0, grader_failure=True)
     r = row(report(tmp_path), "t1", RAW)
     assert (r.mergeable_n, r.mergeable_rate) == (0, None)
+
+
+def _two_judges(
+    cell: Path, primary: dict[str, str], second: dict[str, str], *, failure: str | None = None
+) -> None:
+    """merge.json of a cell both judges judged: their blocker verdicts, each mergeable when none fails."""
+
+    def verdict(model: str, verdicts: dict[str, str]) -> dict[str, Any]:
+        items = [{"id": b, "kind": "blocker", "verdict": v} for b, v in verdicts.items()]
+        return {"model": model, "items": items, "failure": None, "not_measured": []}
+
+    first_ok = "fail" not in primary.values()
+    other = {**verdict("other-1", second), "mergeable": "fail" not in second.values(), "failure": failure}
+    if failure is not None:
+        other.update(items=[], mergeable=None)
+    doc = {"schema": "repo_merge.v1", "mergeable": first_ok, "merge_score": None, "reasons": [],
+           "scope": None, "integrity": None, "judge": verdict("m", primary),
+           "second_judge": other}  # fmt: skip
+    write_json(cell / "merge.json", doc)
+
+
+def test_the_judges_kappa_per_blocker_with_the_cells_they_disagree_on(tmp_path: Path) -> None:
+    """Checked by issue 26: kappa per blocker item, with a figure worked by hand.
+
+    B1 over six cells (primary, second): pp pp pf ff ff fp. Observed agreement 4/6; each judge says pass 3/6,
+    so chance agreement is 1/2 x 1/2 + 1/2 x 1/2 = 1/2; kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3.
+    B2: pp pp pp pp ff pf. Observed 5/6; the primary says pass 5/6, the second 4/6: chance 5/6 x 4/6 + 1/6 x
+    2/6 = 22/36; kappa = (30/36 - 22/36) / (14/36) = 4/7.
+    Pooled, twelve verdicts: observed 9/12; the primary says pass 8/12, the second 7/12: chance 8/12 x 7/12 +
+    4/12 x 5/12 = 76/144; kappa = (108/144 - 76/144) / (68/144) = 8/17.
+    Mergeable (no blocker fails): primary TTTFFF, second TTFFFF: observed 5/6, chance 1/2; kappa 2/3.
+    A seventh cell whose second judge failed counts nowhere.
+    """
+    b1 = ["pp", "pp", "pf", "ff", "ff", "fp"]
+    b2 = ["pp", "pp", "pp", "pp", "ff", "pf"]
+    word = {"p": "pass", "f": "fail"}
+    for rep, (one, two) in enumerate(zip(b1, b2, strict=True)):
+        primary = {"B1": word[one[0]], "B2": word[two[0]]}
+        cell = write_cell(tmp_path, "t1", RAW, rep=rep, metrics={"mergeable": "fail" not in primary.values()})
+        _two_judges(cell, primary, {"B1": word[one[1]], "B2": word[two[1]]})
+    failed_second = write_cell(tmp_path, "t1", RAW, rep=6, metrics={"mergeable": True})
+    _two_judges(failed_second, {"B1": "pass", "B2": "pass"}, {}, failure="no verdict marker")
+    agreement = report(tmp_path).judge_agreement
+    assert agreement is not None
+    assert agreement.kappa_mergeable == pytest.approx(2 / 3) and agreement.cells == 6
+    assert agreement.blocker_items == 12 and agreement.kappa_blockers == pytest.approx(8 / 17)
+    (first, second) = agreement.blockers
+    assert (first.task, first.blocker, first.cells, first.agreed) == ("t1", "B1", 6, 4)
+    assert first.kappa == pytest.approx(1 / 3)
+    assert [d.split("/")[-1] for d in first.disagreements] == ["rep2: pass vs fail", "rep5: fail vs pass"]
+    assert (second.blocker, second.cells, second.agreed) == ("B2", 6, 5)
+    assert second.kappa == pytest.approx(4 / 7)
+    assert [d.split("/")[-1] for d in second.disagreements] == ["rep5: pass vs fail"]
+    table = [[sum(1 for p in b1 if p == a + b) for b in "pf"] for a in "pf"]  # rows primary, columns second
+    assert cohens_kappa(table).kappa == pytest.approx(first.kappa)

@@ -1,8 +1,8 @@
 """Every flag of every built-in profile exists in its pinned CLI's own ``--help`` (and every Codex feature the
 profile switches off exists in ``codex features list``).
 
-A flag is any argv element of ``invoke``, the tool levels and the effort that starts with ``-``
-(``--name=value`` is checked as ``--name``). The help is the pinned CLI's, installed by
+A flag is any argv element of ``invoke``, the judge's ``judge.invoke``, the tool levels and the effort that
+starts with ``-`` (``--name=value`` is checked as ``--name``). The help is the pinned CLI's, installed by
 scripts/install-harness.sh; the subcommand (``codex exec``) is the literal elements that follow ``{bin}``.
 """
 
@@ -28,10 +28,12 @@ HIDDEN_BUT_ENFORCED = {"claude-code": {"--max-turns"}}
 
 def profile_flags(profile: HarnessProfile) -> list[str]:
     elements = [e for e in profile.invoke if e != TOOLS_ELEMENT]
+    if profile.judge is not None:
+        elements += [e for e in profile.judge.invoke if e != TOOLS_ELEMENT]
     elements += [*profile.tools.none, *profile.tools.read, *profile.tools.all, *(profile.tools.web or [])]
     if profile.effort is not None:
         elements += profile.effort.argv
-    flags = {e.split("=", 1)[0] for e in elements if e.startswith("-") and e != "--"}
+    flags = {e.split("=", 1)[0] for e in elements if e.startswith("-") and e not in ("--", "-")}
     return sorted(flags)
 
 

@@ -14,6 +14,7 @@ from dokimi.harness.profile import (
     AgentRequest,
     Placement,
     build_invocation,
+    build_judge_invocation,
     load_profile,
     resolve_bin,
     substitute,
@@ -305,3 +306,42 @@ def test_a_dry_run_edits_through_the_shell_tool_or_a_text_format_never_both_nor_
             load_profile(write(tmp_path, text))
         assert err.value.line == line_of(text, "script_tools:")
     assert load_profile(write(tmp_path, GOOD + "script_tools: {text_edits: search-replace}\n"))
+
+
+JUDGE = 'judge: {invoke: ["{bin}", "-p", "--model", "{model}", "--turns", "{max_turns}", "{tools}"]}\n'
+
+
+def test_the_judge_block_runs_tool_level_none_with_the_effort_and_no_prompt_in_argv(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, GOOD + JUDGE))
+    placement = Placement(bin="/b/fake", config_dir="/c", support_dir="/s", home="/h")
+    found = build_judge_invocation(profile, "m-1", placement, effort="high", environ={"FAKE_KEY": "k"})
+    assert found.argv == ["/b/fake", "-p", "--model", "m-1", "--turns", "1", "--tools", "", "--effort=high"]
+    assert found.env == {"FAKE_KEY": "k", "HOME": "/h", "FAKE_MODE": "eval", "FAKE_EFFORT": "high",
+                         "FAKE_CONFIG": "/c"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        (
+            'judge: {invoke: ["{bin}", "{prompt}", "{tools}"]}\n',
+            r"unknown placeholder \{prompt\} in judge.invoke",
+        ),
+        ('judge: {invoke: ["{bin}", "--model", "{model}"]}\n', r"judge.invoke must hold the element"),
+        ('judge: {invoke: ["fake", "{tools}"]}\n', r"judge.invoke must start with \{bin\}"),
+    ],
+)
+def test_a_judge_block_is_refused_with_its_line(tmp_path: Path, judge: str, message: str) -> None:
+    """judge.invoke: no {prompt} (the prompt goes on stdin), "{tools}" once, {bin} first."""
+    text = GOOD + judge
+    with pytest.raises(DocumentError, match=message) as caught:
+        load_profile(write(tmp_path, text))
+    assert caught.value.line == line_of(text, "judge:")
+
+
+def test_a_profile_without_a_judge_block_cannot_judge(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, GOOD))
+    placement = Placement(bin="/b/fake", config_dir="/c", support_dir="/s")
+    with pytest.raises(UsageError, match="'fake' has no judge block") as caught:
+        build_judge_invocation(profile, "m-1", placement)
+    assert caught.value.hint is not None and "claude-code, codex, gemini-cli" in caught.value.hint

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from dokimi import stats
 from dokimi.analysis.arms import arm_guidance, warn_same_guidance
 from dokimi.batch import Batch, Cell, CellKey, dimensions, effort_slug
+from dokimi.checks.merge.agreement import BlockerPair, blocker_agreement, paired_blockers
 from dokimi.errors import DocumentError, UsageError
 from dokimi.grading.merge import read_merge
 from dokimi.grading.verdict import read_cell
@@ -167,6 +168,8 @@ class _Group:
     merges: list[MergeDoc] = field(default_factory=list)
     pairs: list[tuple[str, bool, bool, str | None]] = field(default_factory=list)
     """(cell, primary mergeable, second judge's mergeable, second model) where both judges decided."""
+    blocker_pairs: list[BlockerPair] = field(default_factory=list)
+    """The blockers both judges gave a verdict on, per cell."""
     """merge.json of the finished cells that have one."""
     missing: int = 0
     invalid: int = 0
@@ -252,7 +255,11 @@ def judge_agreement(pairs: Sequence[tuple[str, bool, bool, str | None]]) -> dict
 
 def _batch_agreement(groups: Mapping[Any, _Group]) -> JudgeAgreement | None:
     pairs = [pair for group in groups.values() for pair in group.pairs]
-    return JudgeAgreement(**judge_agreement(pairs)) if pairs else None
+    items = [pair for group in groups.values() for pair in group.blocker_pairs]
+    if not pairs and not items:
+        return None
+    mergeable = judge_agreement(pairs) or {"second_model": None, "cells": 0, "kappa_mergeable": None}
+    return JudgeAgreement.model_validate({"disagreements": [], **mergeable, **blocker_agreement(items)})
 
 
 def judge_failed(merge: MergeDoc) -> bool:
@@ -393,6 +400,9 @@ def build_report(
             pair = judge_pair(merge)
             if pair is not None:
                 groups[key].pairs.append((cell.rel, *pair))
+            groups[key].blocker_pairs += paired_blockers(
+                result.task, cell.rel, merge.judge, merge.second_judge
+            )
 
     for cell in batch.cells:
         if cell.status == "finished":

@@ -31,7 +31,9 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
     help="Recompute the verdicts from the files grading left (grade.json, merge.json, perf/check.json); "
     "no container.",
 )
-@click.option("--judge-bin", help="The Claude Code executable the rubric judge runs again on.")
+@click.option(
+    "--judge-bin", help="The executable of the harness the rubric judge ran through (merge.json names it)."
+)
 @json_option
 def regrade(
     batch: Path,

@@ -353,13 +353,23 @@ def _mergeability_notes(doc: ReportDoc) -> list[str]:
         ]
     agreement = doc.judge_agreement
     if agreement is not None:
-        kappa = "undefined" if agreement.kappa_mergeable is None else f"{agreement.kappa_mergeable:.2f}"
+
+        def kappa(value: float | None) -> str:
+            return "undefined" if value is None else f"{value:.2f}"
+
         lines += [
             "",
-            f"judges: kappa {kappa} on mergeable over {agreement.cells} cell(s) (second judge "
-            f"{agreement.second_model or '?'}; its verdicts never change a score)",
+            f"judges: kappa {kappa(agreement.kappa_mergeable)} on mergeable over {agreement.cells} cell(s), "
+            f"{kappa(agreement.kappa_blockers)} on {agreement.blocker_items} blocker verdict(s) "
+            f"(second judge {agreement.second_model or '?'}; its verdicts never change a score)",
             *(f"  disagree: {cell}" for cell in agreement.disagreements),
         ]
+        for item in agreement.blockers:
+            lines.append(
+                f"  {item.task} {item.blocker}: kappa {kappa(item.kappa)}, agreed on {item.agreed} of "
+                f"{item.cells} cell(s)"
+            )
+            lines += [f"    disagree: {cell}" for cell in item.disagreements]
     if any(row.rubric_provisional for row in doc.rows):
         lines += [
             "",

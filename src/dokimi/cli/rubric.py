@@ -41,7 +41,28 @@ def rubric() -> None:
     help="A second judge (another model family): report Cohen's kappa and the disagreements.",
 )
 @click.option(
-    "--bin", "bin_", type=click.Path(dir_okay=False, path_type=Path), help="The Claude Code binary to run."
+    "--harness",
+    "harness",
+    default="claude-code",
+    show_default=True,
+    metavar="NAME|PATH",
+    help="The harness the judge runs through: claude-code, codex, gemini-cli, or a profile with a judge "
+    "block.",
+)
+@click.option(
+    "--bin", "bin_", type=click.Path(dir_okay=False, path_type=Path), help="The judge harness's executable."
+)
+@click.option(
+    "--second-harness",
+    "second_harness",
+    metavar="NAME|PATH",
+    help="The second judge's harness (default: --harness).",
+)
+@click.option(
+    "--second-bin",
+    "second_bin",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The second judge harness's executable.",
 )
 @click.option(
     "--cache-dir",
@@ -72,7 +93,10 @@ def check(
     task_ids: tuple[str, ...],
     model: str,
     second_model: str | None,
+    harness: str,
     bin_: Path | None,
+    second_harness: str | None,
+    second_bin: Path | None,
     cache_dir: Path | None,
     timeout: float,
     image: str | None,
@@ -86,19 +110,32 @@ def check(
     mergeable. Exit 1 if any expectation fails."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.checks.merge.calibrate import CheckInputs
-    from dokimi.checks.merge.judge import JudgeOptions, require_full_model_id
+    from dokimi.checks.merge.judge import JudgeOptions, judge_harness
     from dokimi.repo.manifest import load_manifest
     from dokimi.runner.rubric_oracle import OracleImage, check_rubrics_with_oracle
     from dokimi.source import open_source
 
     check_manifest_choice(manifest, manifest_file)
-    require_full_model_id(model)
+    judge = JudgeOptions(bin=bin_, profile=harness, cache_dir=cache_dir, timeout=timeout)
+    second = None
+    if second_harness is not None or second_bin is not None:
+        second_profile = second_harness or harness
+        second = JudgeOptions(
+            bin=second_bin or (bin_ if second_profile == harness else None),
+            profile=second_profile,
+            cache_dir=cache_dir,
+            timeout=timeout,
+        )
+    if second is not None and second_model is None:
+        raise click.UsageError("--second-harness and --second-bin need --second-model")
+    judge_harness(model, judge)  # a model alias, a harness that cannot judge or no executable: exit 2
     if second_model is not None:
-        require_full_model_id(second_model)
+        judge_harness(second_model, second or judge)
     inputs = CheckInputs(
         model=model,
         second_model=second_model,
-        judge=JudgeOptions(bin=bin_, cache_dir=cache_dir, timeout=timeout),
+        judge=judge,
+        second_judge=second,
         task_ids=list(task_ids) or None,
     )
     with open_source(source) as repo:

@@ -444,13 +444,27 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     metavar="FULL_ID",
     help="Judge tasks that have a rubric.json with this model (a full model id, never an alias).",
 )
-@click.option("--judge-bin", metavar="PATH", help="Claude Code executable for the judge (default: --bin).")
+@click.option(
+    "--judge-harness",
+    metavar="NAME|PATH",
+    help="The harness the judge runs through: claude-code (default), codex, gemini-cli, or a profile with a "
+    "judge block.",
+)
+@click.option(
+    "--judge-bin", metavar="PATH", help="The judge harness's executable (default: found as doctor finds it)."
+)
 @click.option(
     "--second-judge-model",
     metavar="FULL_ID",
     help="A second rubric judge (a different model family): its verdicts give the judges' agreement (kappa) "
     "in the report, never a run's score.",
 )
+@click.option(
+    "--second-judge-harness",
+    metavar="NAME|PATH",
+    help="The harness the second judge runs through (default: --judge-harness).",
+)
+@click.option("--second-judge-bin", metavar="PATH", help="The second judge harness's executable.")
 @json_option
 @click.pass_context
 def run(
@@ -488,8 +502,11 @@ def run(
     caches: tuple[str, ...],
     source_dir: Path | None,
     judge_model: str | None,
+    judge_harness: str | None,
     judge_bin: str | None,
     second_judge_model: str | None,
+    second_judge_harness: str | None,
+    second_judge_bin: str | None,
     egress_resolve: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -565,8 +582,11 @@ def run(
         caches=_caches(caches),
         source_dir=source_dir,
         judge_model=judge_model,
+        judge_harness=judge_harness,
         judge_bin=judge_bin,
         second_judge_model=second_judge_model,
+        second_judge_harness=second_judge_harness,
+        second_judge_bin=second_judge_bin,
         egress_resolve=parse_resolve(egress_resolve),
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -28,9 +28,6 @@ from dokimi.cli._common import (
 )
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
-
-if TYPE_CHECKING:
-    from dokimi.grading.environment import JudgeSettings
 
 
 @click.group("tasks", cls=SuggestingGroup)
@@ -108,13 +105,11 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
 )
 @click.option(
     "--judge-model",
-    "judge_model",
-    metavar="MODEL_ID",
-    help="Also run the rubric judge (a paid model call) on the null and oracle workspaces of tasks with a "
-    "rubric. Without it tasks check makes no model call, and mergeable is decided on the scope and "
-    "test-integrity checks (repo rubric check admits the judge's part).",
+    "--judge-bin",
+    hidden=True,
+    expose_value=False,
+    callback=lambda ctx, param, value: _no_judge(value),
 )
-@click.option("--judge-bin", "judge_bin", help="The Claude Code executable the judge runs (default: found).")
 @click.option(
     "--strict",
     is_flag=True,
@@ -144,8 +139,6 @@ def check(
     source_dir: Path | None,
     grade_timeout: float,
     out: Path | None,
-    judge_model: str | None,
-    judge_bin: str | None,
     arms: tuple[str, ...],
     harness: str | None,
     strict: bool,
@@ -175,7 +168,6 @@ def check(
         out_dir=out,
         source_dir=source_dir,
         grade_timeout_s=grade_timeout,
-        judge=_judge(judge_model, judge_bin),
         arms=named,
         harness=harness,
         strict=strict,
@@ -204,6 +196,15 @@ def check(
         if out is not None:
             note(f"run directories and tasks-check.json: {out}")
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS
+
+
+def _no_judge(value: object) -> None:
+    """tasks check makes no model call: the judge's part of a rubric is admitted by repo rubric check."""
+    if value is not None:
+        raise click.UsageError(
+            "tasks check makes no model call, so it takes no judge: run `dokimi repo rubric check SOURCE "
+            "--model FULL_ID` to admit the judge's part of each rubric"
+        )
 
 
 def _arms_and_harness(
@@ -322,14 +323,3 @@ def _arms_cell(task: Any) -> str:
 
     changed = [a.arm for a in task.arms[1:] if differs(a.arm)]
     return "same" if not changed else "differ: " + ", ".join(changed)
-
-
-def _judge(model: str | None, binary: str | None) -> JudgeSettings | None:
-    if model is None:
-        return None
-    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.checks.merge import JudgeOptions, require_full_model_id
-    from dokimi.grading.environment import JudgeSettings
-
-    require_full_model_id(model)
-    return JudgeSettings(model, JudgeOptions(bin=binary))

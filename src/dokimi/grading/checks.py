@@ -53,7 +53,12 @@ class StartedCheck(Protocol):
 
     @property
     def cost_usd(self) -> float | None:
-        """What it paid a model for this cell (the judge); None when nothing."""
+        """What it paid a model for this cell (the judges); None when nothing."""
+        ...
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """The model ids of the judges it asked about this cell, the primary first; empty for none."""
         ...
 
     def finish(self, grade: RepoGrade | None) -> CheckDocument | None:

@@ -91,8 +91,10 @@ class GradedCell:
     verdict: GateVerdict
     metrics: dict[str, MetricValue]
     judge_cost_usd: float | None = None
-    """What the framework checks paid a model for this run: the rubric judge (None when it did not run or
-    answered from its cache)."""
+    """What the framework checks paid a model for this run: the rubric judges (None when none ran or they
+    answered from the cache)."""
+    judges: tuple[str, ...] = ()
+    """The model ids of the judges that judged the run's diff, the primary first."""
     grade: GradeOutcome | None = None
     """How the grade container ended and the grade.json it wrote (None when grading never ran)."""
 
@@ -131,7 +133,8 @@ def _grade_steps(environment: GradeEnvironment, run_dir: Path, task: Task, facts
         documents = [d for s in started if (d := s.finish(outcome.grade)) is not None]
     found = gate_over(task, outcome.grade, outcome.verdict.grader_error, documents)
     costs = [s.cost_usd for s in started if s.cost_usd is not None]
-    return GradedCell(found.verdict, found.metrics, sum(costs) if costs else None, outcome)
+    judges = tuple(model for s in started for model in s.judges)
+    return GradedCell(found.verdict, found.metrics, sum(costs) if costs else None, judges, outcome)
 
 
 def read_grade_run(run_dir: Path) -> GradeRun | None:

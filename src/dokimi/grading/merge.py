@@ -282,8 +282,18 @@ class _StartedMergeability:
 
     @property
     def cost_usd(self) -> float | None:
-        verdict = self.checks.verdict
-        return verdict.cost_usd if verdict is not None and not verdict.cached else None
+        """The judges' calls for this run (the second judge's too: it is paid like the first); None when
+        neither called its model (not run, or answered from the cache)."""
+        spent = [v.cost_usd for v in self._verdicts() if not v.cached]
+        known = [cost for cost in spent if cost is not None]
+        return sum(known) if known else None
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        return tuple(v.model for v in self._verdicts())
+
+    def _verdicts(self) -> list[JudgeVerdict]:
+        return [v for v in (self.checks.verdict, self.checks.second) if v is not None]
 
     def finish(self, grade: RepoGrade | None) -> MergeDoc:
         return merge_metrics(self.environment, self.run_dir, self.task, checks=self.checks, grade=grade)

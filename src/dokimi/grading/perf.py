@@ -435,6 +435,7 @@ class _StartedPerf:
     task: Task
     facts: CellFacts
     cost_usd: float | None = None
+    judges: tuple[str, ...] = ()
 
     def finish(self, grade: RepoGrade | None) -> PerfCheckDoc | None:
         facts = self.facts

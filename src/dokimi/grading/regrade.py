@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from dokimi import safefs
 from dokimi.batch import batch_writer, load_batch, locate_batch
-from dokimi.checks.merge import JudgeOptions
+from dokimi.checks.merge import DEFAULT_JUDGE_HARNESS, JudgeOptions
 from dokimi.errors import DocumentError, DokimiError
 from dokimi.grading import merge
 from dokimi.grading.entrypoints import grade_run
@@ -276,7 +276,7 @@ class RegradeRequest:
     caches: dict[str, Path] | None = None
     source_dir: Path | None = None
     judge_bin: str | None = None
-    """The Claude Code executable the judge runs on (default: the profile's)."""
+    """The executable of the harness the judge ran through (default: found as doctor finds it)."""
 
 
 def regrade_from_files(root: Path, *, sample: int | None, seed: int) -> RegradeReport:
@@ -371,15 +371,18 @@ def _regrade_cell(opened: FinishedBatch, cell: Cell, scratch: Path, request: Reg
 
 
 def _rejudging(opened: FinishedBatch, original: MergeDoc | None, judge_bin: str | None) -> GradeEnvironment:
-    """The batch's grade environment with the judge that judged the cell (its model from merge.json), its
-    cache bypassed; without a judge verdict in merge.json, no judge."""
+    """The batch's grade environment with the judge that judged the cell (its model and harness from
+    merge.json; a merge.json that names no harness was judged under Claude Code), its cache bypassed; without
+    a judge verdict in merge.json, no judge."""
 
     judged = original.judge if original is not None else None
     model = judged.get("model") if isinstance(judged, dict) else None
-    if not isinstance(model, str):
+    if not isinstance(model, str) or not isinstance(judged, dict):
         return opened.environment
+    harness = judged.get("harness")
+    profile = harness if isinstance(harness, str) else DEFAULT_JUDGE_HARNESS
     return dataclasses.replace(
         opened.environment,
-        judge=JudgeSettings(model, JudgeOptions(bin=judge_bin, use_cache=False)),
+        judge=JudgeSettings(model, JudgeOptions(bin=judge_bin, profile=profile, use_cache=False)),
         review_rules=load_review_rules(opened.layout.content),
     )

@@ -23,12 +23,14 @@ from dokimi.errors import DocumentError, UsageError
 from dokimi.harness.locate import locate_harness
 from dokimi.harness.traces import builtin_traces, trace_problem
 from dokimi.schemas._base import Loc, Marked, decode_text, format_loc, parse_yaml, read_raw, validate_marked
-from dokimi.schemas.profile import HarnessProfile, ToolsLevel
+from dokimi.schemas.profile import HarnessProfile, JudgeMode, ToolsLevel
 
 __all__ = [
     "CONFIG_PLACEHOLDERS",
     "EFFORT_PLACEHOLDERS",
     "INVOKE_PLACEHOLDERS",
+    "JUDGE_MAX_TURNS",
+    "JUDGE_PLACEHOLDERS",
     "PLACEHOLDER_RE",
     "PROFILE_RULES",
     "TOOLS_ELEMENT",
@@ -37,6 +39,7 @@ __all__ = [
     "ProfileProblem",
     "build_env",
     "build_invocation",
+    "build_judge_invocation",
     "builtin_profiles",
     "check_bin_is_argv0",
     "check_config_file_names",
@@ -50,6 +53,7 @@ __all__ = [
     "check_tools_placeholder_exactly_once",
     "check_trace_converter_known",
     "endpoint_for",
+    "judge_mode",
     "load_profile",
     "parse_profile",
     "placeholders_in",
@@ -65,6 +69,8 @@ PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 TOOLS_ELEMENT = "{tools}"
 INVOKE_PLACEHOLDERS = frozenset({"bin", "prompt", "model", "max_turns", "budget", "endpoint", "config_dir"})
+JUDGE_PLACEHOLDERS = frozenset({"bin", "model", "max_turns", "config_dir"})
+"""judge.invoke: no {prompt} (the judge's prompt goes on stdin) and no {budget}."""
 VERSION_PLACEHOLDERS = frozenset({"bin"})
 EFFORT_PLACEHOLDERS = frozenset({"effort"})
 CONFIG_PLACEHOLDERS = frozenset({"config_dir", "support_dir", "endpoint", "model"})
@@ -93,16 +99,15 @@ def placeholders_in(text: str) -> list[str]:
     return PLACEHOLDER_RE.findall(text)
 
 
-def check_tools_placeholder_exactly_once(profile: HarnessProfile) -> list[ProfileProblem]:
-    """``invoke`` holds the element ``"{tools}"`` exactly once, as a whole element."""
-    whole = [i for i, element in enumerate(profile.invoke) if element == TOOLS_ELEMENT]
-    inside = [
-        i for i, element in enumerate(profile.invoke) if element != TOOLS_ELEMENT and TOOLS_ELEMENT in element
-    ]
+def _tools_once(argv: list[str], key: tuple[str, ...]) -> list[ProfileProblem]:
+    """``argv`` (at ``key``) holds the element ``"{tools}"`` exactly once, as a whole element."""
+    name = ".".join(key)
+    whole = [i for i, element in enumerate(argv) if element == TOOLS_ELEMENT]
+    inside = [i for i, element in enumerate(argv) if element != TOOLS_ELEMENT and TOOLS_ELEMENT in element]
     problems = [
         ProfileProblem(
-            ("invoke", i),
-            f"{TOOLS_ELEMENT} must be a whole element of invoke, not part of {profile.invoke[i]!r}",
+            (*key, i),
+            f"{TOOLS_ELEMENT} must be a whole element of {name}, not part of {argv[i]!r}",
             hint='write it as its own list item: "{tools}"',
         )
         for i in inside
@@ -110,20 +115,28 @@ def check_tools_placeholder_exactly_once(profile: HarnessProfile) -> list[Profil
     if len(whole) == 0 and not inside:
         problems.append(
             ProfileProblem(
-                ("invoke",),
-                f'invoke must hold the element "{TOOLS_ELEMENT}" exactly once; it has none',
+                key,
+                f'{name} must hold the element "{TOOLS_ELEMENT}" exactly once; it has none',
                 hint='add "{tools}" where the tool options go',
             )
         )
     elif len(whole) > 1:
         problems.extend(
             ProfileProblem(
-                ("invoke", i),
-                f'invoke must hold the element "{TOOLS_ELEMENT}" exactly once; it has {len(whole)}',
+                (*key, i),
+                f'{name} must hold the element "{TOOLS_ELEMENT}" exactly once; it has {len(whole)}',
                 hint="keep one; the tool level expands there",
             )
             for i in whole[1:]
         )
+    return problems
+
+
+def check_tools_placeholder_exactly_once(profile: HarnessProfile) -> list[ProfileProblem]:
+    """``invoke`` (and ``judge.invoke``) hold the element ``"{tools}"`` exactly once, as a whole element."""
+    problems = _tools_once(profile.invoke, ("invoke",))
+    if profile.judge is not None:
+        problems += _tools_once(profile.judge.invoke, ("judge", "invoke"))
     return problems
 
 
@@ -143,10 +156,16 @@ def _unknown(values: Iterable[tuple[Loc, str]], allowed: frozenset[str], where: 
 
 def check_known_placeholders(profile: HarnessProfile) -> list[ProfileProblem]:
     """Only the placeholders each field takes: invoke {bin} {prompt} {model} {max_turns} {budget} {endpoint}
-    {config_dir} (+ the ``"{tools}"`` element), version_cmd only {bin}, effort only {effort}, config_files
-    {config_dir} {support_dir}."""
+    {config_dir} (+ the ``"{tools}"`` element), judge.invoke {bin} {model} {max_turns} {config_dir} (the
+    prompt goes on stdin), version_cmd only {bin}, effort only {effort}, config_files {config_dir}
+    {support_dir} {endpoint} {model}."""
     invoke = [(("invoke", i), e) for i, e in enumerate(profile.invoke) if e != TOOLS_ELEMENT]
     problems = _unknown(invoke, INVOKE_PLACEHOLDERS | {"tools"}, "invoke")
+    if profile.judge is not None:
+        judge = [
+            (("judge", "invoke", i), e) for i, e in enumerate(profile.judge.invoke) if e != TOOLS_ELEMENT
+        ]
+        problems += _unknown(judge, JUDGE_PLACEHOLDERS | {"tools"}, "judge.invoke")
     problems = [p for p in problems if "{tools}" not in p.message]  # reported by the tools rule
     problems += _unknown(
         [(("version_cmd", i), e) for i, e in enumerate(profile.version_cmd)],
@@ -176,12 +195,19 @@ def check_prompt_in_invoke(profile: HarnessProfile) -> list[ProfileProblem]:
 
 
 def check_bin_is_argv0(profile: HarnessProfile) -> list[ProfileProblem]:
-    """invoke and version_cmd start with ``{bin}``, so that ``--bin`` pins the executable for both."""
+    """invoke, version_cmd and judge.invoke start with ``{bin}``, so that ``--bin`` pins the executable for
+    all of them."""
+    argvs: list[tuple[tuple[str, ...], list[str]]] = [
+        (("invoke",), profile.invoke),
+        (("version_cmd",), profile.version_cmd),
+    ]
+    if profile.judge is not None:
+        argvs.append((("judge", "invoke"), profile.judge.invoke))
     return [
         ProfileProblem(
-            (key, 0), f"{key} must start with {{bin}}", hint="--bin overrides {bin}; start with it"
+            (*key, 0), f"{'.'.join(key)} must start with {{bin}}", hint="--bin overrides {bin}; start with it"
         )
-        for key, argv in (("invoke", profile.invoke), ("version_cmd", profile.version_cmd))
+        for key, argv in argvs
         if argv[0] != "{bin}"
     ]
 
@@ -565,6 +591,56 @@ def build_invocation(
         profile, config_dir=config, support_dir=str(support_dir), endpoint=url, model=model
     )
     return Invocation(argv=argv, env=env, config_files=files, prompt=full_prompt)
+
+
+JUDGE_MAX_TURNS = 1
+"""A judge answers once: what ``{max_turns}`` of ``judge.invoke`` becomes."""
+
+
+def judge_mode(profile: HarnessProfile) -> JudgeMode:
+    """The profile's judge block; a profile without one cannot be the rubric judge (a UsageError naming the
+    built-in profiles that can)."""
+    if profile.judge is None:
+        judges = [name for name in builtin_profiles() if load_profile(name).judge is not None]
+        raise UsageError(
+            f"harness {profile.name!r} has no judge block, so it cannot be the rubric judge",
+            hint=f"judge with one of: {', '.join(judges)} (or add a judge block to the profile)",
+        )
+    return profile.judge
+
+
+def build_judge_invocation(
+    profile: HarnessProfile,
+    model: str,
+    placement: Placement,
+    *,
+    effort: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> Invocation:
+    """argv, env and config files of one rubric-judge call (``judge.invoke``: tool level ``none``, the
+    prompt on stdin)."""
+    mode = judge_mode(profile)
+    _check_effort(profile, effort)
+    config = str(placement.config_dir)
+    url = endpoint_for(profile, {**(os.environ if environ is None else environ), **(extra_env or {})})
+    values = {"bin": placement.bin, "model": model, "max_turns": str(JUDGE_MAX_TURNS), "config_dir": config}
+    tool_args = [substitute(e, {"config_dir": config}) for e in tool_level_argv(profile, "none")]
+    if effort is not None and profile.effort is not None:
+        tool_args += [substitute(e, {"effort": effort}) for e in profile.effort.argv]
+    argv: list[str] = []
+    for element in mode.invoke:
+        if element == TOOLS_ELEMENT:
+            argv.extend(tool_args)
+        else:
+            argv.append(substitute(element, values))
+    env = build_env(
+        profile, config_dir=config, environ=environ, home=placement.home, effort=effort, extra=extra_env
+    )
+    files = render_config_files(
+        profile, config_dir=config, support_dir=str(placement.support_dir), endpoint=url, model=model
+    )
+    return Invocation(argv=argv, env=env, config_files=files)
 
 
 def version_argv(profile: HarnessProfile, bin: str) -> list[str]:

@@ -262,6 +262,7 @@ def build_result(
             "simulated": simulated,
             "usage": usage,
             "judge_cost_usd": _usable(graded.judge_cost_usd),
+            "judges": list(graded.judges),
             "infra_error": infra is not None,
             "infra_error_reason": infra,
             "no_model_answer": agent.failure_reason,

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import dokimi.support.mockmodel
 from dokimi import __version__
 from dokimi.batch import CellKey, batch_writer, load_batch, load_cell, read_pin, read_plan, write_plan
-from dokimi.checks.merge import JudgeOptions, require_full_model_id
+from dokimi.checks.merge import DEFAULT_JUDGE_HARNESS, JudgeOptions, judge_harness
 from dokimi.errors import ContainerError, UsageError
 from dokimi.gateway.prices import Price, with_prices
 from dokimi.gateway.sealed import GATEWAY, SealedBatch, model_route, unpriced_models
@@ -159,10 +159,17 @@ class RunOptions:
     source_dir: Path | None = None
     judge_model: str | None = None
     """--judge-model: the full model id of the rubric judge; None: the judge is not run."""
+    judge_harness: str | None = None
+    """--judge-harness: the profile the judge runs through (default claude-code)."""
     judge_bin: str | None = None
+    """--judge-bin: the judge harness's executable on the host (default: --bin when the judge runs through the
+    agents' harness, else found)."""
     second_judge_model: str | None = None
     """--second-judge-model: a second rubric judge for the judges' agreement; None: none."""
-    """--judge-bin: the Claude Code executable the judge runs on the host (default: --bin)."""
+    second_judge_harness: str | None = None
+    """--second-judge-harness: the second judge's profile (default: the judge's)."""
+    second_judge_bin: str | None = None
+    """--second-judge-bin: its executable (default: the judge's, when both run through one harness)."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host name (like curl's
     --resolve); a mapped name may be a private address."""
@@ -640,16 +647,25 @@ def agent_network_warning(network: str) -> str:
 
 
 def judge_settings(opts: RunOptions, root: Path, *, second: bool = False) -> JudgeSettings | None:
-    """The rubric judge of this batch (or its second judge): a full model id only (never an alias), verdicts
-    cached per batch."""
+    """The rubric judge of this batch (or its second judge): a full model id only (never an alias), run
+    through a harness that can judge, verdicts cached per batch. A judge's executable defaults to --bin only
+    when it runs through the agents' harness."""
     model = opts.second_judge_model if second else opts.judge_model
     if model is None:
         return None
-    require_full_model_id(model)
     if second and opts.judge_model is None:
         raise UsageError("--second-judge-model needs --judge-model: the second judge only measures agreement")
+    harness = opts.judge_harness or DEFAULT_JUDGE_HARNESS
+    binary = opts.judge_bin or (opts.bin if harness == opts.harness else None)
+    if second:
+        second_harness = opts.second_judge_harness or harness
+        binary = opts.second_judge_bin or (binary if second_harness == harness else None)
+        harness = second_harness
+    judge_harness(
+        model, JudgeOptions(bin=binary, profile=harness)
+    )  # refuses an alias, a harness that cannot judge
     return JudgeSettings(
-        model, JudgeOptions(bin=opts.judge_bin or opts.bin, cache_dir=BatchLayout(root).judge_cache)
+        model, JudgeOptions(bin=binary, profile=harness, cache_dir=BatchLayout(root).judge_cache)
     )
 
 

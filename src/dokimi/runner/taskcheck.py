@@ -45,7 +45,7 @@ from dokimi.errors import ContainerError, DokimiError, UsageError, WorkspaceErro
 from dokimi.gateway.sealed import SealedBatch
 from dokimi.globs import is_glob
 from dokimi.grading.entrypoints import GradeOutcome, run_entry_point, source_dir_for
-from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment, JudgeSettings
+from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
 from dokimi.grading.gate import GateVerdict, reaches_score_max
 from dokimi.grading.grade import CellFacts, GradedCell, grade_cell
 from dokimi.grading.merge import before_agent, load_rubric
@@ -138,9 +138,6 @@ class CheckOptions:
     build_timeout_s: float = BUILD_TIMEOUT_S
     kill_grace_s: float | None = None
     """Grace between SIGTERM and the kill of a container at its timeout (default 10 s)."""
-    judge: JudgeSettings | None = None
-    """The rubric judge (a model call) for tasks with a rubric; None: no model call, and mergeable is decided
-    on the deterministic checks (``repo rubric check`` admits the judge's part)."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host of a task's egress."""
     arms: Sequence[str] = ()
@@ -303,7 +300,6 @@ def check_tasks(
             grading,
             grade_timeout_s=options.grade_timeout_s,
             kill_grace_s=options.kill_grace_s,
-            judge=options.judge,
             review_rules=load_review_rules(content),
             mergeable_without_judge=True,
         )

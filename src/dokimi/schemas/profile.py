@@ -113,6 +113,16 @@ class Verification(Document):
     """Why not verified (or what is only partly verified)."""
 
 
+class JudgeMode(Document):
+    """How the harness runs as the rubric judge: one answer to one prompt, with no tools, no settings or
+    guidance of the caller's, in a scratch directory (docs/mergeability.md)."""
+
+    invoke: list[str] = Field(min_length=1)
+    """argv of one judge call. Placeholders {bin}, {model}, {max_turns}, {config_dir}; the element
+    ``"{tools}"`` exactly once, where the tool level ``none`` (then the effort's arguments) expands. No
+    {prompt}: the prompt goes in on stdin, so a large diff is not limited by the size of one argument."""
+
+
 class HarnessProfile(Document):
     """One harness CLI: how to start it, what it may see, where its trace goes, which guidance it loads."""
 
@@ -189,3 +199,5 @@ class HarnessProfile(Document):
     """The harness's shell and read tools as a scripted model calls them (default: Claude Code's)."""
     verification: Verification | None = None
     """The pinned version and whether it was verified end to end; null for a profile nobody checked."""
+    judge: JudgeMode | None = None
+    """How the harness runs as the rubric judge; null: it cannot be one (``--judge-harness`` refuses it)."""

@@ -236,8 +236,28 @@ class ArmGuidance(Document):
     """guidance:generated: generator runs that reported no cost."""
 
 
+class BlockerAgreement(Document):
+    """Two rubric judges on one blocker of one task: how often they agreed, and where they did not (the
+    cells of a batch, or the rows of ``repo rubric check``)."""
+
+    task: str
+    """The task whose rubric holds the blocker."""
+    blocker: str
+    """The blocker's id (``B1``; ``TESTS`` for the framework's test-integrity blocker)."""
+    cells: int
+    """Cells (rubric check: rows) both judges gave a verdict on this blocker for."""
+    agreed: int
+    """Of those, how many both gave the same verdict."""
+    kappa: float | None
+    """Cohen's kappa on this blocker's pass/fail verdicts; null when undefined (both judges gave every cell
+    the same verdict)."""
+    disagreements: list[str] = Field(default_factory=list)
+    """The cells where they disagreed on it, as ``cell: primary vs second``."""
+
+
 class JudgeAgreement(Document):
-    """Two rubric judges over a batch: their agreement on mergeable, and where they disagreed."""
+    """Two rubric judges over a batch: their agreement on mergeable and on each blocker, and where they
+    disagreed."""
 
     second_model: str | None
     """The second judge's model id."""
@@ -246,7 +266,13 @@ class JudgeAgreement(Document):
     kappa_mergeable: float | None
     """Cohen's kappa on mergeable; null when undefined (a single class)."""
     disagreements: list[str]
-    """The cells (task/arm/model/effort/repN) where the judges disagreed, for human review."""
+    """The cells (task/arm/model/effort/repN) where the judges disagreed on mergeable, for human review."""
+    blocker_items: int = 0
+    """Blocker verdicts both judges gave, over every cell and blocker."""
+    kappa_blockers: float | None = None
+    """Cohen's kappa over all those blocker verdicts pooled; null when undefined or none."""
+    blockers: list[BlockerAgreement] = Field(default_factory=list)
+    """Per task and blocker: the judges' agreement and the cells where they disagreed, sorted."""
 
 
 class ReportDoc(Document):

@@ -126,7 +126,11 @@ class Result(Document):
     usage: ModelUsage | None = None
     """The model gateway's account of the cell (a sealed real run); null without the gateway."""
     judge_cost_usd: NonNegative | None = None
-    """What the rubric judge cost for this cell (cached verdicts cost nothing); charged to the batch."""
+    """What the rubric judges cost for this cell (cached verdicts cost nothing); charged to the batch."""
+    judges: list[str] = Field(default_factory=list)
+    """The full model ids of the rubric judges that judged this cell's diff: the primary first, then the
+    second (whose verdicts give only the judges' agreement). Empty when no judge ran. ``repo compare`` reads
+    them before it compares models of different vendors."""
     infra_error: bool = False
     """True when the upstream failed the cell: no model response came back, and the API was unreachable or
     answered only errors that say it failed (5xx, 529, 408, 429 after the harness's retries) or refused the

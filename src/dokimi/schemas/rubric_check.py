@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from dokimi.schemas._base import Document
+from dokimi.schemas.report import BlockerAgreement
 
 
 class RubricCheckRow(Document):
@@ -46,11 +47,14 @@ class RubricAgreement(Document):
     kappa_mergeable: float | None
     """Cohen's kappa on mergeable over the rows; null when undefined."""
     kappa_blockers: float | None
-    """Cohen's kappa on the blocker items."""
+    """Cohen's kappa on the blocker items, pooled over every task and blocker."""
     items: int
     """Blocker items both judges decided."""
     disagreements: list[str]
     """The rows and items where the judges disagree, for human review."""
+    blockers: list[BlockerAgreement] = Field(default_factory=list)
+    """Per task and blocker: the rows both judged (``cells``), how many they agreed on, kappa, and the rows
+    they disagreed on."""
 
 
 class RubricCheckDoc(Document):

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dokimi import rundir
+from dokimi.checks.merge.agreement import BlockerPair, blocker_agreement, paired_blockers
 from dokimi.checks.merge.diff import WorkspaceDiff, take_workspace_diff
 from dokimi.checks.merge.integrity import check_test_integrity
 from dokimi.checks.merge.judge import (
     JudgeOptions,
     JudgeVerdict,
+    judge_harness,
     render_judge_input,
-    require_full_model_id,
     run_judge,
 )
 from dokimi.checks.merge.scope import ScopeVerdict, check_scope
@@ -187,6 +188,8 @@ class Agreement:
     kappa_blockers: float | None
     items: int
     disagreements: list[str]
+    blockers: list[dict[str, Any]] = field(default_factory=list)
+    """Per task and blocker: rows both judged, rows agreed on, kappa, the rows they disagreed on."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,6 +198,7 @@ class Agreement:
             "kappa_blockers": self.kappa_blockers,
             "items": self.items,
             "disagreements": self.disagreements,
+            "blockers": self.blockers,
         }
 
 
@@ -276,6 +280,8 @@ class CheckInputs:
     model: str
     second_model: str | None = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
+    second_judge: JudgeOptions | None = None
+    """How the second judge runs (its harness and executable); None: as the first."""
     task_ids: Sequence[str] | None = None
     oracle: OracleFn | None = None
     work_dir: Path | None = None
@@ -309,14 +315,16 @@ def _judge_row(
     row.mergeable = row_mergeable(scope, integrity.deleted_tests, verdict)
     row.ok, row.detail = judge_expectation(row, verdict, [b.id for b in rubric.blockers])
     if inputs.second_model is not None:
-        row.second = run_judge(judge_input, model=inputs.second_model, options=inputs.judge)
+        row.second = run_judge(
+            judge_input, model=inputs.second_model, options=inputs.second_judge or inputs.judge
+        )
 
 
 def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
     """Run every calibration row for the manifest's tasks that have a rubric.json (or ``inputs.task_ids``)."""
-    require_full_model_id(inputs.model)
+    judge_harness(inputs.model, inputs.judge)
     if inputs.second_model is not None:
-        require_full_model_id(inputs.second_model)
+        judge_harness(inputs.second_model, inputs.second_judge or inputs.judge)
     manifest = loaded.manifest
     if manifest is None or not (manifest.eval_dir and manifest.tasks):
         raise UsageError(
@@ -363,11 +371,11 @@ def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
 
 
 def agreement(rows: Sequence[Row], second_model: str) -> Agreement:
-    """Cohen's κ between the primary and the second judge on mergeable and on blocker items."""
+    """Cohen's κ between the primary and the second judge on mergeable, on blocker items pooled and per
+    blocker, with every disagreement."""
     merge_a: list[object] = []
     merge_b: list[object] = []
-    item_a: list[object] = []
-    item_b: list[object] = []
+    pairs: list[BlockerPair] = []
     disagreements: list[str] = []
     for row in rows:
         first, second = row.verdict, row.second
@@ -380,20 +388,17 @@ def agreement(rows: Sequence[Row], second_model: str) -> Agreement:
         merge_b.append(b)
         if a != b:
             disagreements.append(f"{label}: mergeable {a} vs {b}")
-        for item in first.items:
-            other = second.item(item.id)
-            if item.kind != "blocker" or other is None:
-                continue
-            item_a.append(item.verdict)
-            item_b.append(other.verdict)
-            if item.verdict != other.verdict:
-                disagreements.append(f"{label}: {item.id} {item.verdict} vs {other.verdict}")
+        found = paired_blockers(row.task, label, first.to_json(), second.to_json())
+        disagreements += [f"{where}: {item} {x} vs {y}" for _, item, where, x, y in found if x != y]
+        pairs += found
+    blockers = blocker_agreement(pairs)
     return Agreement(
         model=second_model,
         kappa_mergeable=cohen_kappa(merge_a, merge_b),
-        kappa_blockers=cohen_kappa(item_a, item_b),
-        items=len(item_a),
+        kappa_blockers=blockers["kappa_blockers"],
+        items=len(pairs),
         disagreements=disagreements,
+        blockers=blockers["blockers"],
     )
 
 

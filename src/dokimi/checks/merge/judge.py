@@ -1,4 +1,5 @@
-"""The rubric judge: a diff-only LLM reviewer, run through Claude Code with no tools.
+"""The rubric judge: a diff-only LLM reviewer, run through any harness profile with a ``judge`` block
+(claude-code, codex, gemini-cli) with no tools.
 
 Input (:func:`render_judge_input`). The task prompt, the intent, the rubric items, ``alt_valid_solution``, the
 team rules that apply (only the cited ``house:`` rules and the confirmed rules whose paths match the diff)
@@ -22,10 +23,13 @@ an id the rubric lacks, or an id missing is each a judge failure, never a pass.
 Consistency (:func:`argues_the_other_way`). A reason whose stated conclusion contradicts its verdict is
 flagged and the item judged again once; the second verdict counts.
 
-Isolation (:func:`judge_argv`). ``--tools ""``, ``--setting-sources ""`` (checked in ``claude --help`` of
-2.1.328), ``--strict-mcp-config``, ``--disable-slash-commands``, a fresh ``CLAUDE_CONFIG_DIR`` and HOME, and a
-working directory in a new temporary directory that is outside any git checkout and has no guidance file
-above it. The prompt goes in on stdin, so a large diff is not limited by the size of one argv element.
+Isolation (:func:`_call`). The profile's ``judge.invoke`` with its tool level ``none`` (Claude Code:
+``--tools ""``, ``--setting-sources ""``, ``--strict-mcp-config``, ``--disable-slash-commands``; Codex: its
+shell and every feature off, no AGENTS.md read; Gemini CLI: a policy that denies every tool; each flag checked
+against the pinned CLI's ``--help`` by tests/conformance/test_cli_help.py), a fresh config directory
+(``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``GEMINI_CLI_HOME``) and HOME, and a working directory in a new
+temporary directory that is outside any git checkout and has no guidance file above it. The prompt goes in on
+stdin, so a large diff is not limited by the size of one argv element.
 
 Caching (:func:`cache_key`). The sha256 of the rendered input with the nonce left as a placeholder, the full
 model id and the decoding parameters (harness, its version, effort, turn cap, prompt format). Only verdicts
@@ -52,24 +56,38 @@ from dokimi import process
 from dokimi.checks.merge.diff import WorkspaceDiff
 from dokimi.checks.reach import harness_version, refuse_guidance_ancestors
 from dokimi.errors import DokimiError, UsageError
-from dokimi.harness.profile import build_env, load_profile, resolve_bin
+from dokimi.harness.profile import (
+    JUDGE_MAX_TURNS,
+    Placement,
+    build_judge_invocation,
+    judge_mode,
+    load_profile,
+    resolve_bin,
+)
 from dokimi.harness.runas import give_to, harness_identity, reachable_binary, wrap_argv
+from dokimi.harness.runtime import host_launcher, is_node_script, node_binary
 from dokimi.harness.traces import convert_file
 from dokimi.schemas._base import load_json, write_text_atomic
+from dokimi.schemas.profile import HarnessProfile
 from dokimi.schemas.review_rules import RepoReviewRules, rule_lines, rules_for_diff
 from dokimi.schemas.rubric import Blocker, RepoRubric
 from dokimi.source.git import toplevel
+from dokimi.support import support_dir
 
 JUDGE_FORMAT = "dokimi-judge.v2"
 """Version of the prompt and answer format; part of the cache key."""
 NONCE_PLACEHOLDER = "{NONCE}"
 """Stands for the nonce in the text the cache key hashes."""
 NONCE_BYTES = 16
-JUDGE_MAX_TURNS = 1
+DEFAULT_JUDGE_HARNESS = "claude-code"
+"""The profile the judge runs through unless told otherwise."""
 JUDGE_TIMEOUT_S = 600.0
 
 Verdict = Literal["pass", "fail"]
 ItemKind = Literal["blocker", "non_blocker"]
+
+GUIDANCE_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", "AGENTS.override.md", "GEMINI.md")
+"""Guidance files no judge may have above its working directory, whichever harness it runs."""
 
 MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "fable", "default", "best", "opusplan"})
 """Claude Code model aliases; a judge is named by full model id (on Bedrock the sonnet alias hung)."""
@@ -340,6 +358,8 @@ class JudgeVerdict:
     """The harness argv of the (first) judge call; empty for a cached verdict."""
     calls: int = 0
     """Harness calls made for this verdict (2 when an item was judged again, 0 when cached)."""
+    harness: str | None = None
+    """The profile the judge ran through (``claude-code``, ``codex``, ``gemini-cli``)."""
 
     @property
     def ok(self) -> bool:
@@ -362,6 +382,7 @@ class JudgeVerdict:
             "cost_usd": self.cost_usd,
             "argv": list(self.argv),
             "calls": self.calls,
+            "harness": self.harness,
         }
 
     @classmethod
@@ -374,6 +395,7 @@ class JudgeVerdict:
             cache_key=data.get("cache_key"),
             cached=bool(data.get("cached", False)),
             cost_usd=data.get("cost_usd"),
+            harness=data.get("harness"),
         )
 
 
@@ -548,6 +570,7 @@ def read_cached(cache_dir: Path, key: str) -> JudgeVerdict | None:
         cache_key=key,
         cached=True,
         cost_usd=verdict.cost_usd,
+        harness=verdict.harness,
     )
 
 
@@ -555,36 +578,13 @@ def write_cached(cache_dir: Path, key: str, verdict: JudgeVerdict) -> None:
     write_text_atomic(cache_path(cache_dir, key), json.dumps(verdict.to_json(), sort_keys=True, indent=1))
 
 
-# --- running Claude Code ----------------------------------------------------------------------------------
+# --- running the judge's harness ----------------------------------------------------------------------------
 
 
-def judge_argv(binary: str, model: str, *, effort: str | None = None) -> list[str]:
-    """The isolated judge call. The prompt is read from stdin."""
-    argv = [
-        binary,
-        "-p",
-        "--model",
-        model,
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--max-turns",
-        str(JUDGE_MAX_TURNS),
-        "--tools",
-        "",
-        "--setting-sources",
-        "",
-        "--strict-mcp-config",
-        "--disable-slash-commands",
-        "--no-session-persistence",
-    ]
-    if effort is not None:
-        argv += ["--effort", effort]
-    return argv
-
-
-def _refuse_checkout(directory: Path) -> None:
-    refuse_guidance_ancestors(directory, ["CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"])
+def _refuse_checkout(directory: Path, profile: HarnessProfile) -> None:
+    """The judge's working directory is outside every checkout and has no guidance file (of any built-in
+    harness, or of the judge's profile) above it."""
+    refuse_guidance_ancestors(directory, sorted({*GUIDANCE_NAMES, *profile.guidance.names}))
     top = toplevel(directory)
     if top is not None:
         raise JudgeError(
@@ -611,7 +611,7 @@ class JudgeOptions:
     process's); ``extra_env`` is added last (a scripted model server's endpoint in tests)."""
 
     bin: str | Path | None = None
-    profile: str | Path = "claude-code"
+    profile: str | Path = DEFAULT_JUDGE_HARNESS
     cache_dir: Path | None = None
     use_cache: bool = True
     effort: str | None = None
@@ -622,26 +622,35 @@ class JudgeOptions:
     """Parent of the judge's temporary directory (default: the system temp dir)."""
 
 
-def _call(prompt: str, model: str, options: JudgeOptions, binary: Path, profile: Any) -> JudgeCall:
+def _call(prompt: str, model: str, options: JudgeOptions, binary: Path, profile: HarnessProfile) -> JudgeCall:
+    """One judge call through the profile's ``judge.invoke``, isolated (module docstring)."""
     who = harness_identity()
     run_binary = reachable_binary(binary, who)
+    node = reachable_binary(node_binary(), who) if is_node_script(binary) else None
+    launcher = host_launcher(run_binary, node)
     scratch = Path(tempfile.mkdtemp(prefix="dokimi-judge-", dir=options.workdir))
     try:
         home, config, cwd = scratch / "home", scratch / "config", scratch / "cwd"
         for directory in (home, config, cwd):
             directory.mkdir()
-        _refuse_checkout(cwd)
-        env = build_env(
-            profile, config_dir=str(config), environ=options.environ, home=str(home), extra=options.extra_env
+        _refuse_checkout(cwd, profile)
+        invocation = build_judge_invocation(
+            profile,
+            model,
+            Placement(bin=launcher[-1], config_dir=config, support_dir=support_dir(), home=str(home)),
+            effort=options.effort,
+            environ=options.environ,
+            extra_env=options.extra_env,
         )
+        invocation.write_config_files(config)
         os.chmod(scratch, 0o755)
         give_to(scratch, who)
-        argv = judge_argv(str(run_binary), model, effort=options.effort)
+        argv = [*launcher[:-1], *invocation.argv]
         stdout_path = scratch / "stdout"
         done = process.run(
             wrap_argv(argv, who),
             timeout=options.timeout,
-            env=env,
+            env=invocation.env,
             cwd=cwd,
             input=prompt,
             stdout_file=stdout_path,
@@ -694,23 +703,21 @@ def decoding_params(profile_name: str, harness_version: str, effort: str | None)
     }
 
 
-def _judge_harness(model: str, options: JudgeOptions) -> tuple[Any, Path]:
-    """The judge's profile and binary, after checking the model id and that the profile is Claude Code's."""
+def judge_harness(model: str, options: JudgeOptions) -> tuple[HarnessProfile, Path]:
+    """The judge's profile and binary, after checking the model id and that the profile can judge (it has a
+    ``judge`` block: claude-code, codex, gemini-cli)."""
     require_full_model_id(model)
     profile = load_profile(options.profile)
-    if profile.trace != "claude-stream-json":
-        raise UsageError(
-            f"the judge runs under Claude Code; profile {profile.name!r} is not a Claude Code profile",
-            hint="use the claude-code profile (or a copy of it)",
-        )
+    judge_mode(profile)
     return profile, resolve_bin(profile, options.bin)
 
 
 def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | None = None) -> JudgeVerdict:
-    """Judge one rendered input with Claude Code, isolated (module docstring). A failure to produce verdicts
-    for every id is returned as a verdict with ``failure`` set; a missing binary or a bad model id raises."""
+    """Judge one rendered input through the judge's harness, isolated (module docstring). A failure to
+    produce verdicts for every id is returned as a verdict with ``failure`` set; a missing binary, a bad model
+    id or a profile that cannot judge raises."""
     options = options or JudgeOptions()
-    profile, binary = _judge_harness(model, options)
+    profile, binary = judge_harness(model, options)
     key = cache_key(
         judge_input, model, decoding_params(profile.name, harness_version(profile, binary), options.effort)
     )
@@ -719,15 +726,21 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
         if hit is not None and hit.ok:
             return hit
     if not judge_input.items:
-        return JudgeVerdict(model=model, not_measured=judge_input.not_measured, cache_key=key)
+        return JudgeVerdict(
+            model=model, not_measured=judge_input.not_measured, cache_key=key, harness=profile.name
+        )
     first = _call(judge_input.prompt, model, options, binary, profile)
     cost = first.cost_usd
     argv = tuple(first.argv)
-    if first.error is not None:
-        return JudgeVerdict(model, failure=first.error, cache_key=key, cost_usd=cost, argv=argv, calls=1)
-    verdicts, problem = parse_verdicts(first.answer, judge_input.ids, judge_input.nonce)
+    verdicts, problem = (
+        ({}, first.error)
+        if first.error is not None
+        else parse_verdicts(first.answer, judge_input.ids, judge_input.nonce)
+    )
     if problem is not None:
-        return JudgeVerdict(model, failure=problem, cache_key=key, cost_usd=cost, argv=argv, calls=1)
+        return JudgeVerdict(
+            model, failure=problem, cache_key=key, cost_usd=cost, argv=argv, calls=1, harness=profile.name
+        )
     flagged = [i for i in judge_input.ids if argues_the_other_way(*verdicts[i])]
     if flagged:
         second = _call(judge_input.prompt, model, options, binary, profile)
@@ -748,6 +761,7 @@ def run_judge(judge_input: JudgeInput, *, model: str, options: JudgeOptions | No
         cost_usd=cost,
         argv=argv,
         calls=2 if flagged else 1,
+        harness=profile.name,
     )
     if options.cache_dir is not None:
         write_cached(options.cache_dir, key, verdict)
@@ -759,7 +773,7 @@ def ask_model(prompt: str, *, model: str, options: JudgeOptions | None = None) -
     fresh config dir, a scratch working directory), for the judge's other jobs (grouping review comments into
     rules): the final answer and its cost. A harness that cannot run or gives no answer is a JudgeError."""
     options = options or JudgeOptions()
-    profile, binary = _judge_harness(model, options)
+    profile, binary = judge_harness(model, options)
     call = _call(prompt, model, options, binary, profile)
     if call.error is not None:
         raise JudgeError(call.error, hint="check the model id, the credentials and `dokimi doctor`")
