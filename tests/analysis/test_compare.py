@@ -9,6 +9,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from dokimi import stats
 from dokimi.analysis.compare import compare
+from dokimi.analysis.vendors import vendor_of
 from dokimi.errors import UsageError
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from tests.helpers.batches import SHA_B, write_cell, write_pin
@@ -373,3 +374,105 @@ def test_different_harness_versions_are_warned(two_revisions: tuple[Path, Path])
 
 def test_the_document_is_deterministic(pilot: Path) -> None:
     assert compare([str(pilot)], NONE).model_dump_json() == compare([str(pilot)], NONE).model_dump_json()
+
+
+# --- models of two vendors ---------------------------------------------------------------------------------
+
+CLAUDE, GPT, GEMINI = "claude-sonnet-4-5", "gpt-5-mini", "gemini-2.5-flash"
+
+
+def vendor_batches(tmp_path: Path, judges: dict[str, list[str]]) -> tuple[str, str]:
+    """Two batches of one arm: ``claude`` ran CLAUDE and ``gpt`` ran GPT on three tasks; ``judges`` names the
+    judges (result.json ``judges``) of each batch's cells. Per-task gate deltas (gpt - claude): +1, 0, -1."""
+    selectors = []
+    for name, model, outcomes in (("claude", CLAUDE, [False, True, True]), ("gpt", GPT, [True, True, False])):
+        batch = tmp_path / name
+        write_pin(batch)
+        for task, passed in zip(("t1", "t2", "t3"), outcomes, strict=True):
+            gate = {"pass": True, "mergeable": passed}
+            write_cell(batch, task, RAW, model=model, passed=passed, judges=judges[name],
+                       metrics={"mergeable": passed}, gate_results=gate)  # fmt: skip
+        selectors.append(f"{batch}/{RAW}")
+    return selectors[0], selectors[1]
+
+
+def test_models_of_two_vendors_judged_by_one_of_them_are_refused_with_the_reason(tmp_path: Path) -> None:
+    """Checked by issue 26: compare refuses a cross-vendor comparison judged by one vendor, and says why."""
+    claude, gpt = vendor_batches(tmp_path, {"claude": [CLAUDE], "gpt": [CLAUDE]})
+    with pytest.raises(UsageError) as refused:
+        compare([gpt], claude)
+    message = refused.value.message
+    assert f"{CLAUDE} (anthropic), {GPT} (openai)" in message
+    assert f"judged only by {CLAUDE} (anthropic)" in message and "favour its own vendor" in message
+    assert "third vendor" in message and "--second-judge-model" in (refused.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "judges",
+    [
+        [CLAUDE, GEMINI],  # a second judge of a third vendor
+        [GEMINI],  # a primary of a third vendor
+        [CLAUDE, GPT],  # a judge of each compared vendor
+    ],
+)
+def test_models_of_two_vendors_are_compared_with_a_third_vendors_judge_or_both(
+    tmp_path: Path, judges: list[str]
+) -> None:
+    claude, gpt = vendor_batches(tmp_path, {"claude": judges, "gpt": judges})
+    doc = compare([gpt], claude)
+    comparison = only(doc)
+    assert (comparison.model, comparison.baseline_model) == (GPT, CLAUDE)
+    assert comparison.models_text() == f"model {GPT}, effort default vs model {CLAUDE}, effort default"
+    gate = measure(comparison, "gate")
+    assert gate.tasks == 3 and gate.delta == 0.0 and (gate.up, gate.down, gate.tied) == (1, 1, 1)
+    assert "across_models" in codes(doc)
+
+
+def test_one_sides_lone_vendor_judge_is_enough_to_refuse(tmp_path: Path) -> None:
+    """Each side is judged on its own: a third-vendor judge of one batch does not vouch for the other's."""
+    claude, gpt = vendor_batches(tmp_path, {"claude": [CLAUDE, GEMINI], "gpt": [GPT]})
+    with pytest.raises(UsageError, match=f"the cells of {gpt} were judged only by {GPT}"):
+        compare([gpt], claude)
+
+
+def test_models_of_one_vendor_or_unjudged_cells_need_no_third_judge(tmp_path: Path) -> None:
+    claude, gpt = vendor_batches(tmp_path / "unjudged", {"claude": [], "gpt": []})
+    assert (
+        only(compare([gpt], claude)).baseline_model == CLAUDE
+    )  # no judge scored anything: nothing to favour
+    batches = []
+    for model in ("claude-opus-4-1", CLAUDE):
+        batch = tmp_path / "one-vendor" / model
+        write_pin(batch)
+        write_cell(batch, "t1", RAW, model=model, judges=[CLAUDE])
+        batches.append(f"{batch}/{RAW}")
+    assert only(compare([batches[0]], batches[1])).model == "claude-opus-4-1"
+
+
+def test_a_side_of_several_models_is_refused_when_the_arms_share_none(tmp_path: Path) -> None:
+    base, treat = tmp_path / "base", tmp_path / "treat"
+    write_pin(base)
+    write_pin(treat)
+    write_cell(base, "t1", RAW, model=CLAUDE)
+    for model in (GPT, "gpt-5"):
+        write_cell(treat, "t1", RAW, model=model)
+    with pytest.raises(UsageError, match=r"ran several: gpt-5 \(effort default\), gpt-5-mini"):
+        compare([f"{treat}/{RAW}"], f"{base}/{RAW}")
+
+
+@pytest.mark.parametrize(
+    ("model", "vendor"),
+    [
+        ("claude-haiku-4-5", "anthropic"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic"),
+        ("gpt-5-mini", "openai"),
+        ("o3-mini", "openai"),
+        ("openai/gpt-4.1", "openai"),
+        ("gemini-2.5-flash", "google"),
+        ("qwen3-coder-plus", "alibaba"),
+        ("m1", "m1"),
+        ("acme-coder-2", "acme"),
+    ],
+)
+def test_a_models_vendor_comes_from_its_family(model: str, vendor: str) -> None:
+    assert vendor_of(model) == vendor

@@ -3,7 +3,10 @@
 Pure: selectors resolve to finished cells of batch directories, and the result is a repo_compare.v1 document.
 
 1. Cells are reduced to one value per (task, arm, model, effort, mode) first: repetitions share a task's
-   difficulty and are not paired across arms, so the task is the unit (:func:`task_values`).
+   difficulty and are not paired across arms, so the task is the unit (:func:`task_values`). Two arms that
+   share no model are a comparison of their models (:func:`across_models`): each side holds one model and
+   effort per mode, and models of two vendors whose cells a judge scored are compared only when a judge of a
+   third vendor, or of both, scored them (:func:`refuse_cross_vendor_without_judge`).
 2. Per treatment arm, model, effort, mode and measure: the mean per-task delta against the baseline with a 95%
    interval over tasks (bootstrap for gate and score, t for cost, turns and metrics; none for one task), the
    tasks up, down and tied, and a two-sided sign-flip permutation p (:func:`measure_stats`).
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dokimi import stats
 from dokimi.analysis.power import minimum_detectable_effect
 from dokimi.analysis.report import cell_passed, cell_score, check_k, warn_few_mergeable_reps
+from dokimi.analysis.vendors import vendor_of
 from dokimi.batch import Batch, dimensions, load_batch, locate_batch, slug
 from dokimi.errors import UsageError
 from dokimi.grading.verdict import read_cell
@@ -568,6 +572,42 @@ def _group(result: Result) -> GroupKey:
     return (found.model, found.effort, found.mode, result.prompt_style)
 
 
+def _mode_only(result: Result) -> GroupKey:
+    """The group of a comparison across models: the mode and prompt style alone (each side holds one model
+    and effort in each)."""
+    return ("", None, dimensions(result).mode, result.prompt_style)
+
+
+def _runs(selection: Selection) -> list[Result]:
+    """The selection's finished cells and its infra errors: every cell that says which model it ran."""
+    return [*selection.cells, *selection.infra()]
+
+
+def across_models(baseline: Selection, treatment: Selection) -> bool:
+    """The two arms share no model: the comparison is of their models (each side must hold one), never of
+    guidance arms under one model."""
+    base, treat = {r.model for r in _runs(baseline)}, {r.model for r in _runs(treatment)}
+    return bool(base and treat) and not base & treat
+
+
+def one_model_per_mode(selection: Selection) -> dict[GroupKey, tuple[str, str | None]]:
+    """The group of a comparison across models (:func:`_mode_only`) -> the one (model, effort) the selection
+    ran in it; a UsageError when it ran several (a comparison across models pairs one model with one)."""
+    found: dict[GroupKey, set[tuple[str, str | None]]] = defaultdict(set)
+    for result in _runs(selection):
+        found[_mode_only(result)].add((result.model, result.effort))
+    for key, combos in found.items():
+        if len(combos) > 1:
+            mode = key[2]
+            listed = ", ".join(f"{m} (effort {e or 'default'})" for m, e in sorted(combos, key=str))
+            raise UsageError(
+                f"{selection.label} shares no model with the other arm, so the comparison is of models, and "
+                f"it ran several{f' in mode {mode}' if mode else ''}: {listed}",
+                hint="select one model and effort on each side (BATCH/ARM of a batch of one --model)",
+            )
+    return {key: next(iter(combos)) for key, combos in found.items()}
+
+
 def _by_task(results: Iterable[Result], metrics: Sequence[str], k: int) -> dict[str, TaskArm]:
     cells: dict[str, list[Result]] = defaultdict(list)
     for result in results:
@@ -619,15 +659,20 @@ def build_comparison(
         refuse_across_modes(baseline, treatment)
     specs = measures_for(metrics, k)
     comparisons: list[Comparison] = []
-    base_infra = Counter(_group(r) for r in baseline.infra())
     base_modes = _modes(baseline.cells)
     for treatment in treatments:
-        treat_infra = Counter(_group(r) for r in treatment.infra())
+        cross = across_models(baseline, treatment)
+        key_of = _mode_only if cross else _group
+        sides = (one_model_per_mode(baseline), one_model_per_mode(treatment)) if cross else None
+        if cross:
+            refuse_cross_vendor_without_judge(baseline, treatment)
+        base_infra = Counter(key_of(r) for r in baseline.infra())
+        treat_infra = Counter(key_of(r) for r in treatment.infra())
         groups: dict[GroupKey, tuple[list[Result], list[Result]]] = defaultdict(lambda: ([], []))
         for result in baseline.cells:
-            groups[_group(result)][0].append(result)
+            groups[key_of(result)][0].append(result)
         for result in treatment.cells:
-            groups[_group(result)][1].append(result)
+            groups[key_of(result)][1].append(result)
         for key in treat_infra:  # an arm the upstream failed on every cell is still compared: its infra shows
             groups.setdefault(key, ([], []))
         for key in sorted(groups, key=_sort_key):
@@ -647,6 +692,10 @@ def build_comparison(
                     continue  # no task has it in either arm: not a measure of this comparison
                 measures.append(measure_stats(spec, paired))
             model, effort, mode, style = key
+            models: dict[str, Any] = {}
+            if sides is not None:
+                (base_model, base_effort), (model, effort) = sides[0].get(key, ("", None)), sides[1][key]
+                models = {"baseline_model": base_model or None, "baseline_effort": base_effort}
             comparisons.append(
                 Comparison(
                     treatment=treatment.label,
@@ -655,6 +704,7 @@ def build_comparison(
                     effort=effort,
                     mode=mode,
                     prompt_style=style,
+                    **models,
                     measures=measures,
                     unpaired=sorted(unpaired, key=lambda u: (u.task, u.measure, u.reason)),
                     **infra_counts(base_infra[key], len(base_cells), treat_infra[key], len(treat_cells)),
@@ -887,12 +937,62 @@ def warn_infra_rate_differs(comparison: Comparison) -> list[ReportWarning]:
     ]
 
 
+def _judged_by(selection: Selection) -> set[str]:
+    """The judges' models of the selection's cells (their result.json ``judges``)."""
+    return {judge for result in selection.cells for judge in result.judges}
+
+
+def _vendors(models: Iterable[str]) -> str:
+    return ", ".join(f"{m} ({vendor_of(m)})" for m in sorted(models))
+
+
+def refuse_cross_vendor_without_judge(baseline: Selection, treatment: Selection) -> None:
+    """Models of two vendors are compared only when no judge could favour one of them: every side whose
+    cells a rubric judge scored had a judge (the primary or the second) of a third vendor, or judges of
+    both compared vendors. Otherwise a UsageError says which judges scored which side."""
+    base = {vendor_of(r.model) for r in _runs(baseline)}
+    treat = {vendor_of(r.model) for r in _runs(treatment)}
+    compared = base | treat
+    if base == treat:
+        return
+    for side in (baseline, treatment):
+        judges = _judged_by(side)
+        vendors = {vendor_of(j) for j in judges}
+        if not judges or vendors - compared or compared <= vendors:
+            continue
+        models = sorted({r.model for r in _runs(treatment)} | {r.model for r in _runs(baseline)})
+        raise UsageError(
+            f"refusing to compare {_vendors(models)}: models of different vendors, and the cells of "
+            f"{side.label} were judged only by {_vendors(judges)}; a judge may favour its own vendor's work, "
+            "so a comparison of vendors needs a judge (first or second) of a third vendor, or judges of "
+            f"both ({' and '.join(sorted(compared))})",
+            hint="run the batches again with --judge-model of a third vendor, or with --second-judge-model "
+            "(and --second-judge-harness) of the other vendor (docs/mergeability.md)",
+        )
+
+
+def warn_across_models(baseline: Selection, treatment: Selection) -> list[ReportWarning]:
+    """The two arms share no model: the comparison is of their models (and harnesses), not of guidance."""
+    if not across_models(baseline, treatment):
+        return []
+    base = sorted({r.model for r in _runs(baseline)})
+    treat = sorted({r.model for r in _runs(treatment)})
+    return [
+        ReportWarning(
+            code="across_models",
+            message=f"{treatment.label} ({', '.join(treat)}) and {baseline.label} ({', '.join(base)}) share "
+            "no model: this compares the models (and their harnesses), not guidance arms under one model",
+        )
+    ]
+
+
 def compare_warnings(selections: Sequence[Selection]) -> list[ReportWarning]:
     baseline, treatments = selections[0], selections[1:]
     out = [*warn_pooled_batches(selections), *warn_no_pin(selections)]
     out += warn_few_mergeable_reps([r for s in selections for r in s.cells], compared=True)
     for treatment in treatments:
         out += warn_modes_not_compared(baseline, treatment)
+        out += warn_across_models(baseline, treatment)
         out += warn_dry_and_real(baseline, treatment)
         out += warn_different_pins(baseline, treatment)
         out += warn_different_harness_versions(baseline, treatment)

@@ -537,7 +537,7 @@ def _delta_chart(measure: Measure) -> str:
 
 
 def _comparison_title(c: Comparison) -> str:
-    parts = [f"{c.treatment} vs {c.baseline}", f"model {c.model}", f"effort {c.effort or 'default'}"]
+    parts = [f"{c.treatment} vs {c.baseline}", c.models_text()]
     if c.mode:
         parts.append(f"mode {c.mode}")
     if c.prompt_style:
@@ -560,7 +560,7 @@ def _panels(doc: CompareDoc) -> dict[str, list[Comparison]]:
     """Comparisons grouped by what they hold constant (model, effort, mode)."""
     panels: dict[str, list[Comparison]] = defaultdict(list)
     for c in doc.comparisons:
-        title = f"model {c.model}, effort {c.effort or 'default'}" + (f", mode {c.mode}" if c.mode else "")
+        title = c.models_text() + (f", mode {c.mode}" if c.mode else "")
         panels[title].append(c)
     return panels
 

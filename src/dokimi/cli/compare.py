@@ -120,7 +120,7 @@ def _print(doc: object) -> None:
         Col("n b/t", right=True, droppable=False),
     ]
     for c in doc.comparisons:
-        title = f"{c.treatment} vs {c.baseline}: model {c.model}, effort {c.effort or 'default'}"
+        title = f"{c.treatment} vs {c.baseline}: {c.models_text()}"
         if c.mode:
             title += f", mode {c.mode}"
         if c.prompt_style:

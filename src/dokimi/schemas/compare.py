@@ -119,16 +119,21 @@ class Unpaired(Document):
 
 
 class Comparison(Document):
-    """A treatment against the baseline for one (model, effort, mode, prompt style)."""
+    """A treatment against the baseline for one (model, effort, mode, prompt style), or, when the two share no
+    model, of the treatment's model against the baseline's (``baseline_model``)."""
 
     treatment: str
     """The treatment selector's label."""
     baseline: str
     """The baseline selector's label."""
     model: str
-    """Model id."""
+    """Model id (of the treatment, when ``baseline_model`` is set)."""
     effort: str | None
-    """Reasoning effort (never pooled)."""
+    """Reasoning effort (never pooled; the treatment's, when ``baseline_model`` is set)."""
+    baseline_model: str | None = None
+    """Set when the two arms share no model: the baseline's model, which ``model`` is compared with."""
+    baseline_effort: str | None = None
+    """The baseline's effort, when ``baseline_model`` is set."""
     mode: str | None
     """Agent mode (never pooled)."""
     prompt_style: str | None = None
@@ -149,6 +154,13 @@ class Comparison(Document):
     arm more, so the cells that ran are a biased sample."""
     unpaired: list[Unpaired] = Field(default_factory=list)
     """Tasks left out, with the reason, sorted."""
+
+    def models_text(self) -> str:
+        """The model and effort held constant, or, across models, the treatment's against the baseline's."""
+        own = f"model {self.model}, effort {self.effort or 'default'}"
+        if self.baseline_model is None:
+            return own
+        return f"{own} vs model {self.baseline_model}, effort {self.baseline_effort or 'default'}"
 
 
 class CompareDoc(Document):
