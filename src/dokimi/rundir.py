@@ -100,6 +100,12 @@ PERF_CHECK_JSON: Final = "check.json"
 PERF_OUT_DIR: Final = "out"
 PERF_ORACLE_DIR: Final = "oracle"
 PERF_EMPTY_DIR: Final = "empty"
+VALIDATION_DIR: Final = "validation"
+"""A task's validation commands: public/ and hidden/ (each tree/, home/, out/ while they run),
+prepared.json (the prepare step's), commands.json (what ran and its output)."""
+VALIDATION_COMMANDS_JSON: Final = "commands.json"
+VALIDATION_PUBLIC: Final = "public"
+VALIDATION_HIDDEN: Final = "hidden"
 PERF_STDOUT: Final = "perf.stdout"
 PERF_STDERR: Final = "perf.stderr"
 
@@ -150,6 +156,7 @@ RUN_DIR_ENTRIES: Final = frozenset(
         BUILTIN_TESTS,
         GATEWAY_JSONL,
         EGRESS_JSONL,
+        VALIDATION_DIR,
     }
 )
 
@@ -179,6 +186,7 @@ EVIDENCE: Final = (
     f"{PERF_DIR}/{PERF_CHECK_JSON}",
     GATEWAY_JSONL,
     EGRESS_JSONL,
+    f"{VALIDATION_DIR}/{VALIDATION_COMMANDS_JSON}",
     RESULT_JSON,
 )
 
@@ -325,6 +333,15 @@ class RunDir(Generic[P]):
     def perf_out(self) -> P:
         """The perf entry point's documents of the cell's own variant."""
         return self.path / PERF_DIR / PERF_OUT_DIR
+
+    @property
+    def validation(self) -> P:
+        """A task's validation commands: their trees while they run, prepared.json, commands.json."""
+        return self.path / VALIDATION_DIR
+
+    @property
+    def validation_commands_json(self) -> P:
+        return self.path / VALIDATION_DIR / VALIDATION_COMMANDS_JSON
 
     @property
     def perf_oracle(self) -> P:

@@ -869,3 +869,33 @@ def test_no_fail_to_pass_ids_warn_unless_the_command_grades_by_exit_code(repo: R
     command = BUILTIN_MANIFEST.replace("builtin:pytest", '"builtin:command make test"')
     repo.add_eval(command, tasks={"t1": task}, files={f"{EVAL}/tasks/t1/oracle.patch": "x"})
     assert not only(run(repo), "builtin_task_keys", severity="warning")
+
+
+def test_rater_materials_are_criteria_and_commands_that_split(repo: Repo) -> None:
+    task = repo.task(
+        "t1",
+        acceptance_criteria=["f.txt says after", "  "],
+        validation_commands=["pytest -q", "echo 'unclosed"],
+        hidden_validation_commands=["sh -c 'exit 0'"],
+    )
+    repo.add_eval(tasks={"t1": task})
+    found = run(repo)
+    criterion = one(found, "acceptance_criteria")
+    assert (criterion.key, criterion.line) == (
+        "acceptance_criteria[1]",
+        task_line(task, "acceptance_criteria") + 2,
+    )
+    assert "empty" in criterion.message
+    command = one(found, "validation_commands")
+    assert command.key == "validation_commands[1]" and "cannot be split into words" in command.message
+
+
+def test_good_rater_materials_pass(repo: Repo) -> None:
+    task = repo.task(
+        "t1",
+        acceptance_criteria=["f.txt says after"],
+        validation_commands=["pytest -q tests"],
+        hidden_validation_commands=["sh -c 'pytest -q hidden'"],
+    )
+    repo.add_eval(tasks={"t1": task})
+    assert run(repo).valid

@@ -77,6 +77,8 @@ from dokimi.schemas.task import (
     REQUIRED_KEYS,
     Task,
     base_form,
+    command_problem,
+    criterion_problem,
     egress_host_problem,
     framework_task_keys,
     split_base,
@@ -1139,6 +1141,46 @@ def check_egress_hosts(ctx: Context) -> Iterator[Finding]:
                 )
 
 
+def _list_items(
+    ctx: Context, code: str, key: str, problem_of: Callable[[object], str | None], hint: str
+) -> Iterator[Finding]:
+    for lt, data in ctx.task_data():
+        if key not in data:
+            continue
+        items = data[key]
+        if not isinstance(items, list):
+            yield ctx.at_task(lt, code, (key,), "must be a list of strings", hint)
+            continue
+        for i, item in enumerate(items):
+            problem = problem_of(item)
+            if problem:
+                yield ctx.at_task(lt, code, (key, i), f"{item!r}: {problem}", hint)
+
+
+def check_acceptance_criteria(ctx: Context) -> Iterator[Finding]:
+    """acceptance_criteria is a list of criteria, each saying something a rater checks."""
+    yield from _list_items(
+        ctx,
+        _code(check_acceptance_criteria),
+        "acceptance_criteria",
+        criterion_problem,
+        'write one checkable criterion per entry: ["logout survives a slow request"]',
+    )
+
+
+def check_validation_commands(ctx: Context) -> Iterator[Finding]:
+    """validation_commands and hidden_validation_commands are commands that split into words."""
+    for key in ("validation_commands", "hidden_validation_commands"):
+        yield from _list_items(
+            ctx,
+            _code(check_validation_commands),
+            key,
+            command_problem,
+            'write each command as you would type it, for example "pytest -q tests" (no shell unless you '
+            "name one: \"sh -c '...'\")",
+        )
+
+
 _TASK_ENUMS: dict[str, tuple[str, ...]] = {
     "mode": ("interactive", "autonomous", "review"),
     "prompt_style": ("spec", "issue"),
@@ -1904,6 +1946,8 @@ RULES: tuple[Rule, ...] = (
     check_setup_patch_synonym,
     check_patches_exist,
     check_egress_hosts,
+    check_acceptance_criteria,
+    check_validation_commands,
     check_mode_values,
     check_gate_fits_mode,
     check_autonomous_prompt_is_an_issue,

@@ -70,6 +70,7 @@ __all__ = [
     "EntryPointResult",
     "GradeOutcome",
     "entry_argv",
+    "give_top_level",
     "grade_run",
     "hand_back_workspace",
     "move_agent_git",
@@ -412,7 +413,7 @@ def run_entry_point(
             task=task.id if task is not None else None,
             env={**(env or {}), **egress_env},
         )
-        _give_top_level(run_dir)
+        give_top_level(run_dir)
         try:
             result = run_sealed(
                 spec,
@@ -430,7 +431,7 @@ def run_entry_point(
     return EntryPointResult(kind, tuple(argv), result)
 
 
-def _give_top_level(run_dir: Path) -> None:
+def give_top_level(run_dir: Path) -> None:
     """The run directory itself and the directories dokimi made in it become the container user's (the
     workspace was handed over when it was prepared)."""
     who = harness_identity()

@@ -44,6 +44,7 @@ from dokimi.grading.merge import MERGEABILITY
 from dokimi.grading.own_tests import OWN_TESTS
 from dokimi.grading.perf import PERF, PrepareWorkspace
 from dokimi.grading.review import REVIEW
+from dokimi.grading.validation import VALIDATION
 from dokimi.grading.verdict import FileVerdict, gate_over
 from dokimi.rundir import RunDir
 from dokimi.sandbox.specs import workspace_cap_bytes
@@ -63,7 +64,7 @@ __all__ = [
     "verdict_from_files",
 ]
 
-FRAMEWORK_CHECKS: tuple[FrameworkCheck, ...] = (MERGEABILITY, OWN_TESTS, PERF, REVIEW)
+FRAMEWORK_CHECKS: tuple[FrameworkCheck, ...] = (MERGEABILITY, OWN_TESTS, PERF, REVIEW, VALIDATION)
 """The framework's own checks of a cell, in the order they run (:mod:`dokimi.grading.checks`)."""
 
 

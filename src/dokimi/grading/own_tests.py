@@ -202,6 +202,7 @@ def read_own_tests(run_dir: Path) -> OwnTestsDoc | None:
 class _Measured:
     document: OwnTestsDoc
     cost_usd: float | None = None
+    judges: tuple[str, ...] = ()
 
     def finish(self, grade: RepoGrade | None) -> OwnTestsDoc:
         return self.document

@@ -92,6 +92,7 @@ class _StartedReview:
     run_dir: Path
     task: Task
     cost_usd: float | None = None
+    judges: tuple[str, ...] = ()
 
     def finish(self, grade: RepoGrade | None) -> ReviewCheckDoc:
         return check_review(self.run_dir, self.task)

@@ -5,11 +5,14 @@ The rating directory (``--out DIR``)::
     DIR/key.json              private: artifact id -> cell, and every marker found (repo_rating_key.v1)
     DIR/blinded/              the raters' directory: hand this, and only this, to the raters
         README.md             how to score, and the row format
+        RUBRIC.md             the scoring rubric itself (dokimi/rating/RUBRIC.md)
         ids.txt               every artifact id to score, one per line
         <id>/diff.patch       the agent's change (workspace.diff, or git diff <start_sha> of the workspace)
         <id>/answer.txt       the agent's final report, sanitized
-        <id>/task.txt         the task: its id and prompt (the acceptance criteria)
-        <id>/logs/...         the validation logs: grade.json, grade.stdout, grade.stderr (static, perf)
+        <id>/task.txt         the task: its id, prompt, acceptance criteria and validation commands
+        <id>/validation/...   each validation command's and locked check's output and exit code (N-public.log,
+                              N-hidden.log), from the cell's validation/commands.json
+        <id>/logs/...         the grader's logs: grade.json, grade.stdout, grade.stderr (static, perf)
     DIR/withheld/<id>/        artifacts with a marker that could not be redacted: never shown to raters
     DIR/raters.jsonl          written by import; DIR/adjudications.jsonl and DIR/results.jsonl by adjudicate
 
@@ -26,6 +29,7 @@ import secrets
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +37,7 @@ from dokimi import safefs
 from dokimi.batch import load_batch
 from dokimi.checks.merge.diff import take_workspace_diff
 from dokimi.errors import DokimiError, UsageError
+from dokimi.grading.validation import read_validation
 from dokimi.grading.verdict import read_cell
 from dokimi.rating.blinding import (
     Finding,
@@ -68,6 +73,8 @@ DIFF_FILE = "diff.patch"
 ANSWER_FILE = ANSWER_TXT
 TASK_FILE = "task.txt"
 LOGS_DIR = "logs"
+VALIDATION_LOGS_DIR = "validation"
+RUBRIC_FILE = "RUBRIC.md"
 
 #: The logs of validation a rater may read: what the grader (and static/perf checks) printed. Nothing the
 #: harness wrote is here: its trace format alone names it.
@@ -88,9 +95,11 @@ FIXED_MTIME = 946684800
 RATERS_README = """\
 # Blinded artifacts
 
-Read the scoring rubric before scoring (docs/rating.md points to it). Score from the files of each
-artifact only: diff.patch (the change), answer.txt (the agent's report), task.txt (the task and its
-acceptance criteria) and logs/ (the validation logs). `[redacted]` marks text removed for blinding.
+Read the scoring rubric, RUBRIC.md in this directory, before scoring. Score from the files of each artifact
+only: task.txt (the task, its acceptance criteria and the validation commands it declares), diff.patch (the
+change), answer.txt (the report it ended with), validation/ (the output and exit code of each validation
+command and locked evaluator check, run on the change) and logs/ (the grader's logs). `[redacted]` marks
+text removed for blinding.
 
 Write one JSON object per line, per artifact you score:
 
@@ -190,13 +199,19 @@ def sample_cells(cells: Sequence[Cell], sample: int | None, rng: random.Random) 
 
 
 def hidden_validation_passed(cell: Cell) -> bool | None:
-    """The cell's locked evaluator checks: its gate verdict (a grader failure is a failure); None for a
-    score-only task, which declares no locked checks."""
+    """The cell's locked evaluator checks: its gate verdict (a grader failure is a failure) and, when the task
+    declares ``hidden_validation_commands``, every one of them exiting 0 (declared and not run is a failure);
+    None for a score-only task without such commands, which declares no locked checks."""
     result = cell.result
     assert result is not None
+    validation = read_validation(cell.dir)
+    hidden = validation.passed("hidden") if validation is not None else None
+    task = cell_task(cell)
+    if hidden is None and task is not None and task.hidden_validation_commands:
+        hidden = False
     if not result.gated:
-        return None
-    return read_cell(result).passed
+        return hidden
+    return bool(read_cell(result).passed) and hidden is not False
 
 
 # --- the markers of a batch -------------------------------------------------------------------------------
@@ -250,18 +265,56 @@ def cell_diff(cell: Cell) -> str:
     return take_workspace_diff(RunDir(cell.dir).workspace, meta.start_sha).text
 
 
-def _task_text(cell: Cell) -> str:
-    """The task as raters need it: id and prompt. Other keys of task.json (effort, mode, limits) are left
-    out: some are cell dimensions."""
+def cell_task(cell: Cell) -> Task | None:
+    """The cell's task.json, or None when it cannot be read."""
     path = RunDir(cell.dir).task_json
-    task_id = cell.result.task if cell.result is not None else ""
-    prompt = ""
-    if os.path.lexists(path):
-        try:
-            prompt = read_document(path, Task, trusted=cell.dir).prompt
-        except DokimiError:
-            prompt = ""
-    return f"task: {task_id}\n\n{prompt.rstrip()}\n"
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_document(path, Task, trusted=cell.dir)
+    except DokimiError:
+        return None
+
+
+def task_text(task_id: str, task: Task | None) -> str:
+    """The task as raters need it: id, prompt, acceptance criteria, and the validation commands it declares
+    (whose output is in validation/). Other keys of task.json (effort, mode, limits) are left out: some are
+    cell dimensions."""
+    lines = [f"task: {task_id}", "", (task.prompt.rstrip() if task is not None else "")]
+    sections = (
+        ("acceptance criteria", task.acceptance_criteria if task else []),
+        ("validation commands (output in validation/N-public.log)", task.validation_commands if task else []),
+        (
+            "locked evaluator checks (output in validation/N-hidden.log)",
+            task.hidden_validation_commands if task else [],
+        ),
+    )
+    for title, items in sections:
+        if items:
+            lines += ["", f"{title}:", *(f"{n}. {item}" for n, item in enumerate(items, 1))]
+    return "\n".join(lines) + "\n"
+
+
+def validation_files(cell: Cell) -> dict[str, str]:
+    """validation/N-public.log and N-hidden.log: each command of the cell's validation/commands.json, numbered
+    as task.txt lists it, with its exit code and output."""
+    document = read_validation(cell.dir)
+    if document is None:
+        return {}
+    files: dict[str, str] = {}
+    numbers = {"public": 0, "hidden": 0}
+    for run in document.commands:
+        numbers[run.kind] += 1
+        if run.not_run is not None:
+            ended = f"not run: {run.not_run}"
+        elif run.timed_out:
+            ended = "stopped at its timeout"
+        else:
+            ended = f"exit code {run.exit_code}"
+        cut = "(its beginning was cut)\n" if run.truncated else ""
+        body = f"$ {run.command}\n{ended}\n\n{cut}{run.output}"
+        files[f"{VALIDATION_LOGS_DIR}/{numbers[run.kind]}-{run.kind}.log"] = body
+    return files
 
 
 @dataclass
@@ -283,8 +336,12 @@ def blind_cell(cell: Cell, compiled: Sequence[Rule]) -> _Artifact:
     answer = cell_text(cell, ANSWER_TXT) or ""
     files[ANSWER_FILE], found = scrub_text(answer, compiled, file=ANSWER_FILE)
     findings += found
-    files[TASK_FILE], found = scrub_text(_task_text(cell), compiled, file=TASK_FILE)
+    task_id = cell.result.task if cell.result is not None else ""
+    files[TASK_FILE], found = scrub_text(task_text(task_id, cell_task(cell)), compiled, file=TASK_FILE)
     findings += found
+    for rel, log in validation_files(cell).items():
+        files[rel], found = scrub_text(log, compiled, file=rel)
+        findings += found
     for name in VALIDATION_LOGS:
         text = cell_text(cell, name)
         if text is not None:
@@ -341,9 +398,15 @@ def write_ids(out: Path, key: RatingKey) -> None:
     ids = sorted(i for i, e in key.artifacts.items() if e.status == "blinded")
     write_text_atomic(blinded / "ids.txt", "".join(f"{i}\n" for i in ids))
     write_text_atomic(blinded / "README.md", RATERS_README)
-    for name in ("ids.txt", "README.md"):
+    write_text_atomic(blinded / RUBRIC_FILE, scoring_rubric())
+    for name in ("ids.txt", "README.md", RUBRIC_FILE):
         (blinded / name).chmod(0o644)
         os.utime(blinded / name, (FIXED_MTIME, FIXED_MTIME))
+
+
+def scoring_rubric() -> str:
+    """The scoring rubric raters read (package data: dokimi/rating/RUBRIC.md)."""
+    return resources.files("dokimi.rating").joinpath(RUBRIC_FILE).read_text(encoding="utf-8")
 
 
 # --- the export -------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dokimi.constants import (
 )
 from dokimi.errors import UsageError
 from dokimi.rundir import JUNIT_REPORT, PYTEST_STREAM, RunDir
-from dokimi.sandbox.specs import substitute
+from dokimi.sandbox.specs import command_argv, substitute
 from dokimi.schemas._base import did_you_mean
 
 PREFIX = "builtin:"
@@ -148,6 +148,23 @@ def builtin_tests_argv(
         return [*argv, *builtin.words, "--", *targets]
     values = {"run_dir": str(CONTAINER_RUN_DIR), "task": task}
     words = [substitute(w, values, where="entry_points.grade") for w in builtin.words]
+    report = str(CONTAINER_TEST_OUT / JUNIT_REPORT)
+    return ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "command", "--report", report, "--", *words]
+
+
+def validation_prepare_argv(task: str, *, public: bool, hidden: bool) -> list[str]:
+    """The grade container's argv that makes the trees of a task's validation commands (the support script's
+    ``validation`` step: public/tree and hidden/tree under ``{run_dir}/validation``)."""
+    argv = ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "validation"]
+    argv += ["--contract", str(CONTAINER_RUN_DIR), "--eval-dir", str(CONTAINER_EVAL_DIR), "--task", task]
+    argv += ["--out", str(RunDir(CONTAINER_RUN_DIR).validation)]
+    return argv + (["--public"] if public else []) + (["--hidden"] if hidden else [])
+
+
+def validation_command_argv(command: str) -> list[str]:
+    """A validation command's container argv: its words (split like an entry point, no placeholders), run in
+    place of the support script's ``command`` step, which cleans the environment as for builtin:command."""
+    words = command_argv(command, {}, where="a validation command")
     report = str(CONTAINER_TEST_OUT / JUNIT_REPORT)
     return ["python3", "-I", str(CONTAINER_SUPPORT / SCRIPT), "command", "--report", report, "--", *words]
 

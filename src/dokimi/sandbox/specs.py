@@ -411,12 +411,15 @@ def builtin_tests_spec(
     argv: Sequence[str],
     task: str,
     probe: Path | None = None,
+    work: Path | None = None,
 ) -> ContainerSpec:
     """A built-in grader's test container (:func:`tests_only_spec`): the tree under test is
     ``<run_dir>/builtin-tests/tree``, and it also holds the report directory (``builtin-tests/out`` at
     /eval/out), dokimi's support scripts read-only, and with ``probe`` the grader isolation probe's directory.
-    Plugin autoload of pytest is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
-    work = RunDir(run_dir).builtin_tests
+    Plugin autoload of pytest is off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``). ``work`` is where tree/, home/
+    and out/ are (default ``builtin-tests/``; a validation command's: ``validation/public/`` or
+    ``validation/hidden/``)."""
+    work = work or RunDir(run_dir).builtin_tests
     return tests_only_spec(
         settings,
         name=name,

@@ -50,6 +50,7 @@ SCHEMAS: dict[str, str] = {
     "repo_workspace_diff.v1": "dokimi.schemas.grading:WorkspaceDiffDoc",
     "repo_merge.v1": "dokimi.schemas.grading:MergeDoc",
     "repo_perf_check.v1": "dokimi.schemas.grading:PerfCheckDoc",
+    "repo_validation_commands.v1": "dokimi.schemas.grading:ValidationCommandsDoc",
     "repo_tests_list.v1": "dokimi.schemas.grading:TestsListDoc",
     "repo_review_check.v1": "dokimi.schemas.grading:ReviewCheckDoc",
     "repo_own_tests.v1": "dokimi.schemas.grading:OwnTestsDoc",

@@ -1,7 +1,8 @@
 """The documents grading writes into a run directory besides grade.json: how the grade container ended
 (grade_run.json), the workspace diff's record (workspace_diff.json), the mergeability outcome (merge.json) and
-the perf check (perf/check.json), the agent's test list (tests_list.json); and the batch's reference of each
-task with a rubric (its oracle's grade and its base's test list). The gate over files reads them
+the perf check (perf/check.json), the agent's test list (tests_list.json), the task's validation commands
+(validation/commands.json); and the batch's reference of each task with a rubric (its oracle's grade and its
+base's test list). The gate over files reads them
 (:mod:`dokimi.grading.verdict`)."""
 
 from __future__ import annotations
@@ -234,3 +235,54 @@ class PerfCheckDoc(Document):
     """Why the check could not be completed (a run failed), when it could not."""
     sizes: list[dict[str, Any]]
     """One result per size: its rounds, the measured noise band and the verdict."""
+
+
+class ValidationCommandRun(Document):
+    """One validation command of a task, as it ran after the agent."""
+
+    kind: Literal["public", "hidden"]
+    """``public`` (task.json ``validation_commands``: on the agent's tree as it left it) or ``hidden``
+    (``hidden_validation_commands``: the locked evaluator checks, with the base's test files and the hidden
+    tests put back)."""
+    command: str
+    """The command as task.json gives it."""
+    exit_code: int | None
+    """Its exit code; null when it did not run or was stopped at its timeout."""
+    timed_out: bool = False
+    """It ran past the grade timeout and was stopped."""
+    not_run: str | None = None
+    """Why it did not run (its tree could not be made, the image lacks the program); null when it ran."""
+    output: str = ""
+    """What it printed (stdout and stderr together), the last 256 KiB of it."""
+    truncated: bool = False
+    """The output was longer and its beginning was cut."""
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.not_run is None
+
+
+class ValidationCommandsDoc(Document):
+    """repo_validation_commands.v1: a task's validation and hidden validation commands, run after the agent
+    in containers of their own (validation/commands.json). Raters read the output (``repo rate export``); the
+    gate does not: a task gates on what its grader reports."""
+
+    schema_: Literal["repo_validation_commands.v1"] = Field(
+        default="repo_validation_commands.v1", alias="schema"
+    )
+    """The document type."""
+    commands: list[ValidationCommandRun]
+    """Every command, public ones first, in task.json's order."""
+    error: str | None = None
+    """Why the trees the commands run on could not be made (a task whose hidden tests do not apply, a
+    workspace whose .git the agent removed); each command then has ``not_run``."""
+
+    @property
+    def metrics(self) -> dict[str, MetricValue]:
+        """None for the gate: validation output is for raters."""
+        return {}
+
+    def passed(self, kind: Literal["public", "hidden"]) -> bool | None:
+        """Every command of ``kind`` ran and exited 0; None when the task has none."""
+        runs = [c for c in self.commands if c.kind == kind]
+        return all(c.passed for c in runs) if runs else None

@@ -13,6 +13,7 @@ refuse what no runner may accept.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -55,6 +56,26 @@ def base_form(base: str) -> BaseForm:
     if SHORT_SHA.match(sha):
         return "short"
     return "invalid"
+
+
+def criterion_problem(criterion: object) -> str | None:
+    """Why an acceptance criterion is not one (it must say something a rater checks), or None."""
+    if not isinstance(criterion, str):
+        return "not a string"
+    if not criterion.strip():
+        return "empty; write what a rater checks, or drop it"
+    return None
+
+
+def command_problem(command: object) -> str | None:
+    """Why a validation command cannot run (it is split into words like an entry point), or None."""
+    if not isinstance(command, str):
+        return "not a string"
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"cannot be split into words: {exc}"
+    return None if words else "empty"
 
 
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
@@ -266,6 +287,17 @@ class Task(OpenDocument):
     clean_diff_of: str | None = Field(default=None, min_length=1)
     """Review tasks: the id of the review task whose change this task's ``review_patch`` is the clean version
     of. The review rule asks for no blocking finding on it (``no_blocking_finding``)."""
+    acceptance_criteria: list[str] = Field(default_factory=list)
+    """What a change must do to be accepted, one criterion per entry, as a human rater checks it: the blinded
+    package raters score from (``repo rate export``) shows them with the prompt. The agent never sees them."""
+    validation_commands: list[str] = Field(default_factory=list)
+    """Public validation commands, split like an entry point (no shell unless one is named): run after the
+    agent, each in a container holding only the agent's tree as it left it; their output and exit codes go to
+    raters (``validation_passed``)."""
+    hidden_validation_commands: list[str] = Field(default_factory=list)
+    """Locked evaluator checks: run like ``validation_commands``, on the agent's tree with every test file put
+    back as it was at the base and the hidden tests (``test_patch``) applied; their output goes to raters too,
+    and a failing one makes the run not regression-free."""
 
     @model_validator(mode="before")
     @classmethod
@@ -367,6 +399,24 @@ class Task(OpenDocument):
         if repeated:
             what = "thread" if info.field_name == "threads" else "decoy"
             raise ValueError(f"{what} ids must be unique: {', '.join(repeated)}")
+        return value
+
+    @field_validator("acceptance_criteria")
+    @classmethod
+    def _criteria_say_something(cls, value: list[str]) -> list[str]:
+        for number, criterion in enumerate(value, 1):
+            problem = criterion_problem(criterion)
+            if problem:
+                raise ValueError(f"criterion {number}: {problem}")
+        return value
+
+    @field_validator("validation_commands", "hidden_validation_commands")
+    @classmethod
+    def _commands_split(cls, value: list[str]) -> list[str]:
+        for command in value:
+            problem = command_problem(command)
+            if problem:
+                raise ValueError(f"{command!r}: {problem}")
         return value
 
     @field_validator("egress")

@@ -30,6 +30,13 @@ Usage (dokimi builds these argv):
         --out /eval/run/builtin-tests (pytest | command)
     python3 -I builtin_grade.py command --report /eval/out/report.xml -- CMD...
     python3 -I builtin_grade.py oracle --contract /eval/run --eval-dir /eval/content --task ID
+    python3 -I builtin_grade.py validation --contract /eval/run --eval-dir /eval/content --task ID \
+        --out /eval/run/validation [--public] [--hidden]
+
+``validation`` makes the trees a task's validation commands run on (dokimi.grading.validation), the same
+way: ``OUT/public/tree`` the agent's files as it left them (without ``.git`` and bytecode caches) for
+``validation_commands``, ``OUT/hidden/tree`` the tree under test above for ``hidden_validation_commands``;
+``OUT/prepared.json`` holds ``error`` when they cannot be made. No code of the workspace runs in it either.
 
 The task's directory is the directory named ID under the eval dir that holds a task.json (the one whose
 bytes equal {run_dir}/task.json when there are several).
@@ -388,6 +395,26 @@ def prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def validation(args: argparse.Namespace) -> int:
+    """The trees of the validation commands (module docstring) and OUT/prepared.json (``error``)."""
+    run_dir, out = Path(args.contract), Path(args.out)
+    document: dict[str, Any] = {"error": None}
+    try:
+        if args.public:
+            (out / "public").mkdir(exist_ok=True)
+            (out / "public" / TREE).mkdir()
+            copy_workspace(run_dir / "workspace", out / "public" / TREE)
+        if args.hidden:
+            task = read_json(run_dir / "task.json")
+            task_dir = find_task_dir(Path(args.eval_dir), args.task, run_dir)
+            (out / "hidden").mkdir(exist_ok=True)
+            prepare_tree(run_dir, task_dir, task, out / "hidden" / TREE)
+    except GradeError as exc:
+        document["error"] = str(exc)
+    (out / PREPARED_JSON).write_text(json.dumps(document, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
 def test_env() -> dict[str, str]:
     """The environment of builtin:command's process: the container's, without what would let the tree hook
     Python or pytest, with plugin autoload off and bytecode kept out of the tree."""
@@ -437,7 +464,7 @@ def oracle(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="builtin_grade.py")
     sub = parser.add_subparsers(dest="step", required=True)
-    for step in ("prepare", "oracle"):
+    for step in ("prepare", "oracle", "validation"):
         p = sub.add_parser(step)
         p.add_argument("--contract", required=True)
         p.add_argument("--eval-dir", required=True)
@@ -446,12 +473,18 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--out", required=True)
             p.add_argument("--uses-report", action="store_true", help="builtin:command names {report}")
             p.add_argument("runner", choices=("pytest", "command"))
+        if step == "validation":
+            p.add_argument("--out", required=True)
+            p.add_argument("--public", action="store_true", help="make public/tree")
+            p.add_argument("--hidden", action="store_true", help="make hidden/tree")
     p = sub.add_parser("command")
     p.add_argument("--report", required=True)
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.step == "prepare":
         return prepare(args)
+    if args.step == "validation":
+        return validation(args)
     if args.step == "command":
         if args.command[:1] == ["--"]:
             args.command = args.command[1:]
