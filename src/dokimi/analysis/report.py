@@ -39,7 +39,7 @@ from dokimi.schemas.report import (
     ReportRow,
     ReportWarning,
 )
-from dokimi.schemas.rubric import RepoRubric, RubricStatus
+from dokimi.schemas.rubric import RepoRubric, provisional
 
 if TYPE_CHECKING:
     from dokimi.schemas.grading import MergeDoc
@@ -302,7 +302,7 @@ def rubric_status(batch: Batch) -> dict[str, bool]:
         path = task_dir(layout.content, manifest, task) / RUBRIC_JSON
         if path.is_file() and not path.is_symlink():
             try:
-                status[task] = read_document(path, RepoRubric).status == RubricStatus.DRAFT
+                status[task] = provisional(read_document(path, RepoRubric))
             except DocumentError:
                 continue
     return status

@@ -53,7 +53,7 @@ REPO_COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("dokimi.cli.plan:plan", "Tasks x reps for 80% power, simulated on a pilot batch."),
     "study": ("dokimi.cli.study:study", "A guidance study from one file: run it, then one report."),
     "regrade": ("dokimi.cli.regrade:regrade", "Regrade a sample of finished cells and flag every mismatch."),
-    "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: calibrate the judge (repo rubric check)."),
+    "rubric": ("dokimi.cli.rubric:rubric", "Mergeability rubrics: draft, approve, calibrate the judge."),
     "rules": ("dokimi.cli.rules:rules", "Team review rules: mine review comments, triage, evaluate."),
     "rate": ("dokimi.cli.rate:rate", "Human scoring of blinded artifacts, with adjudication."),
     "perf": ("dokimi.cli.perf:perf", "Performance check of a finished cell against its oracle."),

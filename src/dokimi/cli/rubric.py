@@ -1,8 +1,10 @@
-"""``dokimi repo rubric check``: admit rubrics by calibrating the judge
-(docs/mergeability.md). Thin: options -> dokimi.checks.merge.calibrate -> a table or --json.
+"""``dokimi repo rubric``: draft a task's rubric, approve it, and admit it by calibrating the judge
+(docs/mergeability.md). Thin: options -> dokimi.runner.rubric_draft, dokimi.repo.rubrics,
+dokimi.checks.merge.calibrate -> text or --json.
 
-Exit codes: 0 every expectation held, 1 one did not (or no task has a rubric), 2 could not run (bad model id,
-no harness binary, no manifest).
+Exit codes of ``check``: 0 every expectation held, 1 one did not (or no task has a rubric), 2 could not run
+(bad model id, no harness binary, no manifest). ``draft`` and ``approve``: 0 written, 2 could not (no such
+task, an existing rubric without --force, an answer that is not a rubric).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dokimi.cli._common import (
     json_option,
     manifest_options,
     source_argument,
+    working_tree_options,
 )
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
@@ -26,7 +29,8 @@ from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
 
 @click.group("rubric", cls=SuggestingGroup)
 def rubric() -> None:
-    """Mergeability rubrics: calibrate the judge on known diffs (paid: it calls the judge model)."""
+    """Mergeability rubrics: draft one, approve it, calibrate the judge on known diffs (draft and check are
+    paid: they call a model)."""
 
 
 @rubric.command("check")
@@ -176,3 +180,127 @@ def check(
             for item in a.disagreements:
                 echo(f"  disagree: {item}")
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS
+
+
+@rubric.command("draft")
+@click.argument("task_id", metavar="TASK")
+@click.option("--model", "model", required=True, metavar="FULL_ID", help="The drafting model's full id.")
+@click.option(
+    "--harness",
+    "harness",
+    default="claude-code",
+    show_default=True,
+    metavar="NAME|PATH",
+    help="The harness the drafter runs through (as the judge: claude-code, codex, gemini-cli).",
+)
+@click.option(
+    "--bin", "bin_", type=click.Path(dir_okay=False, path_type=Path), help="The harness's executable."
+)
+@click.option("--timeout", type=FiniteFloat(min=1), default=600.0, show_default=True, help="For the call.")
+@click.option(
+    "--image",
+    "image",
+    metavar="REF",
+    help="Run the oracle in this image instead of building the eval tree's.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing rubric.json (it may be approved work).")
+@working_tree_options
+@json_option
+def draft(
+    task_id: str,
+    model: str,
+    harness: str,
+    bin_: Path | None,
+    timeout: float,
+    image: str | None,
+    force: bool,
+    repo_dir: Path,
+    manifest: str | None,
+    as_json: bool,
+) -> int:
+    """Draft tasks/TASK/rubric.json with an LLM in the maintainer role (a paid model call), from the task's
+    prompt, the oracle's change (its entry point's, run in a container, else oracle.patch), the guidance
+    files at the task's base and the review rules that apply to the change; never from an agent's output.
+    The rubric is a draft until `repo rubric approve TASK --by NAME`; until then its results are
+    provisional. Then calibrate it with `repo rubric check`."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.checks.merge.judge import JudgeOptions, judge_harness
+    from dokimi.repo.manifest import load_manifest
+    from dokimi.runner.rubric_draft import DraftRequest, draft_task_rubric
+    from dokimi.schemas.rubric import rubric_problems
+    from dokimi.source import open_source
+    from dokimi.source.git import toplevel
+
+    options = JudgeOptions(bin=bin_, profile=harness, timeout=timeout)
+    judge_harness(model, options)  # a model alias, a harness that cannot judge or no executable: exit 2
+    repo_dir = toplevel(repo_dir) or repo_dir
+    with open_source(str(repo_dir)) as repo:
+        loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
+        request = DraftRequest(task_id=task_id, model=model, judge=options, image=image, force=force)
+        written = draft_task_rubric(repo, loaded, repo_dir, request)
+    rubric_doc = written.drafted.rubric
+    summary = {
+        "rubric": str(written.rubric_path),
+        "lazy_diff": str(written.lazy_path) if written.lazy_path else None,
+        "status": str(rubric_doc.status),
+        "blockers": [b.id for b in rubric_doc.blockers],
+        "non_blockers": [n.id for n in rubric_doc.non_blockers],
+        "inputs": rubric_doc.drafted.inputs if rubric_doc.drafted else [],
+        "cost_usd": written.drafted.cost_usd,
+    }
+    if as_json:
+        emit_json(summary)
+        return EXIT_OK
+    echo(f"wrote {written.rubric_path} (draft): {len(rubric_doc.blockers)} blockers, "
+         f"{len(rubric_doc.non_blockers)} non-blockers")  # fmt: skip
+    if written.lazy_path is not None:
+        echo(f"wrote {written.lazy_path}: the drafter's lazy change, for repo rubric check")
+    echo("read: " + ", ".join(summary["inputs"]))  # type: ignore[arg-type]
+    for problem in rubric_problems(rubric_doc, task_id=task_id):
+        echo(f"warning: {problem}")
+    echo(f"next: review it blocker by blocker, then `dokimi repo rubric approve {task_id} --by NAME`")
+    return EXIT_OK
+
+
+@rubric.command("approve")
+@click.argument("task_id", metavar="TASK")
+@click.option("--by", "by", required=True, metavar="NAME", help="The maintainer who reviewed the rubric.")
+@click.option("--note", "note", help="What was changed in review, or what to keep in mind.")
+@working_tree_options
+@json_option
+def approve(
+    task_id: str, by: str, note: str | None, repo_dir: Path, manifest: str | None, as_json: bool
+) -> int:
+    """Record that a maintainer reviewed tasks/TASK/rubric.json blocker by blocker and approves it: its
+    status becomes approved, with who, when and the digest of what was approved. Results of a batch run
+    under the draft stay provisional; an edit after approval makes it provisional again."""
+    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.errors import UsageError
+    from dokimi.repo.manifest import load_manifest, load_tasks
+    from dokimi.repo.rubrics import approve_rubric
+    from dokimi.rundir import RUBRIC_JSON
+    from dokimi.schemas.rubric import rubric_problems
+    from dokimi.source import open_source
+    from dokimi.source.git import toplevel
+
+    repo_dir = toplevel(repo_dir) or repo_dir
+    with open_source(str(repo_dir)) as repo:
+        loaded = load_manifest(repo.eval_snapshot(), manifest=manifest, manifest_file=None, required=True)
+        m = loaded.manifest
+        tasks = {t.id: t for t in load_tasks(repo.eval_snapshot(), m)} if m is not None and m.tasks else {}
+    if task_id not in tasks:
+        raise UsageError(f"{task_id}: the repository has no such task", hint=", ".join(sorted(tasks)) or None)
+    approved = approve_rubric(repo_dir / tasks[task_id].dir / RUBRIC_JSON, by=by, note=note or "")
+    record = approved.rubric.approval
+    assert record is not None
+    if as_json:
+        emit_json(
+            {"rubric": str(approved.path), "already": approved.already, "approval": record.model_dump()}
+        )
+    elif approved.already:
+        echo(f"{approved.path} is already approved, as it reads, by {record.by} on {record.at}")
+    else:
+        echo(f"approved {approved.path} by {record.by} on {record.at} ({record.digest})")
+        for problem in rubric_problems(approved.rubric, task_id=task_id):
+            echo(f"warning: {problem}")
+    return EXIT_OK

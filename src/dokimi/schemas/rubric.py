@@ -8,6 +8,8 @@ reported by :func:`rubric_problems` as warnings, because drafts exist and are ed
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from enum import StrEnum
 from typing import Literal
@@ -130,6 +132,32 @@ class Calibration(Document):
     """Diffs that must be mergeable."""
 
 
+class DraftRecord(Document):
+    """Who drafted a rubric (``repo rubric draft``) and from what: never from an agent's output."""
+
+    model: str = Field(min_length=1)
+    """The drafting model's full id."""
+    harness: str = Field(min_length=1)
+    """The harness it ran through."""
+    at: str = Field(min_length=1)
+    """When, ISO 8601 UTC."""
+    inputs: list[str] = Field(default_factory=list)
+    """What it read: the task's prompt, the oracle's diff, each guidance file, each review rule."""
+
+
+class Approval(Document):
+    """A maintainer's approval of the rubric (``repo rubric approve``), blocker by blocker."""
+
+    by: str = Field(min_length=1)
+    """Who approved it."""
+    at: str = Field(min_length=1)
+    """When, ISO 8601 UTC."""
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    """The rubric's content when approved (:func:`content_digest`): a later edit makes it a draft again."""
+    note: str = ""
+    """What the maintainer changed or wants kept in mind."""
+
+
 class RepoRubric(Document):
     """rubric.json: intent, scope, blockers and non-blockers of one task."""
 
@@ -152,6 +180,10 @@ class RepoRubric(Document):
     """A realistic lazy solution and a valid alternative."""
     calibration: Calibration = Field(default_factory=Calibration)
     """Calibration diffs for ``repo rubric check``."""
+    drafted: DraftRecord | None = None
+    """Set by ``repo rubric draft``: the model that drafted it and from what."""
+    approval: Approval | None = None
+    """Set by ``repo rubric approve`` with ``status: approved``."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> RepoRubric:
@@ -161,6 +193,34 @@ class RepoRubric(Document):
                 raise ValueError(f"rubric item id {item_id!r} appears twice; the judge answers per id")
             seen.add(item_id)
         return self
+
+
+def content_digest(rubric: RepoRubric) -> str:
+    """sha256 of what a maintainer approves: every key but ``status``, ``drafted`` and ``approval``."""
+    content = rubric.model_dump(mode="json", by_alias=True, exclude={"status", "drafted", "approval"})
+    return "sha256:" + hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def edited_since_approval(rubric: RepoRubric) -> bool:
+    """An approved rubric whose content no longer matches what was approved."""
+    return rubric.approval is not None and rubric.approval.digest != content_digest(rubric)
+
+
+def provisional(rubric: RepoRubric) -> bool:
+    """Its results are provisional: a draft, or an approved rubric edited since its approval."""
+    return rubric.status == RubricStatus.DRAFT or edited_since_approval(rubric)
+
+
+def approval_holds(rubric: RepoRubric) -> str | None:
+    """A rubric marked approved was approved as it reads now (``repo rubric approve`` records it); why not, or
+    None. A hand-marked ``approved`` without a record is taken at its word."""
+    if rubric.status == RubricStatus.APPROVED and edited_since_approval(rubric):
+        assert rubric.approval is not None
+        return (
+            f"edited since {rubric.approval.by} approved it on {rubric.approval.at}: its results are "
+            "provisional until a maintainer approves it again (repo rubric approve)"
+        )
+    return None
 
 
 def blocker_count(rubric: RepoRubric) -> str | None:
@@ -209,5 +269,10 @@ def rubric_problems(
     rubric: RepoRubric, *, task_id: str | None = None, rules: RepoReviewRules | None = None
 ) -> list[str]:
     """Warnings about a valid rubric that is not yet fit to admit a task."""
-    found = [blocker_count(rubric), non_blocker_count(rubric), task_matches(rubric, task_id)]
+    found = [
+        blocker_count(rubric),
+        non_blocker_count(rubric),
+        task_matches(rubric, task_id),
+        approval_holds(rubric),
+    ]
     return [p for p in found if p is not None] + house_citations(rubric, rules)

@@ -44,6 +44,7 @@ def rubric(task: str) -> str:
 
 
 def answer(b1: str, n1: str = "pass") -> dict[str, str]:
+    """A scripted judge's answer (its verdict marker copied from the request it answers)."""
     reasons = {"pass": "Meets the criterion.", "fail": "Does not meet the criterion."}
     verdicts = [{"id": i, "verdict": v, "reason": reasons[v]} for i, v in (("B1", b1), ("N1", n1))]
     return {"final": MARKER + json.dumps({"verdicts": verdicts})}
@@ -157,3 +158,102 @@ def test_tasks_check_makes_no_model_call_and_has_no_judge_option(
     finally:
         if image is not None:
             subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
+
+
+def report_of(batch: Path) -> tuple[dict[str, Any], str]:
+    as_json = dokimi_cli(["repo", "report", str(batch), "--json"])
+    as_text = dokimi_cli(["repo", "report", str(batch)])
+    assert as_json.returncode == 0 and as_text.returncode == 0, as_json.stderr + as_text.stderr
+    return json.loads(as_json.stdout), as_text.stdout
+
+
+def test_a_batch_judged_under_a_draft_rubric_is_provisional_in_the_report_until_approved(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
+) -> None:
+    """Checked by issue 26: a draft rubric marked provisional in the report. A batch keeps the rubric it was
+    judged under (its exported eval dir): approving the rubric later makes the next batch's results final,
+    never the earlier batch's."""
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    draft_sha = commit(
+        tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    judge = ["--judge-model", MODEL, "--judge-bin", str(claude_bin)]
+    scripted_judge([answer("pass")])
+    drafted = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judge, rev=draft_sha))
+    assert drafted.returncode == 0, drafted.stdout + drafted.stderr
+    doc, text = report_of(tmp_path / "out" / name)
+    (row,) = doc["rows"]
+    assert row["rubric_provisional"] is True and row["mergeable_rate"] == 1.0
+    assert (
+        "* a draft rubric (not yet approved by a maintainer): its mergeable results are provisional" in text
+    )
+    assert "1/1*" in text  # mergeable 1 of 1, marked provisional
+
+    approve = ["repo", "rubric", "approve", "merge_gated", "--by", "ada", "-C", str(tiny.path),
+               "--manifest", ".agent-eval/repo-eval.yaml"]  # fmt: skip
+    approved = dokimi_cli(approve)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    approved_sha = commit(tiny.path, "approve the rubric")
+    scripted_judge([answer("pass")])
+    later = dokimi_cli(
+        run_args(tiny, tmp_path / "out", f"{name}-b", profile, binary, *judge, rev=approved_sha)
+    )
+    assert later.returncode == 0, later.stdout + later.stderr
+    doc, text = report_of(tmp_path / "out" / f"{name}-b")
+    assert [r["rubric_provisional"] for r in doc["rows"]] == [False]
+    assert "a draft rubric" not in text and "1/1*" not in text
+    assert report_of(tmp_path / "out" / name)[0]["rows"][0]["rubric_provisional"] is True
+
+
+def test_a_batch_judged_through_codex_with_a_gemini_second_judge(
+    docker_available: bool,
+    codex_bin: Path,
+    gemini_bin: Path,
+    node_bin: Path,
+    tmp_path: Path,
+    name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """repo run --judge-harness codex --second-judge-harness gemini-cli: each judge speaks its own API (one
+    scripted server answers both, the primary first), merge.json records each harness, result.json both
+    judges, and the report the judges' agreement per blocker."""
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    eval_sha = commit(
+        tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
+    )
+    profile, binary = fake_harness(tmp_path / "harness")
+    judges = ["--judge-harness", "codex", "--judge-model", "gpt-5-mini", "--judge-bin", str(codex_bin),
+              "--second-judge-harness", "gemini-cli", "--second-judge-model", "gemini-2.5-flash",
+              "--second-judge-bin", str(gemini_bin.resolve())]  # fmt: skip
+    with MockModelServer([answer("pass"), answer("fail")]) as server:
+        for endpoint, key in (
+            ("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+            ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"),
+        ):
+            monkeypatch.setenv(endpoint, server.url)
+            monkeypatch.setenv(key, "dokimi-test")
+        proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judges, rev=eval_sha))
+        paths = [r.path for r in server.requests if r.main_loop]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert paths[0] == "/responses" and "gemini-2.5-flash:streamGenerateContent" in paths[1]
+    batch = tmp_path / "out" / name
+    run_dir = cell_dir(batch, "merge_gated", "guidance:raw", "m", None, 0)
+    merge = json.loads((run_dir / "merge.json").read_text())
+    assert (merge["judge"]["harness"], merge["judge"]["model"], merge["mergeable"]) == (
+        "codex",
+        "gpt-5-mini",
+        True,
+    )
+    second = merge["second_judge"]
+    assert (second["harness"], second["model"], second["mergeable"]) == (
+        "gemini-cli",
+        "gemini-2.5-flash",
+        False,
+    )
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["judges"] == ["gpt-5-mini", "gemini-2.5-flash"] and result["passed"] is True
+    agreement = report_of(batch)[0]["judge_agreement"]
+    (b1,) = agreement["blockers"]
+    assert (b1["task"], b1["blocker"], b1["cells"], b1["agreed"]) == ("merge_gated", "B1", 1, 0)
+    assert b1["disagreements"] == [f"{run_dir.relative_to(batch).as_posix()}: pass vs fail"]
