@@ -113,16 +113,20 @@ def task_json(task_id: str, base: str, *, grader: str = "file", prompt: str = "E
     return json.dumps(data, indent=2) + "\n"
 
 
-def tiny_repo(path: Path, tasks: Mapping[str, Mapping[str, Any]] | None = None) -> Tiny:
+def tiny_repo(
+    path: Path, tasks: Mapping[str, Mapping[str, Any]] | None = None, *, manifest_id: str = "runner-tiny"
+) -> Tiny:
     """The tiny repository: commit 1 holds f.txt, commit 2 adds the eval dir with ``tasks`` (id -> task.json
-    keys besides id/family/base; default: one task ``fix_f`` that the EDIT harness passes)."""
+    keys besides id/family/base; default: one task ``fix_f`` that the EDIT harness passes). ``manifest_id``
+    names its images: one of its own keeps other test sessions on this daemon, which remove the runner-tiny
+    images when they end, from removing the image of a batch still running."""
     git_repo(path, {"f.txt": "before\n", "README.md": "# tiny\n"})
     base = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, check=True
     ).stdout.strip()
     tasks = tasks if tasks is not None else {"fix_f": {}}
     files: dict[str, str] = {
-        ".agent-eval/repo-eval.yaml": MANIFEST,
+        ".agent-eval/repo-eval.yaml": MANIFEST.replace("id: runner-tiny", f"id: {manifest_id}"),
         ".agent-eval/Dockerfile": "FROM dokimi-base:bookworm\n",
         ".agent-eval/grade.py": GRADE_PY,
         ".agent-eval/oracle.py": ORACLE_PY,
@@ -133,13 +137,13 @@ def tiny_repo(path: Path, tasks: Mapping[str, Mapping[str, Any]] | None = None) 
     return Tiny(path, base, eval_sha)
 
 
-def remove_tiny_images() -> None:
+def remove_tiny_images(manifest_id: str = "runner-tiny") -> None:
     """Remove the images the tiny repository's batches built (one per eval commit, so one per test), unless
     DOKIMI_TEST_KEEP_IMAGES=1: concurrent test sessions on one daemon build and use the same tags."""
     if os.environ.get("DOKIMI_TEST_KEEP_IMAGES") == "1":
         return
     listed = subprocess.run(
-        ["docker", "images", "-q", "--filter", "label=dokimi.repo.manifest-id=runner-tiny"],
+        ["docker", "images", "-q", "--filter", f"label=dokimi.repo.manifest-id={manifest_id}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     ids = sorted(set(listed.stdout.split()))

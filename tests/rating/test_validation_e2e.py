@@ -31,15 +31,17 @@ TASK = {
 
 @pytest.fixture
 def name() -> Iterator[str]:
-    yield f"validate-{uuid.uuid4().hex[:10]}"
-    remove_tiny_images()
+    """The batch's name, and the manifest id of the test's own images (removed at its end)."""
+    found = f"validate-{uuid.uuid4().hex[:10]}"
+    yield found
+    remove_tiny_images(found)
 
 
 def test_validation_commands_run_isolated_and_reach_the_raters_with_the_rubric(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     """Checked by issue 26: a rater package holding the rubric and the validation output."""
-    tiny = tiny_repo(tmp_path / "tiny", {"fix_f": TASK})
+    tiny = tiny_repo(tmp_path / "tiny", {"fix_f": TASK}, manifest_id=name)
     profile, binary = fake_harness(tmp_path / "harness")
     proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, "--json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -87,7 +89,9 @@ def test_validation_commands_run_isolated_and_reach_the_raters_with_the_rubric(
 def test_a_failing_locked_check_makes_the_run_fail_its_locked_checks_for_the_raters_key(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
-    tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"hidden_validation_commands": ["sh -c 'exit 1'"]}})
+    tiny = tiny_repo(
+        tmp_path / "tiny", {"fix_f": {"hidden_validation_commands": ["sh -c 'exit 1'"]}}, manifest_id=name
+    )
     profile, binary = fake_harness(tmp_path / "harness")
     proc = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary))
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -56,8 +56,10 @@ def judge_requests(server: MockModelServer) -> list[str]:
 
 @pytest.fixture
 def name() -> Iterator[str]:
-    yield f"judge-{uuid.uuid4().hex[:10]}"
-    remove_tiny_images()
+    """The batch's name, and the manifest id of the test's own images (removed at its end)."""
+    found = f"judge-{uuid.uuid4().hex[:10]}"
+    yield found
+    remove_tiny_images(found)
 
 
 @pytest.fixture
@@ -81,7 +83,7 @@ def scripted_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_the_regrade_sample_calls_the_judge_again_with_its_cache_bypassed(
     docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
 ) -> None:
-    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
     eval_sha = commit(
         tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
     )
@@ -123,17 +125,9 @@ def test_tasks_check_makes_no_model_call_and_has_no_judge_option(
 ) -> None:
     """tasks check stays free of LLM calls: mergeable is decided on the deterministic checks there, and the
     judge's part is repo rubric check's (the paid step)."""
-    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
-    manifest = (tiny.path / ".agent-eval" / "repo-eval.yaml").read_text()
-    # an image of its own: other test sessions on this daemon remove the runner-tiny images when they end
-    manifest = manifest.replace("id: runner-tiny", f"id: tasks-check-{name}")
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
     eval_sha = commit(
-        tiny.path,
-        "rubric",
-        files={
-            ".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated"),
-            ".agent-eval/repo-eval.yaml": manifest,
-        },
+        tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
     )
     check = ["repo", "tasks", "check", tiny.source(eval_sha), "--manifest", ".agent-eval/repo-eval.yaml"]
     refused = dokimi_cli([*check, "--judge-model", MODEL, "--judge-bin", str(claude_bin)])
@@ -173,7 +167,7 @@ def test_a_batch_judged_under_a_draft_rubric_is_provisional_in_the_report_until_
     """Checked by issue 26: a draft rubric marked provisional in the report. A batch keeps the rubric it was
     judged under (its exported eval dir): approving the rubric later makes the next batch's results final,
     never the earlier batch's."""
-    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
     draft_sha = commit(
         tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
     )
@@ -218,7 +212,7 @@ def test_a_batch_judged_through_codex_with_a_gemini_second_judge(
     """repo run --judge-harness codex --second-judge-harness gemini-cli: each judge speaks its own API (one
     scripted server answers both, the primary first), merge.json records each harness, result.json both
     judges, and the report the judges' agreement per blocker."""
-    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}})
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
     eval_sha = commit(
         tiny.path, "rubric", files={".agent-eval/tasks/merge_gated/rubric.json": rubric("merge_gated")}
     )
