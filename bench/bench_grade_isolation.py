@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
+
+from bench_cell_overhead import git  # beside this file
 
 from dokimi.grading.entrypoints import grade_run, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
@@ -76,20 +76,6 @@ ran = box.run(["true"], cwd=box.tree)
 assert ran.returncode == 0, ran.output
 print(direct, time.monotonic() - start)
 """
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "bench",
-        "GIT_AUTHOR_EMAIL": "bench@dokimi.invalid",
-        "GIT_COMMITTER_NAME": "bench",
-        "GIT_COMMITTER_EMAIL": "bench@dokimi.invalid",
-    }
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
 
 
 def make_repo(root: Path) -> Path:

@@ -139,6 +139,12 @@ def kind(path: Path, *, trusted: Path) -> str | None:
 def read_bytes(path: Path, *, trusted: Path, limit: int = DEFAULT_READ_LIMIT) -> bytes:
     """The content of a regular file, never more than ``limit`` bytes; a link, a FIFO, a device, a
     directory or a larger file is an :class:`UnsafePathError`. A missing file is FileNotFoundError."""
+    return _read_fd(_open_for_reading(path, trusted), path, limit)
+
+
+def _open_for_reading(path: Path, trusted: Path) -> int:
+    """A descriptor of ``path`` opened for reading, reached without following a link (not checked to be a
+    regular file yet: the caller does, on the descriptor)."""
     with parent_fd(path, trusted=trusted) as (dir_fd, name):
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
@@ -148,7 +154,7 @@ def read_bytes(path: Path, *, trusted: Path, limit: int = DEFAULT_READ_LIMIT) ->
             if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
                 raise _refusal(dir_fd, name, path, "a regular file") from None
             raise UnsafePathError(f"cannot read: {exc.strerror}", path=path) from None
-    return _read_fd(fd, path, limit)
+    return fd
 
 
 def _read_fd(fd: int, path: Path, limit: int) -> bytes:
@@ -184,15 +190,7 @@ def digest(path: Path, *, trusted: Path) -> str:
     a device or a directory is an :class:`UnsafePathError`, a missing file FileNotFoundError."""
     import hashlib  # here: hashlib's OpenSSL start-up is not for a scan, which hashes nothing
 
-    with parent_fd(path, trusted=trusted) as (dir_fd, name):
-        try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
-            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
-                raise _refusal(dir_fd, name, path, "a regular file") from None
-            raise UnsafePathError(f"cannot read: {exc.strerror}", path=path) from None
+    fd = _open_for_reading(path, trusted)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

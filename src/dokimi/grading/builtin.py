@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from dokimi.sandbox.container import ContainerResult
     from dokimi.schemas.task import Task
 
-__all__ = ["TestsRun", "after_prepare", "begin"]
+__all__ = ["BuiltinRun", "after_prepare", "begin"]
 
 MAX_PREPARED_BYTES = 16 * 1024 * 1024
 MAX_JUNIT_BYTES = 64 * 1024 * 1024
@@ -128,7 +128,7 @@ def _write_grade(run_dir: Path, task: Task, grader: str, document: dict[str, Any
 
 
 @dataclass(frozen=True)
-class TestsRun:
+class BuiltinRun:
     """How a built-in grade's tests ran: their argv and container (None when they did not run: the prepare
     step failed), and why grading failed, or None."""
 
@@ -144,7 +144,7 @@ def begin(run_dir: Path) -> None:
 
 def after_prepare(
     environment: GradeEnvironment, run_dir: Path, task: Task, *, prepare_failure: str | None, name: str
-) -> TestsRun:
+) -> BuiltinRun:
     """Steps 2 and 3 (module docstring), once the prepare step ran in the grade container (``prepare_failure``
     is why it failed, or None): the tests in their own container, then the verdict; grade.json is written
     here. The prepare step's logs move to builtin-tests/; grade.stdout and grade.stderr are the tests' (all
@@ -156,13 +156,13 @@ def after_prepare(
         if safefs.kind(run_dir / log, trusted=run_dir) is not None:
             safefs.rename(run_dir / log, work / kept, trusted=run_dir)
     if prepare_failure is not None:
-        return TestsRun(error=f"the prepare step of {grader} failed: {prepare_failure}")
+        return BuiltinRun(error=f"the prepare step of {grader} failed: {prepare_failure}")
     prepared = read_prepared(work / BUILTIN_PREPARED, run_dir)
     if isinstance(prepared, str):
-        return TestsRun(error=prepared)
+        return BuiltinRun(error=prepared)
     if prepared.error is not None:
         _write_grade(run_dir, task, grader, {"errors": [prepared.error]})
-        return TestsRun()
+        return BuiltinRun()
     for sub in (TESTS_HOME, BUILTIN_OUT):
         _fresh_dir(work / sub, run_dir)
     argv = builtin_tests_argv(command, task=task.id, targets=prepared.targets, roots=prepared.roots)
@@ -185,12 +185,12 @@ def after_prepare(
     missing = _command_not_run(ran)
     if missing is not None:  # the image lacks the command: the task cannot be graded in it
         _write_grade(run_dir, task, grader, {"errors": [missing]})
-        return TestsRun(tuple(argv), ran)
+        return BuiltinRun(tuple(argv), ran)
     document = _decide(run_dir, prepared, ran, command, timeout=environment.grade_timeout_s)
     _write_grade(run_dir, task, grader, document)
     for sub in (TESTS_TREE, TESTS_HOME):
         safefs.remove(work / sub, trusted=run_dir)
-    return TestsRun(tuple(argv), ran)
+    return BuiltinRun(tuple(argv), ran)
 
 
 def _command_not_run(ran: ContainerResult) -> str | None:

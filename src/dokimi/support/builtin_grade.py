@@ -52,11 +52,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -198,30 +198,17 @@ def start_tree(git_dir: Path, start_sha: str) -> dict[str, tuple[str, bytes]]:
 
 
 def copy_workspace(workspace: Path, tree: Path) -> None:
-    """The workspace's files without .git and bytecode caches; links are copied as links, never followed, and
-    anything that is not a file, a directory or a link is left out."""
-    for dirpath, dirnames, filenames in os.walk(workspace):
-        rel = os.path.relpath(dirpath, workspace)
-        target = tree if rel == "." else tree / rel
-        keep = []
-        for name in dirnames:
-            path = os.path.join(dirpath, name)
-            if (rel == "." and name == ".git") or name == "__pycache__":
-                continue
-            if os.path.islink(path):
-                os.symlink(os.readlink(path), target / name)
-                continue
-            (target / name).mkdir()
-            keep.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            if stat.S_ISLNK(info.st_mode):
-                os.symlink(os.readlink(path), target / name)
-            elif stat.S_ISREG(info.st_mode) and not name.endswith((".pyc", ".pyo")):
-                shutil.copyfile(path, target / name, follow_symlinks=False)
-                os.chmod(target / name, 0o755 if info.st_mode & 0o111 else 0o644)
+    """The workspace's files in the new directory ``tree``, without .git and bytecode; links are copied as
+    links, never followed, and anything that is not a file, a directory or a link is left out (the isolation
+    helper's copy, isolated.py beside this file)."""
+    spec = importlib.util.spec_from_file_location(
+        "dokimi_support_isolated", Path(__file__).parent / "isolated.py"
+    )
+    assert spec is not None and spec.loader is not None
+    isolated = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = isolated
+    spec.loader.exec_module(isolated)
+    isolated.copy_tree(workspace, tree)
 
 
 def patch_paths(patch: bytes) -> set[str]:
@@ -323,7 +310,6 @@ def prepare_tree(
             "the workspace has no .git directory, so start_sha cannot be read (the agent removed it)"
         )
     start = start_tree(git_dir, start_sha)
-    tree.mkdir()
     copy_workspace(workspace, tree)
     test_patch = task_file(task_dir, task, "test_patch")
     touched = patch_paths(test_patch.read_bytes()) if test_patch else set()

@@ -224,8 +224,8 @@ def confined_exec(plan: Mapping[str, Any], argv: Sequence[str]) -> int:
 
 def copy_tree(source: Path, target: Path, *, with_git: bool = False) -> None:
     """Copy ``source`` into the new directory ``target``: links as links (never followed), regular files and
-    directories; FIFOs, sockets and devices left out; ``.git`` left out unless ``with_git``; ``__pycache__``
-    left out."""
+    directories; FIFOs, sockets and devices left out; ``.git`` left out unless ``with_git``; bytecode
+    (``__pycache__``, ``.pyc``) left out."""
     target.mkdir(mode=0o755)
     for dirpath, dirnames, filenames in os.walk(source):
         rel = os.path.relpath(dirpath, source)
@@ -246,7 +246,7 @@ def copy_tree(source: Path, target: Path, *, with_git: bool = False) -> None:
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
                 os.symlink(os.readlink(path), into / name)
-            elif stat.S_ISREG(info.st_mode):
+            elif stat.S_ISREG(info.st_mode) and not name.endswith((".pyc", ".pyo")):
                 shutil.copyfile(path, into / name, follow_symlinks=False)
                 os.chmod(into / name, 0o755 if info.st_mode & 0o111 else 0o644)
 
