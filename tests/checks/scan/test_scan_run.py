@@ -11,7 +11,7 @@ import pytest
 from dokimi.checks.scan.engine import GuidanceCommand, guidance_commands
 from dokimi.checks.scan.markdown import extract
 from dokimi.cli.main import main
-from tests.helpers.git import git_repo
+from tests.helpers.git import git, git_repo
 
 DOWNLOAD = "python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com', timeout=3)\""
 
@@ -119,11 +119,20 @@ def test_scan_run_reports_each_command_as_it_ran_in_the_image(
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_scan_run_on_the_example_reports_the_command_that_fails_in_its_image(
+def test_scan_run_on_the_example_runs_every_command_and_says_where_one_fails(
     example: Path, docker_available: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The example's guidance says `python`; its image has python3 only: an agent following it fails there.
-    Its L0 claims stay ok."""
+    """The example's guidance says `python`: its Dockerfile links python to python3, so every command runs.
+    Without that line, an agent following the guidance word for word fails there, and --run says where."""
+    assert main(["repo", "scan", str(example), "--run", "--fail-on-fail"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "scan: 4 guidance files, 35 claims: 35 ok, 0 unresolved, 0 fail"
+
+    dockerfile = example / ".agent-eval" / "Dockerfile"
+    link = "RUN ln -s /usr/bin/python3 /usr/local/bin/python\n"
+    assert link in dockerfile.read_text()
+    dockerfile.write_text(dockerfile.read_text().replace(link, ""))
+    git(example, "commit", "-qam", "no python link")
     rc = main(["repo", "scan", str(example), "--run", "--fail-on-fail"])
     out = capsys.readouterr().out
     assert rc == 1
@@ -132,4 +141,4 @@ def test_scan_run_on_the_example_reports_the_command_that_fails_in_its_image(
         "bash: line 1: python: command not found"
     ) in out.splitlines()
     failed = [line for line in out.splitlines() if ": fail " in line]
-    assert failed and all(" fail run " in line for line in failed)
+    assert len(failed) == 3 and all(" fail run python " in line for line in failed)
