@@ -83,6 +83,13 @@ def rubric() -> None:
     "oracle entry point's, in a container, as in repo tasks check).",
 )
 @click.option(
+    "--rubrics",
+    "rubrics_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json (with "
+    "their calibration diffs), checked as the eval dir's are.",
+)
+@click.option(
     "--out",
     "out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -104,6 +111,7 @@ def check(
     cache_dir: Path | None,
     timeout: float,
     image: str | None,
+    rubrics_dir: Path | None,
     out: Path | None,
     as_json: bool,
 ) -> int:
@@ -141,6 +149,7 @@ def check(
         judge=judge,
         second_judge=second,
         task_ids=list(task_ids) or None,
+        rubrics_dir=rubrics_dir,
     )
     with open_source(source) as repo:
         loaded = load_manifest(

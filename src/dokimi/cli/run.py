@@ -465,6 +465,12 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="The harness the second judge runs through (default: --judge-harness).",
 )
 @click.option("--second-judge-bin", metavar="PATH", help="The second judge harness's executable.")
+@click.option(
+    "--rubrics",
+    "rubrics_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json.",
+)
 @json_option
 @click.pass_context
 def run(
@@ -507,6 +513,7 @@ def run(
     second_judge_model: str | None,
     second_judge_harness: str | None,
     second_judge_bin: str | None,
+    rubrics_dir: Path | None,
     egress_resolve: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -587,6 +594,7 @@ def run(
         second_judge_model=second_judge_model,
         second_judge_harness=second_judge_harness,
         second_judge_bin=second_judge_bin,
+        rubrics_dir=rubrics_dir,
         egress_resolve=parse_resolve(egress_resolve),
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,

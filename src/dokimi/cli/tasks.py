@@ -124,6 +124,12 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
     help="The address the egress proxy connects to for HOST of a task's egress (like curl --resolve): an "
     "internal mirror, or a name your DNS does not know. A mapped host may be a private address.",
 )
+@click.option(
+    "--rubrics",
+    "rubrics_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json.",
+)
 @json_option
 def check(
     source: str,
@@ -143,6 +149,7 @@ def check(
     harness: str | None,
     strict: bool,
     egress_resolve: tuple[str, ...],
+    rubrics_dir: Path | None,
     as_json: bool,
 ) -> int:
     """Prove every task of SOURCE sound before a paid run: per task, the prepared workspace fails the gate,
@@ -172,6 +179,7 @@ def check(
         harness=harness,
         strict=strict,
         egress_resolve=parse_resolve(egress_resolve),
+        rubrics_dir=rubrics_dir,
     )
     with open_source(source) as repo:
         loaded = load_manifest(

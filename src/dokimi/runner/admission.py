@@ -168,7 +168,7 @@ def keep_rubric_records(repo: Repo, loaded: LoadedManifest, report: RubricCheck,
     manifest = loaded.manifest
     if manifest is None or not manifest.eval_dir or not report.tasks:
         return
-    digest = exported_eval_dir_digest(repo, manifest.eval_dir)
+    digest = report.eval_dir_digest or exported_eval_dir_digest(repo, manifest.eval_dir)
     tasks = {t.id: t.task for t in load_tasks(repo.eval_snapshot(), manifest) if t.task is not None}
     admitted = set(report.admitted)
     verdicts = []

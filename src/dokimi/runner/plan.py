@@ -244,8 +244,9 @@ def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
     """How ``new`` differs from the batch's pin ``old``: empty when the run may join the batch.
 
     Two revisions are different eval trees even with identical content; a working tree (no revision) on
-    either side is compared by its eval_dir and image-context digests. The manifest id and the image must
-    match too, so one batch never mixes images.
+    either side is compared by its eval_dir and image-context digests. One revision with another eval_dir
+    digest is the same tree with other held-out rubrics (``--rubrics DIR``, or none). The manifest id and
+    the image must match too, so one batch never mixes images.
     """
     found: list[str] = []
     if old.manifest_id != new.manifest_id:
@@ -253,6 +254,11 @@ def pin_conflicts(old: BatchPin, new: BatchPin) -> list[str]:
     if old.tree and new.tree:
         if old.tree != new.tree:
             found.append(f"eval tree {old.tree} != {new.tree}")
+        elif old.eval_dir_digest != new.eval_dir_digest:
+            found.append(
+                f"eval_dir digest {old.eval_dir_digest} != {new.eval_dir_digest} (other held-out rubrics: "
+                "--rubrics)"
+            )
     else:
         if old.eval_dir_digest != new.eval_dir_digest:
             found.append(f"eval_dir digest {old.eval_dir_digest} != {new.eval_dir_digest}")

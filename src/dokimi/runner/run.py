@@ -57,6 +57,7 @@ from dokimi.harness.profile import AgentRequest, Placement, build_invocation, lo
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.home import default_batches_directory
 from dokimi.repo.manifest import load_manifest, load_tasks
+from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, arm_kind, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, BatchLayout, RunDir
@@ -170,6 +171,9 @@ class RunOptions:
     """--second-judge-harness: the second judge's profile (default: the judge's)."""
     second_judge_bin: str | None = None
     """--second-judge-bin: its executable (default: the judge's, when both run through one harness)."""
+    rubrics_dir: Path | None = None
+    """--rubrics DIR: held-out rubrics from a private path (``DIR/<task-id>/rubric.json``), copied into the
+    batch's exported eval dir, whose digest (the pin) then covers them."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host name (like curl's
     --resolve); a mapped name may be a private address."""
@@ -402,14 +406,19 @@ def _load(opts: RunOptions, repo: Repo) -> tuple[RepoManifest, dict[str, LoadedT
     return manifest, {t: tasks[t] for t in chosen}, chosen
 
 
-def export_eval_dir(repo: Repo, manifest: RepoManifest, eval_root: Path) -> tuple[Path, str]:
-    """eval_dir of the eval tree into a staging directory under ``<batch>/_eval``; returns it and its digest.
-    :func:`publish_eval_dir` makes it the batch's content once the pin allows it."""
+def export_eval_dir(
+    repo: Repo, manifest: RepoManifest, eval_root: Path, rubrics_dir: Path | None = None
+) -> tuple[Path, str]:
+    """eval_dir of the eval tree into a staging directory under ``<batch>/_eval``, with the held-out rubrics
+    of ``rubrics_dir`` in it (:func:`dokimi.repo.rubrics.overlay_held_out_rubrics`); returns it and its
+    digest. :func:`publish_eval_dir` makes it the batch's content once the pin allows it."""
     eval_root.mkdir(parents=True, exist_ok=True)
     staging = eval_root / f".{CONTENT_DIR}.{os.getpid()}.{threading.get_ident()}"
     if staging.exists():
         shutil.rmtree(staging)
     export_tree_as_stored(repo.eval_snapshot(), staging, under=manifest.eval_dir or "")
+    if rubrics_dir is not None:
+        overlay_held_out_rubrics(staging, manifest, held_out_dir(rubrics_dir, repo))
     return staging, "sha256:" + context_digest(staging)
 
 
@@ -762,7 +771,7 @@ def prepare_batch(
     prices = batch_prices(old_pin, opts.prices, opts.batch)
     if network == SEALED and _gateway_route(profile):
         check_priced(opts.models, prices)
-    staging, eval_digest = export_eval_dir(repo, manifest, eval_root)
+    staging, eval_digest = export_eval_dir(repo, manifest, eval_root, opts.rubrics_dir)
     try:
         if old_pin is not None:  # refuse early, before an image build, on what is known already
             provisional = old_pin.model_copy(

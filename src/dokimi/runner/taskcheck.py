@@ -53,6 +53,7 @@ from dokimi.grading.probe import GraderProbe, grader_isolation_probe
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.harness.profile import load_profile
 from dokimi.repo.manifest import load_tasks
+from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
 from dokimi.repo.rules import load_review_rules
 from dokimi.repo.workspace import (
     ARM_BRIDGE,
@@ -140,6 +141,9 @@ class CheckOptions:
     """Grace between SIGTERM and the kill of a container at its timeout (default 10 s)."""
     egress_resolve: Mapping[str, str] = field(default_factory=dict)
     """--egress-resolve HOST=ADDRESS: the address the egress proxy uses for a host of a task's egress."""
+    rubrics_dir: Path | None = None
+    """--rubrics DIR: held-out rubrics from a private path, checked as the eval dir's are (and covered by the
+    digest a real run's admission looks up)."""
     arms: Sequence[str] = ()
     """The guidance arms to prove sound (``--arm``, a run file's ``arms``); empty: every arm the manifest
     allows without a harness or a model (:data:`DEFAULT_ARMS`). guidance:raw always runs: the others are
@@ -271,6 +275,8 @@ def check_tasks(
         if content.exists():
             shutil.rmtree(content)
         export_tree_as_stored(snapshot, content, under=manifest.eval_dir)
+        if options.rubrics_dir is not None:
+            overlay_held_out_rubrics(content, manifest, held_out_dir(options.rubrics_dir, repo))
         image = (
             use_image(options.image)
             if options.image

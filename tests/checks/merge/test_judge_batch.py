@@ -251,3 +251,39 @@ def test_a_batch_judged_through_codex_with_a_gemini_second_judge(
     (b1,) = agreement["blockers"]
     assert (b1["task"], b1["blocker"], b1["cells"], b1["agreed"]) == ("merge_gated", "B1", 1, 0)
     assert b1["disagreements"] == [f"{run_dir.relative_to(batch).as_posix()}: pass vs fail"]
+
+
+def test_a_held_out_rubric_from_a_private_path_judges_the_batch_and_is_pinned_with_it(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
+) -> None:
+    """repo run --rubrics DIR: the repository holds no rubric (its tasks come from public PRs), the private
+    path does; the judge judges against it, the batch's exported eval dir keeps it (a regrade and the report
+    read it there), and the pin's digest covers it. A DIR inside the repository is public: refused."""
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
+    private = tmp_path / "private" / "merge_gated"
+    private.mkdir(parents=True)
+    (private / "rubric.json").write_text(rubric("merge_gated"), encoding="utf-8")
+    profile, binary = fake_harness(tmp_path / "harness")
+    judge = ["--judge-model", MODEL, "--judge-bin", str(claude_bin)]
+
+    public = ["--rubrics", str(tiny.path / ".agent-eval")]
+    inside = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judge, *public))
+    assert inside.returncode == 2 and "a held-out rubric there is public" in inside.stderr, inside.stderr
+
+    server = scripted_judge([answer("fail")])
+    args = run_args(tiny, tmp_path / "out", name, profile, binary, *judge, "--rubrics", str(private.parent))
+    proc = dokimi_cli([*args, "--json"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (request,) = judge_requests(server)
+    assert "f.txt holds exactly 'after'" in request  # the held-out rubric's blocker, judged
+    batch = tmp_path / "out" / name
+    run_dir = cell_dir(batch, "merge_gated", "guidance:raw", "m", None, 0)
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["gate_results"] == {"pass": True, "mergeable": False} and result["passed"] is False
+    kept = batch / "_eval" / "content" / "tasks" / "merge_gated" / "rubric.json"
+    assert kept.read_text() == rubric("merge_gated")
+    assert not (tiny.path / ".agent-eval" / "tasks" / "merge_gated" / "rubric.json").exists()
+
+    # the pin covers the rubric: the same batch without it is another eval dir, refused
+    again = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judge))
+    assert again.returncode == 2 and "other held-out rubrics" in again.stderr, again.stderr

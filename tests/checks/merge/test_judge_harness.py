@@ -178,15 +178,15 @@ with open(sys.argv[1] + "/workspace/app/calc.py", "w") as out:
 TOY_ORACLE = 'oracle: "python3 {eval_dir}/oracle.py {run_dir} {task}"'
 
 
-def _eval_repo(tmp_path: Path, *, oracle: str | None = None, files: dict[str, str] | None = None) -> Path:
-    """The toy repository with fix_add's rubric; ``oracle`` replaces the manifest's oracle entry point."""
-    task_files = {
-        "oracle.patch": ORACLE_PATCH,
-        "rubric.json": json.dumps(RUBRIC),
-        "calib/lazy_B1.diff": LAZY,
-        "calib/alt.diff": ALT,
-        **(files or {}),
-    }
+RUBRIC_FILES = {"rubric.json": json.dumps(RUBRIC), "calib/lazy_B1.diff": LAZY, "calib/alt.diff": ALT}
+
+
+def _eval_repo(
+    tmp_path: Path, *, oracle: str | None = None, files: dict[str, str] | None = None, rubric: bool = True
+) -> Path:
+    """The toy repository with fix_add's rubric (none with ``rubric=False``); ``oracle`` replaces the
+    manifest's oracle entry point."""
+    task_files = {"oracle.patch": ORACLE_PATCH, **(RUBRIC_FILES if rubric else {}), **(files or {})}
     manifest = MANIFEST if oracle is None else MANIFEST.replace(TOY_ORACLE, f"oracle: {json.dumps(oracle)}")
     assert oracle is None or manifest != MANIFEST
     repo, _, _ = make_eval_repo(
@@ -196,7 +196,7 @@ def _eval_repo(tmp_path: Path, *, oracle: str | None = None, files: dict[str, st
 
 
 def _rubric_check(
-    repo: Path, claude_bin: Path, script: Sequence[str], monkeypatch: pytest.MonkeyPatch
+    repo: Path, claude_bin: Path, script: Sequence[str], monkeypatch: pytest.MonkeyPatch, *extra: str
 ) -> tuple[Any, list[str]]:
     from dokimi.cli.app import cli
 
@@ -204,7 +204,7 @@ def _rubric_check(
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "dokimi-test")
         argv = ["repo", "rubric", "check", str(repo), "--model", MODEL, "--bin", str(claude_bin), "--json"]
-        result = CliRunner().invoke(cli, argv, standalone_mode=False)
+        result = CliRunner().invoke(cli, [*argv, *extra], standalone_mode=False)
         return result, main_requests(server)
 
 
@@ -232,6 +232,34 @@ def test_rubric_check_admits_a_rubric_whose_every_row_meets_its_expectation(
     assert report["rows"][1]["name"] == "oracle (entry point)"
     assert "# reviewer: all blockers verified" in requests[3]
     assert "+    return sum((a, b))" in requests[4]
+
+
+@pytest.mark.docker
+def test_rubric_check_reads_a_held_out_rubric_from_a_private_path_and_records_its_admission(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--rubrics DIR: the repository holds no rubric; DIR/fix_add/ holds it and its calibration diffs. The
+    check runs every row on it and records the admission under the digest of the eval dir with the rubric,
+    the one a repo run --rubrics DIR pins."""
+    repo = _eval_repo(tmp_path, rubric=False)
+    private = tmp_path / "private" / "fix_add"
+    for rel, text in RUBRIC_FILES.items():
+        (private / rel).parent.mkdir(parents=True, exist_ok=True)
+        (private / rel).write_text(text, encoding="utf-8")
+    script = [answer("fail"), answer("pass"), answer("fail"), answer("fail"), answer("pass")]
+    out = tmp_path / "admitted"
+    result, requests = _rubric_check(
+        repo, claude_bin, script, monkeypatch, "--rubrics", str(private.parent), "--out", str(out)
+    )
+    assert result.exception is None, result.output
+    report = json.loads(result.output)
+    assert result.return_value == 0 and report["admitted"] == ["fix_add"] and len(requests) == 5
+    assert "add returns a + b for every input" in requests[0]  # the held-out rubric's blocker
+    assert "+    return sum((a, b))" in requests[4]  # its alt diff, read from DIR
+    recorded = json.loads((out / "rubric-check.json").read_text())
+    assert recorded["admitted"] == ["fix_add"]
+    without, _ = _rubric_check(repo, claude_bin, [], monkeypatch)
+    assert without.return_value == 1 and json.loads(without.output)["skipped"] == ["fix_add"]
 
 
 @pytest.mark.docker

@@ -52,9 +52,11 @@ from dokimi.checks.merge.judge import (
 from dokimi.checks.merge.scope import ScopeVerdict, check_scope
 from dokimi.errors import DokimiError, UsageError
 from dokimi.repo.manifest import load_tasks
+from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
 from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, head_sha, prepare_workspace
 from dokimi.rundir import CONTENT_DIR, ORACLE_PATCH, REVIEW_RULES_JSON, RUBRIC_JSON
-from dokimi.schemas._base import parse_json, validate_marked
+from dokimi.sandbox.image import context_digest
+from dokimi.schemas._base import parse_json, read_document, validate_marked
 from dokimi.schemas.manifest import TestsBlock
 from dokimi.schemas.review_rules import RepoReviewRules
 from dokimi.schemas.rubric import RepoRubric
@@ -212,6 +214,9 @@ class RubricCheck:
     agreement: Agreement | None = None
     tree: str | None = None
     """The eval tree's commit the rubrics were checked at; None for a working tree."""
+    eval_dir_digest: str | None = None
+    """The digest of the eval dir checked, held-out rubrics (``--rubrics``) included, as a run's pin holds
+    it."""
 
     @property
     def ok(self) -> bool:
@@ -283,6 +288,8 @@ class CheckInputs:
     second_judge: JudgeOptions | None = None
     """How the second judge runs (its harness and executable); None: as the first."""
     task_ids: Sequence[str] | None = None
+    rubrics_dir: Path | None = None
+    """--rubrics DIR: held-out rubrics from a private path, checked as the eval dir's are."""
     oracle: OracleFn | None = None
     work_dir: Path | None = None
 
@@ -350,21 +357,28 @@ def check_rubrics(repo: Any, loaded: Any, inputs: CheckInputs) -> RubricCheck:
     try:
         content = out / CONTENT_DIR
         export_tree_as_stored(snapshot, content, under=manifest.eval_dir)
+        if inputs.rubrics_dir is not None:
+            overlay_held_out_rubrics(content, manifest, held_out_dir(inputs.rubrics_dir, repo))
+        digest = "sha256:" + context_digest(content)
         for loaded_task in tasks:
+            task_dir = rundir.task_dir(content, manifest, loaded_task.id)
             rubric_path = f"{loaded_task.dir}/{RUBRIC_JSON}"
-            if not snapshot.exists(rubric_path):
+            if snapshot.exists(rubric_path):
+                marked = parse_json(snapshot.read(rubric_path).decode("utf-8"), rubric_path)
+                rubric = validate_marked(marked, RepoRubric)
+            elif (task_dir / RUBRIC_JSON).is_file():  # held out (--rubrics), validated when copied
+                rubric = read_document(task_dir / RUBRIC_JSON, RepoRubric)
+            else:
                 skipped.append(loaded_task.id)
                 continue
             checked.append(loaded_task.id)
-            rubric = validate_marked(
-                parse_json(snapshot.read(rubric_path).decode("utf-8"), rubric_path), RepoRubric
-            )
-            task_dir = rundir.task_dir(content, manifest, loaded_task.id)
             ctx = _TaskContext(repo, loaded, loaded_task, rubric, rules, task_dir, out, inputs)
             rows.extend(_task_rows(ctx))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    check = RubricCheck(model=inputs.model, rows=rows, tasks=checked, skipped=skipped, tree=repo.rev)
+    check = RubricCheck(
+        model=inputs.model, rows=rows, tasks=checked, skipped=skipped, tree=repo.rev, eval_dir_digest=digest
+    )
     if inputs.second_model is not None:
         check.agreement = agreement(rows, inputs.second_model)
     return check
