@@ -30,6 +30,7 @@ import threading
 import time
 from pathlib import Path
 
+from dokimi.repo.arms import ARM_RAW
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch
 from dokimi.source import open_source
 
@@ -110,7 +111,7 @@ def cells_per_second(repo: Path, root: Path, *, cells: int, jobs: int, batch: st
     profile.write_text(PROFILE)
     opts = RunOptions(
         source=f"{repo}@HEAD",
-        arms=("guidance:raw",),
+        arms=(ARM_RAW,),
         models=("m",),
         reps=cells,
         batch=batch,

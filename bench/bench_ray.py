@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from bench_cell_overhead import HARNESS, PROFILE, make_repo  # noqa: E402
 from tests.helpers.raycluster import start_cluster  # noqa: E402
 
+from dokimi.repo.arms import ARM_RAW  # noqa: E402
 from dokimi.runner.dispatch import ExecutorSettings, cluster_session  # noqa: E402
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch  # noqa: E402
 from dokimi.source import open_source  # noqa: E402
@@ -59,7 +60,7 @@ def seconds_per_cell(
     profile.write_text(PROFILE)
     opts = RunOptions(
         source=f"{repo}@HEAD",
-        arms=("guidance:raw",),
+        arms=(ARM_RAW,),
         models=("m",),
         reps=cells,
         batch=batch,

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+from dokimi.repo.arms import ARM_NONE
 from dokimi.repo.manifest import load_manifest
-from dokimi.repo.workspace import ARM_NONE, WorkspaceSource, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.runner.taskcheck import CheckOptions, check_tasks
 from dokimi.source import Repo, open_source
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.analysis.rules_effect import rules_effect
-from dokimi.repo.workspace import arm_gives_rules, arm_without_rules
+from dokimi.repo.arms import Arm
 from tests.helpers.batches import write_cell, write_json, write_pin
 
 THREADS = [{"id": "t1", "rules": ["R1"]}, {"id": "t2", "rules": ["R2"]}, {"id": "t3", "rules": []}]
@@ -76,8 +76,8 @@ def test_repo_rules_effect_prints_the_loss_and_refuses_a_batch_without_a_rules_a
 
 
 def test_a_rules_arm_is_named_by_its_suffix_before_any_mode() -> None:
-    assert arm_gives_rules("guidance:raw+rules") and arm_gives_rules("guidance:tree+rules@review")
-    assert not arm_gives_rules("guidance:raw") and not arm_gives_rules("guidance:at=v1@review")
-    assert arm_without_rules("guidance:tree+rules@review") == "guidance:tree@review"
-    assert arm_without_rules("guidance:at=feature+rules") == "guidance:at=feature"
-    assert arm_without_rules("guidance:raw") == "guidance:raw"
+    assert Arm("guidance:raw+rules").rules and Arm("guidance:tree+rules@review").rules
+    assert not Arm("guidance:raw").rules and not Arm("guidance:at=v1@review").rules
+    assert Arm("guidance:tree+rules@review").without_rules == "guidance:tree@review"
+    assert Arm("guidance:at=feature+rules").without_rules == "guidance:at=feature"
+    assert Arm("guidance:raw").without_rules == "guidance:raw"

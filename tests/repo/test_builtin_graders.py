@@ -17,8 +17,9 @@ import pytest
 
 from dokimi.grading.entrypoints import GradeOutcome, grade_run, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
+from dokimi.repo.arms import ARM_RAW
 from dokimi.repo.manifest import LoadedManifest, load_manifest, load_tasks
-from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.image import BuiltImage, build_image
 from dokimi.sandbox.specs import ContainerSettings, image_env, prepare_agent_dirs

@@ -21,14 +21,11 @@ from types import SimpleNamespace
 import pytest
 
 from dokimi.errors import UsageError
+from dokimi.repo.arms import ARM_NONE, ARM_RAW, ARM_TREE, Arm
 from dokimi.repo.workspace import (
-    ARM_NONE,
-    ARM_RAW,
-    ARM_TREE,
     GuidanceFile,
     GuidanceOverlay,
     WorkspaceSource,
-    arm_kind,
     blob_sha,
     overlay_from_snapshot,
     overlay_guidance,
@@ -133,7 +130,7 @@ def prepare(repo: Repo, tmp_path: Path, base: str, arm: str, overlay: GuidanceOv
     prepared = prepare_workspace(
         WorkspaceSource(repo, ".agent-eval", GLOBS),
         SimpleNamespace(base=base, setup_patches=[], review_patch=None),
-        arm=arm,
+        arm=Arm(arm),
         dest=dest,
         patches_root=tmp_path,
         overlay=overlay,
@@ -221,12 +218,12 @@ def test_an_overlay_never_writes_through_a_symlinked_directory_of_the_base(tmp_p
 
 
 def test_unknown_arms_are_refused_and_at_needs_a_revision() -> None:
-    assert arm_kind("guidance:tree") == "tree"
-    assert arm_kind("guidance:at=main") == "at"
-    assert arm_kind("guidance:generated") == "generated"
+    assert Arm("guidance:tree").kind == "tree"
+    assert (Arm("guidance:at=main").kind, Arm("guidance:at=main").revision) == ("at", "main")
+    assert Arm("guidance:generated").overlays and not Arm("guidance:raw").overlays
     for bad in ("guidance:at=", "guidance:trees", "tree"):
         with pytest.raises(UsageError):
-            arm_kind(bad)
+            Arm(bad)
 
 
 # --- a batch through real containers ------------------------------------------------------------------------

@@ -13,10 +13,8 @@ import pytest
 
 from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
 from dokimi.errors import UsageError, WorkspaceError
+from dokimi.repo.arms import ARM_BRIDGE, ARM_NONE, ARM_RAW, Arm
 from dokimi.repo.workspace import (
-    ARM_BRIDGE,
-    ARM_NONE,
-    ARM_RAW,
     NEUTRAL_EMAIL,
     BridgeSpec,
     WorkspaceSource,
@@ -344,7 +342,7 @@ def test_guidance_bridge_without_a_profile_bridge_is_a_usage_error(source: Path,
     with pytest.raises(UsageError, match="bridge"):
         apply_arm(dest, ARM_BRIDGE, GUIDANCE_GLOBS, bridge=None)
     with pytest.raises(UsageError, match="unknown arm"):
-        apply_arm(dest, "guidance:extra", GUIDANCE_GLOBS)
+        apply_arm(dest, Arm("guidance:extra"), GUIDANCE_GLOBS)
 
 
 def test_bridge_of_reads_a_profile_object_or_a_plain_dict() -> None:

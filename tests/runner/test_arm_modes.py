@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dokimi.errors import UsageError
-from dokimi.repo.workspace import arm_guidance, arm_kind, arm_mode, arm_revision, arm_runs_task, check_arm
+from dokimi.repo.arms import Arm
 from dokimi.runner.plan import check_cell_count, plan_cells
 from dokimi.schemas.task import Task
 
@@ -31,33 +31,40 @@ def task(task_id: str, **extra: Any) -> Task:
 def test_an_arm_carries_its_mode_after_an_at_sign(
     arm: str, mode: str | None, guidance: str, kind: str, revision: str
 ) -> None:
-    assert (arm_mode(arm), arm_guidance(arm), arm_kind(arm), arm_revision(arm)) == (
+    parsed = Arm(arm)
+    assert (parsed.mode, parsed.guidance, parsed.kind, parsed.revision or "") == (
         mode,
         guidance,
         kind,
         revision,
     )
-    assert check_arm(arm) == arm
+    assert parsed == arm
 
 
 def test_an_unknown_mode_is_no_restriction_and_an_unknown_arm_stays_unknown() -> None:
     with pytest.raises(UsageError, match="unknown arm 'guidance:raw@solo'"):
-        check_arm("guidance:raw@solo")
+        Arm("guidance:raw@solo")
 
 
 def test_a_restricted_arm_runs_on_its_modes_tasks_only() -> None:
-    assert arm_runs_task("guidance:raw@review", "review")
-    assert not arm_runs_task("guidance:raw@review", "autonomous")
-    assert not arm_runs_task("guidance:raw@review", None)
-    assert arm_runs_task("guidance:raw", None)
+    assert Arm("guidance:raw@review").runs_task("review")
+    assert not Arm("guidance:raw@review").runs_task("autonomous")
+    assert not Arm("guidance:raw@review").runs_task(None)
+    assert Arm("guidance:raw").runs_task(None)
     tasks = [task("fix", mode="autonomous"), task("rev", mode="review"), task("plain")]
-    cells = plan_cells(tasks, ["guidance:raw", "guidance:none@review"], ["m"], [], 2)
+    cells = plan_cells(tasks, [Arm("guidance:raw"), Arm("guidance:none@review")], ["m"], [], 2)
     planned = sorted({(c.task, c.arm) for c in cells})
     assert planned == [("fix", "guidance:raw"), ("plain", "guidance:raw"), ("rev", "guidance:none@review"),
                        ("rev", "guidance:raw")]  # fmt: skip
-    assert len(cells) == 8 == check_cell_count(tasks, ["guidance:raw", "guidance:none@review"], ["m"], [], 2)
+    assert (
+        len(cells)
+        == 8
+        == check_cell_count(tasks, [Arm("guidance:raw"), Arm("guidance:none@review")], ["m"], [], 2)
+    )
 
 
 def test_a_restricted_arm_without_a_task_of_its_mode_is_refused() -> None:
     with pytest.raises(UsageError, match="arm guidance:raw@review runs on review tasks only, and no task"):
-        plan_cells([task("fix", mode="autonomous"), task("plain")], ["guidance:raw@review"], ["m"], [], 1)
+        plan_cells(
+            [task("fix", mode="autonomous"), task("plain")], [Arm("guidance:raw@review")], ["m"], [], 1
+        )

@@ -21,6 +21,7 @@ import pytest
 
 from dokimi.analysis.report import build_report
 from dokimi.batch import cell_dir, load_batch
+from dokimi.repo.arms import ARM_RAW
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch
 from dokimi.sandbox.docker import container_names
 from dokimi.source import open_source
@@ -127,7 +128,7 @@ def test_a_host_side_failure_after_the_agent_ran_is_a_grader_failure_charged_its
     tiny = tiny_repo(tmp_path / "tiny")
     profile, binary = fake_harness(tmp_path / "harness")
     opts = RunOptions(
-        source=tiny.source(), manifest=".agent-eval/repo-eval.yaml", arms=("guidance:raw",), models=("m",),
+        source=tiny.source(), manifest=".agent-eval/repo-eval.yaml", arms=(ARM_RAW,), models=("m",),
         reps=1, batch=name, out=tmp_path / "out", harness=str(profile), bin=str(binary), budget_usd=0.75,
         allow_unchecked=True,
     )  # fmt: skip

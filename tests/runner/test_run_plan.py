@@ -12,6 +12,7 @@ import pytest
 
 from dokimi.batch import CellKey
 from dokimi.errors import UsageError
+from dokimi.repo.arms import Arm
 from dokimi.runner.dryrun import (
     CHUNK_CHARS,
     FIXED_ANSWER,
@@ -72,7 +73,9 @@ def pin(**overrides: Any) -> BatchPin:
 
 
 def test_a_batch_plans_one_cell_per_task_arm_model_effort_and_rep() -> None:
-    cells = plan_cells([task("t2"), task("t1")], ["guidance:raw", "guidance:none"], ["m"], ["low", "high"], 2)
+    cells = plan_cells(
+        [task("t2"), task("t1")], [Arm("guidance:raw"), Arm("guidance:none")], ["m"], ["low", "high"], 2
+    )
     assert len(cells) == 2 * 2 * 1 * 2 * 2
     assert cells[0] == CellKey("t1", "guidance:none", "m", "high", 0)
     assert cells == sorted(cells, key=CellKey.sort_key)
@@ -80,7 +83,7 @@ def test_a_batch_plans_one_cell_per_task_arm_model_effort_and_rep() -> None:
 
 
 def test_without_effort_options_a_task_runs_at_its_own_effort_or_the_default() -> None:
-    cells = plan_cells([task("a", effort="max"), task("b")], ["guidance:raw"], ["m"], [], 1)
+    cells = plan_cells([task("a", effort="max"), task("b")], [Arm("guidance:raw")], ["m"], [], 1)
     assert [(c.task, c.effort) for c in cells] == [("a", "max"), ("b", None)]
 
 
@@ -88,18 +91,18 @@ def test_two_values_that_share_a_cell_directory_are_refused_naming_both() -> Non
     # Paths hold slugs: "org/m:1" and "org_m_1" would run into one run directory, the second overwriting the
     # first and its result.json then naming the other cell.
     with pytest.raises(UsageError, match="'org/m:1' and 'org_m_1'"):
-        plan_cells([task("a")], ["guidance:raw"], ["org/m:1", "org_m_1"], [], 1)
-    earlier = plan_cells([task("a")], ["guidance:raw"], ["m"], [], 1)
+        plan_cells([task("a")], [Arm("guidance:raw")], ["org/m:1", "org_m_1"], [], 1)
+    earlier = plan_cells([task("a")], [Arm("guidance:raw")], ["m"], [], 1)
     with pytest.raises(UsageError, match="effort"):
         check_cell_paths([*earlier, CellKey("a", "guidance:raw", "m", "default", 0)])
 
 
 def test_prompt_variants_are_a_cell_dimension_and_each_task_must_carry_the_ones_asked_for() -> None:
     both = task("a", prompt="Edit calc/parser.py: ...", prompt_issue="2**3**2 gives 64")
-    cells = plan_cells([both], ["guidance:raw"], ["m"], [], 1, ["spec", "issue"])
+    cells = plan_cells([both], [Arm("guidance:raw")], ["m"], [], 1, ["spec", "issue"])
     assert [c.prompt for c in cells] == ["issue", "spec"]
     assert len({c.path(Path("/b")) for c in cells}) == 2
-    assert plan_cells([both], ["guidance:raw"], ["m"], [], 1)[0].prompt is None  # the task's own prompt
+    assert plan_cells([both], [Arm("guidance:raw")], ["m"], [], 1)[0].prompt is None  # the task's own prompt
     assert (
         both.with_prompt("issue").prompt == "2**3**2 gives 64"
         and both.with_prompt("issue").prompt_style == "issue"
@@ -108,14 +111,14 @@ def test_prompt_variants_are_a_cell_dimension_and_each_task_must_carry_the_ones_
         both.with_prompt("spec").prompt.startswith("Edit") and both.with_prompt("spec").prompt_style == "spec"
     )
     with pytest.raises(UsageError, match="task b has no issue-style prompt"):
-        plan_cells([task("b")], ["guidance:raw"], ["m"], [], 1, ["issue"])
+        plan_cells([task("b")], [Arm("guidance:raw")], ["m"], [], 1, ["issue"])
     with pytest.raises(ValueError, match="prompt is the spec variant"):
         task("c", prompt_style="issue", prompt_issue="x")
 
 
 def test_zero_reps_is_refused() -> None:
     with pytest.raises(UsageError, match="--reps 0"):
-        plan_cells([task("a")], ["guidance:raw"], ["m"], [], 0)
+        plan_cells([task("a")], [Arm("guidance:raw")], ["m"], [], 0)
 
 
 def test_comma_separated_and_repeated_options_are_one_list_in_order_without_duplicates() -> None:

@@ -60,8 +60,9 @@ def prepared_run(toy: Toy, run_dir: Path, task_id: str) -> Task:
     task.json, meta.json, an empty trace and answer; everything the container user's."""
     import shutil
 
+    from dokimi.repo.arms import ARM_RAW
     from dokimi.repo.manifest import load_tasks
-    from dokimi.repo.workspace import ARM_RAW, prepare_workspace
+    from dokimi.repo.workspace import prepare_workspace
     from dokimi.sandbox.specs import image_env, prepare_agent_dirs
 
     assert toy.loaded.manifest is not None

@@ -23,8 +23,8 @@ from typing import Any
 
 from dokimi.batch import Batch, Cell, load_batch
 from dokimi.errors import DocumentError, UsageError
+from dokimi.repo.arms import Arm
 from dokimi.repo.rules import Share, share_doc
-from dokimi.repo.workspace import arm_gives_rules, arm_without_rules
 from dokimi.rundir import RunDir
 from dokimi.schemas._base import read_document
 from dokimi.schemas.grade import RepoGrade
@@ -150,7 +150,7 @@ def rules_effect(root: Path, *, with_arm: str | None = None, without_arm: str | 
     )
     arms = {arm for arm, _, _ in combos}
     if with_arm is not None:
-        partner = without_arm or arm_without_rules(with_arm)
+        partner = without_arm or Arm(with_arm).without_rules
         missing = [a for a in (with_arm, partner) if a not in arms]
         if missing:
             raise UsageError(
@@ -160,9 +160,7 @@ def rules_effect(root: Path, *, with_arm: str | None = None, without_arm: str | 
         wanted = [(with_arm, partner)]
     else:
         wanted = [
-            (a, arm_without_rules(a))
-            for a in sorted(arms)
-            if arm_gives_rules(a) and arm_without_rules(a) in arms
+            (a, Arm(a).without_rules) for a in sorted(arms) if Arm(a).rules and Arm(a).without_rules in arms
         ]
         if not wanted:
             raise UsageError(

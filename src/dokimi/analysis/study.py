@@ -30,7 +30,7 @@ from dokimi.batch import load_batch, locate_batch
 from dokimi.errors import UsageError
 from dokimi.gateway.prices import parse_price
 from dokimi.home import runs_root
-from dokimi.repo.workspace import check_arm
+from dokimi.repo.arms import Arm
 from dokimi.runner.run import RunOptions
 from dokimi.schemas._base import read_document, write_document, write_text_atomic
 from dokimi.schemas.study import ArmCost, Study, StudyPower, StudyReport
@@ -64,7 +64,7 @@ def load_study(path: Path) -> Study:
             hint="add it to arms",
         )
     for arm in study.arms:
-        check_arm(arm)
+        Arm(arm)  # refuses an arm dokimi cannot build
     if study.analysis.effect == 0:
         raise UsageError(f"{path}: analysis.effect is 0", path=path, key="analysis.effect",
                          hint="give the smallest non-zero delta worth detecting")  # fmt: skip
@@ -118,7 +118,7 @@ def run_options(
         harness_bin = str(_relative(study_path, harness_bin))
     return RunOptions(
         source=chosen_source,
-        arms=tuple(study.arms),
+        arms=tuple(Arm(arm) for arm in study.arms),
         models=tuple(study.models),
         reps=study.reps,
         batch=study.batch,

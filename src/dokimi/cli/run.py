@@ -526,6 +526,7 @@ def run(
     repo_run.v1 document.
     """
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.repo.arms import Arm
     from dokimi.runner.dryrun import parse_script_options
     from dokimi.runner.plan import parse_list
     from dokimi.runner.run import RunOptions, run_batch, run_summary
@@ -564,7 +565,7 @@ def run(
         source=source,
         manifest=manifest,
         manifest_file=manifest_file,
-        arms=tuple(arm_list),
+        arms=tuple(Arm(arm) for arm in arm_list),
         models=tuple(parse_list(models)),
         reps=reps,
         batch=batch,

@@ -183,8 +183,8 @@ def _check(
     """repo tasks check on one task, from a freshly opened working tree (it holds the new files): under
     guidance:raw alone to find the tests (``discovery``), else under every arm tasks check proves."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+    from dokimi.repo.arms import ARM_RAW
     from dokimi.repo.manifest import load_manifest
-    from dokimi.repo.workspace import ARM_RAW
     from dokimi.runner.taskcheck import CheckOptions, check_tasks
     from dokimi.source import open_source
 

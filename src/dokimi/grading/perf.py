@@ -54,7 +54,8 @@ from dokimi.grading.environment import GradeEnvironment
 from dokimi.grading.evidence import run_sealed
 from dokimi.grading.finished import open_finished_batch
 from dokimi.harness.profile import load_profile
-from dokimi.repo.workspace import ARM_NONE, OVERLAY_ARMS, WorkspaceSource, arm_kind, prepare_workspace
+from dokimi.repo.arms import ARM_NONE, Arm
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     META_JSON,
     PERF_EMPTY_DIR,
@@ -304,11 +305,12 @@ def run_perf_check(
     return check
 
 
-def oracle_variant_arm(arm: str) -> str:
+def oracle_variant_arm(arm: str) -> Arm:
     """The arm the oracle variant is prepared with: the cell's, except for an overlay arm, whose guidance
     files are not kept with the batch; guidance does not change what the oracle measures, so its variant is
     the base's code without guidance."""
-    return ARM_NONE if arm_kind(arm) in OVERLAY_ARMS else arm
+    parsed = Arm(arm)
+    return ARM_NONE if parsed.overlays else parsed
 
 
 def prepare_oracle_variant(

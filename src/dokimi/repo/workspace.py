@@ -45,12 +45,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from dokimi import globs, safefs
 from dokimi.constants import SKILL_FILE
 from dokimi.errors import SourceError, UsageError, WorkspaceError
-from dokimi.schemas.task import Mode
+from dokimi.repo.arms import ARM_RAW, Arm
 from dokimi.source import git as gitcmd
 from dokimi.source.export import check_tree_path, export_tree_as_stored, write_entry
 
@@ -59,28 +59,11 @@ if TYPE_CHECKING:
     from dokimi.source.snapshot import Snapshot
 
 __all__ = [
-    "ARMS",
-    "ARM_AT_PREFIX",
-    "ARM_BRIDGE",
-    "ARM_GENERATED",
-    "ARM_NONE",
-    "ARM_RAW",
-    "ARM_TREE",
     "ArmResult",
     "BridgeSpec",
     "GuidanceFile",
     "GuidanceOverlay",
-    "OVERLAY_ARMS",
-    "RULES_ARM_SUFFIX",
-    "arm_gives_rules",
-    "arm_guidance",
-    "arm_kind",
-    "arm_mode",
-    "arm_runs_task",
-    "arm_revision",
-    "arm_without_rules",
     "blob_sha",
-    "check_arm",
     "guidance_at_start",
     "guidance_patterns",
     "overlay_from_snapshot",
@@ -100,24 +83,6 @@ __all__ = [
     "resolve_base",
 ]
 
-ARM_NONE = "guidance:none"
-ARM_RAW = "guidance:raw"
-ARM_BRIDGE = "guidance:bridge"
-ARM_TREE = "guidance:tree"
-"""The eval tree's guidance files (what the globs match there, today's AGENTS.md) onto every base."""
-ARM_AT_PREFIX = "guidance:at="
-"""``guidance:at=REV``: the guidance files of revision REV onto every base (two drafts, two arms)."""
-ARM_GENERATED = "guidance:generated"
-"""The files the harness's own generator (Claude Code's /init) wrote at the base, per (task, model)."""
-RULES_ARM_SUFFIX = "+rules"
-"""``<arm>+rules`` (``guidance:raw+rules``): the arm, and a review task's reviewer agent gets the team review
-rules that apply in its prompt (docs/review-rules.md); ``<arm>`` alone gives none."""
-MODES: tuple[str, ...] = get_args(Mode)
-"""The agent modes an arm can be restricted to (``ARM@MODE``)."""
-ARMS = (ARM_NONE, ARM_RAW, ARM_BRIDGE, ARM_TREE, ARM_GENERATED)
-"""The arms with a fixed name; ``guidance:at=REV`` is the one family with a parameter."""
-OVERLAY_ARMS = ("tree", "at", "generated")
-"""Arm kinds that replace the base's guidance with a :class:`GuidanceOverlay`."""
 
 NEUTRAL_NAME = "dokimi"
 NEUTRAL_EMAIL = "dokimi@dokimi.invalid"
@@ -279,80 +244,6 @@ def _list_files(dest: Path) -> list[str]:
     out = _ws_git(dest, ["ls-files", "-z", "--cached", "--others"], what="git ls-files")
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
     return [p for p in paths if os.path.lexists(dest / p)]
-
-
-# --- arms ---------------------------------------------------------------------------------------------------
-
-
-def arm_mode(arm: str) -> str | None:
-    """The agent mode an arm is restricted to (``ARM@MODE``, for example ``guidance:at=review-guide@review``:
-    mode-specific guidance is an arm in its own right, run on that mode's tasks only); None for an arm that
-    runs on every task."""
-    head, sep, mode = arm.rpartition("@")
-    return mode if sep and head and mode in MODES else None
-
-
-def _without_mode(arm: str) -> str:
-    mode = arm_mode(arm)
-    return arm[: -len(mode) - 1] if mode is not None else arm
-
-
-def arm_runs_task(arm: str, mode: str | None) -> bool:
-    """Whether an arm runs on a task of ``mode``: every arm runs on every task, except one restricted to
-    another mode (a task without a mode runs in no restricted arm)."""
-    restricted = arm_mode(arm)
-    return restricted is None or restricted == mode
-
-
-def arm_gives_rules(arm: str) -> bool:
-    """Whether an arm gives review tasks' reviewer agents the team rules (``<arm>+rules``)."""
-    return _without_mode(arm).endswith(RULES_ARM_SUFFIX)
-
-
-def arm_without_rules(arm: str) -> str:
-    """The same arm without the rules: ``guidance:raw+rules@review`` -> ``guidance:raw@review``."""
-    if not arm_gives_rules(arm):
-        return arm
-    mode = arm_mode(arm)
-    return _without_mode(arm)[: -len(RULES_ARM_SUFFIX)] + (f"@{mode}" if mode is not None else "")
-
-
-def arm_guidance(arm: str) -> str:
-    """The guidance part of an arm: the arm without its ``+rules`` and its ``@MODE``."""
-    return _without_mode(arm_without_rules(arm))
-
-
-def arm_kind(arm: str) -> str:
-    """``none``, ``raw``, ``bridge``, ``tree``, ``at`` or ``generated`` (of the arm's guidance part:
-    :func:`arm_guidance`); UsageError for any other arm."""
-    guidance = arm_guidance(arm)
-    if guidance in ARMS:
-        return guidance.split(":", 1)[1]
-    if guidance.startswith(ARM_AT_PREFIX) and arm_revision(arm):
-        return "at"
-    raise UsageError(
-        f"unknown arm {arm!r}",
-        hint=f"use one of: {', '.join(ARMS)}, {ARM_AT_PREFIX}REV (REV: a commit, branch or tag), each "
-        f"optionally with {RULES_ARM_SUFFIX} (review tasks get the team's review rules) and restricted to "
-        f"one mode's tasks with @{'|@'.join(MODES)}",
-    )
-
-
-def check_arm(arm: str) -> str:
-    """The arm as given when it is one dokimi can build; UsageError otherwise."""
-    if arm_gives_rules(arm) and arm_kind(arm) == "generated":
-        raise UsageError(
-            f"arm {arm}: {RULES_ARM_SUFFIX} cannot be combined with {ARM_GENERATED} yet",
-            hint=f"compare the rules on another arm, for example guidance:raw{RULES_ARM_SUFFIX}",
-        )
-    arm_kind(arm)
-    return arm
-
-
-def arm_revision(arm: str) -> str:
-    """REV of ``guidance:at=REV`` (with ``+rules`` or ``@MODE`` after it too; empty for any other arm)."""
-    guidance = arm_guidance(arm)
-    return guidance[len(ARM_AT_PREFIX) :].strip() if guidance.startswith(ARM_AT_PREFIX) else ""
 
 
 def blob_sha(data: bytes) -> str:
@@ -548,7 +439,7 @@ def bridge_of(profile: Any) -> BridgeSpec | None:
 
 def apply_arm(
     dest: Path,
-    arm: str,
+    arm: Arm,
     guidance_globs: Sequence[str],
     *,
     bridge: BridgeSpec | None = None,
@@ -565,7 +456,7 @@ def apply_arm(
     - ``guidance:tree``, ``guidance:at=REV`` and ``guidance:generated`` delete what ``none`` deletes and then
       write ``overlay``'s files (:func:`overlay_guidance`).
     """
-    kind = arm_kind(arm)
+    kind = arm.kind
     if kind == "raw":
         return ArmResult(arm)
     if kind == "bridge" and bridge is None:
@@ -573,7 +464,7 @@ def apply_arm(
             "arm guidance:bridge needs a harness profile with a bridge key",
             hint="use a profile that declares bridge, or the arms guidance:none / guidance:raw",
         )
-    if kind in OVERLAY_ARMS and overlay is None:
+    if arm.overlays and overlay is None:
         raise UsageError(
             f"arm {arm} needs its guidance files", hint="a bug: the runner builds them per batch"
         )
@@ -582,7 +473,7 @@ def apply_arm(
     if kind == "none":
         remove_guidance(dest, matched)
         return ArmResult(arm, removed=tuple(matched))
-    if kind in OVERLAY_ARMS:
+    if arm.overlays:
         assert overlay is not None
         remove_guidance(dest, matched)
         written, refused = overlay_guidance(dest, overlay)
@@ -787,7 +678,7 @@ def prepare_workspace(
     origin: WorkspaceSource,
     task: Any,
     *,
-    arm: str,
+    arm: Arm,
     profile: Any = None,
     dest: Path,
     patches_root: Path,
@@ -802,7 +693,7 @@ def prepare_workspace(
     guidance:generated. The profile's guidance names join the globs in what the start commit is listed for.
     """
     repo, eval_dir, guidance_globs = origin.repo, origin.eval_dir, origin.guidance_globs
-    kind = arm_kind(arm)
+    kind = arm.kind
     bridge = bridge_of(profile)
     harness_names: list[str] = []
     if profile is not None and hasattr(profile, "guidance"):
@@ -830,7 +721,7 @@ def prepare_workspace(
     expire_reflog_and_prune(dest)  # 8
     guidance = guidance_at_start(dest, guidance_patterns(guidance_globs, harness_names))
     source = None
-    if overlay is not None and kind in OVERLAY_ARMS:
+    if overlay is not None and arm.overlays:
         source = overlay.origin + (f" {overlay.rev}" if overlay.rev else "")
     return PreparedWorkspace(
         path=dest,

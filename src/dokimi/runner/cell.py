@@ -55,8 +55,9 @@ from dokimi.harness.profile import AgentRequest, Placement, build_invocation
 from dokimi.harness.runtime import container_launcher
 from dokimi.harness.traces import END_OF_RUN_MARKER, convert_file, write_conversion
 from dokimi.process import shutting_down
+from dokimi.repo.arms import Arm
 from dokimi.repo.rules import reviewer_prompt, rules_for_reviewer
-from dokimi.repo.workspace import WorkspaceSource, arm_gives_rules, arm_kind, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     AGENT_STDERR,
     TASK_JSON,
@@ -187,7 +188,7 @@ class CellContext:
 
     def overlay(self, key: CellKey) -> GuidanceOverlay | None:
         """The guidance files the cell's arm puts onto the base; None for the arms that keep or delete."""
-        if arm_kind(key.arm) == "generated":
+        if Arm(key.arm).kind == "generated":
             return self.generated.get((key.task, key.model))
         return self.overlays.get(key.arm)
 
@@ -305,7 +306,7 @@ def prepare(ctx: CellContext, key: CellKey, run_dir: Path) -> PreparedWorkspace:
         prepared = prepare_workspace(
             WorkspaceSource(ctx.repo, ctx.manifest.eval_dir or "", ctx.manifest.guidance.globs),
             ctx.cell_task(key),
-            arm=key.arm,
+            arm=Arm(key.arm),
             profile=ctx.profile,
             dest=rd.workspace,
             patches_root=ctx.task_dir(key.task),
@@ -496,7 +497,7 @@ def reviewer_rules_given(
     task's reviewer gets what the judge would (the leak guard, then the rules its rubric cites and the
     confirmed rules whose paths match the diff under review); any other cell gets none."""
     task = ctx.cell_task(key)
-    if not arm_gives_rules(key.arm) or task.review_patch is None:
+    if not Arm(key.arm).rules or task.review_patch is None:
         return []
     patch = safefs.read_plain(ctx.task_dir(key.task) / task.review_patch, limit=64 * 1024 * 1024)
     paths = paths_in_diff_text(patch.decode("utf-8", "replace"))
@@ -665,7 +666,7 @@ def run_cell(ctx: CellContext, key: CellKey) -> CellOutcome:
             key,
             run_dir,
             prepared,
-            review_rules=[r.id for r in given] if arm_gives_rules(key.arm) else None,
+            review_rules=[r.id for r in given] if Arm(key.arm).rules else None,
         )
         agent.cost_usd, agent.turns = conversion.cost_usd, conversion.turns
         agent.tokens = {k: v for k, v in conversion.usage.items() if type(v) is int and v >= 0}

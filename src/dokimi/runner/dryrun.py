@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from dokimi.batch import CellKey, slug
 from dokimi.errors import UsageError
 from dokimi.grading.entrypoints import run_entry_point
-from dokimi.repo.workspace import ARM_NONE, arm_kind
+from dokimi.repo.arms import ARM_NONE, Arm
 from dokimi.rundir import TASK_JSON, RunDir
 from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name
@@ -296,7 +296,8 @@ def derive_oracle_script(ctx: CellContext, task_id: str, arm: str, dest: Path) -
     try:
         # guidance:generated's files are per model, and the oracle has none: its diff is taken from the
         # start commit, so the base without guidance gives the same script.
-        prep_arm = ARM_NONE if arm_kind(arm) == "generated" else arm
+        parsed = Arm(arm)
+        prep_arm = ARM_NONE if parsed.kind == "generated" else parsed
         prepared = prepare(ctx, CellKey(task_id, prep_arm, ORACLE_MODEL, None, 0), scratch)
         write_text_atomic(RunDir(scratch).task_json, (ctx.task_dir(task_id) / TASK_JSON).read_text("utf-8"))
         meta = {

@@ -29,12 +29,10 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey, slug
 from dokimi.errors import DokimiError, UsageError
 from dokimi.gateway.sealed import observed_usage
 from dokimi.harness.traces import convert_file
+from dokimi.repo.arms import ARM_NONE, Arm
 from dokimi.repo.workspace import (
-    ARM_NONE,
     GuidanceFile,
     GuidanceOverlay,
-    arm_kind,
-    arm_revision,
     blob_sha,
     guidance_patterns,
     overlay_from_snapshot,
@@ -79,20 +77,20 @@ DRY_RUN_GUIDANCE_TEXT = (
 )
 
 
-def build_overlays(repo: Repo, manifest: RepoManifest, arms: Sequence[str]) -> dict[str, GuidanceOverlay]:
+def build_overlays(repo: Repo, manifest: RepoManifest, arms: Sequence[Arm]) -> dict[str, GuidanceOverlay]:
     """The overlay of every guidance:tree and guidance:at=REV arm among ``arms``; UsageError for an arm dokimi
     cannot build or a REV that does not resolve to a commit of the source."""
     overlays: dict[str, GuidanceOverlay] = {}
     globs = manifest.guidance.globs
     eval_dir = manifest.eval_dir or ""
     for arm in arms:
-        kind = arm_kind(arm)
+        kind = arm.kind
         if kind == "tree":
             overlays[arm] = overlay_from_snapshot(
                 repo.eval_snapshot(), globs, origin="tree", eval_dir=eval_dir
             )
         elif kind == "at":
-            rev = arm_revision(arm)
+            rev = arm.revision or ""
             sha = repo.resolve(rev)
             if sha is None:
                 raise UsageError(
@@ -299,7 +297,7 @@ def generated_overlays(
 ) -> dict[tuple[str, str], GuidanceOverlay]:
     """The generated guidance of every (task, model) among the guidance:generated ``cells``: generated once
     (one pair at a time: the generator shares the batch's machine with nothing else yet) and reused."""
-    pairs = sorted({(c.task, c.model) for c in cells if arm_kind(c.arm) == "generated"})
+    pairs = sorted({(c.task, c.model) for c in cells if Arm(c.arm).kind == "generated"})
     if not pairs:
         return {}
     _generator_prompt(ctx)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from dokimi.errors import DokimiError, UsageError
+from dokimi.repo.arms import ARM_RAW
 from dokimi.repo.builtin_graders import is_builtin, uses_report
 from dokimi.repo.manifest import load_manifest
 from dokimi.repo.mining import (
@@ -45,7 +46,6 @@ from dokimi.repo.mining import (
     write_task,
     write_task_json,
 )
-from dokimi.repo.workspace import ARM_RAW
 from dokimi.rundir import TASK_JSON
 from dokimi.runner.taskcheck import CheckOptions, check_tasks
 from dokimi.sandbox.image import BuiltImage

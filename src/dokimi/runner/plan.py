@@ -26,7 +26,7 @@ from dokimi.batch import EVAL_DIR_NAME, CellKey
 from dokimi.constants import MAX_CELLS, MAX_REPS
 from dokimi.errors import UsageError
 from dokimi.gateway.budget import Budget
-from dokimi.repo.workspace import arm_mode, arm_runs_task
+from dokimi.repo.arms import Arm
 
 if TYPE_CHECKING:
     from dokimi.schemas.batch import BatchPin
@@ -105,7 +105,7 @@ def cell_prompts(task: Task, prompts: Sequence[str]) -> list[str | None]:
 
 def plan_cells(
     tasks: Sequence[Task],
-    arms: Sequence[str],
+    arms: Sequence[Arm],
     models: Sequence[str],
     efforts: Sequence[str],
     reps: int,
@@ -118,7 +118,7 @@ def plan_cells(
         CellKey(task.id, arm, model, effort, rep, prompt)
         for task in tasks
         for arm in arms
-        if arm_runs_task(arm, task.mode)
+        if arm.runs_task(task.mode)
         for prompt in cell_prompts(task, prompts)
         for model in models
         for effort in cell_efforts(task, efforts)
@@ -129,7 +129,7 @@ def plan_cells(
 
 def check_cell_count(
     tasks: Sequence[Task],
-    arms: Sequence[str],
+    arms: Sequence[Arm],
     models: Sequence[str],
     efforts: Sequence[str],
     reps: int,
@@ -145,7 +145,7 @@ def check_cell_count(
         len(cell_efforts(task, efforts)) * len(cell_prompts(task, prompts))
         for task in tasks
         for arm in arms
-        if arm_runs_task(arm, task.mode)
+        if arm.runs_task(task.mode)
     )
     count = per_task * len(models) * reps
     if count > MAX_CELLS:
@@ -157,11 +157,11 @@ def check_cell_count(
     return count
 
 
-def check_arm_modes(tasks: Sequence[Task], arms: Sequence[str]) -> None:
+def check_arm_modes(tasks: Sequence[Task], arms: Sequence[Arm]) -> None:
     """An arm restricted to one mode (``ARM@MODE``) that no task of the batch has would run nothing: refused
     before anything is planned."""
     for arm in arms:
-        mode = arm_mode(arm)
+        mode = arm.mode
         if mode is not None and not any(task.mode == mode for task in tasks):
             found = sorted({task.mode or "none" for task in tasks})
             raise UsageError(

@@ -20,7 +20,7 @@ from dokimi.errors import DokimiError
 from dokimi.grading.merge import load_rubric
 from dokimi.grading.reference import load_references, measure_reference, not_measured
 from dokimi.process import shutting_down
-from dokimi.repo.workspace import ARM_RAW
+from dokimi.repo.arms import ARM_RAW
 from dokimi.rundir import TASK_JSON, RunDir
 from dokimi.runner.cell import prepare, reset_run_dir
 from dokimi.sandbox.container import container_name

@@ -26,7 +26,8 @@ from dokimi.checks.merge.calibrate import check_rubrics
 from dokimi.errors import UsageError
 from dokimi.grading.entrypoints import run_entry_point, source_dir_for
 from dokimi.grading.environment import GRADE_TIMEOUT_S, GradeEnvironment
-from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
+from dokimi.repo.arms import ARM_RAW
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.rundir import CONTENT_DIR, TASK_JSON, RunDir, task_dir
 from dokimi.sandbox.container import container_name
 from dokimi.sandbox.docker import require_docker

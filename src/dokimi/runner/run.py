@@ -56,10 +56,10 @@ from dokimi.grading.verdict import read_cell
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, resolve_bin
 from dokimi.harness.runas import harness_identity, reachable_binary
 from dokimi.home import default_batches_directory
+from dokimi.repo.arms import ARM_GENERATED, Arm
 from dokimi.repo.manifest import load_manifest, load_tasks
 from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
 from dokimi.repo.rules import load_review_rules
-from dokimi.repo.workspace import ARM_GENERATED, arm_gives_rules, arm_kind, check_arm
 from dokimi.rundir import CONTENT_DIR, EVAL_DIR_NAME, BatchLayout, RunDir
 from dokimi.runner import dryrun_agent
 from dokimi.runner.admission import admission_refusal, checked_against, unadmitted
@@ -127,7 +127,8 @@ class RunOptions:
     """``repo run``'s options as plain values."""
 
     source: str
-    arms: tuple[str, ...]
+    arms: tuple[Arm, ...]
+    """Parsed where they come in (the command line, a run or study file)."""
     models: tuple[str, ...]
     reps: int
     batch: str
@@ -721,8 +722,6 @@ def prepare_batch(
     """Steps 1-8 of the module docstring; returns the context every cell runs with."""
     check_batch_name(opts.batch)
     check_run_options(opts)
-    for arm in opts.arms:
-        check_arm(arm)
     manifest, tasks, task_ids = _load(opts, repo)
     check_cell_count(
         [tasks[t].task for t in task_ids],  # type: ignore[misc]
@@ -734,7 +733,7 @@ def prepare_batch(
     )
     overlays = build_overlays(repo, manifest, opts.arms)
     profile = load_profile(opts.harness)
-    if any(arm_kind(arm) == "generated" for arm in opts.arms) and not profile.guidance_init:
+    if any(arm.kind == "generated" for arm in opts.arms) and not profile.guidance_init:
         raise UsageError(
             f"arm {ARM_GENERATED} needs the harness's own guidance generator, and profile {profile.name} "
             "declares none (guidance_init)",
@@ -844,7 +843,7 @@ def prepare_batch(
         second_judge=judge_settings(opts, root, second=True),
         review_rules=load_review_rules(content),
     )
-    rules_arms = [arm for arm in opts.arms if arm_gives_rules(arm)]
+    rules_arms = [arm for arm in opts.arms if arm.rules]
     if rules_arms and grading.review_rules is None:
         raise UsageError(
             f"arm {rules_arms[0]} gives review tasks the team's review rules, and the eval dir has no "
@@ -963,7 +962,7 @@ def _prepare_cells(
     earlier, _ = read_plan(root)
     write_plan(root, check_cell_paths([*(earlier or []), *cells]))
     todo_cells = [c for c in cells if opts.force or not _finished(root, c)]
-    if any(arm_kind(c.arm) == "generated" for c in todo_cells):
+    if any(Arm(c.arm).kind == "generated" for c in todo_cells):
         script = write_dry_run_generator_script(layout.dry_run) if opts.dry_run else None
         generated = generated_overlays(ctx, todo_cells, progress.note, dry_run_script=script)
         ctx = _replace_ctx(ctx, generated=generated)

@@ -52,22 +52,11 @@ from dokimi.grading.merge import before_agent, load_rubric
 from dokimi.grading.probe import GraderProbe, grader_isolation_probe
 from dokimi.grading.testlist import list_command, run_tests_list
 from dokimi.harness.profile import load_profile
+from dokimi.repo.arms import ARM_BRIDGE, ARM_GENERATED, ARM_NONE, ARM_RAW, ARM_TREE, Arm
 from dokimi.repo.manifest import load_tasks
 from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
 from dokimi.repo.rules import load_review_rules
-from dokimi.repo.workspace import (
-    ARM_BRIDGE,
-    ARM_GENERATED,
-    ARM_NONE,
-    ARM_RAW,
-    ARM_TREE,
-    GuidanceOverlay,
-    WorkspaceSource,
-    arm_kind,
-    arm_runs_task,
-    check_arm,
-    prepare_workspace,
-)
+from dokimi.repo.workspace import GuidanceOverlay, WorkspaceSource, prepare_workspace
 from dokimi.rundir import (
     CONTENT_DIR,
     EVAL_DIR_NAME,
@@ -164,11 +153,11 @@ DEFAULT_ARMS = (ARM_RAW, ARM_NONE, ARM_TREE)
 """The arms tasks check proves sound when none is named: they need neither a harness nor a model."""
 
 
-def checked_arms(named: Sequence[str]) -> list[str]:
+def checked_arms(named: Sequence[str]) -> list[Arm]:
     """guidance:raw first, then each named arm once (default :data:`DEFAULT_ARMS`); guidance:generated is
     written by a model during the run and cannot be checked here, so it is refused."""
-    arms = [BASELINE_ARM, *(check_arm(a) for a in (named or DEFAULT_ARMS))]
-    if any(arm_kind(arm) == "generated" for arm in arms):
+    arms = [BASELINE_ARM, *(Arm(a) for a in (named or DEFAULT_ARMS))]
+    if any(arm.kind == "generated" for arm in arms):
         raise UsageError(
             f"tasks check cannot prove {ARM_GENERATED} sound: a model writes its guidance during the run",
             hint="leave it out of --arm (a dry run of repo run checks it end to end)",
@@ -199,7 +188,7 @@ class _Context:
     all_task_ids: list[str]
     guidance_names: list[str]
     progress: ProgressFn | None
-    arms: list[str] = field(default_factory=lambda: [BASELINE_ARM])
+    arms: list[Arm] = field(default_factory=lambda: [BASELINE_ARM])
     overlays: dict[str, GuidanceOverlay] = field(default_factory=dict)
     profile: object | None = None
     """The harness profile guidance:bridge reads its bridge from (None without that arm)."""
@@ -263,7 +252,7 @@ def check_tasks(
     caches = resolve_caches(manifest.image, manifest.id, overrides=options.caches)
     if on_total is not None:
         modes = [t.task.mode if t.task is not None else None for t in tasks]
-        runs = sum(1 for arm in arms for mode in modes if arm_runs_task(arm, mode))
+        runs = sum(1 for arm in arms for mode in modes if arm.runs_task(mode))
         on_total(2 * runs + len(tasks))  # and one grader isolation probe per task
     temporary = options.out_dir is None
     # absolute: a workspace's git runs in the workspace, where a relative --out names another directory
@@ -387,7 +376,7 @@ def _with_egress(ctx: _Context, stack: ExitStack, log_dir: Path) -> _Context:
     return dataclasses.replace(ctx, grading=dataclasses.replace(ctx.grading, egress=sealed))
 
 
-def _bridge_profile(options: CheckOptions, arms: Sequence[str]) -> object | None:
+def _bridge_profile(options: CheckOptions, arms: Sequence[Arm]) -> object | None:
     """The harness profile guidance:bridge needs (``options.harness``, default claude-code), else None."""
     if ARM_BRIDGE not in arms:
         return None
@@ -440,7 +429,7 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
             reports[loaded_task.id] = early
             if ctx.progress:
                 mode = loaded_task.task.mode if loaded_task.task is not None else None
-                for arm in (a for a in ctx.arms if arm_runs_task(a, mode)):
+                for arm in (a for a in ctx.arms if a.runs_task(mode)):
                     ctx.progress(loaded_task.id, _event("null", arm))
                     ctx.progress(loaded_task.id, _event("oracle", arm))
         else:
@@ -450,7 +439,7 @@ def _run_all(ctx: _Context, tasks: Sequence[LoadedTask]) -> list[TaskReport]:
         (lt, task, phase, arm)
         for arm in ctx.arms
         for lt, task in runnable
-        if arm_runs_task(arm, task.mode)  # an arm restricted to one mode proves that mode's tasks only
+        if arm.runs_task(task.mode)  # an arm restricted to one mode proves that mode's tasks only
         for phase in ("null", "oracle")
     ]
     units += [(lt, task, "probe", BASELINE_ARM) for lt, task in runnable]
@@ -589,7 +578,7 @@ def _phase_steps(ctx: _Context, task: Task, phase: Phase, outcome: _PhaseOutcome
     prepared = prepare_workspace(
         WorkspaceSource(ctx.repo, ctx.manifest.eval_dir, ctx.loaded.guidance_globs),
         task,
-        arm=arm,
+        arm=Arm(arm),
         profile=ctx.profile,
         dest=RunDir(run_dir).workspace,
         patches_root=_task_dir_in_content(ctx, task.id),
@@ -630,7 +619,7 @@ def _graded_steps(
     arm = outcome.arm
     _write_inputs(ctx, run_dir, task, prepared.meta_fields())
     prepare_agent_dirs(run_dir, image_env(ctx.manifest.image, task=task.id).scratch)
-    cell = f"{task.id}-{phase}" if arm == BASELINE_ARM else f"{task.id}-{phase}-{arm_kind(arm)}"
+    cell = f"{task.id}-{phase}" if arm == BASELINE_ARM else f"{task.id}-{phase}-{Arm(arm).kind}"
     facts = _facts(ctx, task, run_dir, prepared, cell)
     if phase == "null" and arm == BASELINE_ARM:
         probe = _probe(ctx, task, run_dir, cell)

@@ -51,9 +51,10 @@ from dokimi.checks.merge.judge import (
 )
 from dokimi.checks.merge.scope import ScopeVerdict, check_scope
 from dokimi.errors import DokimiError, UsageError
+from dokimi.repo.arms import ARM_RAW
 from dokimi.repo.manifest import load_tasks
 from dokimi.repo.rubrics import held_out_dir, overlay_held_out_rubrics
-from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, head_sha, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, head_sha, prepare_workspace
 from dokimi.rundir import CONTENT_DIR, ORACLE_PATCH, REVIEW_RULES_JSON, RUBRIC_JSON
 from dokimi.sandbox.image import context_digest
 from dokimi.schemas._base import parse_json, read_document, validate_marked
