@@ -34,8 +34,9 @@ from bench_cell_overhead import git  # beside this file
 
 from dokimi.grading.entrypoints import grade_run, run_entry_point
 from dokimi.grading.environment import GradeEnvironment
+from dokimi.repo.arms import ARM_RAW
 from dokimi.repo.manifest import load_manifest, load_tasks
-from dokimi.repo.workspace import ARM_RAW, WorkspaceSource, prepare_workspace
+from dokimi.repo.workspace import WorkspaceSource, prepare_workspace
 from dokimi.rundir import BUILTIN_TESTS
 from dokimi.sandbox.container import ContainerSpec, Mount, container_name, run_container
 from dokimi.sandbox.image import build_image

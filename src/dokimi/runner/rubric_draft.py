@@ -27,9 +27,10 @@ from dokimi.checks.merge.diff import take_workspace_diff
 from dokimi.checks.merge.draft import Drafted, DraftInputs, draft_rubric
 from dokimi.checks.merge.judge import paths_in_diff_text
 from dokimi.errors import UsageError
+from dokimi.repo.arms import ARM_RAW
 from dokimi.repo.manifest import load_tasks
 from dokimi.repo.rules import load_review_rules, rules_for_judge
-from dokimi.repo.workspace import ARM_RAW, PreparedWorkspace, WorkspaceSource, head_sha, prepare_workspace
+from dokimi.repo.workspace import PreparedWorkspace, WorkspaceSource, head_sha, prepare_workspace
 from dokimi.rundir import CONTENT_DIR, ORACLE_PATCH, RUBRIC_JSON, RunDir, task_dir
 from dokimi.runner.rubric_oracle import OracleImage, container_oracle
 from dokimi.schemas.review_rules import rules_for_diff
