@@ -280,6 +280,7 @@ def test_a_batch_passes_only_in_the_arms_that_carry_the_guidance_token(
             str(harness),
             "-j",
             "2",
+            "--allow-unchecked",  # the test is about the arms, not the tasks check a real run needs
             "--json",
         ]  # fmt: skip
     )
@@ -424,7 +425,7 @@ def test_a_study_file_whose_baseline_is_not_an_arm_is_refused(tmp_path: Path) ->
     assert run.returncode == 2 and "baseline guidance:raw is not one of the arms" in run.stderr
     study.write_text(study.read_text().replace("baseline: guidance:raw", "baseline: guidance:none"))
     missing = dokimi_cli(["repo", "study", "report", str(study)])
-    assert missing.returncode == 2 and "does not exist" in missing.stderr and "study run" in missing.stderr
+    assert missing.returncode == 2 and "no batch b" in missing.stderr and "study run" in missing.stderr
 
 
 def test_the_report_warns_when_two_arms_started_every_task_with_the_same_guidance(tmp_path: Path) -> None:
