@@ -84,7 +84,7 @@ def test_mergeable_is_measured_from_the_agent_diff_and_gates_the_run(
     assert regrade.returncode == 0, regrade.stdout + regrade.stderr
 
 
-def test_a_task_without_a_rubric_reports_no_mergeable_and_writes_no_diff(
+def test_a_task_without_a_rubric_reports_no_mergeable_and_still_keeps_the_diff(
     docker_available: bool, tmp_path: Path, name: str
 ) -> None:
     tiny = tiny_repo(tmp_path / "tiny")
@@ -94,7 +94,9 @@ def test_a_task_without_a_rubric_reports_no_mergeable_and_writes_no_diff(
     run_dir = cell_dir(tmp_path / "out" / name, "fix_f", "guidance:raw", "m", None, 0)
     result = json.loads((run_dir / "result.json").read_text())
     assert result["passed"] is True and "mergeable" not in result["metrics"]
-    assert not (run_dir / "merge.json").exists() and not (run_dir / "workspace.diff").exists()
+    assert not (run_dir / "merge.json").exists()
+    # the agent's diff is kept for every cell: it is the first thing a reader of the report opens
+    assert "diff --git" in (run_dir / "workspace.diff").read_text()
 
 
 def test_the_judge_model_must_be_a_full_id(docker_available: bool, tmp_path: Path, name: str) -> None:
