@@ -9,7 +9,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from dokimi import stats
 from dokimi.analysis.compare import compare
-from dokimi.analysis.vendors import vendor_of
+from dokimi.analysis.vendors import second_judge_of_another_family, vendor_of
 from dokimi.errors import UsageError
 from dokimi.schemas.compare import CompareDoc, Comparison, Measure
 from tests.helpers.batches import SHA_B, write_cell, write_pin
@@ -476,3 +476,39 @@ def test_a_side_of_several_models_is_refused_when_the_arms_share_none(tmp_path: 
 )
 def test_a_models_vendor_comes_from_its_family(model: str, vendor: str) -> None:
     assert vendor_of(model) == vendor
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "refused"),
+    [
+        ("claude-haiku-4-5", "claude-sonnet-4-5-20250929", True),
+        ("claude-haiku-4-5", "us.anthropic.claude-opus-4-1-20250805-v1:0", True),
+        ("gpt-5-mini", "o3-mini", True),
+        ("claude-haiku-4-5", "gpt-5-mini", False),
+        ("gpt-5-mini", "gemini-2.5-flash", False),
+    ],
+)
+def test_a_second_judge_of_the_primarys_family_is_refused(first: str, second: str, refused: bool) -> None:
+    problem = second_judge_of_another_family(first, second)
+    assert (problem is not None) == refused
+    assert problem is None or f"both {vendor_of(first)} models" in problem
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["repo", "run", ".", "--arm", "guidance:raw", "--model", "m", "--reps", "1", "--batch", "b",
+         "--judge-model", "claude-haiku-4-5", "--second-judge-model", "claude-sonnet-4-5-20250929"],
+        ["repo", "rubric", "check", ".", "--model", "claude-haiku-4-5",
+         "--second-model", "claude-sonnet-4-5-20250929"],
+    ],
+    ids=["run", "rubric-check"],
+)  # fmt: skip
+def test_both_commands_refuse_a_second_judge_of_the_primarys_family_before_any_work(argv: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from dokimi.cli.app import cli
+
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 2, result.output
+    assert "both anthropic models" in result.output and "another model family" in result.output

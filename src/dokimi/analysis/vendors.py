@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["VENDOR_FAMILIES", "vendor_of"]
+__all__ = ["VENDOR_FAMILIES", "second_judge_of_another_family", "vendor_of"]
 
 VENDOR_FAMILIES: dict[str, tuple[str, ...]] = {
     "anthropic": ("claude",),
@@ -48,3 +48,17 @@ def vendor_of(model: str) -> str:
                 return vendor
     first = _FIRST_WORD.match(name)
     return first.group(0) if first else name
+
+
+def second_judge_of_another_family(first: str, second: str) -> str | None:
+    """A second judge is of another model family than the primary (docs/mergeability.md): two judges of one
+    family share its preferences, so their agreement would overstate how well the rubric decides, and a
+    vendor comparison would still have no judge outside the family. The problem, or None."""
+    vendor = vendor_of(first)
+    if vendor_of(second) != vendor:
+        return None
+    return (
+        f"the second judge {second} and the primary judge {first} are both {vendor} models: a second judge "
+        "measures agreement only from another model family (e.g. a gpt model through codex, a gemini model "
+        "through gemini-cli)"
+    )

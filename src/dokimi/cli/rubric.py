@@ -140,6 +140,13 @@ def check(
         )
     if second is not None and second_model is None:
         raise click.UsageError("--second-harness and --second-bin need --second-model")
+    if second_model is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+        from dokimi.analysis.vendors import second_judge_of_another_family
+
+        problem = second_judge_of_another_family(model, second_model)
+        if problem is not None:
+            raise click.UsageError(f"--second-model: {problem}")
     judge_harness(model, judge)  # a model alias, a harness that cannot judge or no executable: exit 2
     if second_model is not None:
         judge_harness(second_model, second or judge)

@@ -561,6 +561,13 @@ def run(
         raise click.UsageError("--dry-run-script needs --dry-run")
     if executor != "ray" and (ray_address or shared_out or gateway_listen):
         raise click.UsageError("--ray-address, --shared-out and --gateway-listen need --executor ray")
+    if judge_model is not None and second_judge_model is not None:
+        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+        from dokimi.analysis.vendors import second_judge_of_another_family
+
+        problem = second_judge_of_another_family(judge_model, second_judge_model)
+        if problem is not None:
+            raise click.UsageError(f"--second-judge-model: {problem}")
     options = RunOptions(
         source=source,
         manifest=manifest,
