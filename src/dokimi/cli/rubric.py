@@ -193,6 +193,10 @@ def check(
                 f"second judge {a.model}: kappa mergeable {a.kappa_mergeable}, blockers {a.kappa_blockers} "
                 f"over {a.items} items"
             )
+            for b in a.blockers:
+                kappa = "-" if b["kappa"] is None else f"{b['kappa']:.2f}"
+                agreed = f"agreed on {b['agreed']} of {b['cells']} rows"
+                echo(f"  {b['task']} {b['blocker']}: kappa {kappa}, {agreed}")
             for item in a.disagreements:
                 echo(f"  disagree: {item}")
     return EXIT_OK if report.ok else EXIT_FOUND_PROBLEMS

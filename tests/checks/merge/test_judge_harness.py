@@ -263,6 +263,55 @@ def test_rubric_check_reads_a_held_out_rubric_from_a_private_path_and_records_it
 
 
 @pytest.mark.docker
+def test_rubric_check_gives_a_second_judge_of_another_family_kappa_per_blocker_and_its_disagreements(
+    docker_available: bool,
+    claude_bin: Path,
+    codex_bin: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--second-model gpt-5-mini --second-harness codex: one scripted server answers both judges, the primary
+    (Claude Code) then the second (Codex) on each row. The second fails B1 on the alt diff, where the primary
+    passes it: B1 agrees on 4 of 5 rows; the primary passes it 2/5, the second 1/5, so chance agreement is
+    2/5 x 1/5 + 3/5 x 4/5 = 14/25 and kappa = (20/25 - 14/25) / (11/25) = 6/11. B2 passes throughout: kappa
+    undefined. The second judge never changes a row: every row still meets its expectation."""
+    repo = _eval_repo(tmp_path)
+    primary = [answer("fail"), answer("pass"), answer("fail"), answer("fail"), answer("pass")]
+    second = [answer("fail"), answer("pass"), answer("fail"), answer("fail"), answer("fail")]
+    script = [text for pair in zip(primary, second, strict=True) for text in pair]
+    monkeypatch.setenv("OPENAI_API_KEY", "dokimi-test")
+    from dokimi.cli.app import cli
+
+    argv = ["repo", "rubric", "check", str(repo), "--model", MODEL, "--bin", str(claude_bin),
+            "--second-model", "gpt-5-mini", "--second-harness", "codex",
+            "--second-bin", str(codex_bin)]  # fmt: skip
+    outputs = []
+    for extra in (["--json"], []):
+        with MockModelServer([{"final": text} for text in script]) as server:
+            monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "dokimi-test")
+            outputs.append(CliRunner().invoke(cli, [*argv, *extra], standalone_mode=False))
+            paths = [r.path for r in server.requests if r.main_loop]
+    result, text = outputs
+    assert result.exception is None, result.output
+    report = json.loads(result.output)
+    assert result.return_value == 0 and report["admitted"] == ["fix_add"]
+    assert len(paths) == 10 and all("/responses" in p for p in paths[1::2]) and "/v1/messages" in paths[0]
+    agreement = report["agreement"]
+    assert agreement["model"] == "gpt-5-mini" and agreement["items"] == 10
+    b1, b2 = agreement["blockers"]
+    assert (b1["task"], b1["blocker"], b1["cells"], b1["agreed"]) == ("fix_add", "B1", 5, 4)
+    assert b1["kappa"] == pytest.approx(6 / 11)
+    assert b1["disagreements"] == ["fix_add/alt/calib/alt.diff: pass vs fail"]
+    assert (b2["blocker"], b2["agreed"], b2["kappa"], b2["disagreements"]) == ("B2", 5, None, [])
+    assert "fix_add/alt/calib/alt.diff: mergeable True vs False" in agreement["disagreements"]
+    assert "  fix_add B1: kappa 0.55, agreed on 4 of 5 rows" in text.output
+    assert "  fix_add B2: kappa -, agreed on 5 of 5 rows" in text.output
+    assert "  disagree: fix_add/alt/calib/alt.diff: B1 pass vs fail" in text.output
+
+
+@pytest.mark.docker
 def test_rubric_check_fails_when_the_persuasive_comment_flips_the_targeted_blocker(
     docker_available: bool, claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
