@@ -65,7 +65,10 @@ def test_output_over_the_cap_keeps_head_and_tail_and_counts_the_middle(tmp_path:
     script = "head -c 3000000 /dev/zero | tr '\\0' a; printf END; head -c 3000000 /dev/zero | tr '\\0' b >&2"
     out = tmp_path / "grade.stdout"
     done = process.run(
-        ["sh", "-c", script], timeout=60, stdout_file=out, bounds=process.Bounds(max_output=1_000_000)
+        ["sh", "-c", script],
+        timeout=60,
+        output=process.Output(file=out),
+        bounds=process.Bounds(max_output=1_000_000),
     )
     kept = out.read_bytes()
     assert kept.startswith(b"a" * 1_000_000)
@@ -87,6 +90,14 @@ def test_a_link_planted_as_the_stdout_file_is_replaced_not_written_through(tmp_p
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "grade.stdout").symlink_to(secret)
-    process.run(["echo", "hi"], timeout=10, stdout_file=run_dir / "grade.stdout")
+    process.run(["echo", "hi"], timeout=10, output=process.Output(file=run_dir / "grade.stdout"))
     assert secret.read_text() == "keep\n"
     assert (run_dir / "grade.stdout").read_text() == "hi\n"
+
+
+def test_merged_stderr_goes_into_the_stdout_file_in_the_order_printed(tmp_path: Path) -> None:
+    out = tmp_path / "build.log"
+    script = "echo one; echo two >&2; echo three"
+    done = process.run(["sh", "-c", script], timeout=10, output=process.Output(file=out, merge_stderr=True))
+    assert out.read_text() == "one\ntwo\nthree\n"
+    assert done.stdout == "one\ntwo\nthree\n" and done.stderr == ""

@@ -101,7 +101,10 @@ def test_output_written_to_a_file_survives_the_timeout_kill(fake_dir: Path, tmp_
     try:
         out = tmp_path / "stdout"
         done = process.run(
-            [str(fake.script), "go"], timeout=1.0, bounds=process.Bounds(grace=0.5), stdout_file=out
+            [str(fake.script), "go"],
+            timeout=1.0,
+            bounds=process.Bounds(grace=0.5),
+            output=process.Output(file=out),
         )
         assert done.timed_out
         assert out.read_text() == f"started {fake.marker}\n" == done.stdout

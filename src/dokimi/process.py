@@ -34,7 +34,7 @@ INSTALL_HINTS: dict[str, str] = {
 }
 
 DEFAULT_GRACE_S = 5.0
-#: With ``stdout_file``, ``Completed.stdout`` holds only the file's last this many bytes: the file is the
+#: With ``Output.file``, ``Completed.stdout`` holds only the file's last this many bytes: the file is the
 #: record, and the caller wants its end (an error, a summary line).
 STDOUT_FILE_TAIL = 64 * 1024
 
@@ -278,6 +278,20 @@ def _feed(stdin: IO[bytes], data: bytes) -> None:
 
 
 @dataclass(frozen=True)
+class Output:
+    """Where :func:`run` puts the child's output; by default both streams are kept in memory, in
+    :class:`Completed`."""
+
+    file: Path | None = None
+    """The child's stdout goes to this file as it is printed (nothing is lost when dokimi itself is killed),
+    and ``Completed.stdout`` holds its last :data:`STDOUT_FILE_TAIL` bytes; a link already at that path is
+    replaced, never written through."""
+    merge_stderr: bool = False
+    """The child's stderr goes where its stdout goes, in the order printed (``Completed.stderr`` is then
+    empty)."""
+
+
+@dataclass(frozen=True)
 class Bounds:
     """How :func:`run` ends a child and how much of its output it keeps."""
 
@@ -295,26 +309,23 @@ def run(
     cwd: str | Path | None = None,
     input: str | bytes | None = None,
     check: bool = False,
-    stdout_file: Path | None = None,
+    output: Output = Output(),
     bounds: Bounds = Bounds(),
-    merge_stderr: bool = False,
 ) -> Completed:
     """Run ``argv`` in a new session and wait at most ``timeout`` seconds.
 
     On timeout the group gets SIGTERM, ``bounds.grace`` seconds, then SIGKILL; what the child printed up to
-    the kill is kept (``returncode`` None, ``timed_out`` True). With ``stdout_file`` the child's stdout goes
-    to that file as it is printed (nothing is lost when dokimi itself is killed) and ``Completed.stdout``
-    holds its last :data:`STDOUT_FILE_TAIL` bytes; a link already at that path is replaced, never written
-    through. With ``bounds.max_output`` each of stdout and stderr keeps its first and last ``max_output``
-    bytes around an omitted-bytes line (:class:`CappedOutput`), so a child printing gigabytes costs dokimi a
-    few times ``max_output`` of memory.
-    Members of the group still alive after the child exits are killed too. With ``merge_stderr`` the child's
-    stderr goes where its stdout goes, in the order printed (``Completed.stderr`` is then empty).
+    the kill is kept (``returncode`` None, ``timed_out`` True). ``output`` says where the child's output goes
+    (:class:`Output`: a file for stdout, stderr merged into it). With ``bounds.max_output`` each of stdout and
+    stderr keeps its first and last ``max_output`` bytes around an omitted-bytes line (:class:`CappedOutput`),
+    so a child printing gigabytes costs dokimi a few times ``max_output`` of memory.
+    Members of the group still alive after the child exits are killed too.
     """
     argv = [str(a) for a in argv]
     start = time.monotonic()
     grace, max_output = bounds.grace, bounds.max_output
     cap = max_output if max_output is not None else 1 << 62
+    stdout_file = output.file
     out_fd: int | None = None
     if stdout_file is not None:
         stdout_file.parent.mkdir(parents=True, exist_ok=True)
@@ -326,7 +337,7 @@ def run(
             argv,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            stderr=subprocess.STDOUT if output.merge_stderr else subprocess.PIPE,
             env=env,
             cwd=cwd,
         )

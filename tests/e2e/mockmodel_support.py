@@ -102,5 +102,7 @@ def run_scripted(
             web=level == "web",
         )
         inv.write_config_files(config)
-        done = process.run([*launcher, *inv.argv], timeout=timeout, env=inv.env, cwd=repo, stdout_file=trace)
+        done = process.run(
+            [*launcher, *inv.argv], timeout=timeout, env=inv.env, cwd=repo, output=process.Output(file=trace)
+        )
         return ScriptedRun(done, server.requests, inv, server.turns_played)

@@ -164,7 +164,12 @@ def run_claude(
     if hard_kill:
         return _run_hard_kill(argv, env=env, cwd=cwd, trace_path=trace_path, timeout=timeout)
     done = process.run(
-        argv, timeout=timeout, env=env, cwd=cwd, stdout_file=trace_path, bounds=process.Bounds(grace=2.0)
+        argv,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        output=process.Output(file=trace_path),
+        bounds=process.Bounds(grace=2.0),
     )
     stdout = trace_path.read_text(encoding="utf-8", errors="replace")
     return ClaudeRun(stdout, done.stderr, done.returncode, done.timed_out, trace_path)

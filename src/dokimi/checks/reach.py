@@ -703,7 +703,7 @@ def _run_scenario(run: _ProbeRun, s: PlannedScenario, *, scratch: Path, trace_di
             timeout=options.timeout,
             env=inv.env,
             cwd=workspace / s.cwd,
-            stdout_file=stdout_path,
+            output=process.Output(file=stdout_path),
             bounds=process.Bounds(grace=2.0),
         )
     finally:

@@ -276,7 +276,7 @@ def run_container(
         completed = process.run(
             argv,
             timeout=timeout,
-            stdout_file=stdout_file,
+            output=process.Output(file=stdout_file),
             bounds=process.Bounds(grace=kill_grace_s, max_output=max_output),
         )
         finished = not completed.timed_out and not process.shutting_down()

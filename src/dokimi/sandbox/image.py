@@ -344,9 +344,8 @@ def build_image(
             process.run,
             argv,
             timeout=timeout_s,
-            stdout_file=log,
+            output=process.Output(file=log, merge_stderr=builder.buildkit),
             env={**os.environ, "DOCKER_BUILDKIT": "1"} if builder.buildkit else None,
-            merge_stderr=builder.buildkit,
         )
         if progress is not None:
             progress(f"building image {tag} (log: {log})")

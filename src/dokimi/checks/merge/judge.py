@@ -653,7 +653,7 @@ def _call(prompt: str, model: str, options: JudgeOptions, binary: Path, profile:
             env=invocation.env,
             cwd=cwd,
             input=prompt,
-            stdout_file=stdout_path,
+            output=process.Output(file=stdout_path),
             bounds=process.Bounds(grace=2.0),
         )
         conv = convert_file(stdout_path, profile.trace)
