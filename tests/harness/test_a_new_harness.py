@@ -1,19 +1,24 @@
 """A harness that fits the existing shapes is a profile (its pin in ``verification``) and a converter: here a
 throwaway one, written from outside the package into a temporary directory, is loaded, invoked, located and
-its trace converted, with no file of dokimi touched."""
+its trace converted, and runs a real batch end to end (``repo run --harness`` in the agent container, its
+trace turned into events.jsonl by the outside converter, graded), with no file of dokimi touched."""
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from dokimi.batch import cell_dir
 from dokimi.errors import UsageError
 from dokimi.harness.locate import locate_harness
 from dokimi.harness.profile import AgentRequest, Placement, build_invocation, load_profile, profile_problems
 from dokimi.harness.traces import convert_file, trace_problem
+from tests.helpers.runs import dokimi_cli, remove_tiny_images, run_args, tiny_repo
 
 PROFILE = """\
 schema: harness_profile.v1
@@ -109,3 +114,45 @@ def test_a_trace_that_names_no_converter_is_refused_with_the_built_in_ones(outsi
     )
     with pytest.raises(UsageError, match="claude-stream-json"):
         convert_file(outside / "throwaway.yaml", "no-such-trace")
+
+
+THROWAWAY_CLI = """\
+#!/bin/sh
+if [ "$1" = "--version" ]; then echo "throwaway-cli 0.0.1"; exit 0; fi
+echo after > f.txt
+echo '{"ran": "echo after > f.txt", "rc": 0}'
+echo 'a line the converter skips'
+echo '{"answer": "f.txt says after now."}'
+"""
+"""The throwaway harness itself: it makes the tiny task's change and prints its trace in its own format."""
+
+
+@pytest.fixture
+def manifest_id() -> Iterator[str]:
+    """The tiny repository's manifest id (its images' label) of this test only; its images go afterwards."""
+    name = f"throwaway-{uuid.uuid4().hex[:10]}"
+    yield name
+    remove_tiny_images(name)
+
+
+@pytest.mark.docker
+def test_a_batch_runs_through_a_profile_and_converter_from_outside_the_package(
+    docker_available: bool, outside: Path, monkeypatch: pytest.MonkeyPatch, manifest_id: str
+) -> None:
+    executable = outside / "throwaway"
+    executable.write_text(THROWAWAY_CLI)
+    os.chmod(executable, 0o755)
+    paths = [str(outside), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))  # the converter is importable where dokimi runs
+    tiny = tiny_repo(outside / "tiny", manifest_id=manifest_id)
+    out, batch = outside / "runs", manifest_id
+    done = dokimi_cli(run_args(tiny, out, batch, outside / "throwaway.yaml", executable, "--json"))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["ran"], summary["harness"]) == (1, "throwaway-cli")
+    run_dir = cell_dir(out / batch, "fix_f", "guidance:raw", "m", None, 0)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events == [{"t": 0.0, "kind": "command", "text": "echo after > f.txt", "rc": 0}]
+    assert (run_dir / "answer.txt").read_text() == "f.txt says after now."
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["passed"] is True and result["harness_version"] == "0.0.1"
