@@ -158,6 +158,14 @@ def _environment(key: str, upstream: str) -> dict[str, str]:
     return env
 
 
+def _batch_networks(batch: str) -> list[str]:
+    listed = subprocess.run(
+        ["docker", "network", "ls", "-q", "--filter", f"label=dokimi.batch={batch}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return listed.stdout.split()
+
+
 def _files_holding(root: Path, secret: bytes) -> list[str]:
     found = []
     for path in root.rglob("*"):
@@ -199,6 +207,8 @@ def test_a_sealed_batch_on_a_ray_cluster_passes_sealed_on_both_nodes_and_leaks_n
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert (summary["ran"], summary["failed"], summary["lost"]) == (4, 0, 0), summary
+        # every node's seal was stopped with the batch: no network (nor its firewall chain) of it is left
+        assert _batch_networks(name) == []
         nodes = {node["node"] for node in summary["nodes"]}
         assert len(nodes) == 2, summary["nodes"]  # both nodes ran cells
 

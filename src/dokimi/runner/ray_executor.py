@@ -331,6 +331,8 @@ class RayExecutor:
         self.lock = threading.Lock()
         self.closing = threading.Event()
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="dokimi-ray")
+        self.leaves_cluster = True
+        """Whether :meth:`close` disconnects from the cluster (False when the caller joined it first)."""
 
     @classmethod
     def connect(
@@ -344,15 +346,20 @@ class RayExecutor:
         bin_option: str | None = None,
     ) -> RayExecutor:
         """Join the cluster at ``address`` (default: RAY_ADDRESS, else the cluster this machine runs), unless
-        :func:`join_cluster` did already."""
+        :func:`join_cluster` did already: then whoever joined it leaves it (a sealed batch's node seals are
+        stopped through it after the executor closes)."""
+        joined_here = not import_ray().is_initialized()
         ray = join_cluster(address)
         try:
             portable = make_portable(ctx, source=source, shared_out=shared_out, bin_option=bin_option)
             slots = jobs or max(1, int(ray.cluster_resources().get("CPU", 1) // CELL_CPUS))
-            return cls(ctx, portable, slots)
+            executor = cls(ctx, portable, slots)
         except BaseException:
-            ray.shutdown()
+            if joined_here:
+                ray.shutdown()
             raise
+        executor.leaves_cluster = joined_here
+        return executor
 
     @property
     def slots(self) -> int:
@@ -439,7 +446,8 @@ class RayExecutor:
 
         self.closing.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
-        ray.shutdown()
+        if self.leaves_cluster:
+            ray.shutdown()
 
 
 def join_cluster(address: str | None) -> Any:

@@ -157,6 +157,8 @@ def stop_node_seals(spec: NodeSealSpec, actors: Sequence[Any]) -> None:
     left (a network, a chain) goes with the next run of the batch on that node, or by hand (docs/scale.md)."""
     import ray  # Ray is an extra and takes seconds to import
 
+    if not ray.is_initialized():  # never a new local Ray instance just to stop what was on the old one
+        return
     known = list(actors)
     try:
         prefix = ACTOR_PREFIX + spec.token[:12]
