@@ -4,7 +4,8 @@ both on loopback, started with Ray's own test cluster (``ray.cluster_utils.Clust
     python -m tests.helpers.raycluster DIR
 
 writes ``DIR/cluster.json`` ({address, worker_raylet_pid}) once both nodes are up, and shuts the cluster down
-on SIGTERM. :func:`start_cluster` runs it and waits for the file.
+on SIGTERM. :func:`start_cluster` runs it and waits for the file. ``DIR/worker_env.json``, when there, holds
+variables the worker node's raylet (and so every process it starts) gets over the cluster's.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+WORKER_ENV = "worker_env.json"
 
 
 def cluster_environment(ray_tmp: Path) -> dict[str, str]:
@@ -97,10 +100,19 @@ class SpillKeeper:
         return sorted(self.keep.iterdir())
 
 
-def start_cluster(directory: Path, timeout_s: float = 180.0, *, spill: bool = False) -> RayCluster:
-    """The test cluster (see the module docstring); ``spill``: its object store spills everything it can."""
+def start_cluster(
+    directory: Path,
+    timeout_s: float = 180.0,
+    *,
+    spill: bool = False,
+    worker_env: Mapping[str, str] | None = None,
+) -> RayCluster:
+    """The test cluster (see the module docstring); ``spill``: its object store spills everything it can;
+    ``worker_env``: variables of the worker node only (a node set up differently from the head)."""
     directory.mkdir(parents=True, exist_ok=True)
     info = directory / "cluster.json"
+    if worker_env:
+        (directory / WORKER_ENV).write_text(json.dumps(dict(worker_env)))
     ray_tmp = Path(tempfile.mkdtemp(prefix="dkray-", dir="/tmp"))
     env = {**os.environ, **cluster_environment(ray_tmp), **(SPILL_EVERYTHING if spill else {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH", "")) if p)
@@ -128,7 +140,9 @@ def main(directory: Path) -> None:
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    worker = cluster.add_node(num_cpus=1)
+    worker_env = directory / WORKER_ENV
+    env_vars = json.loads(worker_env.read_text()) if worker_env.is_file() else None
+    worker = cluster.add_node(num_cpus=1, env_vars=env_vars)
     cluster.wait_for_nodes()
     raylet = worker.all_processes["raylet"][0].process.pid
     stopping = False

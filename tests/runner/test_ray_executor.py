@@ -5,6 +5,8 @@ node, each its own raylet process; tests/helpers/raycluster.py), with real conta
   result.json verdicts on the cluster as with the local executor;
 - a worker node killed in the middle of a cell: the batch completes (Ray's retry, else a rerun) with every
   cell once;
+- a sealed run on a cluster with a node that cannot seal (no iptables): that node's cells fail with the
+  reason, never unsealed;
 - SIGTERM or Ctrl-C on the driver: finished cells stay, nothing of the batch keeps running on any node, a
   rerun fills the rest;
 - what a node hands back is hostile input: links leaving the run directory, FIFOs and a forged result.json
@@ -29,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.batch import CellKey, cell_dir, load_batch
+from dokimi.gateway.network import remove_batch_networks
 from dokimi.runner.cell import CellOutcome
 from dokimi.runner.ray_executor import (
     NodeFacts,
@@ -356,6 +359,58 @@ def test_a_node_without_the_harness_fails_its_cells_with_the_reason_and_a_rerun_
     rerun = dokimi_cli(args)
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["ran"] == 2
+
+
+def _without_iptables() -> str:
+    """This machine's PATH less the directories that hold iptables: a node that cannot write a firewall."""
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    kept = [d for d in path if not (Path(d) / "iptables").exists()]
+    assert kept != path, "iptables is not on PATH: nothing to take away"
+    return os.pathsep.join(kept)
+
+
+@pytest.mark.docker
+@pytest.mark.ray
+def test_a_node_that_cannot_seal_fails_its_cells_with_the_reason_and_never_runs_them_unsealed(
+    tmp_path: Path, name: str, docker_available: bool
+) -> None:
+    """A sealed run (the allow-list route: the fake harness reaches its vendor by the profile's egress list)
+    on a cluster whose worker node has no iptables: that node's cells fail naming why, no container of
+    theirs starts, and they stay missing; the head's cells run sealed."""
+    unsealable = start_cluster(tmp_path / "cluster", worker_env={"PATH": _without_iptables()})
+    try:
+        tiny = slow_tiny(tmp_path / "tiny", name)
+        profile, binary = fake_harness(tmp_path / "harness")
+        profile.write_text(profile.read_text() + 'egress: ["vendor.dokimi-test.example:443"]\n')
+        args = run_args(
+            tiny, tmp_path / "out", name, profile, binary, "--json", "--executor", "ray",
+            "--ray-address", unsealable.address, "-j", "2", reps=2,
+        )  # fmt: skip
+        done = dokimi_cli(args)
+        assert done.returncode == 1, done.stderr
+        assert "NOT SEALED" not in done.stderr
+        summary = json.loads(done.stdout)
+        # two cells at once on two one-CPU nodes: the worker got one (and, failing fast, maybe the other)
+        assert summary["failed"] >= 1 and summary["ran"] + summary["failed"] == 2, summary
+        for failure in summary["failures"]:
+            error = failure["error"]
+            assert error.startswith("node ") and "cannot seal its cells" in error, error
+            assert "never unsealed" in error and "iptables is not installed" in error, error
+        by_node = {node["node"]: node for node in summary["nodes"]}
+        refusing = [n for n in by_node.values() if n["failed"]]
+        assert len(refusing) == 1 and refusing[0]["ran"] == 0, summary["nodes"]
+
+        batch = load_batch(tmp_path / "out" / name)
+        assert len(batch.missing()) == summary["failed"]  # never failed verdicts: missing, for the next run
+        for cell in batch.finished():  # the head's: sealed on its own network, behind the proxy
+            assert cell.result is not None and cell.result.passed is True
+            # an account of the node's proxy (an unsealed cell has none) and no network of the caller's
+            assert cell.result.agent_network is None and cell.result.egress_attempts == 0
+        for cell in batch.missing():
+            assert not (cell.dir / "agent.stdout").exists()
+    finally:
+        unsealable.stop()
+        remove_batch_networks(name)
 
 
 @pytest.mark.docker
