@@ -180,7 +180,8 @@ def check(
     else:
         for row in report.rows:
             mark = {True: "ok  ", False: "FAIL", None: "n/a "}[row.ok]
-            failed = ", ".join(row.verdict.blockers_failed()) if row.verdict and row.verdict.ok else "-"
+            verdict = row.verdict if row.verdict is not None and row.verdict.ok else None
+            failed = (", ".join(verdict.blockers_failed()) or "none") if verdict is not None else "-"
             line = (
                 f"{mark} {row.task}  {row.kind:<12} {row.name}  (expect {row.expectation}; blockers failed: "
             )

@@ -16,6 +16,7 @@ overwritten without ``force`` (it may be a maintainer's approved work).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ __all__ = ["DraftRequest", "DraftWritten", "draft_task_rubric"]
 LAZY_DIFF = "calib/lazy.diff"
 MAX_GUIDANCE_BYTES = 256 * 1024
 """What the drafter reads of one guidance file."""
+SYMLINK_MODE = "120000"
+"""A guidance entry's git mode when it is a symbolic link."""
 
 
 @dataclass(frozen=True)
@@ -118,13 +121,14 @@ def oracle_change(source: _Source, task: Task, work: Path, image: str | None) ->
 
 
 def guidance_at_base(prepared: PreparedWorkspace) -> dict[str, str]:
-    """Path -> text of every guidance file of a prepared workspace (the first 256 KiB of each)."""
+    """Path -> text of every guidance file of a prepared workspace (the first 256 KiB of each); a symbolic
+    link (CLAUDE.md -> AGENTS.md, as many repositories keep both) is said as one, never followed."""
     root = prepared.path
     return {
-        path: safefs.read_bytes(root / path, trusted=root, limit=MAX_GUIDANCE_BYTES).decode(
-            "utf-8", "replace"
-        )
-        for path, _, _ in prepared.guidance
+        path: f"(a symbolic link to {os.readlink(root / path)})"
+        if mode == SYMLINK_MODE
+        else safefs.read_bytes(root / path, trusted=root, limit=MAX_GUIDANCE_BYTES).decode("utf-8", "replace")
+        for path, mode, _ in prepared.guidance
     }
 
 
