@@ -274,7 +274,7 @@ MAPPINGS: dict[str, dict[str, str]] = {
     "image": {"dockerfile": "str", "env": "env", "network": "network", "limits": "limits"},
     "limits": {"memory": "memory", "pids": "pids", "workspace_mb": "workspace_mb"},
     "entry_points": {"grade": "str", "oracle": "str", "static": "str", "perf": "str"},
-    "tests": {"globs": "strings", "config_globs": "strings", "list": "str"},
+    "tests": {"globs": "strings", "config_globs": "strings", "list": "str", "run": "str"},
 }
 REQUIRED = {"manifest": ("schema", "id"), "image": ("dockerfile",), "entry_points": ("grade",)}
 
