@@ -61,6 +61,18 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(func)
 
 
+def rubrics_option(func: F) -> F:
+    """``--rubrics DIR``: held-out rubrics (``repo run``, ``repo tasks check``, ``repo rubric check``)."""
+    return click.option(
+        "--rubrics",
+        "rubrics_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        metavar="DIR",
+        help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json, with "
+        "the calibration diffs it names (docs/mergeability.md).",
+    )(func)
+
+
 def run_file_option(help_text: str) -> Callable[[F], F]:
     """``-c/--config FILE``: a run file (repo_run_file.v1), read by ``repo run`` and ``repo tasks check``."""
     return click.option(

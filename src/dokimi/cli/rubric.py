@@ -20,6 +20,7 @@ from dokimi.cli._common import (
     emit_json,
     json_option,
     manifest_options,
+    rubrics_option,
     source_argument,
     working_tree_options,
 )
@@ -82,13 +83,7 @@ def rubric() -> None:
     help="Run the oracle in this image instead of building the eval tree's (the oracle row's change is the "
     "oracle entry point's, in a container, as in repo tasks check).",
 )
-@click.option(
-    "--rubrics",
-    "rubrics_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json (with "
-    "their calibration diffs), checked as the eval dir's are.",
-)
+@rubrics_option
 @click.option(
     "--out",
     "out",

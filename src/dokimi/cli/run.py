@@ -24,6 +24,7 @@ from dokimi.cli._common import (
     note,
     parse_resolve,
     print_above,
+    rubrics_option,
     run_file_option,
     source_argument,
 )
@@ -465,12 +466,7 @@ def apply_run_file(ctx: click.Context, path: Path) -> dict[str, Any]:
     help="The harness the second judge runs through (default: --judge-harness).",
 )
 @click.option("--second-judge-bin", metavar="PATH", help="The second judge harness's executable.")
-@click.option(
-    "--rubrics",
-    "rubrics_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json.",
-)
+@rubrics_option
 @json_option
 @click.pass_context
 def run(

@@ -22,6 +22,7 @@ from dokimi.cli._common import (
     note,
     parse_resolve,
     progress_bar,
+    rubrics_option,
     run_file_option,
     shown,
     source_argument,
@@ -124,12 +125,7 @@ def _parse_caches(values: tuple[str, ...]) -> dict[str, Path]:
     help="The address the egress proxy connects to for HOST of a task's egress (like curl --resolve): an "
     "internal mirror, or a name your DNS does not know. A mapped host may be a private address.",
 )
-@click.option(
-    "--rubrics",
-    "rubrics_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Held-out rubrics from a private path outside the repository: DIR/<task-id>/rubric.json.",
-)
+@rubrics_option
 @json_option
 def check(
     source: str,
