@@ -50,6 +50,7 @@ __all__ = [
     "FetchRequest",
     "FetchSummary",
     "ForgeError",
+    "GitHubApi",
     "fetch_review_comments",
     "next_link",
 ]
@@ -127,6 +128,11 @@ class _Client:
 
     def get(self, url: str) -> tuple[Any, str | None]:
         """The JSON of one page and the URL of the next (None on the last)."""
+        return self.call("GET", url)
+
+    def call(self, method: str, url: str, payload: Any = None) -> tuple[Any, str | None]:
+        """One request (``payload`` sent as JSON): the JSON answered (None for an empty body) and the URL of
+        the next page. Only a ``GET`` is asked again after a server error: a ``POST`` may have been done."""
         if _origin(url) != self.origin:
             raise ForgeError(
                 f"refusing to send the token to {_shown_origin(url)}: not the API base "
@@ -138,9 +144,12 @@ class _Client:
             self._wait(max(0.0, self.wait_until - time.time()))
             assert self.opener is not None
             self.summary.requests += 1
+            data = None if payload is None else json.dumps(payload).encode("utf-8")
+            headers = self.headers if data is None else {**self.headers, "Content-Type": "application/json"}
             try:
                 with self.opener.open(
-                    urllib.request.Request(url, headers=self.headers), timeout=self.request.timeout_s
+                    urllib.request.Request(url, data=data, headers=headers, method=method),
+                    timeout=self.request.timeout_s,
                 ) as response:
                     body = response.read(MAX_RESPONSE_BYTES + 1)
                     self._note_limit(response.headers)
@@ -153,11 +162,11 @@ class _Client:
                     limit_waits += 1
                     self._wait(wait)
                     continue
-                if exc.code >= 500 and server_errors < SERVER_RETRIES:
+                if exc.code >= 500 and server_errors < SERVER_RETRIES and method == "GET":
                     server_errors += 1
                     self.sleep(2.0**server_errors)
                     continue
-                raise self._http_error(exc, url) from None
+                raise self._http_error(exc, url, method) from None
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 raise ForgeError(
@@ -166,6 +175,8 @@ class _Client:
                 ) from None
             if len(body) > MAX_RESPONSE_BYTES:
                 raise ForgeError(f"a response from {_shown_origin(url)} is larger than 32 MB")
+            if not body.strip() and method != "GET":
+                return None, None
             try:
                 return load_json(body), next_url
             except (ValueError, UnicodeDecodeError):
@@ -216,8 +227,8 @@ class _Client:
         self.summary.waited_s += seconds
         self.sleep(seconds)
 
-    def _http_error(self, exc: urllib.error.HTTPError, url: str) -> ForgeError:
-        where = _shown_origin(url)
+    def _http_error(self, exc: urllib.error.HTTPError, url: str, method: str) -> ForgeError:
+        where = _shown_origin(url) if method == "GET" else f"{method} {_shown_origin(url)}"
         if exc.code == 401:
             return ForgeError(
                 f"{where} refused the token (401)",
@@ -231,9 +242,43 @@ class _Client:
         if exc.code == 403:
             return ForgeError(
                 f"{where} forbids it (403): the token lacks a permission",
-                hint="the token needs read access to the repository's pull requests",
+                hint="the token needs read access to the repository's pull requests (the GitHub Action "
+                "also: pull-requests: write to comment, security-events: write to upload SARIF)",
             )
         return ForgeError(f"{where} answered {exc.code} {exc.reason}")
+
+
+class GitHubApi:
+    """The REST API of one repository, with a token: what the GitHub Action's script asks and posts
+    (dokimi.ci). The same guards as the fetch: the token goes only to the API base's origin, a redirect or a
+    ``next`` link elsewhere is refused, a rate limit is waited for."""
+
+    def __init__(
+        self,
+        repo: str,
+        token: str,
+        *,
+        api_base: str = DEFAULT_API_BASE,
+        timeout_s: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not _REPO.match(repo):
+            raise ForgeError(f"{repo!r} is not OWNER/NAME", hint="GITHUB_REPOSITORY names the repository")
+        self.base = f"{api_base.rstrip('/')}/repos/{repo}"
+        request = FetchRequest(repo=repo, token=token, api_base=api_base, timeout_s=timeout_s, max_wait_s=600)
+        self.client = _Client(request, sleep, FetchSummary())
+
+    def get(self, path: str) -> Any:
+        return self.client.call("GET", self.base + path)[0]
+
+    def pages(self, path: str) -> Iterator[Any]:
+        return self.client.pages(self.base + path)
+
+    def post(self, path: str, payload: Any) -> Any:
+        return self.client.call("POST", self.base + path, payload)[0]
+
+    def patch(self, path: str, payload: Any) -> Any:
+        return self.client.call("PATCH", self.base + path, payload)[0]
 
 
 class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
