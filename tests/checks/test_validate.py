@@ -446,6 +446,30 @@ def test_a_full_tests_block_is_accepted(repo: Repo) -> None:
     assert report.valid and report.warnings == []
 
 
+def test_pilot_tasks_must_be_tasks_of_the_tasks_directory(repo: Repo) -> None:
+    repo.add_eval(MANIFEST + "pilot:\n  tasks: [t1, t9]\n")
+    finding = one(run(repo), "pilot_tasks_exist")
+    assert (finding.line, finding.key) == (19, "pilot.tasks[1]")
+    assert "'t9' is not a task" in finding.message and "t1" in (finding.fix or "")
+
+
+def test_a_pilot_naming_known_tasks_is_valid(repo: Repo) -> None:
+    repo.add_eval(MANIFEST + "pilot:\n  tasks: [t1]\n  reps: 2\n")
+    report = run(repo)
+    assert report.valid and report.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("pilot", "fragment"),
+    [("{tasks: []}", "at least 1"), ("{tasks: [t1, t1]}", "appear(s) twice"), ("{tasks: [t1], reps: 0}", "")],
+)
+def test_a_malformed_pilot_block_is_refused(repo: Repo, pilot: str, fragment: str) -> None:
+    repo.add_eval(MANIFEST + f"pilot: {pilot}\n")
+    report = run(repo)
+    assert not report.valid
+    assert any(fragment in f.message for f in report.errors), [f.text() for f in report.errors]
+
+
 # --- task rules --------------------------------------------------------------------------------------------
 
 

@@ -780,6 +780,26 @@ def check_task_dirs_have_task_json(ctx: Context) -> Iterator[Finding]:
         )
 
 
+def check_pilot_tasks_exist(ctx: Context) -> Iterator[Finding]:
+    """Every task the ``pilot`` block names is a task of the tasks directory."""
+    m = ctx.manifest
+    if m is None or m.pilot is None:
+        return
+    code = _code(check_pilot_tasks_exist)
+    if m.tasks is None:
+        yield ctx.at_manifest(code, ("pilot",), "pilot names tasks, but the manifest has none", "add tasks")
+        return
+    known = {lt.id for lt in ctx.tasks}
+    for i, task_id in enumerate(m.pilot.tasks):
+        if task_id not in known:
+            yield ctx.at_manifest(
+                code,
+                ("pilot", "tasks", i),
+                f"{task_id!r} is not a task of {m.tasks}",
+                f"name one of: {', '.join(sorted(known)) or '(none)'}",
+            )
+
+
 def check_task_json_parses(ctx: Context) -> Iterator[Finding]:
     """task.json is UTF-8 JSON, an object, without duplicate keys."""
     for lt in ctx.tasks:
@@ -1934,6 +1954,7 @@ RULES: tuple[Rule, ...] = (
     check_build_systems_known,
     check_tests_block,
     check_task_dirs_have_task_json,
+    check_pilot_tasks_exist,
     check_task_json_parses,
     check_task_id_equals_directory,
     check_required_keys,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from dokimi.constants import DEFAULT_GUIDANCE_GLOBS
+from dokimi.constants import DEFAULT_GUIDANCE_GLOBS, MAX_REPS
 from dokimi.schemas._base import Document
 
 SCHEMA_NAME = "repo_manifest.v1"
@@ -173,6 +173,24 @@ class TestsBlock(Document):
     {tests}``. It runs in a container of its own, holding only the tree under test."""
 
 
+class Pilot(Document):
+    """The pilot A/B a pull request that changes the guidance gets on demand (the GitHub Action, docs/ci.md):
+    its guidance (``guidance:tree`` at the pull request's head) against the base's (``guidance:at=BASE``), on
+    a few tasks."""
+
+    tasks: list[str] = Field(min_length=1, max_length=100)
+    """The task ids of the pilot: a few tasks that exercise the guidance, each a directory under ``tasks``."""
+    reps: int = Field(default=1, ge=1, le=MAX_REPS)
+    """Repetitions per task and arm."""
+
+    @model_validator(mode="after")
+    def _tasks_once(self) -> Pilot:
+        twice = sorted({t for t in self.tasks if self.tasks.count(t) > 1})
+        if twice:
+            raise ValueError(f"tasks: {', '.join(twice)} appear(s) twice")
+        return self
+
+
 class RepoManifest(Document):
     """repo_manifest.v1: what a repository provides to be evaluated.
 
@@ -207,6 +225,9 @@ class RepoManifest(Document):
     """Test files, test configuration files and the test-listing command."""
     scan: Scan = Field(default_factory=Scan)
     """Settings of the L0 scan: the claims it silences."""
+    pilot: Pilot | None = None
+    """The tasks (and reps) of the pilot A/B of a pull request's guidance against its base's (docs/ci.md);
+    needs ``tasks``."""
 
     @property
     def has_tasks(self) -> bool:

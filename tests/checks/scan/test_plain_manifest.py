@@ -93,6 +93,7 @@ ACCEPTED = [
     "schema: repo_manifest.v1\nid: x\nentry_points:\n  grade: ./g.sh\n  oracle: ./o.sh\n",
     "schema: repo_manifest.v1\nid: x\nentry_points:\n  grade: '  builtin:command make test'\n",
     "schema: repo_manifest.v1 # the type\nid: x\nsource:\n url: git@host:o/r.git\n",
+    "schema: repo_manifest.v1\nid: x\npilot:\n  tasks: [a, b]\n  reps: 3\n",
 ]
 
 
@@ -151,6 +152,11 @@ REFUSED = [
     BASE + "image:\n  dockerfile: D\n  env:\n    true: x\n",
     BASE + "entry_points:\n  grade: ./g.sh\n",  # no oracle
     BASE + "tests:\n  list_: x\n  list: y\n",
+    BASE + "pilot:\n  reps: 1\n",  # no tasks
+    BASE + "pilot:\n  tasks: []\n",
+    BASE + "pilot:\n  tasks: [a, a]\n",
+    BASE + "pilot:\n  tasks: [a]\n  reps: 0\n",
+    BASE + "pilot:\n  tasks: [1]\n",
     "schema: repo_manifest.v1\nid: [x]\n",
     "schema: repo_manifest.v1\nid: x\n  y\n",
     "schema: repo_manifest.v1\r\nid: x\r\n",

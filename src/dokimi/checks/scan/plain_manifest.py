@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
-from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME
+from dokimi.constants import DEFAULT_EVAL_DIR, DEFAULT_GUIDANCE_GLOBS, DEFAULT_MANIFEST_NAME, MAX_REPS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -268,6 +268,7 @@ MAPPINGS: dict[str, dict[str, str]] = {
         "explore_tasks": "str",
         "build_systems": "strings",
         "tests": "tests",
+        "pilot": "pilot",
     },
     "source": {"url": "str"},
     "guidance": {"globs": "strings", "also_scan": "strings"},
@@ -275,8 +276,14 @@ MAPPINGS: dict[str, dict[str, str]] = {
     "limits": {"memory": "memory", "pids": "pids", "workspace_mb": "workspace_mb"},
     "entry_points": {"grade": "str", "oracle": "str", "static": "str", "perf": "str"},
     "tests": {"globs": "strings", "config_globs": "strings", "list": "str", "run": "str"},
+    "pilot": {"tasks": "pilot_tasks", "reps": "reps"},
 }
-REQUIRED = {"manifest": ("schema", "id"), "image": ("dockerfile",), "entry_points": ("grade",)}
+REQUIRED = {
+    "manifest": ("schema", "id"),
+    "image": ("dockerfile",),
+    "entry_points": ("grade",),
+    "pilot": ("tasks",),
+}
 
 
 def _is_int(value: object, low: int, high: int) -> bool:
@@ -292,6 +299,13 @@ VALUES: dict[str, Callable[[object], bool]] = {
     "memory": lambda value: isinstance(value, str) and re.fullmatch(r"[1-9][0-9]*[kmg]?", value) is not None,
     "pids": lambda value: _is_int(value, 64, 1_000_000),
     "workspace_mb": lambda value: _is_int(value, 1, 10**9),
+    "pilot_tasks": lambda value: (
+        isinstance(value, list)
+        and 1 <= len(value) <= 100
+        and all(isinstance(item, str) for item in value)
+        and len(set(value)) == len(value)
+    ),
+    "reps": lambda value: _is_int(value, 1, MAX_REPS),
 }
 
 
