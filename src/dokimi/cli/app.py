@@ -30,6 +30,7 @@ TOP_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "mock-model": ("dokimi.cli.mockmodel:mock_model", "A scripted model server for zero-cost dry runs."),
     "setup": ("dokimi.cli.setup:setup", "Start the docker daemon and build the base image, offline."),
+    "ci": ("dokimi.cli.ci:ci", "dokimi in pull requests: the GitHub Action's scan and pilot A/B."),
 }
 
 #: ``dokimi repo`` commands, in the order of the contract.
