@@ -19,6 +19,7 @@ import pytest
 from dokimi.ci.scan import SCAN_MARKER, quote
 from tests.helpers.git import commit, git
 from tests.helpers.github_stand_in import ROOT, read_outputs, run_action_step, stand_in
+from tests.helpers.sarif import sarif_errors
 
 REPO = "acme/calc"
 TOKEN = "t0ken-for-the-stand-in"
@@ -79,6 +80,7 @@ def test_the_scan_uploads_sarif_and_comments_the_new_failures_then_edits_its_com
 
         (upload,) = github.sarifs
         assert (upload["commit_sha"], upload["ref"]) == (head, f"refs/pull/{NUMBER}/merge")
+        assert sarif_errors(upload["sarif"]) == []
         results = upload["sarif"]["runs"][0]["results"]
         failing = {r["message"]["text"].split(":")[0] for r in results if r["level"] == "error"}
         assert {"calc/legacy.py", "calc/@octocat_x.py", "calc/_x_*.zzz"} <= failing
