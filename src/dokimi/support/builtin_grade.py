@@ -388,7 +388,6 @@ def validation(args: argparse.Namespace) -> int:
     try:
         if args.public:
             (out / "public").mkdir(exist_ok=True)
-            (out / "public" / TREE).mkdir()
             copy_workspace(run_dir / "workspace", out / "public" / TREE)
         if args.hidden:
             task = read_json(run_dir / "task.json")
