@@ -57,6 +57,20 @@ class StandIn:
         return comment
 
 
+def answer_json(
+    handler: BaseHTTPRequestHandler, code: int, data: Any, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer a request with ``data`` as JSON (and ``headers``)."""
+    body = json.dumps(data).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
     prefix = f"/repos/{state.repo}"
 
@@ -65,14 +79,7 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _answer(self, code: int, data: Any, headers: Mapping[str, str] | None = None) -> None:
-            body = json.dumps(data).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(body)
+            answer_json(self, code, data, headers)
 
         def _handle(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)

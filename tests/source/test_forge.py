@@ -4,7 +4,6 @@ server that tries to take the token elsewhere."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.parse
@@ -17,6 +16,7 @@ import pytest
 
 from dokimi.schemas.review_comments import read_review_comments
 from dokimi.source.forge import FetchRequest, ForgeError, fetch_review_comments, next_link
+from tests.helpers.github_stand_in import answer_json
 
 TOKEN = "ghp_test-token-not-real"
 PAGE = 2
@@ -109,14 +109,7 @@ class FakeGitHub:
                 pass
 
             def send(self, code: int, data: Any, headers: dict[str, str] | None = None) -> None:
-                body = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(body)
+                answer_json(self, code, data, headers)
 
             def do_GET(self) -> None:
                 fake.requests.append((self.path, self.headers.get("Authorization")))
