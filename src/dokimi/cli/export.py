@@ -11,6 +11,7 @@ import click
 
 from dokimi.cli._common import echo, emit_json, json_option, note
 from dokimi.constants import EXIT_OK
+from dokimi.errors import UsageError
 
 
 @click.command("export")
@@ -37,7 +38,6 @@ def export(batch: Path, fmt: str, out: Path | None, as_json: bool) -> int:
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.inspect_export import export_inspect
     from dokimi.batch import load_batch
-    from dokimi.errors import UsageError
 
     loaded = load_batch(batch)
     if not any(c.status == "finished" for c in loaded.cells):

@@ -8,6 +8,7 @@ import click
 
 from dokimi.cli._common import echo, emit_json, json_option
 from dokimi.constants import EXIT_OK
+from dokimi.errors import UsageError
 
 
 @click.command("fetch")
@@ -24,7 +25,6 @@ def fetch(source: str, cache_dir: Path | None, as_json: bool) -> int:
     Git never prompts: set up a credential helper (https) or ssh-agent and known_hosts (ssh) first.
     """
     # fetch imports hashlib and tempfile, which a scan of a working tree never needs
-    from dokimi.errors import UsageError
     from dokimi.source import parse_source
     from dokimi.source.fetch import ensure_clone
 

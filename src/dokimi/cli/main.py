@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: returns the exit code (0 fine, 1 found problems, 2 usage/environment, 3 bug, 130
     Ctrl-C)."""
     try:
-        # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
+        # inside the try: a Ctrl-C while they load ends with 130, never a traceback (every command loads them)
         from dokimi.errors import DokimiError
         from dokimi.process import Terminated, exit_with_signal, install_signal_handlers
 

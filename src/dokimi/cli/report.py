@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dokimi.cli._common import deliver_document, json_option
+from dokimi.cli._common import deliver_document, json_option, note
+from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
     from dokimi.schemas.report import ReportDoc, ReportRow
@@ -77,7 +78,6 @@ def report(
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.analysis.report import build_report, check_k, parse_cutoffs
     from dokimi.batch import load_batch, why_not_a_batch
-    from dokimi.errors import UsageError
 
     check_k(k)
     if baseline is not None and html_file is None:
@@ -91,7 +91,6 @@ def report(
     if html_file is not None:
         # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
         from dokimi.analysis.site import write_report_site
-        from dokimi.cli._common import note
 
         note(f"wrote {write_report_site(doc, loaded, html_file, baseline=baseline)} and its cell pages")
     return deliver_document(doc, as_json=as_json, html_file=None, render_html=str, print_text=_print)

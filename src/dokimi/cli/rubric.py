@@ -26,6 +26,8 @@ from dokimi.cli._common import (
 )
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.errors import UsageError
+from dokimi.rundir import RUBRIC_CHECK_JSON, RUBRIC_JSON
 
 
 @click.group("rubric", cls=SuggestingGroup)
@@ -164,7 +166,6 @@ def check(
         keep_rubric_records(repo, loaded, report, out)
     if out is not None:
         # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-        from dokimi.rundir import RUBRIC_CHECK_JSON
         from dokimi.schemas._base import make_output_dir, write_document
         from dokimi.schemas.rubric_check import RubricCheckDoc
 
@@ -291,10 +292,8 @@ def approve(
     status becomes approved, with who, when and the digest of what was approved. Results of a batch run
     under the draft stay provisional; an edit after approval makes it provisional again."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.errors import UsageError
     from dokimi.repo.manifest import load_manifest, load_tasks
     from dokimi.repo.rubrics import approve_rubric
-    from dokimi.rundir import RUBRIC_JSON
     from dokimi.schemas.rubric import rubric_problems
     from dokimi.source import open_source
     from dokimi.source.git import toplevel

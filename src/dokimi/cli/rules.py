@@ -23,7 +23,8 @@ import click
 
 from dokimi.cli._common import FiniteFloat, echo, emit_json, json_option, note, working_tree_options
 from dokimi.cli.groups import SuggestingGroup
-from dokimi.constants import EXIT_OK
+from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.errors import UsageError
 
 
 class DateParam(click.ParamType[dt.date]):
@@ -107,7 +108,6 @@ def fetch(
     comment per line (review_comments.jsonl). A stopped fetch (Ctrl-C, a rate limit) resumes where it
     stopped when run again."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.errors import UsageError
     from dokimi.source.forge import DEFAULT_API_BASE, FetchRequest, FetchSummary, fetch_review_comments
 
     token = os.environ.get(token_env, "").strip()
@@ -461,7 +461,6 @@ def evaluate(
     rules) and in use (the share of rule matches a maintainer agrees with), and stability (rules raised by
     one reviewer only)."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.constants import EXIT_FOUND_PROBLEMS
     from dokimi.repo.rules import RuleMatch, eval_dir_of, evaluate_rules, load_rules_file
     from dokimi.schemas.review_comments import read_review_comments, read_rule_matches
 

@@ -24,11 +24,14 @@ from dokimi.cli._common import (
     note,
     parse_resolve,
     print_above,
+    progress_bar,
     rubrics_option,
     run_file_option,
     source_argument,
 )
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK, MAX_REPS
+from dokimi.errors import DokimiError
+from dokimi.process import Terminated
 
 if TYPE_CHECKING:
     from dokimi.batch import CellKey
@@ -84,9 +87,6 @@ class _Reporter:
 
     def __enter__(self) -> _Reporter:
         if self.live:
-            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-            from dokimi.cli._common import progress_bar
-
             self.bar = progress_bar()
             self.bar.start()
         return self
@@ -229,7 +229,6 @@ def _stopped_note(root: Path | None) -> str:
     """What a user reads after Ctrl-C or SIGTERM: what is kept, and how to go on."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
     from dokimi.batch import load_batch
-    from dokimi.errors import DokimiError
 
     if root is None:
         return "interrupted before the batch started: nothing was run"
@@ -605,8 +604,6 @@ def run(
         shared_out=shared_out,
         gateway_listen=gateway_listen,
     )
-    # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.process import Terminated
 
     reporter = _Reporter(live=sys.stderr.isatty() and not as_json)
     try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import click
 
-from dokimi.cli._common import echo
+from dokimi.cli._common import echo, note
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.process import Bounds, run
 
 
 @click.command("setup")
@@ -15,8 +16,6 @@ def setup() -> int:
     in the machine's apt sources (about a minute the first time, about a second when it is there).
     Idempotent. Needs root or sudo for the daemon and debootstrap."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.cli._common import note
-    from dokimi.process import Bounds, run
     from dokimi.setup import script_path
 
     note(f"running {script_path()} (about a minute when the base image is built)")

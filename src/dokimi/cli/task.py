@@ -21,9 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dokimi.cli._common import echo, emit_json, json_option, note, working_tree_options
+from dokimi.cli._common import (
+    echo,
+    emit_json,
+    json_option,
+    note,
+    print_above,
+    progress_bar,
+    working_tree_options,
+)
 from dokimi.cli.groups import SuggestingGroup
 from dokimi.constants import EXIT_FOUND_PROBLEMS, EXIT_OK
+from dokimi.errors import UsageError
 
 if TYPE_CHECKING:
     from dokimi.repo.mining import MinedTask
@@ -94,7 +103,6 @@ def new(
     With --from-log RANGE instead (no ID): every fix of the range, a table of what became of each (--json: a
     repo_task_mining.v1 document); exit 0 once the range is mined, whatever was skipped."""
     # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-    from dokimi.errors import UsageError
     from dokimi.repo.builtin_graders import is_builtin
     from dokimi.repo.manifest import load_manifest
     from dokimi.repo.mining import (
@@ -367,9 +375,6 @@ class _MiningBar:
 
     def __enter__(self) -> _MiningBar:
         if self.live:
-            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-            from dokimi.cli._common import progress_bar
-
             self.bar = progress_bar()
             self.bar.start()
         return self
@@ -380,9 +385,6 @@ class _MiningBar:
 
     def note(self, text: str) -> None:
         if self.bar is not None:
-            # here, not at the top: a command's --help loads no library code (bench/bench_cli_start.py)
-            from dokimi.cli._common import print_above
-
             print_above(self.bar.console, text)
         else:
             note(text)

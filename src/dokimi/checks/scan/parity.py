@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from dokimi.checks.scan.paths import Tree
 from dokimi.checks.scan.shell import Command, split_fence
 from dokimi.checks.scan.verdict import Draft, Verdict, fail, ok, unresolved
+from dokimi.errors import DocumentError
 from dokimi.globs import filter_paths, is_glob
 
 CONFIG = ".pre-commit-config.yaml"
@@ -423,7 +424,6 @@ def ci_files(command: CiCommand, tree: Tree) -> set[str] | None:
 def parity_claims(config_text: str, workflows: dict[str, str], tree: Tree) -> list[Draft]:
     """One claim per CI command that runs a tool a pre-commit hook runs (see the module's docstring)."""
     # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
-    from dokimi.errors import DocumentError
     from dokimi.schemas._base import parse_yaml
 
     try:

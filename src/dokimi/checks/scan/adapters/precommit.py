@@ -9,6 +9,7 @@ from dokimi.checks.scan.adapters.base import Check, Ctx, Inputs
 from dokimi.checks.scan.paths import Tree
 from dokimi.checks.scan.shell import Word
 from dokimi.checks.scan.verdict import Verdict, fail, ok, unresolved
+from dokimi.errors import DocumentError
 
 CONFIG = ".pre-commit-config.yaml"
 VALUE_OPTIONS = frozenset(
@@ -85,7 +86,6 @@ def check_hook(hook: str, path: str | None, config: str, inputs: Inputs) -> Verd
     if text is None:
         return unresolved(f"{path} could not be read")
     # repo scan's lean start (tests/checks/scan/test_lean_cli.py)
-    from dokimi.errors import DocumentError
     from dokimi.schemas._base import parse_yaml
 
     try:
