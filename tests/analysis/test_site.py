@@ -319,6 +319,21 @@ def test_the_first_screen_shows_the_per_task_deltas_the_test_and_the_guidance_ta
 
 
 @pytest.mark.slow
+def test_the_first_screen_gives_each_arm_s_pass_at_k_and_pass_hat_k_beside_its_cost(
+    site: Path, tmp_path: Path, chromium_bin: Path
+) -> None:
+    """k defaults to the batch's 2 reps. guidance:none passes fix_parser once in 2 and add_feature never:
+    pass@2 is (1 + 0) / 2, pass^2 (0 + 0) / 2; guidance:raw passes every attempt."""
+    with Browser(chromium_bin, tmp_path) as browser:
+        page = browser.open((site / "index.html").as_uri())
+        costs = "table.costs"
+        at_k, hat_k = header_index(page, costs, "pass@2"), header_index(page, costs, "pass^2")
+        assert at_k > 0 and hat_k > 0
+        shown = {row[0]: (row[at_k], row[hat_k]) for row in visible_rows(page, costs)}
+        assert shown == {NONE: ("0.50", "0.00"), RAW: ("1.00", "1.00")}
+
+
+@pytest.mark.slow
 def test_tables_sort_and_filter_when_clicked(site: Path, tmp_path: Path, chromium_bin: Path) -> None:
     with Browser(chromium_bin, tmp_path) as browser:
         page = browser.open((site / "index.html").as_uri())
