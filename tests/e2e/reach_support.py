@@ -12,6 +12,7 @@ from pathlib import Path
 from dokimi.schemas._base import read_document
 from dokimi.schemas.reach import GuidanceReach
 from tests.helpers.git import git_repo
+from tests.helpers.harness import pinned_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,14 +22,13 @@ def run_reach(
     files: dict[str, str],
     *,
     harness: str,
-    version: str,
     model: str,
     bin: Path,
     timeout: int = 120,
     env: dict[str, str] | None = None,
 ) -> GuidanceReach:
     """``repo reach --dry-run`` on a repository ``tmp_path/repo`` of ``files``, into ``tmp_path/out``: it
-    exits 0, reports ``harness`` at ``version``, and every scenario captured a request with no error."""
+    exits 0, reports ``harness`` at its pin, and every scenario captured a request with no error."""
     repo, out = git_repo(tmp_path / "repo", files), tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "cli.py"), "repo", "reach", str(repo), "--harness", harness,
@@ -39,7 +39,7 @@ def run_reach(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = read_document(out / "reach.json", GuidanceReach)
-    assert doc.harness == harness and doc.harness_version == version
+    assert doc.harness == harness and doc.harness_version == pinned_version(harness)
     for scenario in doc.scenarios:
         assert scenario.error is None and scenario.payload_captured, scenario.name
     return doc

@@ -19,6 +19,7 @@ from dokimi.harness.runtime import host_launcher
 from dokimi.harness.traces import convert_file
 from tests.e2e.mockmodel_support import run_scripted
 from tests.helpers.git import git_repo
+from tests.helpers.harness import pinned_version
 
 pytestmark = pytest.mark.harness
 MODEL = "gpt-5-mini"
@@ -109,6 +110,6 @@ def test_an_image_without_python311_cannot_run_aider_and_the_error_says_so(
         version = harness_version_in_image(
             profile, image="dokimi-base:bookworm", harness_bin=aider_bin, batch="aiderpy", scratch=tmp_path
         )
-        assert version == "0.86.2"  # Debian bookworm's python3 is a python3.11
+        assert version == pinned_version("aider")  # Debian bookworm's python3 is a python3.11
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)

@@ -28,9 +28,7 @@ FIXTURE = {
 
 def test_aider_loads_no_guidance_file_by_itself(aider_bin: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    doc = run_reach(
-        tmp_path, FIXTURE, harness="aider", version="0.86.2", model="gpt-5-mini", bin=aider_bin, timeout=240
-    )
+    doc = run_reach(tmp_path, FIXTURE, harness="aider", model="gpt-5-mini", bin=aider_bin, timeout=240)
     assert {s.name for s in doc.scenarios} == {
         "cwd=.", "cwd=other", "cwd=sub", "read=.", "read=other", "read=sub"
     }  # fmt: skip

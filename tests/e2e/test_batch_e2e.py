@@ -21,6 +21,7 @@ import pytest
 
 from dokimi.analysis.report import build_report
 from dokimi.batch import cell_dir, load_batch
+from tests.helpers.harness import pinned_version
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -132,7 +133,8 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
     first = dokimi_cli(args)
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
-    assert (summary["ran"], summary["skipped"], summary["harness_version"]) == (4, 0, "2.1.328")
+    claude = pinned_version("claude-code")
+    assert (summary["ran"], summary["skipped"], summary["harness_version"]) == (4, 0, claude)
 
     batch = tmp_path / "runs" / "e2e"
     for rep in (0, 1):
@@ -143,7 +145,7 @@ def test_a_dry_run_batch_fixes_the_bug_in_one_arm_only_and_a_rerun_skips_every_c
         assert raw_result["passed"] is True and none_result["passed"] is False
         assert raw_result["metrics"]["hidden_pass"] is True and none_result["metrics"]["hidden_pass"] is False
         assert not raw_result["grader_failure"] and not none_result["grader_failure"]
-        assert raw_result["harness_version"] == "2.1.328" and raw_result["turns"] == 2
+        assert raw_result["harness_version"] == claude and raw_result["turns"] == 2
         commands = [json.loads(line) for line in (raw / "events.jsonl").read_text().splitlines()]
         assert [e["kind"] for e in commands] == ["command"] and commands[0]["rc"] == 0
         assert "git apply" in commands[0]["text"]

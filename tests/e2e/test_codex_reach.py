@@ -36,7 +36,7 @@ def test_codex_loads_agents_md_from_the_git_root_down_to_cwd_override_replaces_n
     codex_bin: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    doc = run_reach(tmp_path, FIXTURE, harness="codex", version="0.169.0", model="gpt-5-mini", bin=codex_bin)
+    doc = run_reach(tmp_path, FIXTURE, harness="codex", model="gpt-5-mini", bin=codex_bin)
     assert loaded_by_scenario(doc) == LOADED
     # the read scenarios really read the probe file (through the shell: Codex has no read tool)
     events = trace_events(out, "read_sub")

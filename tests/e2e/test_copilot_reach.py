@@ -39,9 +39,7 @@ def test_copilot_loads_every_name_down_to_cwd_and_a_subfolders_when_a_file_there
     copilot_bin: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    doc = run_reach(
-        tmp_path, FIXTURE, harness="copilot", version="1.0.102", model="gpt-5-mini", bin=copilot_bin
-    )
+    doc = run_reach(tmp_path, FIXTURE, harness="copilot", model="gpt-5-mini", bin=copilot_bin)
     assert loaded_by_scenario(doc) == LOADED
     # read=sub viewed the probe file; sub's guidance came with that, not in the first request
     events = trace_events(out, "read_sub")

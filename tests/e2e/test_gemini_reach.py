@@ -34,7 +34,7 @@ def reach(
     tmp_path: Path, files: dict[str, str], gemini_bin: Path, node_bin: Path
 ) -> tuple[GuidanceReach, dict[str, set[str]]]:
     doc = run_reach(
-        tmp_path, files, harness="gemini-cli", version="0.61.0", model="gemini-2.5-flash", bin=gemini_bin,
+        tmp_path, files, harness="gemini-cli", model="gemini-2.5-flash", bin=gemini_bin,
         env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
     return doc, loaded_by_scenario(doc)

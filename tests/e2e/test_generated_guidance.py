@@ -14,6 +14,7 @@ from dokimi.repo.workspace import blob_sha
 from dokimi.runner.guidance import DRY_RUN_GUIDANCE, DRY_RUN_GUIDANCE_TEXT
 from dokimi.schemas.generated import Generated
 from dokimi.schemas.meta import Meta
+from tests.helpers.harness import pinned_version
 from tests.helpers.runs import dokimi_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -42,7 +43,7 @@ def test_init_runs_once_per_task_and_model_and_every_rep_starts_from_its_file(
         "/init",
         True,
         0,
-        "2.1.328",
+        pinned_version("claude-code"),
     )
     # the CLI's own /init ran: its init prompt is what the harness sent the scripted model
     requests = (record_path.parent / "generator.requests.jsonl").read_text()

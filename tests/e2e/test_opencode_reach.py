@@ -35,7 +35,7 @@ def test_opencode_loads_agents_md_down_to_cwd_and_claude_md_only_lazily_beside_o
 ) -> None:
     out = tmp_path / "out"
     doc = run_reach(
-        tmp_path, FIXTURE, harness="opencode", version="1.18.33", model="gpt-5-mini", bin=opencode_bin,
+        tmp_path, FIXTURE, harness="opencode", model="gpt-5-mini", bin=opencode_bin,
         timeout=240,
     )  # fmt: skip
     assert loaded_by_scenario(doc) == LOADED

@@ -35,7 +35,7 @@ LOADED = {  # scenario -> the files whose two tokens were in the request (everyt
 
 def reach(tmp_path: Path, files: dict[str, str], qwen_bin: Path, node_bin: Path) -> dict[str, set[str]]:
     doc = run_reach(
-        tmp_path, files, harness="qwen-code", version="0.24.4", model="qwen3-coder-plus", bin=qwen_bin,
+        tmp_path, files, harness="qwen-code", model="qwen3-coder-plus", bin=qwen_bin,
         env={"DOKIMI_NODE_BIN": str(node_bin)},
     )  # fmt: skip
     return loaded_by_scenario(doc)

@@ -12,11 +12,12 @@ from dokimi.errors import PrerequisiteError
 from dokimi.harness.locate import installed_path, locate_harness
 from dokimi.harness.profile import builtin_profiles, load_profile, resolve_bin
 from dokimi.harness.runtime import NODE_EXECUTABLE, NODE_PACKAGE, NODE_VERSION, installed_node
+from tests.helpers.harness import pinned_version
 
 
 def _fake_claude(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("#!/bin/sh\necho '2.1.328 (Claude Code)'\n")
+    path.write_text(f"#!/bin/sh\necho '{pinned_version('claude-code')} (Claude Code)'\n")
     path.chmod(0o755)
     return path
 
@@ -79,22 +80,26 @@ def test_doctor_lists_every_other_built_in_harness_with_its_pin_and_verification
     codex = installed_path(load_profile("codex"))
     assert codex is not None
     codex.parent.mkdir(parents=True)
-    codex.write_text("#!/bin/sh\necho 'codex-cli 0.169.0'\n")
+    codex.write_text(f"#!/bin/sh\necho 'codex-cli {pinned_version('codex')}'\n")
     codex.chmod(0o755)
     checks = {c.name: c for c in check_harnesses()}
     assert set(checks) == {f"harness {n}" for n in builtin_profiles() if n != "claude-code"}
     found = checks["harness codex"]
-    assert found.status == "ok" and "verified with 0.169.0" in found.detail and str(codex) in found.detail
+    assert (
+        found.status == "ok"
+        and f"verified with {pinned_version('codex')}" in found.detail
+        and str(codex) in found.detail
+    )
     missing = checks["harness copilot"]
     assert missing.status == "warn" and not missing.required
     assert "install-harness.sh" in (missing.fix or "")
     aider = installed_path(load_profile("aider"))  # a Python launcher: run on the host's python3.11
     assert aider is not None
     aider.parent.mkdir(parents=True)
-    aider.write_text("print('aider 0.86.2')\n")
+    aider.write_text(f"print('aider {pinned_version('aider')}')\n")
     aider.chmod(0o755)
     python = {c.name: c for c in check_harnesses()}["harness aider"]
-    assert python.status == "ok" and "verified with 0.86.2" in python.detail
+    assert python.status == "ok" and f"verified with {pinned_version('aider')}" in python.detail
     assert "python3.11" in python.detail and "the image's python3.11" in python.detail
     codex.write_text("#!/bin/sh\necho 'codex-cli 0.170.0'\n")  # another version than the profile's pin
     other = {c.name: c for c in check_harnesses()}["harness codex"]

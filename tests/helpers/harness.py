@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dokimi import process
+from dokimi.harness.profile import load_profile
 
 NONROOT_UID = 1000
 NONROOT_GID = 1000
@@ -234,3 +235,11 @@ def stray_pids(marker: str) -> list[int]:
         if state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def pinned_version(harness: str) -> str:
+    """The version a built-in harness is pinned at: its profile's ``verification`` block, the one place it is
+    spelled (scripts/install-harness.sh and dokimi.harness.locate read it there too)."""
+    pin = load_profile(harness).verification
+    assert pin is not None, f"{harness} has no pin"
+    return pin.version
