@@ -287,3 +287,44 @@ def test_a_held_out_rubric_from_a_private_path_judges_the_batch_and_is_pinned_wi
     # the pin covers the rubric: the same batch without it is another eval dir, refused
     again = dokimi_cli(run_args(tiny, tmp_path / "out", name, profile, binary, *judge))
     assert again.returncode == 2 and "other held-out rubrics" in again.stderr, again.stderr
+
+
+def test_tasks_check_and_rubric_check_with_the_same_rubrics_dir_admit_a_real_run_with_it(
+    docker_available: bool, claude_bin: Path, tmp_path: Path, name: str, scripted_judge: Any
+) -> None:
+    """The checks a real run looks up are keyed by the eval dir with the held-out rubrics in it: tasks check
+    and rubric check given --rubrics DIR admit a run given the same DIR, and a run without it is another eval
+    dir, which no check proved sound."""
+    tiny = tiny_repo(tmp_path / "tiny", {"merge_gated": {"gate": ["pass", "mergeable"]}}, manifest_id=name)
+    private = tmp_path / "private"
+    (private / "merge_gated").mkdir(parents=True)
+    (private / "merge_gated" / "rubric.json").write_text(rubric("merge_gated"), encoding="utf-8")
+    held_out = ["--rubrics", str(private)]
+    source = [tiny.source(), "--manifest", ".agent-eval/repo-eval.yaml"]
+    image = None
+    try:
+        tasks = dokimi_cli(["repo", "tasks", "check", *source, *held_out, "--json"])
+        image = json.loads(tasks.stdout)["image"] if tasks.stdout.startswith("{") else None
+        found = json.loads(tasks.stdout)["tasks"] if image is not None else tasks.stdout
+        problems = [(t["task"], t["status"], t["problems"]) for t in found] if image is not None else found
+        assert tasks.returncode == 0, f"{problems}\n{tasks.stderr}"
+        server = scripted_judge([answer("fail"), answer("pass")])  # null, oracle
+        judged = ["--model", MODEL, "--bin", str(claude_bin)]
+        check = dokimi_cli(["repo", "rubric", "check", *source, *judged, *held_out, "--json"])
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert json.loads(check.stdout)["admitted"] == ["merge_gated"] and len(judge_requests(server)) == 2
+
+        profile, binary = fake_harness(tmp_path / "harness")
+        judge = ["--judge-model", MODEL, "--judge-bin", str(claude_bin)]
+        scripted_judge([answer("pass")])
+        args = run_args(tiny, tmp_path / "out", name, profile, binary, *judge, *held_out, checked=True)
+        admitted = dokimi_cli(args)
+        assert admitted.returncode == 0, admitted.stdout + admitted.stderr
+        assert json.loads((tmp_path / "out" / name / "_eval" / "batch.json").read_text())["unchecked"] == {}
+
+        without = run_args(tiny, tmp_path / "out", f"{name}-b", profile, binary, *judge, checked=True)
+        refused = dokimi_cli(without)
+        assert refused.returncode == 2 and "merge_gated" in refused.stderr, refused.stderr
+    finally:
+        if image is not None:
+            subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)
