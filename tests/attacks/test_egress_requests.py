@@ -22,7 +22,7 @@ from tests.helpers.runs import tiny_repo
 
 pytestmark = pytest.mark.docker
 
-SEALED = PROFILE + "endpoint_env: ATTACKER_BASE_URL\ncredential_env: [ATTACKER_API_KEY]\n"
+SEALED = PROFILE + "api: [anthropic]\nendpoint_env: ATTACKER_BASE_URL\ncredential_env: [ATTACKER_API_KEY]\n"
 
 #: request line (and headers) -> the status the proxy must answer
 REQUESTS = {
@@ -72,7 +72,7 @@ def test_malformed_requests_from_a_sealed_cell_get_clean_answers_and_log_lines(
         "repo", "run", tiny.source(), "--manifest", ".agent-eval/repo-eval.yaml",
         "--arm", "guidance:raw", "--model", "m", "--reps", "1", "--batch", batch_name, "--out", str(out),
         "--harness", str(who.profile), "--bin", str(who.binary), "--json",
-        "--egress-resolve", "allowed.test=127.0.0.1", "--allow-unchecked",
+        "--egress-resolve", "allowed.test=127.0.0.1", "--allow-unchecked", "--price", "m=1,5",
     ]  # fmt: skip
     proc = dokimi(args)
     assert proc.returncode in (0, 1), proc.stderr

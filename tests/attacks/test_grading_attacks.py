@@ -198,7 +198,9 @@ VERDICT_ATTACKS = [
     ("oracle-hook", "example"),
     ("oracle-hook", "builtin"),
     ("entry-point-plugin", "builtin"),
+    ("entry-point-plugin", "example"),
     ("main-outcomes", "builtin"),
+    ("main-outcomes", "example"),
     ("gc-plugin", "builtin"),
     ("gc-plugin", "example"),
 ]
