@@ -5,6 +5,7 @@ committed schemas/ directory must equal a fresh export of the whole registry."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from dokimi.errors import DocumentError
 from dokimi.harness.traces import convert_file
 from dokimi.schemas import SCHEMAS, model_for
-from dokimi.schemas._base import dump_document, read_document
+from dokimi.schemas._base import JsonOverLimit, dump_document, load_json, read_document
 from dokimi.schemas.events import CommandEvent, Event, ReadEvent, ToolEvent, parse_event, parse_events
 from dokimi.schemas.export import export_all, schema_file_name, schema_text
 from dokimi.schemas.grade import RepoGrade, grade_problems
@@ -665,3 +666,27 @@ def test_a_valid_json_document_is_marked_only_when_a_line_is_asked_for(
     with pytest.raises(DocumentError) as caught:
         _base.read_document("bad.json", ReportWarning, text=bad)
     assert parses == ["bad.json"] and caught.value.line == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested more than 64 levels deep"),
+        ("[" * 900 + "]" * 900, "nested more than 64 levels deep"),
+        ('{"n": ' + "9" * 5000 + "}", "holds an integer of 5000 digits (more than 20)"),
+        ('{"n": -' + "9" * 21 + "}", "holds an integer of 21 digits (more than 20)"),
+        ("[" + "{}," * 1_000 + "{}]", "holds more than 1000 values"),
+    ],
+    ids=["100000-deep", "900-deep", "5000-digits", "21-digits", "values"],
+)
+def test_the_bounded_json_reader_refuses_what_is_over_its_limits(text: str, why: str) -> None:
+    with pytest.raises(JsonOverLimit, match=re.escape(why)):
+        load_json(text, max_values=1_000 if "values" in why else 5_000_000)
+
+
+def test_the_bounded_json_reader_reads_what_is_within_them() -> None:
+    deep = "[" * 63 + "]" * 63  # 64 levels with the object around it
+    within = load_json('{"a": "' + "[" * 1000 + '", "n": -' + "9" * 20 + "}")  # brackets in a string
+    assert within == {"a": "[" * 1000, "n": -int("9" * 20)}
+    assert load_json('{"s": "' + "9" * 5000 + '", "d": ' + deep + "}")["s"] == "9" * 5000
+    assert load_json("[" + "1," * 999 + "1]", max_values=1_000) == [1] * 1000

@@ -18,7 +18,10 @@ request could cost. Attacks:
    the cell's cost is the gateway's, never the harness's printed figure; a second unpriced model is refused;
 10. batches, files, admin, model listing and legacy paths: refused, logged, never forwarded;
 11. a chunked body with chunk size -1 and no key, a huge chunk with a key, a gzip bomb, and 1,500 idle
-    key-less connections: the gateway's memory and threads stay bounded, and idle connections are closed.
+    key-less connections: the gateway's memory and threads stay bounded, and idle connections are closed;
+    JSON nested 100,000 (and 900) levels deep and integers of 5,000 (and 400) digits, in requests and in the
+    upstream's answers, streamed or not: refused requests, answers charged their worst case, each line of
+    gateway.jsonl saying why, and the gateway serving on.
 """
 
 from __future__ import annotations
@@ -513,3 +516,67 @@ def test_attack_11_an_idle_flood_holds_few_threads_and_times_out(sealed: SealedA
     assert at_once >= opened[0] - 32  # past 32 connections of one cell, each is turned away at once
     assert reports["closed-after-idle"] == [opened[0]]  # and the idle ones are closed after 30 s
     assert reports["still-served"] == [200]  # and the cell is served again once they are gone
+
+
+HOSTILE_JSON = r"""
+def post_raw(data):
+    conn = http.client.HTTPConnection(BASE.hostname, BASE.port, timeout=300)
+    h = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json"}
+    try:
+        conn.request("POST", "/v1/messages", data, h)
+        return conn.getresponse().status
+    except OSError as e:
+        return repr(e)
+    finally:
+        conn.close()
+def nested(n):
+    return (json.dumps(message())[:-1] + ', "metadata": {"x": ' + "[" * n + "]" * n + "}}").encode()
+def huge(n):
+    return json.dumps(message()).replace('"max_tokens": 100', '"max_tokens": ' + "9" * n).encode()
+for n in (100000, 900):
+    report("request-nested-%d" % n, post_raw(nested(n)))
+for n in (5000, 400):
+    report("request-digits-%d" % n, post_raw(huge(n)))
+for stream in (False, True):
+    for marker in ("DEEP-ANSWER-100000", "DEEP-ANSWER-900", "HUGE-USAGE-5000", "HUGE-USAGE-400"):
+        answer = call("POST", "/v1/messages", message(text=marker, stream=stream))
+        report("answer", [marker, stream, answer["status"]])
+report("honest", call("POST", "/v1/messages", message())["status"])
+"""
+WHY = {"100000": "nested more than 64 levels deep", "900": "nested more than 64 levels deep",
+       "5000": "an integer of 5000 digits", "400": "an integer of 400 digits"}  # fmt: skip
+
+
+def test_attack_11_hostile_json_in_requests_and_answers_is_refused_or_charged_its_worst_case(
+    sealed: SealedAttack,
+) -> None:
+    with Vendor(REAL_KEY) as vendor:
+        ran = sealed.run(HOSTILE_JSON, "--budget", "5", vendor=vendor)
+    assert ran.proc.returncode in (0, 1), ran.proc.stderr
+    assert "Traceback" not in ran.proc.stderr, ran.proc.stderr
+    reports = ran.reports()
+    for name in ("request-nested-100000", "request-nested-900", "request-digits-5000", "request-digits-400"):
+        assert reports[name] == [400], (name, reports[name])
+    assert [status for _marker, _stream, status in reports["answer"]] == [200] * 8
+    assert reports["honest"] == [200]  # the gateway serves on
+    assert len(vendor.requests) == 9  # the refused requests never went upstream
+    lines = ran.gateway_lines()
+    refused = [line["error"] for line in lines if line["status"] == 400]
+    assert len(refused) == 4
+    for error, n in zip(refused, ("100000", "900", "5000", "400"), strict=True):
+        assert error.startswith("the model gateway forwards a JSON object body only: the body is not JSON")
+        assert WHY[n] in error, error
+    answered = [line for line in lines if line["status"] == 200]
+    assert len(answered) == 9
+    hostile, honest = answered[:8], answered[8]
+    for line, (marker, stream, _status) in zip(hostile, reports["answer"], strict=True):
+        basis = line["cost_basis"]
+        where = "an event of the answer" if stream else "the answer"
+        assert basis.startswith(f"worst case: {where} is not JSON the gateway reads: "), basis
+        assert WHY[marker.rsplit("-", 1)[1]] in basis, basis
+        assert line["cost_usd"] == line["reserved_usd"] > 0
+    assert honest["cost_basis"] == "usage"
+    result = ran.result()
+    assert result["usage"]["worst_case"] == 8 and result["usage"]["turns"] == 9
+    assert result["cost_source"] == "gateway"
+    assert result["cost_usd"] == pytest.approx(sum(line["cost_usd"] for line in answered), abs=1e-6)

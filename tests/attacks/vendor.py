@@ -12,6 +12,9 @@
   table's rates (plus ``prices``, for a model the table lacks).
 - A request whose text holds ``ECHO-KEY`` gets the real key back in a response header and in its answer,
   split across two writes of the stream.
+- A request whose text holds ``DEEP-ANSWER-N`` gets an answer (each event of a stream) with a field nested
+  N levels deep besides its usage, as an upstream echoing a hostile request would; one holding
+  ``HUGE-USAGE-N`` gets an answer whose output token count has N digits (:func:`hostile`).
 - ``delay_s``: seconds each answer waits, so concurrent requests overlap.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import threading
 import time
 import zlib
@@ -28,6 +32,20 @@ from typing import Any
 from dokimi.gateway.prices import Price, Usage, price_for
 
 KNOWN_BETAS = {"interleaved-thinking-2025-05-14", "context-management-2025-06-27"}
+_HOSTILE = re.compile(rb"(DEEP-ANSWER|HUGE-USAGE)-([0-9]+)")
+
+
+def hostile(raw: bytes, text: str) -> str:
+    """``text`` (one JSON object: an answer, or an event of a stream) as the request ``raw`` asks it to be
+    spoiled: a field nested N levels deep added (``DEEP-ANSWER-N``), or its output token count made N digits
+    long (``HUGE-USAGE-N``); else as it is."""
+    match = _HOSTILE.search(raw)
+    if match is None:
+        return text
+    n = int(match.group(2))
+    if match.group(1) == b"DEEP-ANSWER":
+        return text[:-1] + ', "echo": ' + "[" * n + "]" * n + "}"
+    return re.sub(r'"output_tokens": [0-9]+', '"output_tokens": ' + "9" * n, text)
 
 
 class Vendor:
@@ -84,7 +102,7 @@ def _handler(vendor: Vendor) -> type[BaseHTTPRequestHandler]:
             return vendor.always_gzip or "gzip" in (self.headers.get("Accept-Encoding") or "")
 
         def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
+            data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             if self._gzip():
@@ -167,16 +185,16 @@ def _handler(vendor: Vendor) -> type[BaseHTTPRequestHandler]:
             text = f"the key is {vendor.real_key}" if echo else "ok"
             extra = {"x-request-echo": vendor.real_key} if echo else {}
             if not body.get("stream"):
-                self._send(200, {
+                self._send(200, hostile(raw, json.dumps({
                     "id": "msg_1", "type": "message", "role": "assistant", "model": model,
                     "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                     "usage": {"input_tokens": usage.input, "output_tokens": usage.output,
                               "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-                }, extra)  # fmt: skip
+                })), extra)  # fmt: skip
                 return
-            self._stream(model, usage, text, extra)
+            self._stream(raw, model, usage, text, extra)
 
-        def _stream(self, model: str, usage: Usage, text: str, extra: dict[str, str]) -> None:
+        def _stream(self, raw: bytes, model: str, usage: Usage, text: str, extra: dict[str, str]) -> None:
             usage_start = {"input_tokens": usage.input, "output_tokens": 1, "cache_creation_input_tokens": 0,
                            "cache_read_input_tokens": 0}  # fmt: skip
             events = [
@@ -204,7 +222,7 @@ def _handler(vendor: Vendor) -> type[BaseHTTPRequestHandler]:
             packer = zlib.compressobj(wbits=16 + zlib.MAX_WBITS) if compress else None
             key = vendor.real_key.encode()
             for name, event in events:
-                data = f"event: {name}\ndata: {json.dumps(event)}\n\n".encode()
+                data = f"event: {name}\ndata: {hostile(raw, json.dumps(event))}\n\n".encode()
                 pieces = [data]
                 if key in data:  # the key split across two writes (two chunks on the wire)
                     cut = data.index(key) + len(key) // 2

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dokimi.gateway.prices import CHECKED, PRICES, Usage, cost_of, price_for
-from dokimi.gateway.usage import response_model, response_usage
+from dokimi.gateway.usage import UsageMeter, response_model, response_usage
 
 
 def test_the_price_table_says_when_it_was_checked() -> None:
@@ -104,3 +104,40 @@ def test_gemini_usage_metadata_counts_thoughts_as_output() -> None:
 )
 def test_a_response_without_usage_is_not_a_model_response(body: bytes) -> None:
     assert response_usage(body, "application/json") is None
+
+
+ANSWER = '{"type": "message", "usage": {"input_tokens": %s, "output_tokens": 3}%s}'
+
+
+@pytest.mark.parametrize(
+    ("counter", "extra", "why"),
+    [
+        ("-5", "", "a usage counter input_tokens of '-5', not a count of tokens"),
+        ("12.5", "", "a usage counter input_tokens of '12.5', not a count of tokens"),
+        ('"12"', "", "a usage counter input_tokens of '12', not a count of tokens"),
+        ("9" * 400, "", "is not JSON the gateway reads: holds an integer of 400 digits (more than 20)"),
+        ("9" * 5000, "", "is not JSON the gateway reads: holds an integer of 5000 digits (more than 20)"),
+        ("7", ', "x": ' + "[" * 900 + "]" * 900, "is not JSON the gateway reads: nested more than 64 levels"),
+    ],
+    ids=["negative", "fraction", "text", "400-digits", "5000-digits", "900-deep"],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["body", "stream"])
+def test_usage_the_gateway_cannot_count_is_unreadable_and_says_why(
+    counter: str, extra: str, why: str, stream: bool
+) -> None:
+    answer = (ANSWER % (counter, extra)).encode()
+    meter = UsageMeter("text/event-stream" if stream else "application/json")
+    if stream:
+        meter.feed(b"event: message_start\ndata: " + answer + b"\n\n")
+    else:
+        meter.feed(answer)
+    assert meter.finish() is None  # charged its worst case, never counted as nothing
+    assert meter.unreadable is not None
+    assert meter.unreadable.startswith("an event of the answer " if stream else "the answer ")
+    assert why in meter.unreadable, meter.unreadable
+
+
+def test_a_null_or_integral_counter_is_read() -> None:
+    meter = UsageMeter("application/json")
+    meter.feed(b'{"usage": {"input_tokens": null, "output_tokens": 3.0}}')
+    assert meter.finish() == Usage(0, 3) and meter.unreadable is None

@@ -385,20 +385,26 @@ class ProxiedRequest:
     @property
     def body(self) -> Any:
         """The body parsed as JSON, or the text when it is not JSON, or None when empty."""
+        return self.parsed_body(json.loads)
+
+    def parsed_body(self, loads: Callable[[bytes], Any]) -> Any:
+        """The body parsed by ``loads`` (the model gateway's is its bounded reader), or the text when that
+        refuses it, or None when empty."""
         if not self.raw:
             return None
         try:
-            return json.loads(self.raw)
+            return loads(self.raw)
         except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
             return self.raw.decode("utf-8", "replace")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, loads: Callable[[bytes], Any] = json.loads) -> dict[str, Any]:
+        """The request as a capture (or a gateway.jsonl) line; ``loads`` reads its body."""
         return {
             "index": self.index,
             "method": self.method,
             "path": self.path,
             "headers": self.headers,
-            "body": self.body,
+            "body": self.parsed_body(loads),
             "status": self.status,
             "error": self.error,
         }

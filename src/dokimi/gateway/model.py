@@ -20,6 +20,9 @@ For every request the gateway (rules, one function each), before it reads the bo
 
 and once its body is read (at most 32 MB, strictly framed: :mod:`dokimi.gateway.capture_proxy`):
 
+* :func:`request_object`: the body is a JSON object the gateway's bounded reader reads
+  (:func:`dokimi.gateway.usage.read_json`: 64 levels deep, a million values, integers of 20 digits at most);
+  otherwise it is refused (400) with the reason;
 * :func:`request_model`: a model turn names its model, and the price table (with ``--price``) knows it;
   otherwise it is refused (400): the gateway never forwards what it cannot count;
 * it reserves the request's worst case on the cell's budget (:func:`worst_case_usd`, the rule in
@@ -30,9 +33,9 @@ and once its body is read (at most 32 MB, strictly framed: :mod:`dokimi.gateway.
   default URL) and streams the answer back (:class:`dokimi.gateway.capture_proxy.CaptureProxy` does the
   relaying), decoded when the upstream compressed it anyway and scrubbed of the real credential
   (:mod:`dokimi.gateway.relay`), its usage read as it passes (:class:`dokimi.gateway.usage.UsageMeter`);
-* settles the reservation with what the answer cost (its worst case when a 2xx answer's usage cannot be read
-  or it was cut short), and records the request and the response in the cell's :class:`CellUsage` and
-  gateway.jsonl, scrubbed of the real credential as a last line of defence.
+* settles the reservation with what the answer cost (its worst case when a 2xx answer's usage cannot be read,
+  its JSON is over the reader's limits, or it was cut short), and records the request and the response in
+  the cell's :class:`CellUsage` and gateway.jsonl, scrubbed of the real credential as a last line of defence.
 
 :class:`CellUsage` is the authoritative account of a cell: tokens, cost, model turns, and the statuses of
 everything the model API answered. Whether a cell that got no model response is an infra error or its own
@@ -60,7 +63,7 @@ from dokimi.gateway.budget import Budget, BudgetSpent, Hold
 from dokimi.gateway.capture_proxy import Admission, CaptureProxy, ProxiedRequest, Refusal, redacted_path
 from dokimi.gateway.prices import PRICES, Price, Usage, price_for, price_of, worst_cost
 from dokimi.gateway.relay import Decoder, Scrubber, UnreadableEncoding, scrub_text
-from dokimi.gateway.usage import UsageMeter, sse_payloads
+from dokimi.gateway.usage import UsageMeter, read_json, sse_payloads
 from dokimi.rundir import GATEWAY_JSONL
 from dokimi.schemas.gateway import GatewayRecord
 
@@ -73,6 +76,7 @@ __all__ = [
     "find_cell_key",
     "input_estimate",
     "request_model",
+    "request_object",
     "swap_credentials",
     "worst_case_usd",
 ]
@@ -205,12 +209,16 @@ def worst_case_usd(price: Price, api: Api, body: bytes, payload: Mapping[str, An
     return worst_cost(price, input_estimate(body), DEFAULT_MAX_OUTPUT_TOKENS if limit is None else limit)
 
 
-def _json_object(body: bytes) -> dict[str, Any] | None:
+def request_object(body: bytes) -> dict[str, Any]:
+    """A request's body, which must be a JSON object the gateway's bounded reader reads
+    (:func:`dokimi.gateway.usage.read_json`); a ValueError says why it is not."""
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
+        value = read_json(body)
+    except ValueError as e:  # not UTF-8, not JSON, or over one of the reader's limits
+        raise ValueError(f"the body is not JSON the gateway reads: {str(e)[:200]}") from None
+    if not isinstance(value, dict):
+        raise ValueError("the body is JSON, but not an object")
+    return value
 
 
 # --- the account -------------------------------------------------------------------------------------------
@@ -363,8 +371,8 @@ def _response_json(req: ProxiedRequest) -> Any:
     try:
         if "event-stream" in (req.response_type or ""):
             return list(sse_payloads(text))
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return read_json(text)
+    except ValueError:  # not JSON, or over the reader's limits: kept as text
         return text
 
 
@@ -484,9 +492,10 @@ class ModelGateway(CaptureProxy):
     ) -> Admission:
         assert isinstance(screened, _Screened)
         cell, route = screened.cell, screened.route
-        payload = _json_object(body)
-        if payload is None:
-            raise Refusal(400, "the model gateway forwards a JSON object body only", cell)
+        try:
+            payload = request_object(body)
+        except ValueError as e:
+            raise Refusal(400, f"the model gateway forwards a JSON object body only: {e}", cell) from None
         model = request_model(route, payload)
         row = price_for(model, self.prices)
         hold: Hold | None = None
@@ -500,10 +509,10 @@ class ModelGateway(CaptureProxy):
                     "cost and does not forward it (give its price with repo run --price MODEL=IN,OUT)",
                     cell,
                 )
+            worst = worst_case_usd(row[1], route.api, body, payload)
+            del payload  # a request waiting for its turn holds its bytes, not their parsed objects
             try:
-                hold = cell.budget.hold(
-                    worst_case_usd(row[1], route.api, body, payload), given_up=lambda: cell.ending
-                )
+                hold = cell.budget.hold(worst, given_up=lambda: cell.ending)
             except BudgetSpent as spent:
                 raise Refusal(
                     429, f"{spent}; the model gateway forwards no more of the cell's requests", cell
@@ -584,8 +593,12 @@ class ModelGateway(CaptureProxy):
         if ticket.hold is not None:
             if answered and (usage is None or req.error is not None) and ticket.price is not None:
                 cost = ticket.hold.worst_usd
+                unreadable = ticket.meter.unreadable if ticket.meter is not None else None
                 basis = "worst case: " + (
-                    ticket.unreadable or req.error or "the answer carries no usage the gateway can read"
+                    ticket.unreadable
+                    or req.error
+                    or unreadable
+                    or "the answer carries no usage the gateway can read"
                 )
             elif answered and usage is not None and ticket.price is not None:
                 cost, basis = price_of(ticket.price, usage), "usage"
@@ -618,7 +631,7 @@ class ModelGateway(CaptureProxy):
         request_cut = _bounded(len(req.raw), req.raw, cell)
         response_cut = _bounded(req.response_bytes, bytes(req.response or b""), cell)
         record = {
-            **req.to_json(),
+            **req.to_json(read_json),
             **({"body": request_cut} if request_cut is not None else {}),
             "t": round(req.started - cell.opened, 3),
             "duration_s": round(req.duration_s or 0.0, 3),

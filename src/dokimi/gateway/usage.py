@@ -16,28 +16,68 @@ events. A response with no usage object is not a model response (``/api/hello``,
 body): :func:`response_usage` returns None for it.
 
 The gateway reads the usage of a response while it relays it (:class:`UsageMeter`), event by event, so the
-count never depends on how much of a long answer is kept for the record.
+count never depends on how much of a long answer is kept for the record. Every JSON the gateway reads, the
+answers here and the requests in :mod:`dokimi.gateway.model`, goes through one bounded reader
+(:func:`read_json`): an upstream that echoes a hostile request, or answers one of its own, can neither crash
+a gateway thread nor be counted wrong. An answer whose usage is over the reader's limits, or holds a counter
+that is not a count of tokens, has unreadable usage (:class:`UnreadableUsage`): the gateway charges it its
+worst case.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dokimi.gateway.prices import Usage
+from dokimi.schemas._base import JsonOverLimit, load_json
 
-__all__ = ["UsageMeter", "response_model", "response_usage", "sse_payloads"]
+__all__ = [
+    "JSON_VALUES_LIMIT",
+    "UnreadableUsage",
+    "UsageMeter",
+    "read_json",
+    "response_model",
+    "response_usage",
+    "sse_payloads",
+]
 
 SSE_LINE_LIMIT = 4 * 1024 * 1024
 """The longest event-stream line read for usage (a usage event is a few hundred bytes); a longer one is
 skipped."""
 JSON_BODY_LIMIT = 32 * 1024 * 1024
 """The largest non-streamed body read for usage; a larger one has no readable usage."""
+JSON_VALUES_LIMIT = 1_000_000
+"""The most values one request body, answer body or event the gateway reads may hold (a model request holds
+some thousands). Read, each value is a Python object: a 32 MB body of ``{},{},...`` would otherwise take
+800 MB of the host's memory."""
+
+
+class UnreadableUsage(ValueError):
+    """An answer whose usage the gateway cannot count: its JSON is over the bounded reader's limits, or a
+    token counter is not a count. The message says why; the request is charged its worst case."""
+
+
+def read_json(data: bytes | str) -> Any:
+    """The gateway's one JSON reader, for requests and answers alike: dokimi's bounded reader
+    (:func:`dokimi.schemas._base.load_json`): nested at most 64 levels, at most :data:`JSON_VALUES_LIMIT`
+    values, integers of at most 20 digits. :class:`~dokimi.schemas._base.JsonOverLimit` (a ValueError) names
+    the limit passed; any other ValueError means the data is not JSON (or not UTF-8)."""
+    return load_json(data, max_values=JSON_VALUES_LIMIT)
+
+
+def _read_payload(data: bytes | str) -> Any:
+    """:func:`read_json` for usage: JSON over a limit is UnreadableUsage; text that is not JSON, a
+    ValueError."""
+    try:
+        return read_json(data)
+    except JsonOverLimit as e:
+        raise UnreadableUsage(f"is not JSON the gateway reads: {e}") from None
 
 
 def sse_payloads(text: str) -> Iterator[Any]:
-    """The JSON value of every ``data:`` line of a Server-Sent Events body (non-JSON data is skipped)."""
+    """The JSON value of every ``data:`` line of a Server-Sent Events body (non-JSON data is skipped; data
+    over the reader's limits raises :class:`UnreadableUsage`)."""
     for line in text.splitlines():
         if not line.startswith("data:"):
             continue
@@ -45,9 +85,12 @@ def sse_payloads(text: str) -> Iterator[Any]:
         if not data or data == "[DONE]":
             continue
         try:
-            yield json.loads(data)
+            payload = _read_payload(data)
+        except UnreadableUsage:
+            raise
         except ValueError:
             continue
+        yield payload
 
 
 def _payloads(body: bytes, content_type: str | None) -> Iterator[Any]:
@@ -56,7 +99,9 @@ def _payloads(body: bytes, content_type: str | None) -> Iterator[Any]:
         yield from sse_payloads(text)
         return
     try:
-        value = json.loads(text)
+        value = _read_payload(text)
+    except UnreadableUsage:
+        raise
     except ValueError:
         return
     if isinstance(value, list):  # Gemini's non-SSE streaming answer: a JSON array of chunks
@@ -79,10 +124,17 @@ def _usage_objects(value: Any, depth: int = 0) -> Iterator[tuple[str, Mapping[st
 
 
 def _int(mapping: Mapping[str, Any], *names: str) -> int:
+    """The first of ``names`` the usage object has (absent or null: 0); UnreadableUsage when it is not a count
+    of tokens (negative, fractional, text): the answer cannot be counted, so it is not counted as nothing."""
     for name in names:
         value = mapping.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
+        if value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UnreadableUsage(f"has a usage counter {name} of {str(value)[:40]!r}, not a count of tokens")
+        return value
     return 0
 
 
@@ -142,7 +194,8 @@ def _largest(best: Usage | None, payload: Any) -> Usage | None:
 
 def response_usage(body: bytes, content_type: str | None) -> Usage | None:
     """The tokens of one response (largest of each counter over a stream's events); None when the response
-    carries no usage, so was not produced by a model."""
+    carries no usage, so was not produced by a model. UnreadableUsage when it has usage the gateway cannot
+    count, or JSON over the reader's limits."""
     best: Usage | None = None
     for payload in _payloads(body, content_type):
         best = _largest(best, payload)
@@ -159,6 +212,8 @@ class UsageMeter:
         self._skipping = False
         self._too_large = False
         self.usage: Usage | None = None
+        self.unreadable: str | None = None
+        """Why the answer's usage cannot be counted (see :class:`UnreadableUsage`); None when it can."""
 
     def feed(self, data: bytes) -> None:
         if not self._stream:
@@ -188,23 +243,27 @@ class UsageMeter:
         if not data or data == b"[DONE]":
             return
         try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError):
+            self.usage = _largest(self.usage, _read_payload(data))
+        except UnreadableUsage as e:
+            self.unreadable = self.unreadable or f"an event of the answer {e}"
+        except ValueError:  # not JSON: not an event the usage is in
             return
-        self.usage = _largest(self.usage, payload)
 
     def finish(self) -> Usage | None:
-        """The response's usage once it has ended; None when it carried none (or was too large to read)."""
+        """The response's usage once it has ended; None when it carried none, or when it cannot be counted
+        (:attr:`unreadable` says why)."""
         if self._stream:
             if self._pending and not self._skipping:
                 self._line(bytes(self._pending))
-        elif not self._too_large:
+        elif self._too_large:
+            self.unreadable = f"the answer is over {JSON_BODY_LIMIT} bytes, more than the gateway reads"
+        else:
             try:
                 self.usage = response_usage(bytes(self._pending), None)
-            except RecursionError:
-                self.usage = None
+            except UnreadableUsage as e:
+                self.unreadable = f"the answer {e}"
         self._pending = bytearray()
-        return self.usage
+        return None if self.unreadable else self.usage
 
 
 def response_model(body: bytes, content_type: str | None) -> str | None:

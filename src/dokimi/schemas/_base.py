@@ -19,6 +19,8 @@ import tempfile
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +47,10 @@ MAX_YAML_NODES = 250_000
 MAX_JSON_NODES = 5_000_000
 #: Largest document file read.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+#: Most digits an integer in JSON dokimi did not write may have: every 64-bit integer, signed or not. A longer
+#: one (a token count of 400 digits) cannot even be turned into a float, so it would crash the arithmetic
+#: done with it; Python itself refuses only past 4,300 digits.
+MAX_INT_DIGITS = 20
 
 
 class Document(BaseModel):
@@ -186,19 +192,65 @@ def not_blank(value: str) -> str:
     return value
 
 
-def load_json(text: str | bytes, *, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
+class JsonOverLimit(ValueError):
+    """JSON text the bounded reader (:func:`load_json`) refuses before it is parsed: nested too deep, holding
+    too many values, or an integer with too many digits. A ValueError, like any other text that is not JSON;
+    the message says which limit."""
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_JSON_STRUCTURE = re.compile(r"[^\[\]{},:]+")
+_JSON_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _refuse_unbounded_json(text: str, max_depth: int, max_values: int) -> None:
+    """JsonOverLimit when ``text`` nests deeper than ``max_depth`` or holds more than ``max_values`` values
+    (counted by what opens or separates them: ``[ { , :`` outside strings). Linear and in C but for one pass
+    over the brackets, so a 32 MB text is measured in a fraction of a second; text with few brackets and
+    separators is not even scanned."""
+    opened = text.count("[") + text.count("{")
+    if opened <= max_depth and opened + text.count(",") + text.count(":") <= max_values:
+        return
+    structure = _NOT_JSON_STRUCTURE.sub("", _JSON_STRING.sub("", text))
+    values = len(structure) - structure.count("]") - structure.count("}")
+    if values > max_values:
+        raise JsonOverLimit(f"holds more than {max_values} values")
+    brackets = structure.replace(",", "").replace(":", "")
+    if max(accumulate(map(_JSON_STEP.__getitem__, brackets)), default=0) > max_depth:
+        raise JsonOverLimit(f"nested more than {max_depth} levels deep")
+
+
+def _bounded_int(max_digits: int, text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > max_digits:
+        raise JsonOverLimit(f"holds an integer of {digits} digits (more than {max_digits})")
+    return int(text)
+
+
+def load_json(
+    text: str | bytes,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_values: int = MAX_JSON_NODES,
+    max_int_digits: int = MAX_INT_DIGITS,
+    **options: Any,
+) -> Any:
     """``json.loads`` for text dokimi did not write (a trace line, events.jsonl, a grader's or a model's
-    JSON): text nested deeper than ``max_depth`` is a ValueError, like any other text that is not JSON, never
-    a RecursionError from the parser or, later, from whatever walks the value. ``options`` go to json.loads.
-    """
+    JSON, a request to the model gateway): text nested deeper than ``max_depth``, holding more than
+    ``max_values`` values, or an integer of more than ``max_int_digits`` digits is a :class:`JsonOverLimit`
+    (a ValueError, like any other text that is not JSON, or bytes that are not UTF-8), never a RecursionError
+    from the parser or, later, from whatever walks or serialises the value, never an integer too large for
+    arithmetic. ``max_values`` bounds the memory the value takes (each value is a Python object of 30 to 100
+    bytes, whatever the few bytes of text it was). ``options`` go to json.loads."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    if text.count("[") + text.count("{") > max_depth and _nesting_depth(text) > max_depth:
-        raise ValueError(f"nested more than {max_depth} levels deep")
+    _refuse_unbounded_json(text, max_depth, max_values)
+    if re.search(f"[0-9]{{{max_int_digits + 1}}}", text):
+        options.setdefault("parse_int", partial(_bounded_int, max_int_digits))
     try:
         return json.loads(text, **options)
     except RecursionError:
-        raise ValueError(f"nested more than {max_depth} levels deep") from None
+        raise JsonOverLimit(f"nested more than {max_depth} levels deep") from None
 
 
 def _refuse_deep(text: str, path: str) -> None:
