@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -230,9 +232,100 @@ def test_what_the_standard_library_refuses_before_the_headers_is_logged_unattrib
     with EgressProxy(unattributed_path=tmp_path / "u.jsonl") as proxy:
         too_many = b"GET http://a.test/ HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n"
         assert raw_request(proxy.port, too_many).startswith(b"HTTP/1.1 431")
-        raw_request(proxy.port, b"GET http://a.test/ HTTP/x.y\r\n\r\n")  # an HTTP/0.9-style answer
+        too_large = b"GET http://a.test/ HTTP/1.1\r\n" + (b"X: " + b"y" * 1000 + b"\r\n") * 70 + b"\r\n"
+        assert raw_request(proxy.port, too_large).startswith(b"HTTP/1.1 431")
+        too_long = b"GET http://a.test/" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n"
+        assert raw_request(proxy.port, too_long).startswith(b"HTTP/1.1 414")
+        assert raw_request(proxy.port, b"GET http://a.test/ HTTP/x.y\r\n\r\n").startswith(b"HTTP/1.1 400")
     records = read_log(tmp_path / "u.jsonl")
-    assert [(r["status"], r["allowed"]) for r in records] == [(431, False), (400, False)]
+    assert [(r["status"], r["reason"]) for r in records] == [
+        (431, "got more than 100 headers"),
+        (431, "request headers over 65536 bytes"),
+        (414, "request line over 65536 bytes"),
+        (400, "Bad request version ('HTTP/x.y')"),
+    ]
+
+
+@contextmanager
+def counting_server() -> Iterator[int]:
+    """An allowed host that answers a POST with the number of body bytes it received."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            text = str(len(self.rfile.read(int(self.headers["Content-Length"])))).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield int(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.mark.slow
+def test_a_plain_http_body_is_streamed_through_and_one_cut_short_is_refused_and_logged(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "egress.jsonl"
+    with counting_server() as port:
+        with EgressProxy(resolve={"allowed.test": "127.0.0.1"}) as proxy:
+            cell = proxy.open_cell("c", [f"allowed.test:{port}"], log)
+            conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+            conn.request("POST", f"http://allowed.test:{port}/", b"x" * 5_000_000, auth(cell.token))
+            resp = conn.getresponse()
+            assert (resp.status, resp.read()) == (200, b"5000000")
+            conn.close()
+            head = f"POST http://allowed.test:{port}/ HTTP/1.1\r\nContent-Length: 1000\r\n".encode()
+            token = base64.b64encode(f"cell:{cell.token}".encode())
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+                sock.sendall(head + b"Proxy-Authorization: Basic " + token + b"\r\n\r\n" + b"y" * 10)
+                sock.shutdown(socket.SHUT_WR)
+                answer = sock.recv(4096).split(b"\r\n")[0]
+            proxy.close_cell(cell)
+    assert answer.startswith(b"HTTP/1.1 400")
+    records = sorted(read_log(log), key=lambda r: r["t"])
+    assert [(r["status"], r.get("bytes_up")) for r in records] == [(200, 5_000_000), (400, None)]
+    assert records[1]["reason"] == "the request body ended after 10 of its 1000 bytes"
+
+
+@pytest.mark.slow
+def test_a_client_holds_at_most_32_connections_and_an_idle_one_is_closed(tmp_path: Path) -> None:
+    unattributed = tmp_path / "u.jsonl"
+    with EgressProxy(unattributed_path=unattributed, client_timeout=5.0) as proxy:
+        socks = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _ in range(40)]
+        time.sleep(0.5)
+        turned_away = [s for s in socks if _closed(s)]  # about 2 s: 0.05 s for each that is still open
+        time.sleep(5)
+        idle_closed = [s for s in socks if _closed(s)]
+        for s in socks:
+            s.close()
+        assert plain_get(proxy.port, "http://a.test/", {}) == 407  # served again
+    assert (len(turned_away), len(idle_closed)) == (8, 40)
+    reasons = [r["reason"] for r in read_log(unattributed) if r["status"] == 503]
+    assert reasons == [
+        "8 connection(s) from 127.0.0.1 turned away at once (past 32 from one address or 1024 in all)"
+    ]
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the peer closed ``sock`` (read to its end, without waiting)."""
+    sock.settimeout(0.05)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
 
 
 def test_targets_and_addresses_refuse_what_is_no_host_or_port() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -339,3 +340,78 @@ def test_the_real_key_an_upstream_quotes_back_is_scrubbed_from_headers_body_and_
     assert resp.status == 401 and b"sk-real-secret" not in body and b"credential removed" in body
     assert echo is not None and "sk-real-secret" not in echo
     assert "sk-real-secret" not in (tmp_path / "g.jsonl").read_text()
+
+
+#: name -> (the request as sent, the status it gets, the reason logged)
+HOSTILE_HEADS = {
+    "absolute-form-target": (
+        b"GET http://[x/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        400,
+        "the request target 'http://[x/' is not a path: the model gateway is no proxy",
+    ),
+    "request-line-over-64-kib": (
+        b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n",
+        414,
+        "refused by the HTTP parser: request line over 65536 bytes",
+    ),
+    "headers-over-64-kib": (
+        b"POST /v1/messages HTTP/1.1\r\n" + (b"X-A: " + b"a" * 1000 + b"\r\n") * 70 + b"\r\n",
+        431,
+        "refused by the HTTP parser: request headers over 65536 bytes",
+    ),
+    "101-headers": (
+        b"POST /v1/messages HTTP/1.1\r\n" + b"X-A: a\r\n" * 101 + b"\r\n",
+        431,
+        "refused by the HTTP parser: got more than 100 headers",
+    ),
+    "no-version": (b"GARBAGE\r\n\r\n", 400, "refused by the HTTP parser: Bad request syntax ('GARBAGE')"),
+    "unknown-method": (
+        b"FOO /v1/messages HTTP/1.1\r\n\r\n",
+        501,
+        "refused by the HTTP parser: Unsupported method ('FOO')",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(HOSTILE_HEADS))
+def test_a_hostile_request_head_gets_a_status_line_and_one_unattributed_line_never_a_traceback(
+    name: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    request, status, reason = HOSTILE_HEADS[name]
+    log = tmp_path / "gateway-refused.jsonl"
+    with MockModelServer([{"text": "x"}]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}, unattributed_path=log) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            port = urlsplit(gateway.url).port
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(request)
+                answer = sock.recv(4096).split(b"\r\n")[0]
+            assert post(gateway.url, "/v1/messages", MESSAGE, {"x-api-key": cell.env["K"]})[0] == 200
+            gateway.close_cell(cell)
+    assert answer.startswith(b"HTTP/1.1 %d" % status), answer
+    (line,) = [json.loads(text) for text in log.read_text().splitlines()]
+    assert (line["status"], line["reason"]) == (status, reason)
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_connections_past_32_of_a_client_are_turned_away_at_once_and_counted_in_the_log(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "gateway-refused.jsonl"
+    with MockModelServer([]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}, unattributed_path=log) as gateway:
+            port = urlsplit(gateway.url).port
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+            answers = []
+            for sock in socks[32:]:
+                answers.append(sock.recv(4096).split(b"\r\n")[0])
+            for sock in socks:
+                sock.close()
+    assert answers == [b"HTTP/1.1 503 Service Unavailable"] * 8
+    (line,) = [json.loads(text) for text in log.read_text().splitlines()]
+    assert line["status"] == 503
+    assert line["reason"] == (
+        "8 connection(s) from 127.0.0.1 turned away at once (past 32 from one address or 1024 in all)"
+    )

@@ -47,6 +47,7 @@ import sys
 import threading
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,7 +72,9 @@ __all__ = [
     "forwarded_request_headers",
     "forwarded_response_headers",
     "decoded_body",
+    "BoundedRequestHandler",
     "main",
+    "parser_refusal",
     "read_request_body",
     "recorded_headers",
     "redacted_path",
@@ -178,14 +181,14 @@ def recorded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 def redacted_path(path: str) -> str:
     """The request path with the value of every credential-like query parameter (``key``, ``api_key``,
     ``access_token``, ``sig`` ...) replaced by REDACTED: some APIs take the key in the query string."""
-    parts = urlsplit(path)
-    if not parts.query:
+    base, _, query = path.partition("#")[0].partition("?")  # not urlsplit: "http://[x/" is a ValueError
+    if not query:
         return path
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    pairs = parse_qsl(query, keep_blank_values=True)
     if not any(_SECRET_PARAM.search(k) for k, _ in pairs):
         return path
     query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="/:")
-    return f"{parts.path}?{query}"
+    return f"{base}?{query}"
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,74 @@ def decoded_body(raw: bytes, encoding: str | None, limit: int = MAX_REQUEST_BYTE
         return raw
     return raw
 
+
+REQUEST_LINE_LIMIT = 65536
+"""The longest request line read (414 beyond): the standard library's bound (``http.server``)."""
+HEADER_LINES_LIMIT = 100
+"""The most header lines a request may have (431 beyond): the standard library's bound (``http.client``)."""
+HEADER_BYTES = 64 * 1024
+"""The most bytes of a request's header lines, all together (431 beyond). The standard library holds each line
+to 64 KiB and a request to 100 of them, so without this a client that has not yet shown who it is could make
+each of its connections hold 6.4 MB (32 connections of one cell: 210 MB); harnesses send a few KB."""
+
+
+class HeadersTooLarge(http.client.HTTPException):
+    """A request's header lines passed :data:`HEADER_BYTES` (the standard library answers it 431)."""
+
+
+class _HeadReader:
+    """A connection's reader that holds each request's header lines to :data:`HEADER_BYTES` in all, while
+    ``left`` is set (during the parse of a request's head); bodies are read through it unbounded (their own
+    framing bounds them)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.left: int | None = None
+
+    def readline(self, size: int = -1) -> bytes:
+        line: bytes = self._raw.readline(size)
+        if self.left is not None:
+            self.left -= len(line)
+            if self.left < 0:
+                raise HeadersTooLarge(f"request headers over {HEADER_BYTES} bytes")
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+def parser_refusal(code: int, message: str | None, explain: str | None) -> str:
+    """Why the standard library's HTTP parser refused a request, from what it passes ``send_error``."""
+    if code == 414:
+        return f"request line over {REQUEST_LINE_LIMIT} bytes"
+    return (explain or message or "malformed request")[:300]
+
+
+class BoundedRequestHandler(BaseHTTPRequestHandler):
+    """What the capture proxy (and the model gateway) and the egress proxy handle requests with: a request
+    line of at most :data:`REQUEST_LINE_LIMIT` bytes, at most :data:`HEADER_LINES_LIMIT` header lines of
+    :data:`HEADER_BYTES` in all; anything past them is answered 431 (414 for the line) through
+    ``send_error``, which each proxy overrides to log the refusal."""
+
+    protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.0"
+    """A request line without a version is answered with a status line, not as HTTP/0.9 (a bare body)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self._head = _HeadReader(self.rfile)
+        self.rfile = self._head  # type: ignore[assignment]
+
+    def parse_request(self) -> bool:
+        self._head.left = HEADER_BYTES
+        try:
+            return super().parse_request()
+        finally:
+            self._head.left = None
+
+
+LOGGED_PATH_CHARS = 2048
+"""The most of a refused request's path logged (a request line can be 64 KiB)."""
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,64}")
@@ -468,6 +539,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.total = total
         self.turned_away = 0
         """Connections closed at once because a bound was reached."""
+        self.turned_away_from: Counter[str] = Counter()
+        """The same, by client address."""
         self._count_lock = threading.Lock()
         self._by_client: dict[str, int] = {}
         self._open = 0
@@ -477,6 +550,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         with self._count_lock:
             if self._open >= self.total or self._by_client.get(client, 0) >= self.per_client:
                 self.turned_away += 1
+                self.turned_away_from[client] += 1
                 admitted = False
             else:
                 self._by_client[client] = self._by_client.get(client, 0) + 1
@@ -501,6 +575,19 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._release(str(client_address[0]))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that ended in an exception the handler did not catch: a client that reset or dropped its
+        connection (an OSError) is no news; anything else is one line on stderr, never the standard library's
+        traceback (a hostile client must not be able to fill the batch's stderr)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            return
+        print(
+            f"dokimi: {type(self).__name__} on port {self.server_address[1]}: a request from "
+            f"{client_address[0]} failed: {type(error).__name__}: {error}"[:500],
+            file=sys.stderr,
+        )
 
     def _release(self, client: str) -> None:
         with self._count_lock:
@@ -538,6 +625,15 @@ class ServedHTTP:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+    def turned_away(self) -> list[str]:
+        """One sentence per client address whose connections were turned away at once, for a log."""
+        with self._httpd._count_lock:
+            counts = sorted(self._httpd.turned_away_from.items())
+        bounds = f"{self._httpd.per_client} from one address or {self._httpd.total} in all"
+        return [
+            f"{n} connection(s) from {client} turned away at once (past {bounds})" for client, n in counts
+        ]
 
 
 class CaptureProxy:
@@ -608,6 +704,8 @@ class CaptureProxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+            for reason in server.turned_away():
+                self._refused("-", "-", Refusal(503, reason))
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle)
             if self._capture_file is not None:
@@ -778,13 +876,24 @@ def _error_body(message: str) -> bytes:
 
 
 def _make_handler(proxy: CaptureProxy) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(BoundedRequestHandler):
         server_version = "dokimi-capture-proxy"
         timeout = proxy.client_timeout  # a silent client cannot hold a thread for long
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # requests are recorded in the capture, not on stderr
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """What the standard library refuses before a ``do_`` method runs (a request line over 64 KiB,
+            header lines over their bounds, a malformed request line, an unknown method): refused like any
+            request the proxy answers itself (the model gateway logs it to the batch's unattributed log: no
+            cell key has been read), in the API's error shape, and the connection closed."""
+            reason = parser_refusal(code, message, explain)
+            method = getattr(self, "command", None) or "-"
+            path = (getattr(self, "path", None) or "-")[:LOGGED_PATH_CHARS]
+            self.close_connection = True
+            proxy._refused(method, path, Refusal(code, f"refused by the HTTP parser: {reason}"))
+            self._send_error(code, reason)
 
         def _refuse(self, refusal: Refusal, *, close: bool = False) -> None:
             proxy._refused(self.command, self.path, refusal)

@@ -40,13 +40,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import Message
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
-from dokimi.gateway.capture_proxy import ServedHTTP
+from dokimi.gateway.capture_proxy import CLIENT_TIMEOUT_S, BoundedRequestHandler, ServedHTTP, parser_refusal
 from dokimi.rundir import EGRESS_JSONL
 from dokimi.schemas.gateway import EgressRecord
 
@@ -57,6 +56,7 @@ __all__ = [
     "address_refusal",
     "host_allowed",
     "body_length",
+    "forward_body",
     "parse_target",
     "pipe",
     "split_absolute_url",
@@ -71,7 +71,8 @@ CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 300.0
 CHUNK = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
-"""The largest plain-HTTP request body forwarded (it is held in memory); tunnels are streamed."""
+"""The largest plain-HTTP request body forwarded (413 beyond). Bodies, like tunnels, are streamed a
+:data:`CHUNK` at a time, never held whole."""
 LOGGED_TARGET_CHARS = 2048
 """The most of a request's target that egress.jsonl keeps (a request line can be 64 KiB)."""
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
@@ -158,6 +159,23 @@ def body_length(headers: Message) -> int | str:
     return int(value)
 
 
+def forward_body(client: Any, upstream: socket.socket, length: int) -> tuple[int, str] | None:
+    """Copy a plain-HTTP request's body of ``length`` bytes from the client's reader to the upstream, one
+    :data:`CHUNK` at a time (the proxy never holds a body whole); (400, why) when the client's body ends, or
+    it stays silent past the client timeout, before ``length`` bytes. An OSError of the upstream is raised."""
+    left = length
+    while left > 0:
+        try:
+            data = client.read(min(CHUNK, left))
+        except OSError:  # the client went silent (its timeout) or away
+            data = b""
+        if not data:
+            return 400, f"the request body ended after {length - left} of its {length} bytes"
+        upstream.sendall(data)
+        left -= len(data)
+    return None
+
+
 def _entry_matches_name(entry_name: str, host: str) -> bool:
     want, got = entry_name.lower().split("."), host.split(".")
     return len(want) == len(got) and all(w == "*" or w == g for w, g in zip(want, got, strict=True))
@@ -234,6 +252,7 @@ class EgressProxy:
         unattributed_path: Path | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         idle_timeout: float = IDLE_TIMEOUT_S,
+        client_timeout: float = CLIENT_TIMEOUT_S,
     ) -> None:
         self._host = host
         self._port = port
@@ -241,6 +260,9 @@ class EgressProxy:
         self.unattributed_path = unattributed_path
         self.connect_timeout = connect_timeout
         self.idle_timeout = idle_timeout
+        self.client_timeout = client_timeout
+        """The longest a client may stay silent while the proxy reads its request (line, headers, body): an
+        idle connection holds a thread no longer."""
         self._cells: dict[str, EgressCell] = {}
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
@@ -257,6 +279,9 @@ class EgressProxy:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+            for reason in server.turned_away():
+                record = {"method": "-", "target": "-", "allowed": False, "status": 503, "reason": reason}
+                self._log(None, record)
         with self._lock:
             for cell in self._cells.values():
                 if cell._file is not None:
@@ -409,11 +434,10 @@ def pipe(a: socket.socket, b: socket.socket, idle: float) -> tuple[int, int]:
     return sent[a], sent[b]
 
 
-def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _make_handler(proxy: EgressProxy) -> type[BoundedRequestHandler]:
+    class Handler(BoundedRequestHandler):
         server_version = "dokimi-egress-proxy"
-        timeout = proxy.idle_timeout
+        timeout = proxy.client_timeout  # a request's head and body; a tunnel's silence is ``idle_timeout``
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -429,7 +453,7 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
                 "target": _shown_target(getattr(self, "path", None) or str(getattr(self, "requestline", ""))),
                 "allowed": False,
                 "status": code,
-                "reason": message or "malformed request",
+                "reason": parser_refusal(code, message, explain),
             }
             proxy._log(cell, record)
             try:
@@ -535,7 +559,6 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             if isinstance(length, str):
                 self._refuse(413 if "over" in length else 400, length, record, cell)
                 return
-            body = self.rfile.read(length) if length > 0 else b""
             lines = [f"{self.command} {target} HTTP/1.1", f"Host: {authority}"]
             for name, value in self.headers.items():
                 if name.lower() in (
@@ -551,9 +574,17 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
             start = time.monotonic()
             try:
                 upstream = socket.create_connection((verdict.address, port), timeout=proxy.connect_timeout)
-                upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
             except OSError as e:
                 self._refuse(502, f"{host}:{port} allowed, but the connection failed: {e}", record, cell)
+                return
+            try:
+                upstream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+                problem = forward_body(self.rfile, upstream, length)
+            except OSError as e:
+                problem = (502, f"{host}:{port} allowed, but sending the request failed: {e}")
+            if problem is not None:
+                upstream.close()
+                self._refuse(*problem, record, cell)
                 return
             record.update(allowed=True, status=200, reason="allowed", entry=verdict.entry)
             down = 0
@@ -572,7 +603,7 @@ def _make_handler(proxy: EgressProxy) -> type[BaseHTTPRequestHandler]:
                         break
                     down += len(data)
             self.close_connection = True
-            record.update(bytes_up=len(body), bytes_down=down, duration_s=round(time.monotonic() - start, 3))
+            record.update(bytes_up=length, bytes_down=down, duration_s=round(time.monotonic() - start, 3))
             proxy._log(cell, record)
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _forward

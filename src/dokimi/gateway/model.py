@@ -60,7 +60,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from dokimi.gateway.apis import API_NAMES, GENERATE, Api, Route, apis_named, route_of
 from dokimi.gateway.budget import Budget, BudgetSpent, Hold
-from dokimi.gateway.capture_proxy import Admission, CaptureProxy, ProxiedRequest, Refusal, redacted_path
+from dokimi.gateway.capture_proxy import (
+    LOGGED_PATH_CHARS,
+    Admission,
+    CaptureProxy,
+    ProxiedRequest,
+    Refusal,
+    redacted_path,
+)
 from dokimi.gateway.prices import PRICES, Price, Usage, price_for, price_of, worst_cost
 from dokimi.gateway.relay import Decoder, Scrubber, UnreadableEncoding, scrub_text
 from dokimi.gateway.usage import UsageMeter, read_json, sse_payloads
@@ -461,6 +468,10 @@ class ModelGateway(CaptureProxy):
     # --- CaptureProxy hooks ---------------------------------------------------------------------------
 
     def _screen(self, method: str, path: str, headers: Sequence[tuple[str, str]]) -> _Screened:
+        if not path.startswith("/"):
+            raise Refusal(
+                400, f"the request target {path[:200]!r} is not a path: the model gateway is no proxy"
+            )
         keys = find_cell_key(self.apis, path, headers)
         if not keys:
             where = ", ".join(sorted({h for api in self.apis for h in api.credential_headers}))
@@ -561,8 +572,8 @@ class ModelGateway(CaptureProxy):
             self.refused += 1
             if self.unattributed_path is not None:
                 self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
-                line = {"method": method, "path": redacted_path(path), "status": refusal.status,
-                        "reason": refusal.message}  # fmt: skip
+                shown = redacted_path(path[:LOGGED_PATH_CHARS])
+                line = {"method": method, "path": shown, "status": refusal.status, "reason": refusal.message}
                 with self.unattributed_path.open("a", encoding="utf-8") as f:
                     f.write(self._scrub(json.dumps(line, sort_keys=True)) + "\n")
 
