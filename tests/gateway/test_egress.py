@@ -248,18 +248,20 @@ def test_what_the_standard_library_refuses_before_the_headers_is_logged_unattrib
 
 @contextmanager
 def counting_server() -> Iterator[int]:
-    """An allowed host that answers a POST with the number of body bytes it received."""
+    """An allowed host that answers with the number of body bytes it received."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def do_POST(self) -> None:
-            text = str(len(self.rfile.read(int(self.headers["Content-Length"])))).encode()
+            text = str(len(self.rfile.read(int(self.headers.get("Content-Length") or 0)))).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(text)))
             self.end_headers()
             self.wfile.write(text)
+
+        do_GET = do_POST
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()

@@ -350,8 +350,12 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
 LOGGED_PATH_CHARS = 2048
 """The most of a refused request's path logged (a request line can be 64 KiB)."""
 
-_DIGITS = re.compile(r"[0-9]{1,18}")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,64}")
+LENGTH_DIGITS = 18
+"""The most digits of a ``Content-Length`` (a larger number is 413 anyway)."""
+CHUNK_SIZE_DIGITS = 64
+"""The most hexadecimal digits of a chunk size (leading zeros are allowed, so more than 16)."""
+_DIGITS = re.compile(rf"[0-9]{{1,{LENGTH_DIGITS}}}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,%d}" % CHUNK_SIZE_DIGITS)
 LINE_LIMIT = 8 * 1024
 """The longest chunk-size or trailer line accepted."""
 MAX_TRAILERS = 64
