@@ -17,8 +17,9 @@ request could cost. Attacks:
 9. a model the price table lacks: refused without ``--price``; with it, priced (recorded in batch.json), and
    the cell's cost is the gateway's, never the harness's printed figure; a second unpriced model is refused;
 10. batches, files, admin, model listing and legacy paths: refused, logged, never forwarded;
-11. a chunked body with chunk size -1 and no key, a huge chunk with a key, a gzip bomb, and 1,500 idle
-    key-less connections: the gateway's memory and threads stay bounded, and idle connections are closed;
+11. a chunked body with chunk size -1 and no key, a huge chunk with a key, a gzip bomb, 32 key-less
+    connections each sending 99 header lines of 64 KB, and 1,500 idle key-less connections: the gateway's
+    memory and threads stay bounded, and idle connections are closed;
     JSON nested 100,000 (and 900) levels deep and integers of 5,000 (and 400) digits, in requests and in the
     upstream's answers, streamed or not: refused requests, answers charged their worst case, each line of
     gateway.jsonl saying why, and the gateway serving on.
@@ -439,6 +440,23 @@ def raw(head, body_chunks, total_mib):
     s.close()
     return [sent, answer]
 mib = b"x" * 1048576
+def head_flood(i):  # 99 header lines of 64 KB, without a key, the head never ended
+    s = socket.create_connection((BASE.hostname, BASE.port), timeout=60)
+    try:
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\n")
+        for _ in range(99):
+            s.sendall(b"X-A: " + b"a" * 65000 + b"\r\n")
+        time.sleep(5)
+        return s.recv(200).split(b"\r\n")[0].decode()
+    except OSError as e:
+        return repr(e)
+    finally:
+        s.close()
+floods = [threading.Thread(target=head_flood, args=(i,)) for i in range(32)]
+for t in floods:
+    t.start()
+for t in floods:
+    t.join()
 keyless = b"POST /v1/messages HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n"
 keyed = keyless.replace(b"Host: gw", b"Host: gw\r\nx-api-key: " + KEY.encode())
 report("keyless-negative-chunk", raw(keyless, mib, 700))
@@ -472,6 +490,11 @@ def test_attack_11_bad_request_bodies_keep_the_gateways_memory_bounded(sealed: S
         assert reports[name][0][1].split()[1] == "413", reports[name]
     assert reports["gzip-bomb"] == [413]
     assert vendor.requests == []
+    refused = (ran.batch / "_eval" / "gateway-refused.jsonl").read_text().splitlines()
+    floods = [line for line in map(json.loads, refused) if line["status"] == 431]
+    assert [line["reason"] for line in floods] == [
+        "refused by the HTTP parser: request headers over 65536 bytes"
+    ] * 32
 
 
 FLOOD_IDLE = r"""
