@@ -18,10 +18,19 @@ Batches of N and of 2N cells run on both, interleaved, so three figures come out
 - per extra cell, (T(2N) - T(N)) / N: the cost of one more cell once the batch runs, fixed costs cancelled;
 - the fixed cost per batch, T(N) - N x that.
 
-    python bench/bench_ray.py [--cells 12] [--rounds 2]
+With ``--sealed`` the same batches run sealed, as a real run is (docs/network.md, docs/scale.md): the harness
+makes one model call through the model gateway (dokimi's scripted model server on this machine is the
+vendor, ``ANTHROPIC_BASE_URL``), on the batch network behind its firewall chain with a cell on the egress
+proxy. Locally one network, gateway and proxy serve the batch; on the cluster the gateway stays on the
+driver and each node has its own network, proxy and relay (a Ray actor). Both are started while the batch is
+prepared, outside the clock (the nodes' seals may still be starting when the first cells arrive: that wait is
+inside it). Needs root and iptables.
+
+    python bench/bench_ray.py [--cells 12] [--rounds 2] [--sealed]
 
 Needs docker, the base image (scripts/setup.sh) and Ray (pip install -e '.[ray]'). Prints the figures and
-the ratios (target <= 1.3x); asserts nothing.
+the ratios (target <= 1.3x); asserts only that every sealed cell reached its model through the gateway (else
+the figure would be of something else).
 """
 
 from __future__ import annotations
@@ -47,21 +56,46 @@ from dokimi.repo.arms import ARM_RAW  # noqa: E402
 from dokimi.runner.dispatch import ExecutorSettings, cluster_session  # noqa: E402
 from dokimi.runner.run import QuietProgress, RunOptions, execute_cells, prepare_batch  # noqa: E402
 from dokimi.source import open_source  # noqa: E402
+from dokimi.support.mockmodel import MockModelServer  # noqa: E402
+
+SEALED_MODEL = "claude-haiku-4-5"
+#: One model call through the gateway (the container's endpoint variable and dummy key), then the answer.
+SEALED_HARNESS = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo 1.0.0; exit 0; fi
+exec python3 -c '
+import json, os, urllib.request
+body = json.dumps({"model": "MODEL", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]})
+headers = {"content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+           "anthropic-version": "2023-06-01"}
+request = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", body.encode(), headers)
+print(json.load(urllib.request.urlopen(request, timeout=120))["content"][0]["text"])
+'
+""".replace("MODEL", SEALED_MODEL)
+SEALED_PROFILE = PROFILE.replace("name: trivial\n", "name: trivial-sealed\n") + (
+    "endpoint_env: ANTHROPIC_BASE_URL\ncredential_env: [ANTHROPIC_API_KEY]\napi: [anthropic]\n"
+)
 
 
 def seconds_per_cell(
-    repo: Path, root: Path, *, cells: int, batch: str, executor: str, address: str | None
+    repo: Path,
+    root: Path,
+    *,
+    cells: int,
+    batch: str,
+    executor: str,
+    address: str | None,
+    sealed: bool = False,
 ) -> tuple[float, int, int]:
     """Wall time of the cells / their number, how many passed, and on how many nodes they ran."""
-    harness = root / "trivial"
-    harness.write_text(HARNESS)
+    harness = root / ("sealed-harness" if sealed else "trivial")
+    harness.write_text(SEALED_HARNESS if sealed else HARNESS)
     harness.chmod(0o755)
-    profile = root / "trivial.yaml"
-    profile.write_text(PROFILE)
+    profile = root / ("sealed.yaml" if sealed else "trivial.yaml")
+    profile.write_text(SEALED_PROFILE if sealed else PROFILE)
     opts = RunOptions(
         source=f"{repo}@HEAD",
         arms=(ARM_RAW,),
-        models=("m",),
+        models=(SEALED_MODEL if sealed else "m",),
         reps=cells,
         batch=batch,
         out=root / "runs",
@@ -71,21 +105,29 @@ def seconds_per_cell(
         jobs=2,
         executor="ray" if executor == "ray" else "local",
         ray_address=address,
+        allow_unchecked=True,  # a benchmark's trivial task: no tasks check to admit it
     )
     # as repo run does: the cluster is joined (and its nodes start their worker processes) while the batch is
     # prepared, before the clock starts
     with open_source(opts.source) as source, cluster_session(opts.executor, address):
         prepared = prepare_batch(opts, source, cancel=threading.Event(), progress=QuietProgress())
-        start = time.monotonic()
-        outcomes, _, _ = execute_cells(
-            prepared,
-            jobs=2,
-            max_batch_usd=None,
-            budget_usd=None,
-            progress=QuietProgress(),
-            executor=ExecutorSettings(opts.executor, address, source=opts.source, bin_option=opts.bin),
-        )
-        elapsed = time.monotonic() - start
+        try:
+            start = time.monotonic()
+            outcomes, _, _ = execute_cells(
+                prepared,
+                jobs=2,
+                max_batch_usd=None,
+                budget_usd=None,
+                progress=QuietProgress(),
+                executor=ExecutorSettings(opts.executor, address, source=opts.source, bin_option=opts.bin),
+            )
+            elapsed = time.monotonic() - start
+        finally:
+            if prepared.sealed is not None:
+                prepared.sealed.stop()
+    if sealed:  # every cell reached its model through the gateway, or the figure is of something else
+        sealed_ok = [o.result for o in outcomes if o.result is not None and o.result.cost_source == "gateway"]
+        assert len(sealed_ok) == cells and all(r.turns == 1 for r in sealed_ok), outcomes
     passed = sum(1 for o in outcomes if o.result is not None and o.result.passed)
     nodes = len({o.node for o in outcomes if o.node})
     return elapsed / cells, passed, nodes
@@ -107,11 +149,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=12, help="N: batches of N and of 2N cells run")
     parser.add_argument("--rounds", type=int, default=2, help="batches per executor and size (medians kept)")
+    parser.add_argument("--sealed", action="store_true", help="sealed cells (model calls via the gateway)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="dokimi-bench-ray."))
     cluster = None
+    vendor = None
     try:
         repo = make_repo(root)
+        if args.sealed:
+            vendor = MockModelServer([], per_conversation=True, api_key="sk-bench-" + "0" * 24).start()
+            os.environ.update({"ANTHROPIC_BASE_URL": vendor.url, "ANTHROPIC_API_KEY": vendor.api_key or ""})
+            for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+                os.environ.pop(name, None)
         print("starting a Ray cluster on this machine (head + one worker node, one CPU each) ...", flush=True)
         started = time.monotonic()
         cluster = start_cluster(root / "cluster")
@@ -126,7 +175,7 @@ def main() -> None:
                     address = cluster.address if executor == "ray" else None
                     per_cell, passed, nodes = seconds_per_cell(
                         repo, root, cells=size, batch=f"{executor}{size}r{round_}", executor=executor,
-                        address=address,
+                        address=address, sealed=args.sealed,
                     )  # fmt: skip
                     times.setdefault((executor, size), []).append(per_cell * size)
                     print(
@@ -142,9 +191,10 @@ def main() -> None:
         ray_fixed = total["ray", small] - small * ray_marginal
         local_fixed = total["local", small] - small * local_marginal
         join = statistics.median(joins)
+        kind = "sealed " if args.sealed else ""
         print(
-            f"whole batch of {large}: local -j 2 {local_cell:.3f} s per cell, ray {ray_cell:.3f} s per cell: "
-            f"{ray_cell / local_cell:.2f}x (target <= 1.3x)"
+            f"whole {kind}batch of {large}: local -j 2 {local_cell:.3f} s per cell, ray {ray_cell:.3f} s per "
+            f"cell: {ray_cell / local_cell:.2f}x (target <= 1.3x)"
         )
         print(
             f"per extra cell ({small} -> {large}): local -j 2 {local_marginal:.3f} s, "
@@ -158,6 +208,8 @@ def main() -> None:
     finally:
         if cluster is not None:
             cluster.stop()
+        if vendor is not None:
+            vendor.stop()
         shutil.rmtree(root, ignore_errors=True)
         built = subprocess.run(
             ["docker", "images", "-q", "--filter", "label=dokimi.repo.manifest-id=bench"],
