@@ -308,6 +308,26 @@ def test_the_example_dry_run_gives_the_same_verdicts_on_a_ray_cluster_as_locally
     assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 4)
 
 
+WARM = """
+import json, sys
+from dokimi.runner.ray_executor import join_cluster, warm_the_nodes
+ray = join_cluster(sys.argv[1])
+warmed = ray.get(warm_the_nodes(ray), timeout=120)
+print(json.dumps([sorted(warmed), sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])]))
+"""
+
+
+@pytest.mark.ray
+def test_joining_the_cluster_starts_a_worker_process_on_every_node(cluster: RayCluster) -> None:
+    """The cells' worker processes start while the batch is prepared (docs/scale.md, "Measured"): without
+    them each node's first cell waited 2-4 s for one. (Starting them failed silently once.)"""
+    argv = [sys.executable, "-c", WARM, cluster.address]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    warmed, nodes = json.loads(done.stdout.splitlines()[-1])
+    assert warmed == nodes and len(nodes) == 2  # one on each node, the head and the worker
+
+
 @pytest.mark.docker
 @pytest.mark.ray
 def test_with_shared_out_the_run_directories_are_moved_into_the_batch(

@@ -482,25 +482,28 @@ def join_cluster(address: str | None) -> Any:
         for sig, handler in handlers.items():
             if handler is not None:
                 signal.signal(sig, handler)
-    _warm_up(ray)
+    warm_the_nodes(ray)
     return ray
 
 
-def _warm_up(ray: Any) -> None:
-    """One :func:`warm_worker` task per live node, not waited for: Ray keeps the worker process it starts for
-    the cells of this run, which then find dokimi imported."""
+def warm_the_nodes(ray: Any) -> list[Any]:
+    """One :func:`warm_worker` task per live node, not waited for (their refs are returned): Ray keeps the
+    worker process it starts for the cells of this run, which then find dokimi imported."""
     # Ray is an extra and takes seconds to import
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    started = []
     try:
-        warm = ray.remote(warm_worker).options(num_cpus=CELL_CPUS, max_retries=0)
+        warm = ray.remote(warm_worker)
         for node in ray.nodes():
             if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= CELL_CPUS:
-                warm.options(
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)
-                ).remote()
+                on_node = NodeAffinitySchedulingStrategy(node["NodeID"], soft=True)
+                # all options at once: what .options() returns has .remote() and no .options()
+                options = {"num_cpus": CELL_CPUS, "max_retries": 0, "scheduling_strategy": on_node}
+                started.append(warm.options(**options).remote())
     except Exception:
         pass  # only a head start: the cells start their workers themselves
+    return started
 
 
 def driver_address() -> str:
@@ -510,8 +513,11 @@ def driver_address() -> str:
     return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
 
 
-def warm_worker() -> None:
-    """Import what a cell runs (a node's worker process starts with Ray only)."""
+def warm_worker() -> str:
+    """Import what a cell runs (a node's worker process starts with Ray only); the node's id."""
+    import ray  # loaded already in a worker process
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
