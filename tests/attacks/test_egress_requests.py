@@ -19,7 +19,7 @@ import pytest
 from dokimi.batch import cell_dir
 from tests.attacks.conftest import PROFILE, attacker, dokimi
 from tests.attacks.test_gateway_attacks import MODEL, Sampled, run_sampled, sealed_attacker
-from tests.gateway.test_egress import counting_server, server
+from tests.gateway.test_egress import server
 from tests.helpers.runs import tiny_repo
 
 pytestmark = pytest.mark.docker
@@ -123,16 +123,6 @@ def through_proxy(head, body=b"", timeout=60):
         return repr(e)
     finally:
         s.close()
-def closed(s):  # the proxy closed it (after its 503, for one turned away at once)
-    s.settimeout(0.05)
-    try:
-        while s.recv(65536):
-            pass
-        return True
-    except socket.timeout:
-        return False
-    except OSError:
-        return True
 time.sleep(3)
 """
 
@@ -189,7 +179,7 @@ def sampled_egress_attack(
     """A sealed ``repo run`` of a tiny task whose egress is a local host that counts the body bytes it gets
     (``allowed.test``), with ``code`` as its agent and ``repo run``'s memory and threads sampled: what was
     sampled, the cell's directory and the batch's."""
-    with counting_server() as port:
+    with server() as port:
         tiny = tiny_repo(tmp_path / "tiny", {"fix_f": {"egress": [f"allowed.test:{port}"]}})
         who = sealed_attacker(tmp_path / "agent", EGRESS_LIB % port + code)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # the attack needs no model

@@ -76,6 +76,16 @@ def call(method, path, body=None, headers=None):
     if resp.getheader("Content-Encoding") == "gzip":
         data = gzip.decompress(data)
     return {"status": resp.status, "headers": dict(resp.getheaders()), "body": data.decode("latin-1")}
+def closed(s):  # the server closed it (after its 503, for one turned away at once)
+    s.settimeout(0.05)
+    try:
+        while s.recv(65536):
+            pass
+        return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
 def message(size=100, max_tokens=100, stream=False, model="claude-haiku-4-5", text="hi"):
     return {"model": model, "max_tokens": max_tokens, "stream": stream,
             "messages": [{"role": "user", "content": text + " " + "x" * size}]}
@@ -507,16 +517,6 @@ for i in range(1500):
         errors.append(repr(e))
 report("opened", [len(socks), errors[:3]])
 time.sleep(5)
-def closed(s):  # the gateway closed it (after its 503, for one turned away at once)
-    s.settimeout(0.05)
-    try:
-        while s.recv(65536):
-            pass
-        return True
-    except socket.timeout:
-        return False
-    except OSError:
-        return True
 report("closed-at-once", sum(closed(s) for s in socks))
 time.sleep(40)
 report("closed-after-idle", sum(closed(s) for s in socks))

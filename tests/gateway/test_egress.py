@@ -21,15 +21,23 @@ from dokimi.gateway.egress import EgressProxy, address_refusal, host_allowed, pa
 
 @contextmanager
 def server(text: bytes = b"from the allowed host\n") -> Iterator[int]:
+    """An allowed host on loopback: a GET gets ``text``, a POST the number of body bytes it sent."""
+
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def do_GET(self) -> None:
+        def _answer(self, data: bytes) -> None:
             self.send_response(200)
-            self.send_header("Content-Length", str(len(text)))
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(text)
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._answer(text)
+
+        def do_POST(self) -> None:
+            self._answer(str(len(self.rfile.read(int(self.headers.get("Content-Length") or 0)))).encode())
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -246,38 +254,12 @@ def test_what_the_standard_library_refuses_before_the_headers_is_logged_unattrib
     ]
 
 
-@contextmanager
-def counting_server() -> Iterator[int]:
-    """An allowed host that answers with the number of body bytes it received."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            text = str(len(self.rfile.read(int(self.headers.get("Content-Length") or 0)))).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
-
-        do_GET = do_POST
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
 @pytest.mark.slow
 def test_a_plain_http_body_is_streamed_through_and_one_cut_short_is_refused_and_logged(
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "egress.jsonl"
-    with counting_server() as port:
+    with server() as port:
         with EgressProxy(resolve={"allowed.test": "127.0.0.1"}) as proxy:
             cell = proxy.open_cell("c", [f"allowed.test:{port}"], log)
             conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
