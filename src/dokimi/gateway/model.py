@@ -10,6 +10,9 @@ on it with :meth:`ModelGateway.open_cell`, which gives the cell
 
 For every request the gateway (rules, one function each), before it reads the body:
 
+* its head is within the bounds of :class:`dokimi.gateway.capture_proxy.BoundedRequestHandler` (request
+  line, header lines; 414 or 431 beyond), and its target is a path (400 for an absolute URL: the gateway
+  is no proxy);
 * :func:`find_cell_key` finds the dummy credential in the credential headers of the profile's APIs (and
   Gemini's ``key`` query parameter) only; a request with none, or with the keys of two cells, is refused
   (401) and never forwarded, so nothing but a cell of this batch can spend through it;
