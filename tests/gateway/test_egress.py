@@ -321,3 +321,26 @@ def test_targets_and_addresses_refuse_what_is_no_host_or_port() -> None:
     assert parse_target("-bad.test:443", 443) is None
     assert parse_target("files.pythonhosted.org", 443) == ("files.pythonhosted.org", 443)
     assert parse_target("10.0.0.1:80", 443) == ("10.0.0.1", 80)
+
+
+@pytest.mark.slow
+def test_attempts_past_the_logs_limit_are_counted_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dokimi.gateway import capture_proxy, egress
+
+    for module in (capture_proxy, egress):
+        monkeypatch.setattr(module, "REFUSAL_LOG_BYTES", 1000)
+    unattributed, log = tmp_path / "u.jsonl", tmp_path / "egress.jsonl"
+    with EgressProxy(unattributed_path=unattributed) as proxy:
+        cell = proxy.open_cell("c", [], log)
+        for _ in range(30):
+            assert plain_get(proxy.port, "http://a.test/", {}) == 407
+            assert plain_get(proxy.port, "http://a.test/", auth(cell.token)) == 403
+        proxy.close_cell(cell)
+    *logged, last = read_log(unattributed)
+    assert 0 < len(logged) < 30
+    assert (
+        last["reason"] == f"{30 - len(logged)} more refusals past the log's 1000 bytes: counted, not logged"
+    )
+    assert 0 < len(read_log(log)) < 30 and (cell.attempts, cell.refused) == (30, 30)

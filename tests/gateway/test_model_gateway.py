@@ -415,3 +415,31 @@ def test_connections_past_32_of_a_client_are_turned_away_at_once_and_counted_in_
     assert line["reason"] == (
         "8 connection(s) from 127.0.0.1 turned away at once (past 32 from one address or 1024 in all)"
     )
+
+
+@pytest.mark.slow
+def test_refusals_past_the_logs_limit_are_counted_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dokimi.gateway import capture_proxy, model
+
+    for module in (capture_proxy, model):
+        monkeypatch.setattr(module, "REFUSAL_LOG_BYTES", 1000)
+    monkeypatch.setattr(model, "CELL_RECORD_LIMIT", 1000)
+    log = tmp_path / "gateway-refused.jsonl"
+    with MockModelServer([]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}, unattributed_path=log) as gateway:
+            cell = gateway.open_cell("c", tmp_path / "g.jsonl")
+            for _ in range(30):
+                assert post(gateway.url, "/v1/messages", MESSAGE, {})[0] == 401
+                assert post(gateway.url, "/v1/files", MESSAGE, {"x-api-key": cell.env["K"]})[0] == 403
+            usage = gateway.close_cell(cell)
+    lines = [json.loads(text) for text in log.read_text().splitlines()]
+    *logged, last = lines
+    assert 0 < len(logged) < 30 and sum(len(json.dumps(line)) + 1 for line in logged[:-1]) < 1000
+    assert (
+        last["reason"] == f"{30 - len(logged)} more refusals past the log's 1000 bytes: counted, not logged"
+    )
+    assert gateway.refused == 30
+    kept = (tmp_path / "g.jsonl").read_text().splitlines()
+    assert 0 < len(kept) < 30 and usage.refused == 30

@@ -18,6 +18,7 @@ from dokimi.gateway.capture_proxy import (
     MAX_CONNECTIONS_PER_CLIENT,
     MAX_REQUEST_BYTES,
     MAX_TRAILERS,
+    REFUSAL_LOG_BYTES,
     REQUEST_LINE_LIMIT,
     BoundedHTTPServer,
 )
@@ -43,7 +44,8 @@ def test_the_network_doc_states_every_bound_of_the_gateway_and_the_proxy_as_enfo
         f"at most 64 levels deep, at most {usage.JSON_VALUES_LIMIT:,} values",
         f"an answer (not a stream) over {usage.JSON_BODY_LIMIT:,} bytes",
         f"each line of at most {usage.SSE_LINE_LIMIT:,} bytes",
-        f"`path` (its first {LOGGED_PATH_CHARS:,} characters",
+        f"`path` and `reason` (their first {LOGGED_PATH_CHARS:,} characters",
+        f"keep at most {REFUSAL_LOG_BYTES:,} bytes (64 MiB) of lines each",
         f"a connection past {MAX_CONNECTIONS_PER_CLIENT} of one address or {MAX_CONNECTIONS:,} in all",
         f"A body over 8 MiB ({model.RECORD_BODY_LIMIT:,} bytes)",
         f"first {model.HEAD_BYTES:,} bytes",
@@ -55,7 +57,7 @@ def test_the_network_doc_states_every_bound_of_the_gateway_and_the_proxy_as_enfo
     assert not missing, missing
     assert model.CELL_RECORD_LIMIT == 512 * 1024 * 1024 and "passed 512 MiB" in text
     assert capture_proxy.MAX_REQUEST_BYTES == 32 * 1024 * 1024
-    assert CLIENT_BODY_BYTES == egress.MAX_BODY_BYTES == 64 * 1024 * 1024
+    assert CLIENT_BODY_BYTES == egress.MAX_BODY_BYTES == REFUSAL_LOG_BYTES == 64 * 1024 * 1024
 
 
 def test_the_header_bounds_the_doc_takes_from_the_standard_library_hold() -> None:

@@ -78,6 +78,7 @@ __all__ = [
     "read_request_body",
     "recorded_headers",
     "redacted_path",
+    "unlogged",
     "upstream_target",
 ]
 
@@ -348,7 +349,17 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
 
 
 LOGGED_PATH_CHARS = 2048
-"""The most of a refused request's path logged (a request line can be 64 KiB)."""
+"""The most of a refused request's path (and of its reason) logged (a request line can be 64 KiB)."""
+REFUSAL_LOG_BYTES = 64 * 1024 * 1024
+"""The most bytes of refusal lines a batch's refused log (and the egress proxy's log of a cell) is given:
+a refusal costs a client nothing, so a loop of them must not fill the host's disk. Past it, refusals are
+counted, not written, and the log's last line says how many (:func:`unlogged`)."""
+
+
+def unlogged(n: int) -> str:
+    """The last line's reason in a log that stopped at :data:`REFUSAL_LOG_BYTES`."""
+    return f"{n} more refusals past the log's {REFUSAL_LOG_BYTES} bytes: counted, not logged"
+
 
 LENGTH_DIGITS = 18
 """The most digits of a ``Content-Length`` (a larger number is 413 anyway)."""
@@ -710,6 +721,7 @@ class CaptureProxy:
             server.close()
             for reason in server.turned_away():
                 self._refused("-", "-", Refusal(503, reason))
+            self._stopped()
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=settle)
             if self._capture_file is not None:
@@ -756,6 +768,9 @@ class CaptureProxy:
 
     def _refused(self, method: str, path: str, refusal: Refusal) -> None:
         """A request the proxy answered itself (the capture proxy records nothing of it)."""
+
+    def _stopped(self) -> None:
+        """The proxy has stopped listening (the model gateway closes its refused log)."""
 
     def _body_filter(self, req: ProxiedRequest, response: http.client.HTTPResponse) -> BodyFilter | None:
         """What the response body goes through on its way to the client (None: relayed as it is); raise

@@ -45,7 +45,14 @@ from types import TracebackType
 from typing import IO, Any, Self
 from urllib.parse import urlsplit
 
-from dokimi.gateway.capture_proxy import CLIENT_TIMEOUT_S, BoundedRequestHandler, ServedHTTP, parser_refusal
+from dokimi.gateway.capture_proxy import (
+    CLIENT_TIMEOUT_S,
+    REFUSAL_LOG_BYTES,
+    BoundedRequestHandler,
+    ServedHTTP,
+    parser_refusal,
+    unlogged,
+)
 from dokimi.rundir import EGRESS_JSONL
 from dokimi.schemas.gateway import EgressRecord
 
@@ -218,14 +225,21 @@ class EgressCell:
     refused: int = 0
     in_flight: int = 0
     """Connections of this cell still being served (their line is written when they end)."""
+    logged_bytes: int = 0
     _file: IO[str] | None = None
 
     def write(self, record: Mapping[str, Any]) -> None:
+        """One line of the cell's log, while it holds less than :data:`REFUSAL_LOG_BYTES` (an agent's loop of
+        attempts must not fill the host's disk; past it, ``attempts`` and ``refused`` still count them)."""
+        if self.logged_bytes >= REFUSAL_LOG_BYTES:
+            return
         if self._file is None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.log_path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        line = json.dumps(record, sort_keys=True) + "\n"
+        self._file.write(line)
         self._file.flush()
+        self.logged_bytes += len(line)
 
 
 @dataclass(frozen=True)
@@ -263,6 +277,9 @@ class EgressProxy:
         self.client_timeout = client_timeout
         """The longest a client may stay silent while the proxy reads its request (line, headers, body): an
         idle connection holds a thread no longer."""
+        self.unlogged = 0
+        """Refused attempts not attributed to a cell that were counted, not logged (the log was full)."""
+        self._unattributed_bytes = 0
         self._cells: dict[str, EgressCell] = {}
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
@@ -282,6 +299,10 @@ class EgressProxy:
             for reason in server.turned_away():
                 record = {"method": "-", "target": "-", "allowed": False, "status": 503, "reason": reason}
                 self._log(None, record)
+            with self._lock:
+                if self.unlogged:
+                    line = {"method": "-", "target": "-", "allowed": False, "status": None}
+                    self._log_unattributed({**line, "reason": unlogged(self.unlogged)}, last=True)
         with self._lock:
             for cell in self._cells.values():
                 if cell._file is not None:
@@ -382,13 +403,24 @@ class EgressProxy:
                 return _Verdict(True, "allowed", entry, address)
         return _Verdict(False, f"{host} {address_refusal(addresses[0])}", entry)
 
+    def _log_unattributed(self, record: Mapping[str, Any], *, last: bool = False) -> None:
+        """One line of the batch's refused log (the lock held), while it holds less than
+        :data:`REFUSAL_LOG_BYTES`; past it the line is counted, for the ``last`` line to say."""
+        if self.unattributed_path is None:
+            return
+        if not last and self._unattributed_bytes >= REFUSAL_LOG_BYTES:
+            self.unlogged += 1
+            return
+        line = json.dumps(record, sort_keys=True) + "\n"
+        self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.unattributed_path.open("a", encoding="utf-8") as f:
+            f.write(line)
+        self._unattributed_bytes += len(line)
+
     def _log(self, cell: EgressCell | None, record: dict[str, Any]) -> None:
         with self._lock:
             if cell is None:
-                if self.unattributed_path is not None:
-                    self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
-                    with self.unattributed_path.open("a", encoding="utf-8") as f:
-                        f.write(json.dumps(record, sort_keys=True) + "\n")
+                self._log_unattributed(record)
                 return
             cell.attempts += 1
             cell.refused += 0 if record["allowed"] else 1

@@ -65,11 +65,13 @@ from dokimi.gateway.apis import API_NAMES, GENERATE, Api, Route, apis_named, rou
 from dokimi.gateway.budget import Budget, BudgetSpent, Hold
 from dokimi.gateway.capture_proxy import (
     LOGGED_PATH_CHARS,
+    REFUSAL_LOG_BYTES,
     Admission,
     CaptureProxy,
     ProxiedRequest,
     Refusal,
     redacted_path,
+    unlogged,
 )
 from dokimi.gateway.prices import PRICES, Price, Usage, price_for, price_of, worst_cost
 from dokimi.gateway.relay import Decoder, Scrubber, UnreadableEncoding, scrub_text
@@ -423,6 +425,9 @@ class ModelGateway(CaptureProxy):
         self._local = threading.local()
         self.unattributed_path = unattributed_path
         self.refused = 0
+        self.unlogged = 0
+        """Refusals not attributed to a cell that were counted, not logged (the log was full)."""
+        self._unattributed_bytes = 0
 
     def _scrub(self, text: str) -> str:
         return scrub_text(text, self._secrets)
@@ -573,24 +578,43 @@ class ModelGateway(CaptureProxy):
             return
         with self._lock:
             self.refused += 1
-            if self.unattributed_path is not None:
-                self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
-                shown = redacted_path(path[:LOGGED_PATH_CHARS])
-                line = {"method": method, "path": shown, "status": refusal.status, "reason": refusal.message}
-                with self.unattributed_path.open("a", encoding="utf-8") as f:
-                    f.write(self._scrub(json.dumps(line, sort_keys=True)) + "\n")
+            shown = redacted_path(path[:LOGGED_PATH_CHARS])
+            reason = refusal.message[:LOGGED_PATH_CHARS]
+            self._log_unattributed(
+                {"method": method, "path": shown, "status": refusal.status, "reason": reason}
+            )
+
+    def _log_unattributed(self, line: Mapping[str, Any], *, last: bool = False) -> None:
+        """One line of the batch's refused log, while it holds less than :data:`REFUSAL_LOG_BYTES` (else the
+        line is counted, for the ``last`` line to say)."""
+        if self.unattributed_path is None:
+            return
+        text = self._scrub(json.dumps(line, sort_keys=True)) + "\n"
+        if not last and self._unattributed_bytes >= REFUSAL_LOG_BYTES:
+            self.unlogged += 1
+            return
+        self.unattributed_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.unattributed_path.open("a", encoding="utf-8") as f:
+            f.write(text)
+        self._unattributed_bytes += len(text)
+
+    def _stopped(self) -> None:
+        with self._lock:
+            if self.unlogged:
+                line = {"method": "-", "path": "-", "status": None, "reason": unlogged(self.unlogged)}
+                self._log_unattributed(line, last=True)
 
     def _record_refusal(self, cell: GatewayCell, method: str, path: str, refusal: Refusal) -> None:
         with self._lock:
             cell.usage.requests += 1
             cell.usage.refused += 1
             cell.usage.statuses[refusal.status] += 1
-            if cell.closed:
+            if cell.closed or cell.recorded_bytes >= CELL_RECORD_LIMIT:  # counted in usage.refused only
                 return
             t = round(time.monotonic() - cell.opened, 3)
             record = GatewayRecord(
-                index=0, t=t, duration_s=0.0, method=method, path=redacted_path(path), headers={},
-                status=refusal.status, error=refusal.message,
+                index=0, t=t, duration_s=0.0, method=method, path=redacted_path(path[:LOGGED_PATH_CHARS]),
+                headers={}, status=refusal.status, error=refusal.message[:LOGGED_PATH_CHARS],
             )  # fmt: skip
             cell._write(record.model_dump(mode="json"))
 
