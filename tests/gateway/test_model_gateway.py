@@ -5,7 +5,9 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -443,3 +445,29 @@ def test_refusals_past_the_logs_limit_are_counted_not_written(
     assert gateway.refused == 30
     kept = (tmp_path / "g.jsonl").read_text().splitlines()
     assert 0 < len(kept) < 30 and usage.refused == 30
+
+
+@pytest.mark.slow
+def test_a_client_that_resets_is_silent_and_a_failure_of_the_gateway_is_one_line_never_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a bug of the gateway")
+
+    with MockModelServer([]) as mock:
+        with ModelGateway(mock.url, credential_vars=["K"], credentials={}) as gateway:
+            port = urlsplit(gateway.url).port
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"POST /v1/messages HTTP/1.1\r\nX-A: a")
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )  # closes with RST
+            time.sleep(0.5)
+            assert capfd.readouterr().err == ""
+            monkeypatch.setattr(gateway, "_screen", broken)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"POST /v1/messages HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                assert sock.recv(100) == b""  # no answer: the request failed
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert "failed: RuntimeError: a bug of the gateway" in err
