@@ -4,7 +4,8 @@ hosts through the egress proxy, on a sealed network, and nothing else.
 The task's grader fetches a file from its egress host (a server on loopback, known to the proxy under a test
 name through ``--egress-resolve``) and decides on it; it also asks for a host the task does not name. The
 task is sound, the grader's request was allowed and the other refused, both in the phase's egress.jsonl
-with ``by: grade``; a grader cannot reach the host's services straight.
+with ``by: grade``; a grader cannot reach the host's services straight. ``repo run`` grades the task the
+same way.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from dokimi.batch import cell_dir
 from dokimi.cli.main import main
 from tests.helpers.git import commit
-from tests.helpers.runs import MANIFEST, task_json, tiny_repo
+from tests.helpers.runs import MANIFEST, Tiny, dokimi_cli, fake_harness, run_args, task_json, tiny_repo
 
 pytestmark = [pytest.mark.docker]
 
@@ -72,9 +74,9 @@ def mirror() -> Iterator[int]:
         httpd.server_close()
 
 
-def test_a_task_with_egress_is_sound_and_its_grader_reaches_only_its_hosts(
-    docker_available: bool, tmp_path: Path, mirror: int, image_id: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _repo_with_egress(tmp_path: Path, mirror: int, image_id: str) -> tuple[Tiny, str]:
+    """The tiny repository with task ``fetch``, whose egress is the mirror, graded by GRADE_EGRESS_PY; the
+    commit that adds it."""
     tiny = tiny_repo(tmp_path / "tiny", {})
     keys = {
         "grader": "egress",
@@ -94,6 +96,17 @@ def test_a_task_with_egress_is_sound_and_its_grader_reaches_only_its_hosts(
             ".agent-eval/tasks/fetch/task.json": task_json("fetch", tiny.base, **keys),
         },
     )
+    return tiny, head
+
+
+def _logged(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "egress.jsonl").read_text().splitlines()]
+
+
+def test_a_task_with_egress_is_sound_and_its_grader_reaches_only_its_hosts(
+    docker_available: bool, tmp_path: Path, mirror: int, image_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiny, head = _repo_with_egress(tmp_path, mirror, image_id)
     out = tmp_path / "out"
     code = main([
         "repo", "tasks", "check", tiny.source(head), "--out", str(out), "--json",
@@ -113,7 +126,7 @@ def test_a_task_with_egress_is_sound_and_its_grader_reaches_only_its_hosts(
         assert grade["metrics"]["mirror_ok"] is True
         assert grade["details"]["other"].startswith("refused: HTTPError 403")
         assert grade["details"]["straight"].startswith("refused:")  # no network but the proxy
-        logged = [json.loads(line) for line in (run_dir / "egress.jsonl").read_text().splitlines()]
+        logged = _logged(run_dir)
         assert {(r["host"], r["allowed"], r["by"]) for r in logged} == {
             (MIRROR, True, "grade"),
             (OTHER, False, "grade"),
@@ -122,3 +135,29 @@ def test_a_task_with_egress_is_sound_and_its_grader_reaches_only_its_hosts(
         assert allowed["entry"] == f"{MIRROR}:{mirror}" and allowed["bytes_down"] > 0
     oracle_dir = next(out.glob("**/fetch/oracle"))
     assert "oracle.stdout" in {p.name for p in oracle_dir.iterdir()}
+
+
+def test_repo_run_grades_a_task_with_egress_through_the_proxy_as_tasks_check_does(
+    docker_available: bool, tmp_path: Path, mirror: int, image_id: str
+) -> None:
+    """A sealed ``repo run`` of the same task (the allow-list route: the fake harness with a vendor host of
+    its own, which it never asks): its grade reaches the mirror through the proxy and nothing else, each
+    attempt in the cell's egress.jsonl with ``by: grade``."""
+    tiny, head = _repo_with_egress(tmp_path, mirror, image_id)
+    profile, binary = fake_harness(tmp_path / "harness")
+    profile.write_text(profile.read_text() + 'egress: ["vendor.dokimi-test.example:443"]\n')
+    resolve = ("--egress-resolve", f"{MIRROR}=127.0.0.1")
+    batch = f"egressrun-{image_id}"  # containers are named by their batch: one of the test's own
+    done = dokimi_cli(run_args(tiny, tmp_path / "out", batch, profile, binary, "--json", *resolve, rev=head))
+    assert done.returncode == 0, done.stderr
+    cell = cell_dir(tmp_path / "out" / batch, "fetch", "guidance:raw", "m", None, 0)
+    result = json.loads((cell / "result.json").read_text())
+    assert result["passed"] is True and result["agent_network"] is None, result
+    grade = json.loads((cell / "grade.json").read_text())
+    assert grade["metrics"]["mirror_ok"] is True
+    assert grade["details"]["other"].startswith("refused: HTTPError 403")
+    assert grade["details"]["straight"].startswith("refused:")
+    assert {(r["host"], r["allowed"], r["by"]) for r in _logged(cell)} == {
+        (MIRROR, True, "grade"),
+        (OTHER, False, "grade"),
+    }
