@@ -11,10 +11,12 @@ runs
 
 Batches of N and of 2N cells run on both, interleaved, so three figures come out:
 
-- the whole batch of 2N cells, per cell: each node's setup (unpacking the eval files, opening the source,
-  checking the pin), the cells, and shipping every run directory back as a tar to be installed on the
-  driver. As in ``repo run``, the cluster is joined (``ray.init``) and each node starts its worker process
-  while the batch is prepared, so that part is outside the clock (joining alone is timed and printed);
+- the whole batch of 2N cells, per cell (the medians of the rounds, and the median of each round's ratio
+  of its two batches, which ran back to back under the same load): each node's setup (unpacking the eval
+  files, opening the source, checking the pin), the cells, and shipping every run directory back as a tar
+  to be installed on the driver. As in ``repo run``, the cluster is joined (``ray.init``) and each node
+  starts its worker process while the batch is prepared, so that part is outside the clock (joining alone is
+  timed and printed);
 - per extra cell, (T(2N) - T(N)) / N: the cost of one more cell once the batch runs, fixed costs cancelled;
 - the fixed cost per batch, T(N) - N x that.
 
@@ -195,6 +197,12 @@ def main() -> None:
         print(
             f"whole {kind}batch of {large}: local -j 2 {local_cell:.3f} s per cell, ray {ray_cell:.3f} s per "
             f"cell: {ray_cell / local_cell:.2f}x (target <= 1.3x)"
+        )
+        # each round's two batches ran back to back, under the same load: their ratio moves less with it
+        paired = [r / lo for r, lo in zip(times["ray", large], times["local", large], strict=True)]
+        print(
+            f"  the same, round by round: {', '.join(f'{x:.2f}x' for x in paired)}; "
+            f"median {statistics.median(paired):.2f}x"
         )
         print(
             f"per extra cell ({small} -> {large}): local -j 2 {local_marginal:.3f} s, "
