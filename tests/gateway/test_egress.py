@@ -6,17 +6,17 @@ import base64
 import http.client
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dokimi.gateway.egress import EgressProxy, address_refusal, host_allowed, parse_target
+from tests.helpers.http import serving
 
 
 @contextmanager
@@ -39,13 +39,8 @@ def server(text: bytes = b"from the allowed host\n") -> Iterator[int]:
         def do_POST(self) -> None:
             self._answer(str(len(self.rfile.read(int(self.headers.get("Content-Length") or 0)))).encode())
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(Handler) as port:
+        yield port
 
 
 def auth(token: str) -> dict[str, str]:

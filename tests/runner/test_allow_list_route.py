@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 
 from dokimi.batch import cell_dir
 from tests.helpers.git import commit
+from tests.helpers.http import serving
 from tests.helpers.runs import MANIFEST, dokimi_cli, run_args, tiny_repo
 
 pytestmark = [pytest.mark.docker]
@@ -82,13 +82,8 @@ class _Vendor(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def vendor() -> Iterator[int]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Vendor)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Vendor) as port:
+        yield port
 
 
 def test_a_profile_with_egress_and_no_endpoint_runs_sealed_through_its_allow_list(

@@ -20,11 +20,10 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from dokimi.runner.dryrun import oracle_script
 from dokimi.sandbox.docker import container_names
 from dokimi.support.mockmodel import MockModelServer
 from tests.conftest import _require
+from tests.helpers.http import serving
 from tests.helpers.raycluster import SPILL_EVERYTHING, RayCluster, SpillKeeper, start_cluster
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.ray, pytest.mark.slow]
@@ -87,13 +87,8 @@ def docker_bridge_address() -> str:
 @pytest.fixture
 def second_server() -> Iterator[int]:
     """A host service on every address: what no sealed container may reach."""
-    httpd = ThreadingHTTPServer(("0.0.0.0", 0), _Hello)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Hello, "0.0.0.0") as port:
+        yield port
 
 
 @pytest.fixture

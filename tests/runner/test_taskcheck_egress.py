@@ -11,9 +11,8 @@ same way.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from dokimi.batch import cell_dir
 from dokimi.cli.main import main
 from tests.helpers.git import commit
+from tests.helpers.http import serving
 from tests.helpers.runs import MANIFEST, Tiny, dokimi_cli, fake_harness, run_args, task_json, tiny_repo
 
 pytestmark = [pytest.mark.docker]
@@ -65,13 +65,8 @@ class _Mirror(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def mirror() -> Iterator[int]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Mirror)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(_Mirror) as port:
+        yield port
 
 
 def _repo_with_egress(tmp_path: Path, mirror: int, image_id: str) -> tuple[Tiny, str]:
