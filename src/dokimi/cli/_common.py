@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import click
 
@@ -155,6 +155,32 @@ def progress_bar() -> Any:
         console=stderr_console(),
         transient=True,
     )
+
+
+class LiveBar:
+    """The progress bar of a long command, shown while the command runs when ``live`` (stderr is a terminal)
+    and absent otherwise: ``bar`` is None then, and each subclass says what its steps show."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self.bar: Any = None
+
+    def __enter__(self) -> Self:
+        if self.live:
+            self.bar = progress_bar()
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def above_or_note(self, text: str) -> None:
+        """``text`` above the bar, or as a note on stderr when there is none."""
+        if self.bar is not None:
+            print_above(self.bar.console, text)
+        else:
+            note(text)
 
 
 def deliver_document(

@@ -17,6 +17,7 @@ import click
 
 from dokimi.cli._common import (
     FiniteFloat,
+    LiveBar,
     check_manifest_choice,
     emit_json,
     json_option,
@@ -24,7 +25,6 @@ from dokimi.cli._common import (
     note,
     parse_resolve,
     print_above,
-    progress_bar,
     rubrics_option,
     run_file_option,
     source_argument,
@@ -76,24 +76,13 @@ def _prices(values: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class _Reporter:
+class _Reporter(LiveBar):
     """Progress for a human: a rich bar on a terminal, nothing otherwise (errors are noted either way)."""
 
     def __init__(self, live: bool) -> None:
-        self.live = live
-        self.bar: Any = None
+        super().__init__(live)
         self.task_id: Any = None
         self.root: Path | None = None
-
-    def __enter__(self) -> _Reporter:
-        if self.live:
-            self.bar = progress_bar()
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
     def note(self, text: str) -> None:
         if self.bar is not None:
@@ -102,13 +91,8 @@ class _Reporter:
     def batch(self, root: Path, *, default_place: bool) -> None:
         """The first line: where the batch is (a batch without --out lands outside the working tree)."""
         self.root = root
-        text = f"batch {root}" + (
-            " (the default place; --out DIR puts batches elsewhere)" if default_place else ""
-        )
-        if self.bar is not None:
-            print_above(self.bar.console, text)
-        else:
-            note(text)
+        where = " (the default place; --out DIR puts batches elsewhere)" if default_place else ""
+        self.above_or_note(f"batch {root}{where}")
 
     def planned(self, total: int, done: int) -> None:
         if self.bar is not None:

@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from dokimi.cli._common import (
+    LiveBar,
     echo,
     emit_json,
     json_option,
     note,
-    print_above,
-    progress_bar,
     working_tree_options,
 )
 from dokimi.cli.groups import SuggestingGroup
@@ -365,29 +364,15 @@ def _print(mined: MinedTask) -> None:
 # --- --from-log ---------------------------------------------------------------------------------------------
 
 
-class _MiningBar:
+class _MiningBar(LiveBar):
     """The progress of --from-log on a terminal: one bar per step over every candidate; notes above it."""
 
     def __init__(self, live: bool) -> None:
-        self.live = live
-        self.bar: Any = None
+        super().__init__(live)
         self.current: Any = None
 
-    def __enter__(self) -> _MiningBar:
-        if self.live:
-            self.bar = progress_bar()
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
     def note(self, text: str) -> None:
-        if self.bar is not None:
-            print_above(self.bar.console, text)
-        else:
-            note(text)
+        self.above_or_note(text)
 
     def phase(self, text: str, total: int) -> None:
         if self.bar is not None:
