@@ -10,13 +10,12 @@ After a deliberate change of the output, rewrite the page's blocks from a real r
 
 from __future__ import annotations
 
-import re
 import runpy
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import run_guide
+from tests.helpers.guide import CTX_DIGEST, normalised, run_guide
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.slow]
 
@@ -26,15 +25,9 @@ SHOWN_ROOT = "/home/ada/calc"
 
 
 def normalise(lines: list[str]) -> list[str]:
-    out = []
-    for line in lines:
-        line = re.sub(r"\b[0-9a-f]{40}\b", "<sha>", line)
-        line = re.sub(r"sha256:[0-9a-f]{64}", "sha256:<digest>", line)
-        line = re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line)
-        out.append(line.rstrip())
-    while out and not out[-1]:
-        out.pop()
-    return out
+    return normalised(
+        lines, [(r"\b[0-9a-f]{40}\b", "<sha>"), (r"sha256:[0-9a-f]{64}", "sha256:<digest>"), CTX_DIGEST]
+    )
 
 
 def test_the_agent_modes_page_runs_as_written(

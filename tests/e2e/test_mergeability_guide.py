@@ -11,7 +11,6 @@ deliberate change of the output, rewrite the page's blocks from a real run with
 from __future__ import annotations
 
 import json
-import re
 import runpy
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from dokimi.support.mockmodel import MockModelServer
-from tests.helpers.guide import run_guide
+from tests.helpers.guide import normalised, run_guide
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.slow]
 
@@ -63,14 +62,13 @@ DRAFT: dict[str, Any] = {
 
 
 def normalise(lines: list[str]) -> list[str]:
-    out = []
-    for line in lines:
-        line = re.sub(r" on \d{4}-\d\d-\d\dT[\d:]+\+00:00", " on <time>", line)
-        line = re.sub(r"sha256:[0-9a-f]{64}", "sha256:<digest>", line)  # of a draft drafted at its time
-        out.append(line.rstrip())
-    while out and not out[-1]:
-        out.pop()
-    return out
+    return normalised(
+        lines,
+        [
+            (r" on \d{4}-\d\d-\d\dT[\d:]+\+00:00", " on <time>"),
+            (r"sha256:[0-9a-f]{64}", "sha256:<digest>"),  # of a draft drafted at its time
+        ],
+    )
 
 
 def test_the_mergeability_page_runs_as_written(

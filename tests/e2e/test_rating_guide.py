@@ -9,13 +9,12 @@ After a deliberate change of the output, rewrite the page's blocks from a real r
 from __future__ import annotations
 
 import json
-import re
 import runpy
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import run_guide
+from tests.helpers.guide import CTX_DIGEST, normalised, run_guide
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.slow]
 
@@ -26,14 +25,7 @@ SHOWN_ROOT = "/home/ada/calc"
 
 def normalise(lines: list[str]) -> list[str]:
     """Digests and timings left out."""
-    out = []
-    for line in lines:
-        line = re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line)
-        line = re.sub(r" in \d+\.\d+s\b", " in <seconds>s", line)  # pytest's own timing
-        out.append(line.rstrip())
-    while out and not out[-1]:
-        out.pop()
-    return out
+    return normalised(lines, [CTX_DIGEST, (r" in \d+\.\d+s\b", " in <seconds>s")])  # pytest's own timing
 
 
 def test_the_rating_page_runs_as_written(

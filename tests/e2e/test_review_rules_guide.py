@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dokimi.support.mockmodel import MockModelServer
-from tests.helpers.guide import guide_steps, run_guide
+from tests.helpers.guide import CTX_DIGEST, guide_steps, run_guide
 from tests.helpers.review_comments import grouping_answer
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness, pytest.mark.slow]
@@ -37,7 +37,7 @@ GROUPS = [
 
 
 def normalise(lines: list[str]) -> list[str]:
-    return [re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line) for line in lines]
+    return [re.sub(*CTX_DIGEST, line) for line in lines]
 
 
 def page_comments() -> dict[int, dict[str, object]]:

@@ -10,12 +10,11 @@ guide's blocks from a real run with ``DOKIMI_REGENERATE_GUIDE=1 pytest tests/e2e
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import run_guide
+from tests.helpers.guide import CTX_DIGEST, normalised, run_guide
 from tests.helpers.inventory import make_inventory
 
 pytestmark = [pytest.mark.docker, pytest.mark.harness]
@@ -25,15 +24,9 @@ SHOWN_ROOT = "/home/ada/inventory"
 
 
 def normalise(lines: list[str], root: Path | None = None) -> list[str]:
-    out = []
-    for line in lines:
-        if root is not None:
-            line = line.replace(str(root), SHOWN_ROOT)
-        line = re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line)
-        out.append(line.rstrip())
-    while out and not out[-1]:
-        out.pop()
-    return out
+    if root is not None:
+        lines = [line.replace(str(root), SHOWN_ROOT) for line in lines]
+    return normalised(lines, [CTX_DIGEST])
 
 
 def test_the_guide_runs_as_written(

@@ -9,7 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,23 @@ def rewrite(guide: Path, lines: list[str], steps: list[Step], outputs: dict[int,
             new.extend(outputs[index])
             skip_until = index + 1 + len(step.shown)
     guide.write_text("\n".join(new) + "\n")
+
+
+CTX_DIGEST = (r"ctx-[0-9a-f]{24}", "ctx-<digest>")
+"""An image tag that follows the example's content: the same page shows it for any content."""
+
+
+def normalised(lines: list[str], substitutions: Sequence[tuple[str, str]]) -> list[str]:
+    """``lines`` with each (pattern, replacement) of what differs between runs applied in turn, trailing
+    spaces and the blank lines at the end left out: a page's ``normalise``."""
+    out = []
+    for line in lines:
+        for pattern, replacement in substitutions:
+            line = re.sub(pattern, replacement, line)
+        out.append(line.rstrip())
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 def unwrapped_batch_header(lines: list[str]) -> list[str]:

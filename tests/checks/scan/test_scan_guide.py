@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.guide import run_guide
+from tests.helpers.guide import CTX_DIGEST, run_guide
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "scan.md"
 
 
 def normalise(lines: list[str]) -> list[str]:
-    return [re.sub(r"ctx-[0-9a-f]{24}", "ctx-<digest>", line) for line in lines]
+    return [re.sub(*CTX_DIGEST, line) for line in lines]
 
 
 @pytest.mark.docker
